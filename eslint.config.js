@@ -3,6 +3,7 @@
 // functions (STYLE.md, "State machines are data").
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import globals from "globals";
 
 export default tseslint.config(
   { ignores: ["dist/", "build/", "node_modules/", ".lab/", "images/out/", "coverage/"] },
@@ -10,6 +11,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
+      globals: globals.node,
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {

@@ -16,7 +16,7 @@ describe("deviceInfo", () => {
     expect(deviceInfo(f).size).toBe(3 * 1024 ** 3);
   });
 
-  it("reads a block device's size through BLKGETSIZE64", (ctx) => {
+  it("reads a block device's size through BLKGETSIZE64", async (ctx) => {
     // /dev/loop* needs root and the loop module; where neither exists the file case above
     // still covers the function, and the test says why it did not run the device case.
     const f = path.join(dir, "loop.img");
@@ -25,7 +25,7 @@ describe("deviceInfo", () => {
     try {
       loop = execFileSync("losetup", ["--find", "--show", f], { encoding: "utf8" }).trim();
     } catch {
-      ctx.annotate("no loop device available here; block-device case not exercised");
+      await ctx.annotate("no loop device available here; block-device case not exercised");
       return;
     }
     try {
