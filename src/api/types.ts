@@ -1,0 +1,435 @@
+// The liken.sh/v1alpha1 API as TypeScript: the shapes of Cluster and Machine, the closed
+// string unions the CRDs enforce as enums, and the names (group, plurals, annotation, labels,
+// the heartbeat Lease convention) every other part of liken uses. The CRDs in config/crd/
+// are the server's copy of the same contract; test/unit/api-schema.test.ts keeps the enums
+// and names here equal to theirs.
+//
+// Ownership, so two writers never fight over a field:
+//   Cluster.spec            people (kubectl edit), never the operator or an agent
+//   Cluster.status          cluster-operator only
+//   Machine.spec            people and `liken approve-reboot` / `liken rollout resume`;
+//                           an agent may create its own Machine but never change its spec
+//   Machine.status          the machine's own agent; cluster-operator writes only
+//                           `step: Lost` (and the Alive condition) when the heartbeat stops
+// The ValidatingAdmissionPolicy in config/admission/ enforces the agent's part.
+
+export const GROUP = "liken.sh";
+export const VERSION = "v1alpha1";
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export const CLUSTER_KIND = "Cluster";
+export const CLUSTER_PLURAL = "clusters";
+export const MACHINE_KIND = "Machine";
+export const MACHINE_PLURAL = "machines";
+
+/** Changing its value (to anything) asks cluster-operator to read the channel now. */
+export const ANNOTATION_CHECK_RELEASES = "liken.sh/check-releases";
+
+/**
+ * Convenience label on Machines and heartbeat Leases naming the Cluster. The truth is
+ * Machine.spec.cluster (immutable, and a selectable field: `--field-selector spec.cluster=X`).
+ */
+export const LABEL_CLUSTER = "liken.sh/cluster";
+/** Label on a heartbeat Lease naming its Machine. */
+export const LABEL_MACHINE = "liken.sh/machine";
+
+/** Field selectors the Machine CRD declares (`selectableFields`). */
+export const FIELD_MACHINE_CLUSTER = "spec.cluster";
+export const FIELD_MACHINE_NODE = "spec.nodeName";
+
+/**
+ * Heartbeats are cheap: each agent renews a coordination.k8s.io/v1 Lease named after its
+ * Machine in this namespace (as kubelets do in kube-node-lease), instead of writing its
+ * Machine's status every few seconds. The operator watches the Leases in this namespace.
+ */
+export const HEARTBEAT_NAMESPACE = "liken-heartbeats";
+/** The namespace cluster-operator runs in and keeps its leader-election Lease in. */
+export const OPERATOR_NAMESPACE = "liken-system";
+
+export function heartbeatLeaseName(machine: string): string {
+  return machine;
+}
+
+/** A machine silent this long reads Lost (the page: "40 seconds pass with no heartbeat"). */
+export const LOST_AFTER_SECONDS = 40;
+/** A freshly started operator grants nothing this long (the page: "its first 40 seconds"). */
+export const START_GRACE_SECONDS = 40;
+
+/**
+ * The identity an agent authenticates as (client certificate CN / O, or a token file
+ * entry). The admission policy ties `liken:machine:<name>` to the Machine named <name>.
+ */
+export const AGENT_USER_PREFIX = "liken:machine:";
+export const AGENT_GROUP = "liken:machines";
+
+export function agentUserName(machine: string): string {
+  return `${AGENT_USER_PREFIX}${machine}`;
+}
+
+// Patterns and bounds, the same numbers as in the CRDs.
+export const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z._+-]*$/;
+export const VERSION_MAX_LENGTH = 64;
+export const DIGEST_PATTERN = /^sha256:[0-9a-f]{64}$/;
+export const CATALOG_MAX_ITEMS = 512;
+export const SOURCE_MAX_LENGTH = 2048;
+export const LEADERS_MAX_ITEMS = 32;
+export const REBOOT_TURNS_MAX_ITEMS = 1024;
+export const FAILED_RELEASES_MAX_ITEMS = 16;
+export const CONDITIONS_MAX_ITEMS = 16;
+
+// ---------------------------------------------------------------------------------------
+// Shared pieces
+
+export interface ObjectMeta {
+  name: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+}
+
+/** RFC 3339 timestamp in UTC, as Kubernetes writes them ("2026-12-02T11:40:00Z"). */
+export type Time = string;
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** The standard metav1.Condition. */
+export interface Condition<Type extends string = string, Reason extends string = string> {
+  type: Type;
+  status: ConditionStatus;
+  /** Machine-readable CamelCase reason. */
+  reason: Reason;
+  /** What happened, to what, and what to do next. */
+  message: string;
+  lastTransitionTime: Time;
+  observedGeneration?: number;
+}
+
+/** A release as the catalog names it: the version and the digest of its release.yaml. */
+export interface ReleaseRef {
+  version: string;
+  /** `sha256:` + 64 lowercase hex: the SHA-256 of the release's release.yaml. */
+  digest: string;
+}
+
+// ---------------------------------------------------------------------------------------
+// Cluster
+
+export interface ClusterSpec {
+  /** The release every machine should run; must name an entry of releases.catalog. */
+  version?: string;
+  releases: {
+    /** Base URL of the release channel (`<source>/channel.yaml`, `<source>/<v>/release.yaml`). */
+    source: string;
+    /** Releases this cluster trusts; versions are unique. */
+    catalog?: ReleaseRef[];
+  };
+  disruption?: {
+    /** Integer >= 1 or a percentage "1%".."100%" of the machines (rounded up, at least 1). */
+    maxUnavailable?: number | string;
+  };
+}
+
+export const CLUSTER_PHASES = ["Pending", "Updating", "Ready"] as const;
+/**
+ * Pending: no target version or no machines yet. Updating: a machine runs another version
+ * than spec.version, or a reboot turn is held. Ready: every machine runs spec.version.
+ */
+export type ClusterPhase = (typeof CLUSTER_PHASES)[number];
+
+/**
+ * One reboot turn, recorded by cluster-operator with a write conditioned on the Cluster's
+ * resourceVersion BEFORE the machine may act on it. The machine acts only on a record it
+ * sees here; the record counts against the budget until the operator removes it.
+ */
+export interface RebootTurn {
+  /** The Machine's name (list key: one record per machine). */
+  machine: string;
+  grantedAt: Time;
+  /** Which operator copy granted it (its identity, e.g. pod name + process uid). */
+  grantedBy: string;
+  /**
+   * Whether the machine was a leader when granted: the one-leader-down rule reads this,
+   * not the Machine's current role, so a role edit mid-turn cannot let two leaders down.
+   */
+  leader: boolean;
+  /** The release the turn is for; a retargeted machine does not reuse an older turn. */
+  version: string;
+  digest?: string;
+  /** After this time a machine that has not come back stalls the rollout. */
+  deadline?: Time;
+  /** Set when the turn passed its deadline; Progressing is False/RolloutStalled meanwhile. */
+  stalledAt?: Time;
+}
+
+export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable"] as const;
+export type ClusterConditionType = (typeof CLUSTER_CONDITION_TYPES)[number];
+
+/** Reasons of the Progressing condition. */
+export const PROGRESSING_REASONS = [
+  /** True: machines are moving to spec.version. */
+  "RolloutProgressing",
+  /** True: every machine runs spec.version. */
+  "RolloutComplete",
+  /** True: the operator just started and grants no turn until the time in the message. */
+  "StartupGrace",
+  /** True: machines wait for `liken approve-reboot` (rebootPolicy Manual). */
+  "WaitingForApproval",
+  /** False: a machine holding a turn did not come back; no more turns until examined. */
+  "RolloutStalled",
+  /** False: spec.version is unset; nothing to roll out. */
+  "NoTarget",
+] as const;
+export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
+
+export const CHANNEL_REASONS = ["ChannelRead", "ChannelUnreachable", "ChannelMalformed"] as const;
+export type ChannelReason = (typeof CHANNEL_REASONS)[number];
+
+export type ClusterCondition =
+  Condition<"Progressing", ProgressingReason> | Condition<"ChannelReachable", ChannelReason>;
+
+export interface ClusterStatus {
+  observedGeneration?: number;
+  phase?: ClusterPhase;
+  /** "ready/total" for the MACHINES column, e.g. "4/5". */
+  machines?: string;
+  counts?: {
+    total: number;
+    /** Running spec.version with step Ready. */
+    ready: number;
+    /** Not serving: holding a turn, Lost, or otherwise down; counts against the budget. */
+    unavailable: number;
+    lost: number;
+  };
+  /** The oldest version a machine runs (VERSION column). */
+  version?: string;
+  /** The newest version a machine runs (NEWEST column). */
+  newest?: string;
+  /** The newest version the channel announces (AVAILABLE column). */
+  available?: string;
+  /** Names of the leader machines (LEADERS column prints them as a JSON list). */
+  leaders?: string[];
+  /** The cluster's API endpoint (ENDPOINT column). */
+  endpoint?: string;
+  rebootTurns?: RebootTurn[];
+  /** The machines holding a turn, comma-separated, for the TURNS column of `-o wide`. */
+  turns?: string;
+  channel?: {
+    /** The last liken.sh/check-releases value the operator acted on. */
+    handledCheckReleases?: string;
+    /** When the operator last tried to read the channel. */
+    lastCheckTime?: Time;
+    /** When the operator last read the channel successfully. */
+    lastSuccessTime?: Time;
+  };
+  conditions?: ClusterCondition[];
+}
+
+export interface Cluster {
+  apiVersion: typeof API_VERSION;
+  kind: typeof CLUSTER_KIND;
+  metadata: ObjectMeta;
+  spec: ClusterSpec;
+  status?: ClusterStatus;
+}
+
+// ---------------------------------------------------------------------------------------
+// Machine
+
+export const ROLES = ["Worker", "Leader"] as const;
+/** Leader: runs a member of the datastore (only one leader is ever down at a time). */
+export type Role = (typeof ROLES)[number];
+
+export const REBOOT_POLICIES = ["Manual", "Auto"] as const;
+/** Manual (default): wait in RebootPending for `liken approve-reboot`. Auto: ask for a turn. */
+export type RebootPolicy = (typeof REBOOT_POLICIES)[number];
+
+/** Set by `liken approve-reboot`; approves exactly this release, never a later target. */
+export interface Approval {
+  version: string;
+  /** When set, the approval holds only for a staged release with this digest. */
+  digest?: string;
+  /** Who approved (the Kubernetes user that ran the command). */
+  by: string;
+  at: Time;
+}
+
+/** Set by `liken rollout resume` after a person examined a stalled machine. */
+export interface Resume {
+  /** The grantedAt of the stalled turn this releases; a later turn is not released by it. */
+  turnGrantedAt: Time;
+  by: string;
+  at: Time;
+  reason: string;
+}
+
+export interface MachineSpec {
+  /** The Cluster this machine belongs to. Immutable. */
+  cluster: string;
+  /** The Kubernetes Node this machine runs as (what the agent cordons and drains). */
+  nodeName: string;
+  role?: Role;
+  rebootPolicy?: RebootPolicy;
+  approval?: Approval;
+  resume?: Resume;
+}
+
+export const MACHINE_STEPS = [
+  /** Runs the target (or there is none); nothing to do. */
+  "Ready",
+  /** Writes the target release into the slot it does not run from. Still serving. */
+  "Downloading",
+  /** Staged; waits for a reboot turn (Auto, or Manual and approved). */
+  "UpdatePending",
+  /** Staged; rebootPolicy Manual and no approval for this release yet. */
+  "RebootPending",
+  /** Holds a turn: drains, checks the slot, reboots into it, proves the release. */
+  "Updating",
+  /**
+   * The target release failed here (verification, or a trial that fell back); the machine
+   * runs its old release and will not retry this digest until the target changes or a
+   * person asks. See lastTrial, failedReleases and conditions.
+   */
+  "Failed",
+  /** Written by cluster-operator: no heartbeat for 40 s. Counts against the budget. */
+  "Lost",
+] as const;
+export type MachineStep = (typeof MACHINE_STEPS)[number];
+/** The steps an agent reports; Lost is the operator's word about a silent agent. */
+export type AgentStep = Exclude<MachineStep, "Lost">;
+
+export const UPDATE_STAGES = ["Draining", "CheckingSlot", "Rebooting", "Proving"] as const;
+/** Where in the Updating step the machine is (for a stall message: "the step it was in"). */
+export type UpdateStage = (typeof UPDATE_STAGES)[number];
+
+export const SLOT_NAMES = ["a", "b"] as const;
+export type SlotName = (typeof SLOT_NAMES)[number];
+
+export const SLOT_STATES = [
+  /** Holds nothing bootable. */
+  "Empty",
+  /** A download writes into it; not bootable. */
+  "Writing",
+  /** A release was staged here and then withdrawn (retarget); not bootable. */
+  "Withdrawn",
+  /** Holds a fully verified release, staged for the next trial. */
+  "Staged",
+  /** Armed for (or booted as) the boot-once trial. */
+  "Trial",
+  /** The slot the machine runs from and boots by default. */
+  "Active",
+  /** Holds the previous good release; the fallback. */
+  "Inactive",
+  /** Its release failed verification or its trial; never booted again as it is. */
+  "Bad",
+] as const;
+export type SlotState = (typeof SLOT_STATES)[number];
+
+export interface SlotStatus {
+  name: SlotName;
+  state: SlotState;
+  version?: string;
+  digest?: string;
+}
+
+export interface StagedRelease extends ReleaseRef {
+  slot: SlotName;
+  at: Time;
+}
+
+export const TRIAL_RESULTS = ["Succeeded", "Failed", "Skipped"] as const;
+/**
+ * Succeeded: booted, rejoined, promoted. Failed: the bootloader fell back. Skipped: the
+ * pre-trial slot check did not match the staged release; rebooted without the trial.
+ */
+export type TrialResult = (typeof TRIAL_RESULTS)[number];
+
+export interface TrialRecord extends ReleaseRef {
+  slot: SlotName;
+  result: TrialResult;
+  at: Time;
+  /** CamelCase, e.g. TrialDidNotRejoin, SlotCheckMismatch, Promoted. */
+  reason: string;
+  message?: string;
+}
+
+/** A release this machine must not retry (the brupop#123 crash loop). */
+export interface FailedRelease extends ReleaseRef {
+  at: Time;
+  reason: string;
+}
+
+/** Why the drain cannot go on: which pod, held by which PodDisruptionBudget, since when. */
+export interface DrainBlocker {
+  /** "namespace/name" of the pod the eviction refused. */
+  pod: string;
+  /** "namespace/name" of the PodDisruptionBudget, when the refusal names one. */
+  podDisruptionBudget?: string;
+  since: Time;
+  message: string;
+}
+
+export interface DownloadProgress {
+  bytesDone: number;
+  bytesTotal: number;
+  /** floor(100 * bytesDone / bytesTotal), for the PROGRESS column. */
+  percent: number;
+  /** The artifact being written. */
+  artifact?: string;
+}
+
+/** The machine's request for a reboot turn, for the release it staged. */
+export interface TurnRequest extends ReleaseRef {
+  at: Time;
+}
+
+export const MACHINE_CONDITION_TYPES = [
+  /** True while the agent's heartbeat Lease is fresh (written by cluster-operator). */
+  "Alive",
+  /** True when the machine runs the Cluster's spec.version. */
+  "UpToDate",
+  /** True when a verified release is staged in the inactive slot. */
+  "ReleaseStaged",
+  /** True while an eviction is refused; see status.drainBlocker. */
+  "DrainBlocked",
+  /** The last trial: True Succeeded, False when it fell back or was skipped. */
+  "TrialSucceeded",
+] as const;
+export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];
+export type MachineCondition = Condition<MachineConditionType>;
+
+export interface MachineStatus {
+  observedGeneration?: number;
+  /** The release running now (LIKEN column). */
+  version?: string;
+  digest?: string;
+  step?: MachineStep;
+  updateStage?: UpdateStage;
+  /** The Cluster target the agent works towards, as it last read it. */
+  target?: ReleaseRef;
+  bootedSlot?: SlotName;
+  slots?: SlotStatus[];
+  staged?: StagedRelease;
+  progress?: DownloadProgress;
+  turnRequest?: TurnRequest;
+  lastTrial?: TrialRecord;
+  failedReleases?: FailedRelease[];
+  drainBlocker?: DrainBlocker;
+  /** When the agent last wrote this status; the live heartbeat is its Lease. */
+  lastHeartbeatTime?: Time;
+  conditions?: MachineCondition[];
+}
+
+export interface Machine {
+  apiVersion: typeof API_VERSION;
+  kind: typeof MACHINE_KIND;
+  metadata: ObjectMeta;
+  spec: MachineSpec;
+  status?: MachineStatus;
+}
+
+export type LikenObject = Cluster | Machine;
