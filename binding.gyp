@@ -4,7 +4,10 @@
       "target_name": "liken_native",
       "sources": [
         "native/addon.cc",
-        "native/device.cc"
+        "native/device.cc",
+        "native/io.cc",
+        "native/readback.cc",
+        "native/writer.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": [

@@ -3,11 +3,19 @@
 #include <napi.h>
 
 #include "device.h"
+#include "io.h"
+#include "readback.h"
+#include "writer.h"
 
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("deviceInfo", Napi::Function::New(env, liken::DeviceInfo, "deviceInfo"));
+  exports.Set("discard", Napi::Function::New(env, liken::Discard, "discard"));
+  exports.Set("fsyncPath", Napi::Function::New(env, liken::FsyncPath, "fsyncPath"));
+  exports.Set("sdNotify", Napi::Function::New(env, liken::SdNotify, "sdNotify"));
+  exports.Set("readback", Napi::Function::New(env, liken::Readback, "readback"));
+  liken::InitWriter(env, exports);
   return exports;
 }
 

@@ -3,6 +3,7 @@
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { LikenError } from "../errors.js";
 
 export interface DeviceInfo {
   /** "block" for a block device or partition, "file" for a regular file. */
@@ -13,23 +14,66 @@ export interface DeviceInfo {
   logicalBlockSize: number;
 }
 
-interface NativeBinding {
-  deviceInfo(path: string): DeviceInfo;
+/** The raw writer object of native/writer.cc; use SlotWriter (writer.ts), never this. */
+export interface RawWriter {
+  push(buf: Buffer): number;
+  space(): Promise<void>;
+  checkpoint(): Promise<{ offset: number; hashState: Buffer }>;
+  finish(): Promise<{ digest: string | null }>;
+  abort(): void;
 }
 
-export class NativeError extends Error {
-  readonly code: string;
+export interface RawWriterOptions {
+  path: string;
+  base: number;
+  size: number;
+  start: number;
+  bufSize: number;
+  nbuf: number;
+  align: number;
+  direct: boolean;
+  chunkDigests?: Buffer;
+  hashState?: Buffer;
+}
+
+interface NativeBinding {
+  deviceInfo(path: string): DeviceInfo;
+  discard(path: string, offset: number, length: number): boolean;
+  fsyncPath(path: string): void;
+  sdNotify(state: string): boolean;
+  readback(opts: {
+    path: string;
+    base: number;
+    size: number;
+    bufSize: number;
+    align: number;
+    direct: boolean;
+  }): Promise<{ digest: string }>;
+  Writer: new (opts: RawWriterOptions) => RawWriter;
+}
+
+/** The native module's error family: LIKEN_NATIVE_*, with the errno and syscall when known. */
+export class NativeError extends LikenError {
   readonly errno: number | undefined;
   readonly syscall: string | undefined;
   readonly path: string | undefined;
   constructor(
     code: string,
     message: string,
-    opts: { cause?: unknown; errno?: number; syscall?: string; path?: string } = {},
+    opts: {
+      cause?: unknown;
+      errno?: number;
+      syscall?: string;
+      path?: string;
+      retryable?: boolean;
+      context?: Record<string, unknown>;
+    } = {},
   ) {
-    super(message, { cause: opts.cause });
-    this.name = "NativeError";
-    this.code = code;
+    super(code, message, {
+      cause: opts.cause,
+      retryable: opts.retryable ?? false,
+      context: { ...opts.context, ...(opts.path !== undefined ? { path: opts.path } : {}) },
+    });
     this.errno = opts.errno;
     this.syscall = opts.syscall;
     this.path = opts.path;
@@ -57,7 +101,7 @@ export function native(): NativeBinding {
   return binding;
 }
 
-function wrapErrno(cause: unknown, what: string): NativeError {
+export function wrapErrno(cause: unknown, what: string): NativeError {
   const e = cause as { errno?: number; syscall?: string; path?: string; message?: string };
   return new NativeError("LIKEN_NATIVE_IO", `${what}: ${e.message ?? String(cause)}`, {
     cause,
@@ -77,5 +121,62 @@ export function deviceInfo(devicePath: string): DeviceInfo {
   } catch (cause) {
     if (cause instanceof NativeError) throw cause;
     throw wrapErrno(cause, `cannot read the size of ${devicePath}`);
+  }
+}
+
+function requirePath(fn: string, p: unknown): string {
+  if (typeof p !== "string" || p.length === 0) {
+    throw new NativeError("LIKEN_NATIVE_BAD_ARGUMENT", `${fn}: a non-empty path is required`);
+  }
+  return path.resolve(p);
+}
+
+/**
+ * Discards a byte range of a block device (BLKDISCARD) or punches a hole in a file, so the
+ * medium no longer holds what was there. Offset and length must be multiples of 4096.
+ */
+export function discard(devicePath: string, offset: number, length: number): void {
+  const p = requirePath("discard", devicePath);
+  for (const [k, v] of [
+    ["offset", offset],
+    ["length", length],
+  ] as const) {
+    if (!Number.isSafeInteger(v) || v < 0 || v % 4096 !== 0) {
+      throw new NativeError(
+        "LIKEN_NATIVE_BAD_ARGUMENT",
+        `discard: ${k} ${v} must be a non-negative multiple of 4096`,
+      );
+    }
+  }
+  try {
+    native().discard(p, offset, length);
+  } catch (cause) {
+    throw wrapErrno(cause, `cannot discard ${length} bytes at ${offset} of ${devicePath}`);
+  }
+}
+
+/** fsync(2) of a file, block device or directory by path. */
+export function fsyncPath(target: string): void {
+  const p = requirePath("fsyncPath", target);
+  try {
+    native().fsyncPath(p);
+  } catch (cause) {
+    throw wrapErrno(cause, `cannot sync ${target}`);
+  }
+}
+
+/**
+ * Sends `state` (for example "READY=1", "WATCHDOG=1", "STATUS=downloading") to systemd over
+ * $NOTIFY_SOCKET, as sd_notify(3) does. Returns false when no socket is set (not run by
+ * systemd with Type=notify), true once the datagram is sent.
+ */
+export function sdNotify(state: string): boolean {
+  if (typeof state !== "string" || state.length === 0) {
+    throw new NativeError("LIKEN_NATIVE_BAD_ARGUMENT", "sdNotify: a non-empty state is required");
+  }
+  try {
+    return native().sdNotify(state);
+  } catch (cause) {
+    throw wrapErrno(cause, "cannot notify systemd");
   }
 }

@@ -1,0 +1,21 @@
+// Small synchronous I/O helpers Node lacks: discard (BLKDISCARD / hole punch), fsync of a
+// path (file, device or directory), and sd_notify for systemd Type=notify services.
+#pragma once
+
+#include <napi.h>
+
+#include <string>
+
+namespace liken {
+
+// Throws a JS Error carrying errno, syscall and path (see device.cc for the same shape).
+void ThrowErrnoError(Napi::Env env, const char* syscall, const std::string& path, int err);
+
+// Writes all of buf at off; returns 0 or an errno (ENOSPC when the medium ends early).
+int PwriteAll(int fd, const uint8_t* buf, size_t len, uint64_t off);
+
+Napi::Value Discard(const Napi::CallbackInfo& info);
+Napi::Value FsyncPath(const Napi::CallbackInfo& info);
+Napi::Value SdNotify(const Napi::CallbackInfo& info);
+
+}  // namespace liken
