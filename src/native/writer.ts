@@ -88,6 +88,49 @@ function checkChunks(o: SlotWriterOptions): Buffer | undefined {
   return out;
 }
 
+interface Plan {
+  target: string;
+  offset: number;
+  start: number;
+  bufSize: number;
+  nbuf: number;
+  align: number;
+  chunks: Buffer | undefined;
+}
+
+function checkAligned(what: string, v: number, align: number, min = 0): void {
+  if (!isCount(v, min) || v % align !== 0) {
+    throw bad(`${what} ${v} is not a multiple of the block size ${align}`);
+  }
+}
+
+function checkStart(o: SlotWriterOptions, start: number, bufSize: number, chunked: boolean): void {
+  if (!isCount(start) || start > o.size || (start % bufSize !== 0 && start !== o.size)) {
+    throw bad(`resume offset ${start} is not a buffer boundary within ${o.size} bytes`);
+  }
+  if (start > 0 && !chunked && o.hashState === undefined) {
+    throw bad("resuming a whole-stream write needs the saved hash state");
+  }
+}
+
+/** Validates and defaults a writer's options; the C++ side trusts the result. */
+function plan(o: SlotWriterOptions): Plan {
+  if (typeof o.path !== "string" || o.path.length === 0) throw bad("a slot path is required");
+  if (!isCount(o.size, 0)) throw bad(`size ${o.size} is not a byte count`);
+  const target = path.resolve(o.path);
+  const offset = o.offset ?? 0;
+  const start = o.start ?? 0;
+  const chunks = checkChunks(o);
+  const bufSize = chunks ? o.chunkSize! : (o.bufferSize ?? DEFAULT_BUFFER_SIZE);
+  const nbuf = o.buffers ?? DEFAULT_BUFFERS;
+  const align = deviceInfo(target).logicalBlockSize;
+  checkAligned("offset", offset, align);
+  checkAligned("buffer size", bufSize, align, align);
+  if (!isCount(nbuf, 2)) throw bad("at least two buffers are needed to pipeline");
+  checkStart(o, start, bufSize, chunks !== undefined);
+  return { target, offset, start, bufSize, nbuf, align, chunks };
+}
+
 /**
  * Streams one artifact into a slot: write() copies into aligned buffers, a hash thread and a
  * write thread inside the addon do the rest. Nothing is durable before checkpoint()/finish().
@@ -105,28 +148,7 @@ export class SlotWriter {
   }
 
   static open(o: SlotWriterOptions): SlotWriter {
-    if (typeof o.path !== "string" || o.path.length === 0) throw bad("a slot path is required");
-    const target = path.resolve(o.path);
-    const offset = o.offset ?? 0;
-    const start = o.start ?? 0;
-    if (!isCount(o.size, 0)) throw bad(`size ${o.size} is not a byte count`);
-    const chunks = checkChunks(o);
-    const bufSize = chunks ? o.chunkSize! : (o.bufferSize ?? DEFAULT_BUFFER_SIZE);
-    const nbuf = o.buffers ?? DEFAULT_BUFFERS;
-    const align = deviceInfo(target).logicalBlockSize;
-    if (!isCount(offset) || offset % align !== 0) {
-      throw bad(`offset ${offset} is not a multiple of the block size ${align}`);
-    }
-    if (!isCount(bufSize, align) || bufSize % align !== 0) {
-      throw bad(`buffer size ${bufSize} is not a multiple of the block size ${align}`);
-    }
-    if (!isCount(nbuf, 2)) throw bad("at least two buffers are needed to pipeline");
-    if (!isCount(start) || start > o.size || (start % bufSize !== 0 && start !== o.size)) {
-      throw bad(`resume offset ${start} is not a buffer boundary within ${o.size} bytes`);
-    }
-    if (start > 0 && !chunks && o.hashState === undefined) {
-      throw bad("resuming a whole-stream write needs the saved hash state");
-    }
+    const { target, offset, start, bufSize, nbuf, align, chunks } = plan(o);
     try {
       const raw = new (native().Writer)({
         path: target,
@@ -207,12 +229,8 @@ export async function readback(
   const offset = opts.offset ?? 0;
   const bufSize = opts.bufferSize ?? READBACK_BUFFER_SIZE;
   if (!isCount(opts.size)) throw bad(`size ${opts.size} is not a byte count`);
-  if (!isCount(offset) || offset % align !== 0) {
-    throw bad(`offset ${offset} is not a multiple of the block size ${align}`);
-  }
-  if (!isCount(bufSize, align) || bufSize % align !== 0) {
-    throw bad(`buffer size ${bufSize} is not a multiple of ${align}`);
-  }
+  checkAligned("offset", offset, align);
+  checkAligned("buffer size", bufSize, align, align);
   try {
     const r = await native().readback({
       path: p,
