@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { identifyDriver, mayRunAPlugin, mountsPluginDirOf } from "../../src/drain/drivers.js";
+import type { V1Pod } from "@kubernetes/client-node";
+import {
+  identifyDriver,
+  mayRunAPlugin,
+  mountsPluginDirOf,
+  type DriverPodSelectors,
+} from "../../src/drain/drivers.js";
 import { parseMatchLabels, selectorMatches } from "../../src/drain/selector.js";
 import { GPU, pod } from "./drain-fixtures.js";
 
@@ -35,7 +41,7 @@ describe("identifyDriver: selector first, then the plugin directory of a DaemonS
   const plainPod = pod({ name: "plain", hostPaths: [`/var/lib/kubelet/plugins/${GPU}`] });
   const labelled = pod({ name: "labelled", ns: "gpu-system", labels: { app: "gpu-kp" } });
 
-  it.each([
+  it.each<{ name: string; pods: V1Pod[]; sel: DriverPodSelectors; by: string; uids: string[] }>([
     {
       name: "plugin-dir DaemonSet pod",
       pods: [dsPod, plainPod],
