@@ -1,0 +1,145 @@
+// `liken release build`: artifacts in, a release directory and an updated channel out.
+// Writes <out>/<version>/{release.yaml, artifacts} and <out>/channel.yaml (newest last).
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { copyFile, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { stringify } from "yaml";
+import { LikenError } from "../errors.js";
+import { parseChannel, type Channel } from "../verify/channel.js";
+import { digestOf } from "../verify/digest.js";
+import {
+  API_VERSION,
+  DEFAULT_CHUNK,
+  isSafeVersion,
+  parseRelease,
+  SLOT_ALIGN,
+  type Artifact,
+  type Release,
+} from "../verify/release.js";
+
+export class ReleaseError extends LikenError {}
+
+export interface ArtifactInput {
+  name: string;
+  /** The file to publish. */
+  file: string;
+  /** Offset in the slot; default: right after the previous artifact, aligned to 4096. */
+  offset?: number;
+}
+
+export interface BuildOptions {
+  version: string;
+  artifacts: ArtifactInput[];
+  /** The channel directory (what `liken channel serve` or a CDN serves). */
+  out: string;
+  chunkSize?: number;
+}
+
+/** Whole digest and per-chunk digests of a file in one pass. */
+export async function hashFile(
+  file: string,
+  chunkSize: number,
+): Promise<{ size: number; digest: string; chunks: string[] }> {
+  const whole = createHash("sha256");
+  const chunks: string[] = [];
+  let chunk = createHash("sha256");
+  let inChunk = 0;
+  let size = 0;
+  for await (const piece of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
+    const b = piece as Buffer;
+    whole.update(b);
+    size += b.length;
+    for (let off = 0; off < b.length;) {
+      const n = Math.min(chunkSize - inChunk, b.length - off);
+      chunk.update(b.subarray(off, off + n));
+      inChunk += n;
+      off += n;
+      if (inChunk === chunkSize) {
+        chunks.push(chunk.digest("hex"));
+        chunk = createHash("sha256");
+        inChunk = 0;
+      }
+    }
+  }
+  if (inChunk > 0 || chunks.length === 0) chunks.push(chunk.digest("hex"));
+  return { size, digest: `sha256:${whole.digest("hex")}`, chunks };
+}
+
+async function readChannel(file: string): Promise<Channel> {
+  try {
+    return parseChannel(await readFile(file));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") {
+      return { apiVersion: API_VERSION, kind: "Channel", versions: [] };
+    }
+    throw e;
+  }
+}
+
+/** Writes a file so a reader sees the old or the new bytes, never a mix. */
+async function writeAtomic(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}`;
+  await writeFile(tmp, data);
+  await rename(tmp, file);
+}
+
+export function releaseYaml(r: Release): string {
+  return stringify(r, { lineWidth: 0 });
+}
+
+export async function buildRelease(
+  o: BuildOptions,
+): Promise<{ digest: string; dir: string; release: Release }> {
+  if (!isSafeVersion(o.version)) {
+    throw new ReleaseError(
+      "LIKEN_RELEASE_BAD_VERSION",
+      `version "${o.version}" is not valid: use letters, digits, '.', '_', '+', '-'`,
+    );
+  }
+  const chunkSize = o.chunkSize ?? DEFAULT_CHUNK;
+  const dir = path.join(o.out, o.version);
+  try {
+    await stat(path.join(dir, "release.yaml"));
+    throw new ReleaseError(
+      "LIKEN_RELEASE_EXISTS",
+      `${dir}/release.yaml exists: a published release never changes; choose a new version`,
+    );
+  } catch (e) {
+    if (e instanceof ReleaseError) throw e;
+  }
+  await mkdir(dir, { recursive: true });
+  const artifacts: Artifact[] = [];
+  let next = 0;
+  for (const a of o.artifacts) {
+    const h = await hashFile(a.file, chunkSize);
+    const offset = a.offset ?? next;
+    const file = path.basename(a.file);
+    await copyFile(a.file, path.join(dir, file));
+    const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
+    if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
+    artifacts.push(art);
+    next = Math.ceil((offset + h.size) / SLOT_ALIGN) * SLOT_ALIGN;
+  }
+  const release: Release = {
+    apiVersion: API_VERSION,
+    kind: "Release",
+    version: o.version,
+    artifacts,
+  };
+  const bytes = Buffer.from(releaseYaml(release));
+  parseRelease(bytes); // what liken writes, liken must read: validate before publishing
+  await writeAtomic(path.join(dir, "release.yaml"), bytes);
+  const digest = digestOf(bytes);
+  const channelFile = path.join(o.out, "channel.yaml");
+  const channel = await readChannel(channelFile);
+  channel.versions = channel.versions.filter((v) => v.version !== o.version);
+  channel.versions.push({ version: o.version, digest });
+  await writeAtomic(channelFile, stringify(channel, { lineWidth: 0 }));
+  return { digest, dir, release };
+}
+
+/** The YAML a person pastes into spec.releases.catalog. */
+export function catalogEntry(version: string, digest: string): string {
+  return stringify([{ version, digest }]);
+}

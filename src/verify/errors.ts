@@ -1,0 +1,19 @@
+// The verify module's error family: every refusal of a release document, a channel or an
+// artifact byte carries one of these stable codes.
+import { LikenError, type LikenErrorOptions } from "../errors.js";
+
+export type VerifyCode =
+  | "LIKEN_VERIFY_DOCUMENT_TOO_LARGE"
+  | "LIKEN_VERIFY_DOCUMENT_INVALID"
+  | "LIKEN_VERIFY_DIGEST_MISMATCH"
+  | "LIKEN_VERIFY_VERSION_MISMATCH"
+  | "LIKEN_VERIFY_PATH_UNSAFE"
+  | "LIKEN_VERIFY_SIZE_MISMATCH"
+  | "LIKEN_VERIFY_SLOT_TOO_SMALL";
+
+export class VerifyError extends LikenError {
+  declare readonly code: VerifyCode;
+  constructor(code: VerifyCode, message: string, opts: LikenErrorOptions = {}) {
+    super(code, message, opts);
+  }
+}
