@@ -1,0 +1,319 @@
+// The drain of one node, as a list of named phases: cordon, plan, evict wave by wave, done.
+// Decisions come from plan.ts (pure); this file only looks, acts, waits and reports.
+//
+// Must never: delete a pod (evictions only, so budgets apply); evict a driver pod while a
+// claim it serves lists a consumer on this node; return "finished" while a planned pod is
+// still on the node; uncordon on failure (the node stays cordoned, the error says why).
+import type { KubeConfig, V1Node, V1Pod } from "@kubernetes/client-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import { cordonAction, type CordonAction } from "./cordon.js";
+import type { DriverPodSelectors } from "./drivers.js";
+import { DrainError } from "./errors.js";
+import { DrainApi, type EvictionOutcome } from "./kube.js";
+import { budgetsFor } from "./pdb.js";
+import {
+  nextStep,
+  planDrain,
+  type DrainPlan,
+  type DriverFinding,
+  type LeftPod,
+  type PlannedPod,
+  type Snapshot,
+  type Wait,
+  type WaveName,
+} from "./plan.js";
+import { uidOf } from "./pods.js";
+import { evictionRetryDelay, POLL_INTERVAL_MS } from "./retry.js";
+
+export interface DrainOptions {
+  /** The whole drain, cordon to last pod gone. At the deadline the node stays cordoned. */
+  timeoutMs: number;
+  /** Driver name -> the pods that run it (agent config). See drivers.ts for the rule. */
+  driverPods?: DriverPodSelectors;
+  /** Told every step: the agent puts blockers into the Machine status, the CLI prints them. */
+  onProgress?: (p: DrainProgress) => void;
+  signal?: AbortSignal;
+  /** Between two looks at the node (tests shorten it). */
+  pollIntervalMs?: number;
+  /** Record Events on the Node (default true). */
+  events?: boolean;
+}
+
+/** A pod whose eviction the API server refuses, and the budgets that match it. */
+export interface Blocker {
+  pod: string;
+  pdbs: string[];
+  message: string;
+  attempts: number;
+}
+
+export type DrainProgress =
+  | { kind: "cordoned"; node: string; how: CordonAction["kind"] }
+  | { kind: "planned"; plan: DrainPlan }
+  | { kind: "driver-unidentified"; driver: string; claims: string[]; keptUntilLast: string[] }
+  | { kind: "evicting"; pod: string; wave: WaveName }
+  | { kind: "blocked"; blocker: Blocker }
+  | { kind: "waiting"; wave: WaveName; waiting: Wait[] }
+  | { kind: "warning"; message: string }
+  | { kind: "finished"; result: DrainResult };
+
+export interface DrainResult {
+  node: string;
+  /** "cordon": liken cordoned it now; "already-ours": an earlier liken drain did. */
+  cordon: CordonAction["kind"];
+  /** In the order the API server accepted the evictions. */
+  evicted: string[];
+  left: LeftPod[];
+  drivers: DriverFinding[];
+  unidentifiedDrivers: string[];
+  durationMs: number;
+}
+
+export async function drainNode(
+  kc: KubeConfig,
+  node: string,
+  opts: DrainOptions,
+): Promise<DrainResult> {
+  return new DrainRun(new DrainApi(kc), node, opts).run();
+}
+
+/** Attempts to cordon before giving up on conflicting writes to the Node. */
+const CORDON_ATTEMPTS = 5;
+
+class DrainRun {
+  private readonly started = Date.now();
+  private readonly deadline: number;
+  private readonly evicted: string[] = [];
+  private readonly blockers = new Map<string, Blocker>();
+  private readonly retryAt = new Map<string, number>();
+  private readonly eventsSent = new Set<string>();
+  private lastWaiting = "";
+  private nodeObj: V1Node | undefined;
+
+  constructor(
+    private readonly api: DrainApi,
+    private readonly node: string,
+    private readonly opts: DrainOptions,
+  ) {
+    this.deadline = this.started + opts.timeoutMs;
+  }
+
+  private report(p: DrainProgress): void {
+    this.opts.onProgress?.(p);
+  }
+
+  async run(): Promise<DrainResult> {
+    const cordon = await this.cordon();
+    const plan = planDrain(this.node, await this.observe(), this.opts.driverPods ?? {});
+    this.report({ kind: "planned", plan });
+    const unidentified = plan.drivers.filter((d) => d.by === "unidentified");
+    for (const d of unidentified) await this.reportUnidentified(d, plan);
+
+    for (;;) {
+      this.checkAbort();
+      const snap = await this.observe();
+      const step = nextStep(plan, snap);
+      if (step.kind === "done") break;
+      this.reportWaiting(step.wave, step.waiting);
+      if (Date.now() >= this.deadline) await this.failDeadline(plan, snap, step.waiting);
+      await Promise.all(step.evict.map((p) => this.evictOne(p, snap)));
+      await this.pause();
+    }
+
+    const result: DrainResult = {
+      node: this.node,
+      cordon,
+      evicted: this.evicted,
+      left: plan.left,
+      drivers: plan.drivers,
+      unidentifiedDrivers: unidentified.map((d) => d.driver),
+      durationMs: Date.now() - this.started,
+    };
+    this.report({ kind: "finished", result });
+    return result;
+  }
+
+  private async cordon(): Promise<CordonAction["kind"]> {
+    for (let attempt = 1; attempt <= CORDON_ATTEMPTS; attempt++) {
+      const node = await this.api.getNode(this.node);
+      if (node === undefined) {
+        throw new DrainError("LIKEN_DRAIN_NODE_NOT_FOUND", `node ${this.node} does not exist`, {
+          context: { node: this.node },
+        });
+      }
+      const action = cordonAction(node);
+      if (action.kind !== "cordon") {
+        this.nodeObj = node;
+        this.report({ kind: "cordoned", node: this.node, how: action.kind });
+        return action.kind;
+      }
+      const patched = await this.api.patchNode(this.node, action.patch);
+      if (patched !== "conflict") {
+        this.nodeObj = patched;
+        this.report({ kind: "cordoned", node: this.node, how: "cordon" });
+        return "cordon";
+      }
+    }
+    throw new DrainError(
+      "LIKEN_DRAIN_API",
+      `node ${this.node}: the Node changed under every one of ${CORDON_ATTEMPTS} cordon attempts; try again`,
+      { retryable: true, context: { node: this.node } },
+    );
+  }
+
+  private async observe(): Promise<Snapshot> {
+    const [pods, claims] = await Promise.all([this.api.podsOnNode(this.node), this.api.claims()]);
+    return { pods, claims };
+  }
+
+  private async evictOne(planned: PlannedPod, snap: Snapshot): Promise<void> {
+    if ((this.retryAt.get(planned.uid) ?? 0) > Date.now()) return;
+    const pod = snap.pods.find((p) => uidOf(p) === planned.uid);
+    if (pod === undefined) return;
+    const [namespace, name] = [pod.metadata?.namespace ?? "", pod.metadata?.name ?? ""];
+    const outcome = await this.api.evict(namespace, name, planned.uid);
+    await this.handle(outcome, planned, pod);
+  }
+
+  private async handle(outcome: EvictionOutcome, planned: PlannedPod, pod: V1Pod): Promise<void> {
+    switch (outcome.kind) {
+      case "accepted":
+        this.evicted.push(planned.pod);
+        this.blockers.delete(planned.uid);
+        this.report({ kind: "evicting", pod: planned.pod, wave: planned.wave });
+        return;
+      case "gone":
+        this.blockers.delete(planned.uid);
+        return;
+      case "blocked":
+        return this.blocked(planned, pod, outcome.message);
+      case "failed":
+        if (!outcome.retryable) {
+          throw new DrainError(
+            "LIKEN_DRAIN_EVICTION_REFUSED",
+            `node ${this.node}: the API server refused to evict ${planned.pod} (${outcome.status}: ${outcome.message}); the node stays cordoned`,
+            { context: { node: this.node, pod: planned.pod, status: outcome.status } },
+          );
+        }
+        this.backOff(planned.uid);
+        this.report({ kind: "warning", message: `evicting ${planned.pod}: ${outcome.message}` });
+        return;
+      default: {
+        const never: never = outcome;
+        throw new Error(`unhandled eviction outcome ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  private async blocked(planned: PlannedPod, pod: V1Pod, message: string): Promise<void> {
+    const pdbs = budgetsFor(pod, await this.api.budgets(pod.metadata?.namespace ?? ""));
+    const attempts = (this.blockers.get(planned.uid)?.attempts ?? 0) + 1;
+    const blocker: Blocker = { pod: planned.pod, pdbs, message, attempts };
+    this.blockers.set(planned.uid, blocker);
+    this.backOff(planned.uid);
+    this.report({ kind: "blocked", blocker });
+    const key = `${blocker.pod}|${pdbs.join(",")}`;
+    if (this.eventsSent.has(key)) return;
+    this.eventsSent.add(key);
+    await this.event("Warning", "DrainBlocked", blockerText(blocker));
+  }
+
+  private backOff(uid: string): void {
+    const attempts = this.blockers.get(uid)?.attempts ?? 1;
+    this.retryAt.set(uid, Date.now() + evictionRetryDelay(attempts));
+  }
+
+  private async reportUnidentified(d: DriverFinding, plan: DrainPlan): Promise<void> {
+    const keptUntilLast = plan.waves
+      .filter((w) => w.name === "driver-candidates")
+      .flatMap((w) => w.pods.map((p) => p.pod));
+    this.report({ kind: "driver-unidentified", driver: d.driver, claims: d.claims, keptUntilLast });
+    const who =
+      keptUntilLast.length > 0
+        ? `the pods that may run it leave last: ${keptUntilLast.join(", ")}`
+        : "no pod on the node looks like it";
+    await this.event(
+      "Warning",
+      "DrainDriverUnidentified",
+      `DRA driver ${d.driver} serves ${d.claims.join(", ")} but no pod on this node could be identified as it; ${who}. Name its pods in the agent config (drain.driverPods).`,
+    );
+  }
+
+  private reportWaiting(wave: WaveName, waiting: Wait[]): void {
+    const key = JSON.stringify([wave, waiting]);
+    if (key === this.lastWaiting) return;
+    this.lastWaiting = key;
+    if (waiting.length > 0) this.report({ kind: "waiting", wave, waiting });
+  }
+
+  private async failDeadline(plan: DrainPlan, snap: Snapshot, waiting: Wait[]): Promise<never> {
+    const present = new Set(snap.pods.map(uidOf));
+    const remaining = plan.waves.flatMap((w) => w.pods).filter((p) => present.has(p.uid));
+    const blockers = remaining.flatMap((p) => this.blockers.get(p.uid) ?? []);
+    const why = blockers.map(blockerText).concat(waiting.map(waitText));
+    const message =
+      `node ${this.node}: the drain did not finish within ${Math.round(this.opts.timeoutMs / 1000)} s; ` +
+      `${remaining.length} pod(s) still on it (${remaining.map((p) => p.pod).join(", ")}). ` +
+      `${why.join("; ") || "they did not leave in time"}. ` +
+      `The node stays cordoned; resolve the blocker and drain again, or uncordon it with \`liken uncordon ${this.node}\`.`;
+    await this.event("Warning", "DrainDeadline", message);
+    throw new DrainError("LIKEN_DRAIN_DEADLINE", message, {
+      retryable: true,
+      context: { node: this.node, blockers, waiting, remaining: remaining.map((p) => p.pod) },
+    });
+  }
+
+  private checkAbort(): void {
+    if (this.opts.signal?.aborted !== true) return;
+    throw new DrainError(
+      "LIKEN_DRAIN_ABORTED",
+      `node ${this.node}: drain aborted; the node stays cordoned`,
+      { context: { node: this.node }, cause: this.opts.signal.reason },
+    );
+  }
+
+  private async pause(): Promise<void> {
+    const ms = Math.max(
+      0,
+      Math.min(this.opts.pollIntervalMs ?? POLL_INTERVAL_MS, this.deadline - Date.now()),
+    );
+    try {
+      await sleep(ms, undefined, { signal: this.opts.signal });
+    } catch {
+      this.checkAbort();
+    }
+  }
+
+  /** Events are for people; a failed one is reported, never the reason a drain fails. */
+  private async event(type: "Normal" | "Warning", reason: string, message: string) {
+    if (this.opts.events === false || this.nodeObj === undefined) return;
+    try {
+      await this.api.nodeEvent(this.nodeObj, type, reason, message);
+    } catch (e) {
+      this.report({ kind: "warning", message: e instanceof Error ? e.message : String(e) });
+    }
+  }
+}
+
+export function blockerText(b: Blocker): string {
+  const by =
+    b.pdbs.length === 0
+      ? "no PodDisruptionBudget that liken can see"
+      : `PodDisruptionBudget ${b.pdbs.join(" and ")}`;
+  return `pod ${b.pod} is held by ${by}: ${b.message}`;
+}
+
+export function waitText(w: Wait): string {
+  switch (w.why) {
+    case "terminating":
+      return `pod ${w.pod} is terminating`;
+    case "claims-reserved":
+      return `driver pod ${w.pod} waits for ${w.claims
+        .map((c) => `ResourceClaim ${c.claim} (reserved for ${c.consumers.join(", ")})`)
+        .join(", ")}`;
+    default: {
+      const never: never = w;
+      return String(never);
+    }
+  }
+}
