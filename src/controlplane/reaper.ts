@@ -1,0 +1,13 @@
+// Stops a control plane when the process that owns it dies (a test runner killed with
+// SIGKILL cannot clean up after itself). Usage: reaper.ts OWNER_PID NAME
+import { setTimeout as sleep } from "node:timers/promises";
+import { down, readState } from "./instance.js";
+import { pidAlive } from "./lock.js";
+
+const owner = Number(process.argv[2]);
+const name = process.argv[3] ?? "";
+/** Polling the owner once a second bounds how long an orphan lives. */
+const POLL_MS = 1000;
+
+while (pidAlive(owner) && readState(name) !== undefined) await sleep(POLL_MS);
+if (readState(name) !== undefined) await down(name);

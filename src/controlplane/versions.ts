@@ -1,0 +1,56 @@
+// The one pinned control plane that tests and the lab run: the same binaries a cluster runs,
+// built from the Go module proxy. Bump these together; the cache is keyed by them.
+
+export const KUBERNETES_VERSION = "1.35.4";
+export const ETCD_VERSION = "3.6.16";
+export const KWOK_VERSION = "0.8.0";
+
+/**
+ * The staging modules k8s.io/kubernetes requires at v0.0.0 and replaces with local paths.
+ * A module that requires k8s.io/kubernetes must map each to its published v0.<minor>.<patch>
+ * (notes/kubernetes.md).
+ */
+export const STAGING_MODULES = [
+  "api",
+  "apiextensions-apiserver",
+  "apimachinery",
+  "apiserver",
+  "cli-runtime",
+  "client-go",
+  "cloud-provider",
+  "cluster-bootstrap",
+  "code-generator",
+  "component-base",
+  "component-helpers",
+  "controller-manager",
+  "cri-api",
+  "cri-client",
+  "csi-translation-lib",
+  "dynamic-resource-allocation",
+  "endpointslice",
+  "externaljwt",
+  "kms",
+  "kube-aggregator",
+  "kube-controller-manager",
+  "kube-proxy",
+  "kube-scheduler",
+  "kubectl",
+  "kubelet",
+  "metrics",
+  "mount-utils",
+  "pod-security-admission",
+  "sample-apiserver",
+] as const;
+
+/** etcd's server module replaces its sibling modules with local paths; pin them to the release. */
+export const ETCD_SIBLING_MODULES = ["api/v3", "client/pkg/v3", "client/v3", "pkg/v3"] as const;
+
+export const BINARIES = [
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kubectl",
+  "etcd",
+  "kwok",
+] as const;
+export type Binary = (typeof BINARIES)[number];

@@ -1,0 +1,65 @@
+// vitest globalSetup of the integration tier: one real control plane for the whole run.
+// It is owned by this process: a reaper tears it down if the runner is killed, and the next
+// run sweeps whatever a killed run left behind.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync } from "node:fs";
+import path from "node:path";
+import type { TestProject } from "vitest/node";
+import { ensureBinaries } from "../../src/controlplane/build.js";
+import { down, sweepOrphans, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { applyManifests } from "./apply.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    controlPlane: ControlPlaneState;
+  }
+}
+
+const log = (l: string): void => {
+  process.stderr.write(`${l}\n`);
+};
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  await sweepOrphans(log);
+  await ensureBinaries(log);
+  const name = `test-${process.pid}`;
+  const started = Date.now();
+  const state = await up({ name, ownerPid: process.pid, log });
+  // The reaper outlives a killed runner (its own process group) and stops the control plane.
+  const reaper = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      path.join(REPO_ROOT, "src", "controlplane", "reaper.ts"),
+      String(process.pid),
+      name,
+    ],
+    { detached: true, stdio: "ignore", cwd: REPO_ROOT },
+  );
+  reaper.unref();
+  try {
+    const crdDir = path.join(REPO_ROOT, "config", "crd");
+    if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
+      await applyManifests(state, crdDir);
+    }
+  } catch (e) {
+    await down(name);
+    throw e;
+  }
+  log(
+    `liken: test control plane ${state.server} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  project.provide("controlPlane", state);
+  return async () => {
+    await down(name);
+    if (reaper.pid) {
+      try {
+        process.kill(reaper.pid);
+      } catch {
+        // it saw the control plane go and left by itself
+      }
+    }
+  };
+}

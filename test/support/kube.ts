@@ -1,0 +1,202 @@
+// What integration tests need from the shared control plane (see controlplane-setup.ts).
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { inject } from "vitest";
+import { mintClientCert as mint } from "../../src/controlplane/certs.js";
+
+export interface ControlPlaneInfo {
+  server: string;
+  kubeconfig: string;
+  binDir: string;
+  dataDir: string;
+  /** CA that the API server trusts for client certificates (it also signed the serving cert). */
+  clientCaCert: string;
+  clientCaKey: string;
+  /** CA that signed the API server's serving certificate. */
+  serverCaCert: string;
+}
+
+export function controlPlane(): ControlPlaneInfo {
+  const s = inject("controlPlane");
+  return {
+    server: s.server,
+    kubeconfig: s.kubeconfig,
+    binDir: s.binDir,
+    dataDir: s.dataDir,
+    clientCaCert: s.certs.caCert,
+    clientCaKey: s.certs.caKey,
+    serverCaCert: s.certs.caCert,
+  };
+}
+
+export function kubeconfigPath(): string {
+  return controlPlane().kubeconfig;
+}
+
+/** The admin KubeConfig (system:masters). */
+export function kubeConfig(file = kubeconfigPath()): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(file);
+  return kc;
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString("hex")}`;
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The pinned kubectl against the test control plane; never throws on a non-zero exit. */
+export function kubectl(
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; kubeconfig?: string } = {},
+): Promise<KubectlResult> {
+  const cp = controlPlane();
+  return new Promise((resolve) => {
+    const child = execFile(
+      path.join(cp.binDir, "kubectl"),
+      args,
+      {
+        env: { ...process.env, ...opts.env, KUBECONFIG: opts.kubeconfig ?? cp.kubeconfig },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
+  });
+}
+
+/**
+ * A client certificate for a real identity (CN = user, O = groups), signed by the CA the
+ * API server trusts, and a kubeconfig that uses it: requests go through authentication,
+ * RBAC and admission exactly as a machine's would.
+ */
+export function mintClientCert(opts: { user: string; groups?: string[] }): {
+  certFile: string;
+  keyFile: string;
+  kubeconfig: string;
+} {
+  const cp = controlPlane();
+  const dir = path.join(cp.dataDir, "clients");
+  mkdirSync(dir, { recursive: true });
+  const sub = mkdtempSync(path.join(dir, "id-"));
+  const { certFile, keyFile } = mint(
+    { caCert: cp.clientCaCert, caKey: cp.clientCaKey },
+    sub,
+    opts.user,
+    opts.groups ?? [],
+  );
+  const kubeconfig = path.join(sub, "kubeconfig");
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: ${cp.server}
+    certificate-authority: ${cp.serverCaCert}
+users:
+- name: u
+  user:
+    client-certificate: ${certFile}
+    client-key: ${keyFile}
+contexts:
+- name: local
+  context: {cluster: local, user: u}
+current-context: local
+`,
+  );
+  return { certFile, keyFile, kubeconfig };
+}
+
+/**
+ * Polls until `probe` returns a truthy value, with a deadline. On the deadline it throws an
+ * error naming what it waited for and the last value or error it saw.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | null | false>,
+  opts: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+      last = v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) {
+      const seen = last instanceof Error ? last.message : JSON.stringify(last);
+      throw new Error(
+        `timed out after ${opts.timeoutMs ?? 30_000} ms waiting for ${what}; last seen: ${seen}`,
+      );
+    }
+    await sleep(opts.intervalMs ?? 200);
+  }
+}
+
+/** A fresh namespace, ready for pods: its default ServiceAccount exists (admission needs it). */
+export async function createNamespace(prefix: string): Promise<string> {
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const name = uniqueName(prefix);
+  await core.createNamespace({ body: { metadata: { name } } });
+  await waitFor(`the default ServiceAccount in namespace ${name}`, async () => {
+    try {
+      return await core.readNamespacedServiceAccount({ name: "default", namespace: name });
+    } catch {
+      return undefined;
+    }
+  });
+  return name;
+}
+
+/**
+ * A Node that kwok keeps Ready: the real scheduler places pods on it, kwok marks them Running
+ * and Ready and removes pods that are being deleted (there is no kubelet).
+ */
+export async function createKwokNode(
+  name: string,
+  opts: { labels?: Record<string, string>; cpu?: string; memory?: string; pods?: string } = {},
+): Promise<void> {
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const capacity = {
+    cpu: opts.cpu ?? "32",
+    memory: opts.memory ?? "256Gi",
+    pods: opts.pods ?? "110",
+  };
+  await core.createNode({
+    body: {
+      metadata: {
+        name,
+        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+        labels: {
+          "kubernetes.io/hostname": name,
+          "kubernetes.io/os": "linux",
+          type: "kwok",
+          ...opts.labels,
+        },
+      },
+      spec: {},
+      status: { capacity, allocatable: capacity },
+    },
+  });
+  await waitFor(`node ${name} Ready (kwok)`, async () => {
+    const n = await core.readNode({ name });
+    return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+  });
+}
