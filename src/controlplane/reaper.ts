@@ -9,5 +9,6 @@ const name = process.argv[3] ?? "";
 /** Polling the owner once a second bounds how long an orphan lives. */
 const POLL_MS = 1000;
 
-while (pidAlive(owner) && readState(name) !== undefined) await sleep(POLL_MS);
+// Started before the control plane, so a runner killed halfway through `up` is covered too.
+while (pidAlive(owner)) await sleep(POLL_MS);
 if (readState(name) !== undefined) await down(name);

@@ -25,8 +25,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await ensureBinaries(log);
   const name = `test-${process.pid}`;
   const started = Date.now();
-  const state = await up({ name, ownerPid: process.pid, log });
-  // The reaper outlives a killed runner (its own process group) and stops the control plane.
+  // The reaper outlives a killed runner (its own process group) and stops the control plane;
+  // it starts first, so a runner killed halfway through `up` is covered too.
   const reaper = spawn(
     process.execPath,
     [
@@ -39,13 +39,23 @@ export default async function setup(project: TestProject): Promise<() => Promise
     { detached: true, stdio: "ignore", cwd: REPO_ROOT },
   );
   reaper.unref();
+  const stopReaper = (): void => {
+    try {
+      if (reaper.pid) process.kill(reaper.pid);
+    } catch {
+      // already gone
+    }
+  };
+  let state: ControlPlaneState;
   try {
+    state = await up({ name, ownerPid: process.pid, log });
     const crdDir = path.join(REPO_ROOT, "config", "crd");
     if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
       await applyManifests(state, crdDir);
     }
   } catch (e) {
     await down(name);
+    stopReaper();
     throw e;
   }
   log(
@@ -54,12 +64,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide("controlPlane", state);
   return async () => {
     await down(name);
-    if (reaper.pid) {
-      try {
-        process.kill(reaper.pid);
-      } catch {
-        // it saw the control plane go and left by itself
-      }
-    }
+    stopReaper();
   };
 }
