@@ -1,0 +1,198 @@
+// The CRDs on the real API server: every rule the server enforces, each with an object it
+// accepts and one it refuses, and the message a person sees.
+import { describe, expect, it } from "vitest";
+import { LikenApi, type Cluster, type Machine } from "../../src/api/index.js";
+import { kubeConfig, uniqueName } from "../support/kube.js";
+
+const DIGEST_A = `sha256:${"a".repeat(64)}`;
+const DIGEST_B = `sha256:${"b".repeat(64)}`;
+
+function cluster(name: string, spec: Record<string, unknown>): Cluster {
+  return {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name },
+    spec: {
+      releases: {
+        source: "https://releases.liken.sh",
+        catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }],
+      },
+      ...spec,
+    } as Cluster["spec"],
+  };
+}
+
+function machine(name: string, spec: Record<string, unknown>): Machine {
+  return {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Machine",
+    metadata: { name },
+    spec: { cluster: "lab", nodeName: name, ...spec } as Machine["spec"],
+  };
+}
+
+const api = new LikenApi(kubeConfig());
+
+/** Create with dryRun (nothing stays behind); resolve to the refusal, or undefined. */
+async function refusal(obj: Cluster | Machine): Promise<string | undefined> {
+  const client = obj.kind === "Cluster" ? api.clusters : api.machines;
+  try {
+    await (client as typeof api.clusters).create(obj as Cluster, { dryRun: true });
+    return undefined;
+  } catch (e) {
+    expect(e).toMatchObject({ code: "LIKEN_API_INVALID", httpStatus: 422 });
+    return (e as Error).message;
+  }
+}
+
+describe("Cluster rules on the real API server", () => {
+  it("spec.version must name a catalog entry; the message names it and the fix", async () => {
+    expect(await refusal(cluster(uniqueName("c"), { version: "2026.10.10-001" }))).toBeUndefined();
+    const msg = await refusal(cluster(uniqueName("c"), { version: "2026.10.12-001" }));
+    expect(msg).toContain('spec.version "2026.10.12-001" names no entry in spec.releases.catalog');
+    expect(msg).toContain('add {version: "2026.10.12-001"');
+    expect(msg).toContain("to spec.releases.catalog");
+  });
+
+  it("a cluster without a target is valid; an empty catalog with a target is not", async () => {
+    expect(await refusal(cluster(uniqueName("c"), {}))).toBeUndefined();
+    const c = cluster(uniqueName("c"), { version: "2026.10.10-001" });
+    c.spec.releases.catalog = [];
+    expect(await refusal(c)).toContain("names no entry in spec.releases.catalog");
+    delete c.spec.releases.catalog;
+    expect(await refusal(c)).toContain("names no entry in spec.releases.catalog");
+  });
+
+  it.each([
+    ["uppercase hex", `sha256:${"A".repeat(64)}`],
+    ["63 hex digits", `sha256:${"a".repeat(63)}`],
+    ["another algorithm", `sha512:${"a".repeat(64)}`],
+    ["no prefix", "a".repeat(64)],
+  ])("a malformed digest (%s) is refused", async (_what, digest) => {
+    const c = cluster(uniqueName("c"), {});
+    c.spec.releases.catalog = [{ version: "2026.10.10-001", digest }];
+    expect(await refusal(c)).toMatch(
+      /spec\.releases\.catalog\[0\]\.digest.*should match '\^sha256:\[0-9a-f\]\{64\}\$'/,
+    );
+  });
+
+  it("duplicate catalog versions are refused, distinct ones accepted", async () => {
+    const c = cluster(uniqueName("c"), {});
+    c.spec.releases.catalog = [
+      { version: "2026.10.10-001", digest: DIGEST_A },
+      { version: "2026.10.12-001", digest: DIGEST_B },
+    ];
+    expect(await refusal(c)).toBeUndefined();
+    c.spec.releases.catalog[1]!.version = "2026.10.10-001";
+    const msg = await refusal(c);
+    expect(msg).toContain(
+      'spec.releases.catalog[1]: Duplicate value: {"version":"2026.10.10-001"}',
+    );
+  });
+
+  it.each([
+    ["../../etc", "a path"],
+    ["2026/10", "a slash"],
+    ["x".repeat(65), "65 characters"],
+  ])("a malformed version %j (%s) is refused", async (version) => {
+    const c = cluster(uniqueName("c"), {});
+    c.spec.releases.catalog = [{ version, digest: DIGEST_A }];
+    expect(await refusal(c)).toContain("spec.releases.catalog[0].version");
+  });
+
+  it.each([[1], [3], ["1%"], ["10%"], ["100%"]])("maxUnavailable %j is accepted", async (v) => {
+    expect(
+      await refusal(cluster(uniqueName("c"), { disruption: { maxUnavailable: v } })),
+    ).toBeUndefined();
+  });
+
+  it.each([[0], [-1], ["0%"], ["101%"], ["150%"], ["-5%"], ["ten"], ["10"]])(
+    "maxUnavailable %j is refused with the rule",
+    async (v) => {
+      const msg = await refusal(cluster(uniqueName("c"), { disruption: { maxUnavailable: v } }));
+      expect(msg).toContain(
+        "spec.disruption.maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%",
+      );
+      expect(msg).toContain(typeof v === "string" ? `not "${v}"` : `not ${v}`);
+    },
+  );
+
+  it("maxUnavailable defaults to 1", async () => {
+    const created = await api.clusters.create(cluster(uniqueName("c"), {}), { dryRun: true });
+    expect(created.spec.disruption?.maxUnavailable).toBe(1);
+  });
+
+  it("a source that is not an http(s) URL is refused", async () => {
+    const c = cluster(uniqueName("c"), {});
+    c.spec.releases.source = "ftp://releases.liken.sh";
+    expect(await refusal(c)).toContain("spec.releases.source");
+  });
+});
+
+describe("Machine rules on the real API server", () => {
+  it("rebootPolicy defaults to Manual and role to Worker", async () => {
+    const m = await api.machines.create(machine(uniqueName("m"), {}), { dryRun: true });
+    expect(m.spec.rebootPolicy).toBe("Manual");
+    expect(m.spec.role).toBe("Worker");
+  });
+
+  it("an unknown rebootPolicy is refused, naming the allowed values", async () => {
+    expect(await refusal(machine(uniqueName("m"), { rebootPolicy: "Auto" }))).toBeUndefined();
+    const msg = await refusal(machine(uniqueName("m"), { rebootPolicy: "Sometimes" }));
+    expect(msg).toContain('spec.rebootPolicy: Unsupported value: "Sometimes"');
+    expect(msg).toContain('"Manual", "Auto"');
+  });
+
+  it("an unknown status step is refused", async () => {
+    const m = await api.machines.create(machine(uniqueName("m"), {}));
+    try {
+      m.status = { step: "Downloading" };
+      const written = await api.machines.replaceStatus(m);
+      written.status = { step: "Sleeping" as "Ready" };
+      await expect(api.machines.replaceStatus(written)).rejects.toThrow(
+        /status\.step: Unsupported value: "Sleeping"/,
+      );
+    } finally {
+      await api.machines.delete(m.metadata.name);
+    }
+  });
+
+  it("spec.cluster is immutable", async () => {
+    const m = await api.machines.create(machine(uniqueName("m"), {}));
+    try {
+      await expect(
+        api.machines.patch(m.metadata.name, { spec: { rebootPolicy: "Auto" } }),
+      ).resolves.toMatchObject({ spec: { rebootPolicy: "Auto" } });
+      await expect(
+        api.machines.patch(m.metadata.name, { spec: { cluster: "elsewhere" } }),
+      ).rejects.toThrow(/spec\.cluster is immutable: delete the Machine and create it again/);
+    } finally {
+      await api.machines.delete(m.metadata.name);
+    }
+  });
+
+  it("an approval must name a well-formed version", async () => {
+    const at = "2026-12-02T12:00:00Z";
+    expect(
+      await refusal(
+        machine(uniqueName("m"), { approval: { version: "2026.10.10-001", by: "alice", at } }),
+      ),
+    ).toBeUndefined();
+    expect(
+      await refusal(machine(uniqueName("m"), { approval: { version: "../x", by: "alice", at } })),
+    ).toContain("spec.approval.version");
+  });
+
+  it("machines are selectable by spec.cluster", async () => {
+    const clusterName = uniqueName("sel");
+    const names = [uniqueName("m"), uniqueName("m")];
+    await api.machines.create(machine(names[0]!, { cluster: clusterName }));
+    await api.machines.create(machine(names[1]!, {}));
+    try {
+      const { items } = await api.machines.list({ fieldSelector: `spec.cluster=${clusterName}` });
+      expect(items.map((m) => m.metadata.name)).toEqual([names[0]]);
+    } finally {
+      for (const n of names) await api.machines.delete(n);
+    }
+  });
+});
