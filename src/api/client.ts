@@ -193,13 +193,13 @@ export class ResourceClient<T extends KubeObject> {
    */
   async updateStatus(
     name: string,
-    decide: (current: T) => T | undefined,
+    decide: (current: T) => T | undefined | Promise<T | undefined>,
     opts: WriteOptions & { attempts?: number } = {},
   ): Promise<T | undefined> {
     const attempts = opts.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       const current = await this.get(name);
-      const next = decide(current);
+      const next = await decide(current);
       if (next === undefined) return undefined;
       try {
         return await this.replaceStatus(next, opts);
