@@ -1,0 +1,349 @@
+// The agent's state machine as data: a closed union of phases, a named timeout per phase, and
+// one pure function `decide(observed, timeouts)` that says which phase the machine is in and the
+// single next action. The daemon (daemon.ts) only observes, calls decide, and performs the
+// action; every rule of the page's section 3 lives here and is table-tested.
+//
+// Must never (the invariant): reboot without a recorded turn for the staged release; arm a trial
+// of a slot that is not staged for the target (the slot check itself runs inside the
+// "check-and-reboot" action, right before arming); leave the machine with no bootable default
+// (the default slot only changes in "promote", after the trial boot rejoined).
+import type { BootVerdict, Slot } from "../bootloader/types.js";
+import type { AgentStep, ReleaseRef, RebootPolicy, UpdateStage } from "../api/types.js";
+
+export const PHASES = [
+  /** Runs the target, or there is none. */
+  "Idle",
+  /** The API server cannot be read: keep serving, change nothing that needs a turn. */
+  "Disconnected",
+  /** The other slot holds (or is being written with) a release that is not the target. */
+  "Withdrawing",
+  "Downloading",
+  /** Staged; rebootPolicy Manual and no approval for this release. */
+  "AwaitingApproval",
+  /** Staged; asked for a turn; the record is not in status.rebootTurns yet. */
+  "AwaitingTurn",
+  "Draining",
+  /** Read back the slot against the staged release, then arm the trial (or skip it), reboot. */
+  "CheckingSlot",
+  /** A trial armed and a turn held: the reboot is due (after a crash or SIGTERM in between). */
+  "Rebooting",
+  /** Booted as the trial: wait for the API and node Ready, then make the slot the default. */
+  "Proving",
+  /** Back on the old slot after the bootloader fell back: report, remember, give back. */
+  "FallingBack",
+  /** The target release failed here (trial or slot check); not retried until it changes. */
+  "Failed",
+] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** Every timeout the agent keeps, in milliseconds; the config file can shorten them (tests). */
+export interface Timeouts {
+  /** A download that makes no progress this long is aborted and retried. */
+  downloadMs: number;
+  /** Wait this long after a failed download before trying again. */
+  downloadRetryMs: number;
+  /** Cordon to last pod gone; at the deadline the node stays cordoned and the turn held. */
+  drainMs: number;
+  /** Read-back of the slot before the trial. */
+  slotCheckMs: number;
+  /** The reboot command ran and the machine still runs: report that the reboot failed. */
+  rebootMs: number;
+  /** From the trial boot until the agent, the API and node Ready; then reboot to fall back. */
+  proveMs: number;
+}
+
+/**
+ * The defaults, and where each number comes from:
+ * - download 10 min without progress: the fetch layer's idle timeout is 30 s per request; ten
+ *   minutes of retries without a byte means the channel is gone, not slow;
+ * - drain 1 h: kubectl drain has no default; one hour covers PDB-limited StatefulSets that
+ *   roll one pod at a time (minutes each) without leaving a stuck drain forever;
+ * - slot check 10 min: reading a few GiB back at ~100 MiB/s with room for slow media;
+ * - reboot 10 min: systemd's default JobTimeoutSec for reboot.target is 30 min, but a
+ *   machine that still runs after 10 is worth a report;
+ * - prove 15 min: firmware POST on servers takes 2-5 min, plus kubelet registration.
+ */
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  downloadMs: 10 * 60_000,
+  downloadRetryMs: 60_000,
+  drainMs: 60 * 60_000,
+  slotCheckMs: 10 * 60_000,
+  rebootMs: 10 * 60_000,
+  proveMs: 15 * 60_000,
+};
+
+/** The named timeout of each phase (null: the phase waits for people or for the target). */
+export const PHASE_TIMEOUT: Record<Phase, keyof Timeouts | null> = {
+  Idle: null,
+  Disconnected: null,
+  Withdrawing: null,
+  Downloading: "downloadMs",
+  AwaitingApproval: null,
+  AwaitingTurn: null,
+  Draining: "drainMs",
+  CheckingSlot: "slotCheckMs",
+  Rebooting: "rebootMs",
+  Proving: "proveMs",
+  FallingBack: null,
+  Failed: null,
+};
+
+/** A slot as the slot store's marker describes it. */
+export interface SlotView {
+  slot: Slot;
+  state: "empty" | "withdrawn" | "writing" | "staged";
+  release?: ReleaseRef;
+}
+
+/** Everything decide() looks at, gathered by the daemon at one moment. */
+export interface Observed {
+  now: number;
+  /** False when the last read of the Cluster/Machine failed. */
+  apiReachable: boolean;
+  /** The bootloader's verdict combined with the running slot. */
+  boot: BootVerdict;
+  /** The slot running now and what it holds. */
+  running: SlotView;
+  /** The slot not running (where downloads go). */
+  other: SlotView;
+  /** The Cluster's spec.version with its catalog digest; undefined when there is none. */
+  target: ReleaseRef | undefined;
+  policy: RebootPolicy;
+  /** machine.spec.approval approves the release staged in `other`. */
+  approved: boolean;
+  /** status.rebootTurns holds a record for this machine and the release staged in `other`. */
+  turn: boolean;
+  /** A download in progress (it runs beside the loop) and what it writes. */
+  download: ReleaseRef | undefined;
+  /** The last download failure of the target and when. */
+  downloadFailedAt: number | undefined;
+  /** Digests this machine must not try again (failed trial or slot check). */
+  failedDigests: readonly string[];
+  /** The drain finished for this staged digest during the current turn. */
+  drainedDigest: string | undefined;
+  /** The node object reports Ready=True. */
+  nodeReady: boolean;
+  /** When this boot was first seen as a trial boot (for the prove timeout). */
+  trialSeenAt: number | undefined;
+}
+
+export type Action =
+  | { kind: "wait" }
+  | { kind: "withdraw"; slot: Slot }
+  | { kind: "cancel-download" }
+  | { kind: "download"; slot: Slot; release: ReleaseRef }
+  | { kind: "request-turn"; release: ReleaseRef }
+  | { kind: "drain"; release: ReleaseRef }
+  | { kind: "check-and-reboot"; slot: Slot; release: ReleaseRef }
+  | { kind: "reboot"; reason: string }
+  | { kind: "disarm"; reason: string }
+  | { kind: "promote"; slot: Slot }
+  | { kind: "fall-back-report"; slot: Slot }
+  /** Give the turn back and undo liken's cordon (the machine serves again without a reboot). */
+  | { kind: "release-turn"; reason: string };
+
+export interface Decision {
+  phase: Phase;
+  action: Action;
+  /** The STATUS word (section 4 of the page). */
+  step: AgentStep;
+  stage?: UpdateStage;
+  /** Whether status.turnRequest names the staged release (asked for or held). */
+  wantsTurn: boolean;
+  /** Why, for logs and the status message. */
+  why: string;
+}
+
+function sameRelease(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
+  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
+}
+
+const WAIT: Action = { kind: "wait" };
+
+function d(
+  phase: Phase,
+  step: AgentStep,
+  action: Action,
+  why: string,
+  extra: { stage?: UpdateStage; wantsTurn?: boolean } = {},
+): Decision {
+  return {
+    phase,
+    step,
+    action,
+    why,
+    wantsTurn: extra.wantsTurn ?? false,
+    ...(extra.stage ? { stage: extra.stage } : {}),
+  };
+}
+
+/** The elapsed time of a phase against its named timeout. */
+export function timedOut(
+  phase: Phase,
+  since: number | undefined,
+  now: number,
+  t: Timeouts,
+): boolean {
+  const name = PHASE_TIMEOUT[phase];
+  return name !== null && since !== undefined && now - since >= t[name];
+}
+
+/** The trial boot: prove it (API + node Ready) within proveMs, else reboot to fall back. */
+function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
+  const stage = { stage: "Proving" as const, wantsTurn: true };
+  if (o.apiReachable && o.nodeReady) {
+    return d("Proving", "Updating", { kind: "promote", slot }, "the trial rejoined", stage);
+  }
+  if (timedOut("Proving", o.trialSeenAt, o.now, t)) {
+    // The turn is still held (its record stays until we give it back), so this reboot is
+    // covered; next_entry was consumed, so the bootloader boots the old default.
+    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms`;
+    return d("Proving", "Updating", { kind: "reboot", reason }, reason, stage);
+  }
+  const why = o.apiReachable ? "waiting for the node to report Ready" : "API server not reachable";
+  return d("Proving", "Updating", WAIT, why, stage);
+}
+
+/** A trial armed but not booted: reboot only with the turn, else withdraw the trial. */
+function decideArmed(o: Observed, slot: Slot): Decision {
+  const staged = o.other.state === "staged" && o.other.slot === slot ? o.other.release : undefined;
+  if (!o.apiReachable) {
+    return d(
+      "Rebooting",
+      "Updating",
+      WAIT,
+      "trial armed; API unreachable: no reboot without a turn",
+      {
+        stage: "Rebooting",
+        wantsTurn: true,
+      },
+    );
+  }
+  if (staged === undefined || !sameRelease(staged, o.target)) {
+    const reason = "the armed trial no longer matches the target";
+    return d("Withdrawing", "Updating", { kind: "disarm", reason }, reason);
+  }
+  if (!o.turn) {
+    const reason = "trial armed but no turn is recorded for it";
+    return d("AwaitingTurn", "UpdatePending", { kind: "disarm", reason }, reason, {
+      wantsTurn: true,
+    });
+  }
+  return d("Rebooting", "Updating", { kind: "reboot", reason: "trial armed" }, "trial armed", {
+    stage: "Rebooting",
+    wantsTurn: true,
+  });
+}
+
+/** Staged for the target: approval, turn, drain, check, reboot. */
+function decideStaged(o: Observed, release: ReleaseRef): Decision {
+  if (o.policy === "Manual" && !o.approved) {
+    const why = `waiting for liken approve-reboot of ${release.version}`;
+    return d("AwaitingApproval", "RebootPending", WAIT, why);
+  }
+  if (!o.turn) {
+    return d(
+      "AwaitingTurn",
+      "UpdatePending",
+      { kind: "request-turn", release },
+      "asked for a turn",
+      {
+        wantsTurn: true,
+      },
+    );
+  }
+  const held = { wantsTurn: true };
+  if (o.drainedDigest !== release.digest) {
+    return d("Draining", "Updating", { kind: "drain", release }, "turn granted", {
+      ...held,
+      stage: "Draining",
+    });
+  }
+  return d(
+    "CheckingSlot",
+    "Updating",
+    { kind: "check-and-reboot", slot: o.other.slot, release },
+    "drained",
+    { ...held, stage: "CheckingSlot" },
+  );
+}
+
+/** Running a different release than the target: get the target into the other slot. */
+function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
+  if (o.failedDigests.includes(target.digest)) {
+    const why = `${target.version} failed here before; not retried`;
+    // Back from a fallback or a skipped trial: give the turn back and uncordon first.
+    if (o.drainedDigest !== undefined) {
+      return d("Failed", "Failed", { kind: "release-turn", reason: why }, why);
+    }
+    return d("Failed", "Failed", WAIT, why);
+  }
+  // Withdraw first, synced: a reboot after this point boots neither release.
+  if (o.download !== undefined && !sameRelease(o.download, target)) {
+    return d("Withdrawing", "Downloading", { kind: "cancel-download" }, "target changed");
+  }
+  const other = o.other;
+  if (
+    (other.state === "staged" || other.state === "writing") &&
+    !sameRelease(other.release, target)
+  ) {
+    if (o.drainedDigest !== undefined) {
+      const reason = "target changed while holding a turn";
+      return d("Withdrawing", "Downloading", { kind: "release-turn", reason }, reason);
+    }
+    return d(
+      "Withdrawing",
+      "Downloading",
+      { kind: "withdraw", slot: other.slot },
+      "target changed",
+    );
+  }
+  if (other.state === "staged") return decideStaged(o, target);
+  if (o.download !== undefined) return d("Downloading", "Downloading", WAIT, "downloading");
+  if (o.downloadFailedAt !== undefined && o.now - o.downloadFailedAt < t.downloadRetryMs) {
+    return d("Downloading", "Downloading", WAIT, "download failed; retrying later");
+  }
+  const action: Action = { kind: "download", slot: other.slot, release: target };
+  return d("Downloading", "Downloading", action, `downloading ${target.version}`);
+}
+
+export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
+  const boot = o.boot;
+  switch (boot.kind) {
+    case "on-trial":
+      return decideOnTrial(o, boot.slot, t);
+    case "trial-failed":
+      // Purely local (bootloader + memory); reported to the API when it is reachable.
+      return d(
+        "FallingBack",
+        "Failed",
+        { kind: "fall-back-report", slot: boot.slot },
+        "trial fell back",
+      );
+    case "armed":
+      return decideArmed(o, boot.slot);
+    case "steady":
+    case "off-default":
+      break;
+    default: {
+      const never: never = boot;
+      throw new Error(`unknown boot verdict ${JSON.stringify(never)}`);
+    }
+  }
+  if (!o.apiReachable) {
+    return d("Disconnected", "Ready", WAIT, "API server not reachable; serving on", {
+      wantsTurn: false,
+    });
+  }
+  const target = o.target;
+  if (target === undefined || sameRelease(o.running.release, target)) {
+    if (o.download !== undefined)
+      return d("Idle", "Ready", { kind: "cancel-download" }, "no target");
+    if (o.drainedDigest !== undefined) {
+      const reason = "runs the target";
+      return d("Idle", "Ready", { kind: "release-turn", reason }, reason);
+    }
+    return d("Idle", "Ready", WAIT, target === undefined ? "no target" : "runs the target");
+  }
+  return decideTowards(o, target, t);
+}

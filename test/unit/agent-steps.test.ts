@@ -1,0 +1,368 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_TIMEOUTS,
+  PHASES,
+  PHASE_TIMEOUT,
+  decide,
+  timedOut,
+  type Observed,
+} from "../../src/agent/steps.js";
+
+const V1 = { version: "2026.10.10-001", digest: `sha256:${"1".repeat(64)}` };
+const V2 = { version: "2026.10.12-001", digest: `sha256:${"2".repeat(64)}` };
+const V3 = { version: "2026.10.14-001", digest: `sha256:${"3".repeat(64)}` };
+
+/** Running V1 from slot a, target V2, nothing in slot b yet, Auto. */
+function base(over: Partial<Observed> = {}): Observed {
+  return {
+    now: 1_000_000,
+    apiReachable: true,
+    boot: { kind: "steady", slot: "a" },
+    running: { slot: "a", state: "staged", release: V1 },
+    other: { slot: "b", state: "empty" },
+    target: V2,
+    policy: "Auto",
+    approved: false,
+    turn: false,
+    download: undefined,
+    downloadFailedAt: undefined,
+    failedDigests: [],
+    drainedDigest: undefined,
+    nodeReady: true,
+    trialSeenAt: undefined,
+    ...over,
+  };
+}
+
+const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
+
+interface Row {
+  name: string;
+  o: Observed;
+  phase: string;
+  step: string;
+  action: string;
+  wantsTurn?: boolean;
+}
+
+const rows: Row[] = [
+  {
+    name: "runs the target",
+    o: base({ target: V1 }),
+    phase: "Idle",
+    step: "Ready",
+    action: "wait",
+  },
+  {
+    name: "no target",
+    o: base({ target: undefined }),
+    phase: "Idle",
+    step: "Ready",
+    action: "wait",
+  },
+  {
+    name: "new target: download into the other slot",
+    o: base(),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "download",
+  },
+  {
+    name: "download running for the target",
+    o: base({ download: V2, other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "wait",
+  },
+  {
+    name: "a half-written target resumes",
+    o: base({ other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "download",
+  },
+  {
+    name: "failed download waits for the retry delay",
+    o: base({ downloadFailedAt: 1_000_000 - 1 }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "wait",
+  },
+  {
+    name: "failed download retried after the delay",
+    o: base({ downloadFailedAt: 1_000_000 - DEFAULT_TIMEOUTS.downloadRetryMs }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "download",
+  },
+  {
+    name: "retarget mid-download: stop the download first",
+    o: base({ target: V3, download: V2, other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Withdrawing",
+    step: "Downloading",
+    action: "cancel-download",
+  },
+  {
+    name: "retarget after the download stopped: withdraw the half-written slot",
+    o: base({ target: V3, other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Withdrawing",
+    step: "Downloading",
+    action: "withdraw",
+  },
+  {
+    name: "retarget of a staged release: withdraw it",
+    o: base({ target: V3, other: stagedV2 }),
+    phase: "Withdrawing",
+    step: "Downloading",
+    action: "withdraw",
+  },
+  {
+    name: "retarget while holding a drained turn: give it back first",
+    o: base({ target: V3, other: stagedV2, turn: false, drainedDigest: V2.digest }),
+    phase: "Withdrawing",
+    step: "Downloading",
+    action: "release-turn",
+  },
+  {
+    name: "retarget after a withdraw: download the new target",
+    o: base({ target: V3, other: { slot: "b", state: "withdrawn" } }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "download",
+  },
+  {
+    name: "Auto, staged: ask for a turn",
+    o: base({ other: stagedV2 }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "request-turn",
+    wantsTurn: true,
+  },
+  {
+    name: "Manual, staged, not approved: RebootPending, no turn asked",
+    o: base({ other: stagedV2, policy: "Manual" }),
+    phase: "AwaitingApproval",
+    step: "RebootPending",
+    action: "wait",
+    wantsTurn: false,
+  },
+  {
+    name: "Manual, approved: ask for a turn",
+    o: base({ other: stagedV2, policy: "Manual", approved: true }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "request-turn",
+    wantsTurn: true,
+  },
+  {
+    name: "turn granted: drain",
+    o: base({ other: stagedV2, turn: true }),
+    phase: "Draining",
+    step: "Updating",
+    action: "drain",
+    wantsTurn: true,
+  },
+  {
+    name: "drained: check the slot, arm, reboot",
+    o: base({ other: stagedV2, turn: true, drainedDigest: V2.digest }),
+    phase: "CheckingSlot",
+    step: "Updating",
+    action: "check-and-reboot",
+    wantsTurn: true,
+  },
+  {
+    name: "drained for an older target: drain again for this one",
+    o: base({ other: stagedV2, turn: true, drainedDigest: V1.digest }),
+    phase: "Draining",
+    step: "Updating",
+    action: "drain",
+  },
+  {
+    name: "no turn, drained before: never check-and-reboot",
+    o: base({ other: stagedV2, turn: false, drainedDigest: V2.digest }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "request-turn",
+  },
+  {
+    name: "API unreachable while steady: serve on, do nothing",
+    o: base({ apiReachable: false, other: stagedV2, turn: true }),
+    phase: "Disconnected",
+    step: "Ready",
+    action: "wait",
+  },
+  {
+    name: "armed with the turn: reboot",
+    o: base({ boot: { kind: "armed", slot: "b" }, other: stagedV2, turn: true }),
+    phase: "Rebooting",
+    step: "Updating",
+    action: "reboot",
+  },
+  {
+    name: "armed, API unreachable: no reboot",
+    o: base({ boot: { kind: "armed", slot: "b" }, other: stagedV2, apiReachable: false }),
+    phase: "Rebooting",
+    step: "Updating",
+    action: "wait",
+  },
+  {
+    name: "armed without a turn: disarm",
+    o: base({ boot: { kind: "armed", slot: "b" }, other: stagedV2, turn: false }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "disarm",
+  },
+  {
+    name: "armed for a release that is no longer the target: disarm",
+    o: base({ boot: { kind: "armed", slot: "b" }, other: stagedV2, target: V3, turn: true }),
+    phase: "Withdrawing",
+    step: "Updating",
+    action: "disarm",
+  },
+  {
+    name: "trial boot, rejoined: promote",
+    o: base({
+      boot: { kind: "on-trial", slot: "b" },
+      running: { slot: "b", state: "staged", release: V2 },
+      other: { slot: "a", state: "staged", release: V1 },
+      trialSeenAt: 1_000_000,
+    }),
+    phase: "Proving",
+    step: "Updating",
+    action: "promote",
+    wantsTurn: true,
+  },
+  {
+    name: "trial boot, node not Ready yet: wait",
+    o: base({
+      boot: { kind: "on-trial", slot: "b" },
+      nodeReady: false,
+      trialSeenAt: 1_000_000 - 1,
+    }),
+    phase: "Proving",
+    step: "Updating",
+    action: "wait",
+  },
+  {
+    name: "trial boot, API down past the deadline: reboot to fall back",
+    o: base({
+      boot: { kind: "on-trial", slot: "b" },
+      apiReachable: false,
+      trialSeenAt: 1_000_000 - DEFAULT_TIMEOUTS.proveMs,
+    }),
+    phase: "Proving",
+    step: "Updating",
+    action: "reboot",
+  },
+  {
+    name: "trial fell back: report it",
+    o: base({ boot: { kind: "trial-failed", slot: "b", running: "a" }, apiReachable: false }),
+    phase: "FallingBack",
+    step: "Failed",
+    action: "fall-back-report",
+  },
+  {
+    name: "failed digest, turn still held: give it back",
+    o: base({
+      other: { slot: "b", state: "withdrawn" },
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+    }),
+    phase: "Failed",
+    step: "Failed",
+    action: "release-turn",
+  },
+  {
+    name: "failed digest: no download loop",
+    o: base({ other: { slot: "b", state: "withdrawn" }, failedDigests: [V2.digest] }),
+    phase: "Failed",
+    step: "Failed",
+    action: "wait",
+  },
+  {
+    name: "failed digest, target changed: download the new one",
+    o: base({ target: V3, failedDigests: [V2.digest] }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "download",
+  },
+  {
+    name: "promoted, turn still marked: give it back",
+    o: base({
+      target: V2,
+      running: { slot: "b", state: "staged", release: V2 },
+      drainedDigest: V2.digest,
+    }),
+    phase: "Idle",
+    step: "Ready",
+    action: "release-turn",
+  },
+  {
+    name: "target back to the running release mid-download: stop the download",
+    o: base({ target: V1, download: V2 }),
+    phase: "Idle",
+    step: "Ready",
+    action: "cancel-download",
+  },
+];
+
+describe("decide", () => {
+  it.each(rows)("$name", (r) => {
+    const got = decide(r.o);
+    expect({ phase: got.phase, step: got.step, action: got.action.kind }).toEqual({
+      phase: r.phase,
+      step: r.step,
+      action: r.action,
+    });
+    if (r.wantsTurn !== undefined) expect(got.wantsTurn).toBe(r.wantsTurn);
+  });
+
+  it("never reboots or arms without a recorded turn, whatever else holds", () => {
+    const verdicts = [
+      { kind: "steady", slot: "a" },
+      { kind: "armed", slot: "b" },
+      { kind: "off-default", slot: "a", defaultSlot: "b" },
+    ] as const;
+    for (const boot of verdicts) {
+      for (const apiReachable of [true, false]) {
+        for (const drainedDigest of [undefined, V2.digest]) {
+          for (const policy of ["Auto", "Manual"] as const) {
+            const got = decide(
+              base({ boot, apiReachable, drainedDigest, policy, approved: true, other: stagedV2 }),
+            );
+            expect(["reboot", "check-and-reboot"]).not.toContain(got.action.kind);
+          }
+        }
+      }
+    }
+  });
+
+  it("arms only a slot staged with exactly the target", () => {
+    for (const other of [
+      { slot: "b" as const, state: "writing" as const, release: V2 },
+      { slot: "b" as const, state: "withdrawn" as const },
+      { slot: "b" as const, state: "staged" as const, release: V3 },
+      { slot: "b" as const, state: "staged" as const, release: { ...V2, digest: V3.digest } },
+    ]) {
+      const got = decide(base({ other, turn: true, drainedDigest: V2.digest }));
+      expect(got.action.kind).not.toBe("check-and-reboot");
+    }
+  });
+});
+
+describe("timeouts", () => {
+  it("every phase names a timeout or none, and the names exist", () => {
+    for (const p of PHASES) {
+      const n = PHASE_TIMEOUT[p];
+      if (n !== null) expect(DEFAULT_TIMEOUTS[n]).toBeGreaterThan(0);
+    }
+  });
+
+  it("times out exactly at the named timeout", () => {
+    const t = { ...DEFAULT_TIMEOUTS, drainMs: 100 };
+    expect(timedOut("Draining", 0, 99, t)).toBe(false);
+    expect(timedOut("Draining", 0, 100, t)).toBe(true);
+    expect(timedOut("AwaitingTurn", 0, 1e12, t)).toBe(false);
+    expect(timedOut("Draining", undefined, 1e12, t)).toBe(false);
+  });
+});
