@@ -1,0 +1,148 @@
+// What `liken status` shows a person: one line per machine with its step, a progress bar
+// while it downloads, the turns held, and what blocks (a PDB, a pending approval, a stall).
+// A pure function of the API objects, so the same text is printed live and in a pipe.
+import type { Cluster, ClusterCondition, Machine, MachineStep } from "../../api/types.js";
+
+export interface StatusViewOptions {
+  now: Date;
+  /** Width of the download bar in characters. */
+  barWidth?: number;
+}
+
+const BAR_WIDTH = 20;
+
+export function progressBar(done: number, total: number, width = BAR_WIDTH): string {
+  const clamped = total > 0 ? Math.min(total, Math.max(0, done)) : 0;
+  // Integer arithmetic: 58/100 must print 58%, not 57% through 0.58 * 100.
+  const percent = total > 0 ? Math.floor((clamped * 100) / total) : 0;
+  const full = total > 0 ? Math.floor((clamped * width) / total) : 0;
+  return `[${"#".repeat(full)}${".".repeat(width - full)}] ${String(percent).padStart(3)}%`;
+}
+
+export function ago(then: string | undefined, now: Date): string {
+  if (!then) return "";
+  const s = Math.max(0, Math.round((now.getTime() - Date.parse(then)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.round(s / 60)}m`;
+  return `${Math.round(s / 3600)}h`;
+}
+
+function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+type Detail = (m: Machine, cluster: Cluster, opts: StatusViewOptions) => string;
+
+function downloading(m: Machine, _c: Cluster, opts: StatusViewOptions): string {
+  const s = m.status ?? {};
+  const p = s.progress;
+  if (!p) return `downloading ${s.target?.version ?? ""}`.trim();
+  const what = p.artifact ? ` ${p.artifact}` : "";
+  return `${progressBar(p.bytesDone, p.bytesTotal, opts.barWidth)} ${bytes(p.bytesDone)}/${bytes(p.bytesTotal)}${what}`;
+}
+
+function updating(m: Machine, cluster: Cluster, opts: StatusViewOptions): string {
+  const s = m.status ?? {};
+  const stage = s.updateStage ? s.updateStage.toLowerCase() : "updating";
+  const turn = cluster.status?.rebootTurns?.find((t) => t.machine === m.metadata.name);
+  const held = turn ? ` (turn ${ago(turn.grantedAt, opts.now)})` : "";
+  const b = s.drainBlocker;
+  if (!b) return `${stage}${held}`;
+  const pdb = b.podDisruptionBudget ? ` (PodDisruptionBudget ${b.podDisruptionBudget})` : "";
+  return `${stage}${held}: blocked by pod ${b.pod}${pdb} for ${ago(b.since, opts.now)}`;
+}
+
+function failed(m: Machine): string {
+  const t = m.status?.lastTrial;
+  if (!t) return "failed";
+  return `${t.version} failed on slot ${t.slot}: ${t.reason}${t.message ? `: ${t.message}` : ""}`;
+}
+
+/** One function per step, so a new step without a line here does not compile. */
+const DETAILS: Record<MachineStep, Detail> = {
+  Ready: () => "",
+  Downloading: downloading,
+  UpdatePending: (m) =>
+    `${m.status?.staged?.version ?? "release"} staged; waiting for a reboot turn`,
+  RebootPending: (m, c) =>
+    `${m.status?.staged?.version ?? "release"} staged; waiting for: liken approve-reboot ${c.metadata.name} ${m.metadata.name}`,
+  Updating: updating,
+  Failed: failed,
+  Lost: (m, _c, opts) =>
+    `no heartbeat for ${ago(m.status?.lastHeartbeatTime, opts.now) || "over 40s"}; counts against the budget`,
+};
+
+/** What the machine is doing or waiting for, in words a person can act on. */
+export function machineDetail(m: Machine, cluster: Cluster, opts: StatusViewOptions): string {
+  const step = m.status?.step;
+  return step ? DETAILS[step](m, cluster, opts) : "";
+}
+
+function pad(cells: string[][]): string[] {
+  const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
+  return cells.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd(),
+  );
+}
+
+/** The conditions worth a person's attention: a rollout not progressing, a channel unread. */
+function conditionLines(conditions: ClusterCondition[]): string[] {
+  const lines: string[] = [];
+  for (const c of conditions) {
+    if (c.type === "Progressing" && (c.status === "False" || c.reason !== "RolloutComplete")) {
+      lines.push(`Progressing ${c.status} ${c.reason}: ${c.message}`);
+    }
+    if (c.type === "ChannelReachable" && c.status !== "True") {
+      lines.push(`Channel ${c.reason}: ${c.message}`);
+    }
+  }
+  return lines;
+}
+
+function headline(cluster: Cluster, count: number): string {
+  const st = cluster.status ?? {};
+  const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
+  return [
+    `cluster ${cluster.metadata.name}: ${st.phase ?? "Pending"}`,
+    `machines ${st.machines ?? `?/${count}`}`,
+    `target ${cluster.spec.version ?? "(none)"}`,
+    `available ${st.available ?? "(unknown)"}`,
+    `turns ${turns.length ? turns.join(", ") : "none"}`,
+  ].join(", ");
+}
+
+export function renderStatus(
+  cluster: Cluster,
+  machines: Machine[],
+  opts: StatusViewOptions,
+): string[] {
+  const mine = machines
+    .filter((m) => m.spec.cluster === cluster.metadata.name)
+    .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const rows = [["MACHINE", "ROLE", "POLICY", "LIKEN", "STATUS", "DETAIL"]];
+  for (const m of mine) {
+    rows.push([
+      m.metadata.name,
+      m.spec.role ?? "Worker",
+      m.spec.rebootPolicy ?? "Manual",
+      m.status?.version ?? "-",
+      m.status?.step ?? "-",
+      machineDetail(m, cluster, opts),
+    ]);
+  }
+  return [
+    headline(cluster, mine.length),
+    ...pad(rows).map((l) => `  ${l}`),
+    ...conditionLines(cluster.status?.conditions ?? []),
+  ];
+}

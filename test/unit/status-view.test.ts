@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import type { Cluster, Machine } from "../../src/api/types.js";
+import { machineDetail, progressBar, renderStatus } from "../../src/cli/views/status.js";
+
+const now = new Date("2026-12-02T12:00:00Z");
+const cluster: Cluster = {
+  apiVersion: "liken.sh/v1alpha1",
+  kind: "Cluster",
+  metadata: { name: "lab" },
+  spec: { version: "2026.10.12-001", releases: { source: "http://127.0.0.1:1" } },
+  status: {
+    phase: "Updating",
+    machines: "1/4",
+    available: "2026.10.12-001",
+    rebootTurns: [
+      {
+        machine: "node-2",
+        grantedAt: "2026-12-02T11:58:00Z",
+        grantedBy: "op-1",
+        leader: true,
+        version: "2026.10.12-001",
+      },
+    ],
+    conditions: [
+      {
+        type: "Progressing",
+        status: "False",
+        reason: "RolloutStalled",
+        message: "node-2 has not come back for 5m",
+        lastTransitionTime: "2026-12-02T11:59:00Z",
+      },
+    ],
+  },
+};
+
+function machine(
+  name: string,
+  status: Machine["status"],
+  spec: Partial<Machine["spec"]> = {},
+): Machine {
+  return {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Machine",
+    metadata: { name },
+    spec: { cluster: "lab", nodeName: name, ...spec },
+    ...(status ? { status } : {}),
+  };
+}
+
+describe("liken status view", () => {
+  it("draws a bar that follows the bytes", () => {
+    expect(progressBar(0, 100, 10)).toBe("[..........]   0%");
+    expect(progressBar(58, 100, 10)).toBe("[#####.....]  58%");
+    expect(progressBar(100, 100, 10)).toBe("[##########] 100%");
+    expect(progressBar(5, 0, 10)).toBe("[..........]   0%");
+  });
+
+  it("says what each machine waits for, in words a person can act on", () => {
+    const pending = machine(
+      "node-5",
+      {
+        step: "RebootPending",
+        staged: { version: "2026.10.12-001", digest: "sha256:x", slot: "b", at: "" },
+      },
+      { rebootPolicy: "Manual" },
+    );
+    expect(machineDetail(pending, cluster, { now })).toBe(
+      "2026.10.12-001 staged; waiting for: liken approve-reboot lab node-5",
+    );
+    const blocked = machine("node-2", {
+      step: "Updating",
+      updateStage: "Draining",
+      drainBlocker: {
+        pod: "shop/web-1",
+        podDisruptionBudget: "shop/web",
+        since: "2026-12-02T11:59:00Z",
+        message: "",
+      },
+    });
+    expect(machineDetail(blocked, cluster, { now })).toBe(
+      "draining (turn 2m): blocked by pod shop/web-1 (PodDisruptionBudget shop/web) for 60s",
+    );
+    const dl = machine("node-4", {
+      step: "Downloading",
+      progress: { bytesDone: 512 * 1024, bytesTotal: 1024 * 1024, percent: 50, artifact: "rootfs" },
+    });
+    expect(machineDetail(dl, cluster, { now })).toContain("50% 512.0 KiB/1.0 MiB rootfs");
+  });
+
+  it("lists the machines of the cluster, the turns, and a stall", () => {
+    const lines = renderStatus(
+      cluster,
+      [
+        machine(
+          "node-1",
+          { step: "Ready", version: "2026.10.12-001" },
+          { role: "Leader", rebootPolicy: "Auto" },
+        ),
+        machine("other", { step: "Ready" }, { cluster: "elsewhere" }),
+      ],
+      { now },
+    );
+    expect(lines[0]).toBe(
+      "cluster lab: Updating, machines 1/4, target 2026.10.12-001, available 2026.10.12-001, turns node-2",
+    );
+    expect(lines[1]).toMatch(/^ {2}MACHINE +ROLE +POLICY +LIKEN +STATUS +DETAIL$/);
+    expect(lines[2]).toMatch(/^ {2}node-1 +Leader +Auto +2026\.10\.12-001 +Ready$/);
+    expect(lines.join("\n")).not.toContain("other");
+    expect(lines.at(-1)).toBe("Progressing False RolloutStalled: node-2 has not come back for 5m");
+  });
+});
