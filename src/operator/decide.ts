@@ -1,0 +1,430 @@
+// The turn decision, pure: from what the operator observed (the Cluster, its Machines, the
+// heartbeats, the time, its own start) to what it should do (grant, release, mark stalled,
+// mark Lost or alive) and the Cluster status that records it. All I/O lives in
+// reconcile.ts; every rule of the page about turns lives here and in machine-view.ts, and
+// test/unit/operator-decide.test.ts checks it table by table.
+//
+// The rules (the page, sections 3 and 4):
+//   - a turn goes to a machine that staged the target and asks (Auto, or Manual approved
+//     for exactly that release), oldest request first;
+//   - only while turns held + machines Lost or otherwise down < the budget;
+//   - never to a leader while another leader is down, whatever the budget says;
+//   - never in the first START_GRACE_SECONDS after this copy started (or woke from a pause);
+//   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
+//   - a record leaves the list when its machine is back on the release and Ready, rolled
+//     back and reported it, gave the turn back unused, was deleted, or was released.
+import {
+  LOST_AFTER_SECONDS,
+  START_GRACE_SECONDS,
+  type AgentStep,
+  type Cluster,
+  type ClusterCondition,
+  type ClusterStatus,
+  type Machine,
+  type RebootTurn,
+  type ReleaseRef,
+} from "../api/index.js";
+import { parseBudget, type BudgetParse } from "./budget.js";
+import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
+import { summarize } from "./summary.js";
+import { rfc3339 } from "./text.js";
+import {
+  isLeader,
+  isLost,
+  stepAfterLost,
+  targetOf,
+  turnAsk,
+  type HeartbeatView,
+} from "./machine-view.js";
+
+/**
+ * How long a machine may hold a turn before the rollout stalls: a drain that waits on
+ * PodDisruptionBudgets, a firmware POST of several minutes on big servers, the trial boot
+ * and rejoin. 30 minutes is generous for all three; a person sets it per fleet.
+ */
+export const DEFAULT_TURN_DEADLINE_SECONDS = 30 * 60;
+
+export interface DecideSettings {
+  /** This copy's identity, written into grantedBy. */
+  identity: string;
+  startGraceSeconds: number;
+  lostAfterSeconds: number;
+  turnDeadlineSeconds: number;
+  /** The ENDPOINT column, when known. */
+  endpoint?: string;
+}
+
+export const DEFAULT_SETTINGS: Omit<DecideSettings, "identity"> = {
+  startGraceSeconds: START_GRACE_SECONDS,
+  lostAfterSeconds: LOST_AFTER_SECONDS,
+  turnDeadlineSeconds: DEFAULT_TURN_DEADLINE_SECONDS,
+};
+
+/** The channel's side of the status, from the poller (undefined: keep what is recorded). */
+export interface ChannelView {
+  available?: string;
+  condition: Extract<ClusterCondition, { type: "ChannelReachable" }>;
+  channel: NonNullable<ClusterStatus["channel"]>;
+}
+
+export interface Observed {
+  cluster: Cluster;
+  /** The Machines whose spec.cluster names this Cluster. */
+  machines: readonly Machine[];
+  heartbeats: HeartbeatView;
+  now: Date;
+  /** When this copy started granting-wise: its start, or its wake-up after a pause. */
+  startedAt: Date;
+  channel?: ChannelView;
+}
+
+export const RELEASE_REASONS = [
+  /** Back on the turn's release and Ready. */
+  "Returned",
+  /** Its trial of the turn's release failed or was skipped, it runs the old one and said so. */
+  "RolledBack",
+  /** It no longer asks for this turn (retargeted, or gave up before acting). */
+  "GivenBack",
+  /** Its Machine was deleted. */
+  "MachineDeleted",
+  /** A person released the stalled turn (`liken rollout resume`). */
+  "Resumed",
+] as const;
+export type ReleaseReason = (typeof RELEASE_REASONS)[number];
+
+export interface TurnRelease {
+  turn: RebootTurn;
+  reason: ReleaseReason;
+  message: string;
+}
+
+export interface TurnStall {
+  turn: RebootTurn;
+  message: string;
+}
+
+/** A write to a Machine's status the operator owns: step Lost, or back from Lost. */
+export interface LostMark {
+  machine: string;
+  /** The resourceVersion the mark was decided from (the write is conditioned on it). */
+  resourceVersion: string | undefined;
+  lost: boolean;
+  /** The step it shows: Lost, or the step it shows again. */
+  step: "Lost" | AgentStep;
+  message: string;
+}
+
+export interface Decision {
+  /** The Cluster status to write (rebootTurns, summary, conditions). */
+  status: ClusterStatus;
+  /** Whether `status` differs from the recorded one (write only then). */
+  changed: boolean;
+  grants: RebootTurn[];
+  releases: TurnRelease[];
+  stalls: TurnStall[];
+  lostMarks: LostMark[];
+  budget: BudgetParse;
+  /** Why no (more) turn was granted, for the condition and the logs. */
+  blocked: GrantBlock | undefined;
+}
+
+// ---------------------------------------------------------------------------------------
+
+interface Ctx {
+  o: Observed;
+  s: DecideSettings;
+  byName: ReadonlyMap<string, Machine>;
+  lost: ReadonlySet<string>;
+  target: ReleaseRef | undefined;
+}
+
+export function decide(o: Observed, s: DecideSettings): Decision {
+  const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
+  const lost = new Set(
+    o.machines
+      .filter((m) => isLost(m, o.heartbeats, o.now, s.lostAfterSeconds))
+      .map((m) => m.metadata.name),
+  );
+  const ctx: Ctx = { o, s, byName, lost, target: targetOf(o.cluster) };
+  const before = o.cluster.status ?? {};
+
+  const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
+  const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
+  const { grants, blocked } = grantTurns(ctx, kept, budget.budget);
+  const turns = [...kept, ...grants];
+  const lostMarks = markLost(ctx);
+
+  const summary = summarize(o.cluster, o.machines, turns, lost, s.endpoint);
+  const progressing = progressingCondition({
+    cluster: o.cluster,
+    machines: o.machines,
+    turns,
+    phase: summary.phase,
+    blocked,
+    budget,
+    now: o.now,
+    startedAt: o.startedAt,
+    graceSeconds: s.startGraceSeconds,
+    target: ctx.target,
+    lost,
+  });
+  let conditions = before.conditions ?? [];
+  if (progressing !== undefined) conditions = upsert(conditions, progressing);
+  if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
+
+  const status: ClusterStatus = {
+    ...before,
+    ...summary,
+    rebootTurns: turns,
+    turns: turns.map((t) => t.machine).join(","),
+    conditions,
+  };
+  if (o.cluster.metadata.generation !== undefined) {
+    status.observedGeneration = o.cluster.metadata.generation;
+  }
+  if (o.channel !== undefined) {
+    status.channel = o.channel.channel;
+    if (o.channel.available !== undefined) status.available = o.channel.available;
+  }
+  return {
+    status,
+    changed: JSON.stringify(canonical(status)) !== JSON.stringify(canonical(before)),
+    grants,
+    releases,
+    stalls,
+    lostMarks,
+    budget,
+    blocked,
+  };
+}
+
+function upsert(list: ClusterCondition[], c: ClusterCondition): ClusterCondition[] {
+  return list.some((x) => x.type === c.type)
+    ? list.map((x) => (x.type === c.type ? c : x))
+    : [...list, c];
+}
+
+/** Key order must not make two equal statuses look different. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v !== null && typeof v === "object") {
+    return Object.fromEntries(
+      Object.entries(v as Record<string, unknown>)
+        .filter(([, x]) => x !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, x]) => [k, canonical(x)]),
+    );
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------
+// Existing turns: release, stall, or keep.
+
+function settleTurns(
+  ctx: Ctx,
+  recorded: readonly RebootTurn[],
+): { kept: RebootTurn[]; releases: TurnRelease[]; stalls: TurnStall[] } {
+  const kept: RebootTurn[] = [];
+  const releases: TurnRelease[] = [];
+  const stalls: TurnStall[] = [];
+  for (const turn of recorded) {
+    const release = releaseOf(ctx, turn);
+    if (release !== undefined) {
+      releases.push(release);
+      continue;
+    }
+    const deadline = turn.deadline ?? deadlineOf(turn.grantedAt, ctx.s.turnDeadlineSeconds);
+    if (turn.stalledAt === undefined && ctx.o.now.getTime() > Date.parse(deadline)) {
+      const stalled = { ...turn, deadline, stalledAt: rfc3339(ctx.o.now) };
+      kept.push(stalled);
+      const m = ctx.byName.get(turn.machine);
+      stalls.push({ turn: stalled, message: stallDetail(stalled, m, ctx.lost.has(turn.machine)) });
+      continue;
+    }
+    kept.push(turn);
+  }
+  return { kept, releases, stalls };
+}
+
+export function deadlineOf(grantedAt: string, seconds: number): string {
+  return rfc3339(new Date(Date.parse(grantedAt) + seconds * 1000));
+}
+
+function releaseOf(ctx: Ctx, turn: RebootTurn): TurnRelease | undefined {
+  const m = ctx.byName.get(turn.machine);
+  if (m === undefined) {
+    return {
+      turn,
+      reason: "MachineDeleted",
+      message: `Machine ${turn.machine} was deleted while it held a turn`,
+    };
+  }
+  const resume = m.spec.resume;
+  if (resume !== undefined && resume.turnGrantedAt === turn.grantedAt) {
+    return {
+      turn,
+      reason: "Resumed",
+      message: `released by ${resume.by} at ${resume.at}: ${resume.reason}`,
+    };
+  }
+  // A silent machine says nothing about its turn: it keeps it (and may stall).
+  if (ctx.lost.has(turn.machine)) return undefined;
+  const found = returned(m, turn) ?? rolledBack(m, turn) ?? givenBack(m, turn);
+  return found === undefined ? undefined : { turn, ...found };
+}
+
+type Found = { reason: ReleaseReason; message: string } | undefined;
+
+function returned(m: Machine, turn: RebootTurn): Found {
+  const s = m.status;
+  if (s?.version !== turn.version || s.step !== "Ready") return undefined;
+  return { reason: "Returned", message: `back on ${turn.version} and Ready` };
+}
+
+function rolledBack(m: Machine, turn: RebootTurn): Found {
+  const s = m.status ?? {};
+  const trial = s.lastTrial;
+  if (trial === undefined || trial.version !== turn.version || trial.result === "Succeeded") {
+    return undefined;
+  }
+  // Only a trial of THIS turn (not one from an earlier attempt), and only once it is over.
+  if (Date.parse(trial.at) < Date.parse(turn.grantedAt) || s.step === "Updating") return undefined;
+  const what = trial.result === "Failed" ? "failed" : "was skipped";
+  return {
+    reason: "RolledBack",
+    message: `its trial of ${turn.version} ${what} (${trial.reason}); it runs ${s.version ?? "its previous release"}`,
+  };
+}
+
+/**
+ * The agent gives a turn back unused by withdrawing its request (status.turnRequest gone
+ * or naming another release) before it starts (step Updating / an updateStage). Once it
+ * started, only its return or its reported rollback ends the turn.
+ */
+function givenBack(m: Machine, turn: RebootTurn): Found {
+  const s = m.status ?? {};
+  const req = s.turnRequest;
+  const asks =
+    req !== undefined &&
+    req.version === turn.version &&
+    (turn.digest === undefined || req.digest === turn.digest);
+  if (asks || s.step === "Updating" || s.updateStage !== undefined) return undefined;
+  return {
+    reason: "GivenBack",
+    message: `it no longer asks for a turn for ${turn.version} (step ${s.step ?? "none"})`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// New turns.
+
+function grantTurns(
+  ctx: Ctx,
+  kept: readonly RebootTurn[],
+  budget: number,
+): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
+  const { o, s, target } = ctx;
+  const candidates = o.machines
+    .filter((m) => !ctx.lost.has(m.metadata.name))
+    .filter((m) => !kept.some((t) => t.machine === m.metadata.name))
+    .map((m) => ({ m, ask: turnAsk(m, target) }))
+    .filter((c) => c.ask.kind === "eligible")
+    .sort((a, b) => byRequest(a.m, b.m));
+  if (candidates.length === 0) return { grants: [], blocked: undefined };
+  if (target === undefined) return { grants: [], blocked: { kind: "no-target" } };
+  const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
+  if (o.now.getTime() < graceEnds) {
+    return { grants: [], blocked: { kind: "grace", until: new Date(graceEnds) } };
+  }
+  const stalled = kept.filter((t) => t.stalledAt !== undefined);
+  if (stalled.length > 0) return { grants: [], blocked: { kind: "stalled", turns: stalled } };
+
+  const down = downSet(ctx, kept);
+  const grants: RebootTurn[] = [];
+  let blocked: GrantBlock | undefined;
+  for (const { m } of candidates) {
+    if (down.size >= budget) {
+      blocked = { kind: "budget", down: down.size, budget };
+      break;
+    }
+    const leaderDown = [...down.values()].find((d) => d.leader);
+    if (isLeader(m) && leaderDown !== undefined) {
+      blocked ??= { kind: "leader", machine: m.metadata.name, down: leaderDown.machine };
+      continue;
+    }
+    const turn: RebootTurn = {
+      machine: m.metadata.name,
+      grantedAt: rfc3339(o.now),
+      grantedBy: s.identity,
+      leader: isLeader(m),
+      version: target.version,
+      digest: target.digest,
+      deadline: deadlineOf(rfc3339(o.now), s.turnDeadlineSeconds),
+    };
+    grants.push(turn);
+    down.set(turn.machine, { machine: turn.machine, leader: turn.leader });
+  }
+  return { grants, blocked };
+}
+
+function byRequest(a: Machine, b: Machine): number {
+  const ta = Date.parse(a.status?.turnRequest?.at ?? "");
+  const tb = Date.parse(b.status?.turnRequest?.at ?? "");
+  if (ta !== tb) return (Number.isNaN(ta) ? Infinity : ta) - (Number.isNaN(tb) ? Infinity : tb);
+  return a.metadata.name < b.metadata.name ? -1 : 1;
+}
+
+interface Down {
+  machine: string;
+  leader: boolean;
+}
+
+/**
+ * The machines that count against the budget: those holding a turn (a turn's `leader`
+ * is what the leader rule reads, so a role edit mid-turn changes nothing), those Lost, and
+ * those that report Updating without a turn (a turn record lost to a restore from backup).
+ */
+function downSet(ctx: Ctx, kept: readonly RebootTurn[]): Map<string, Down> {
+  const down = new Map<string, Down>();
+  for (const t of kept) down.set(t.machine, { machine: t.machine, leader: t.leader });
+  for (const m of ctx.o.machines) {
+    const name = m.metadata.name;
+    if (down.has(name)) continue;
+    if (ctx.lost.has(name) || m.status?.step === "Updating") {
+      down.set(name, { machine: name, leader: isLeader(m) });
+    }
+  }
+  return down;
+}
+
+// ---------------------------------------------------------------------------------------
+// Lost marks on Machines.
+
+function markLost(ctx: Ctx): LostMark[] {
+  const marks: LostMark[] = [];
+  for (const m of ctx.o.machines) {
+    const name = m.metadata.name;
+    const lost = ctx.lost.has(name);
+    const step = m.status?.step;
+    if (lost && step !== "Lost") {
+      marks.push({
+        machine: name,
+        resourceVersion: m.metadata.resourceVersion,
+        lost: true,
+        step: "Lost",
+        message: `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${step ?? "not yet reporting"}`,
+      });
+    } else if (!lost && step === "Lost") {
+      const back = stepAfterLost(m);
+      marks.push({
+        machine: name,
+        resourceVersion: m.metadata.resourceVersion,
+        lost: false,
+        step: back,
+        message: `its heartbeat returned; it shows ${back} again`,
+      });
+    }
+  }
+  return marks;
+}

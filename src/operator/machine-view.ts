@@ -1,0 +1,107 @@
+// What the operator reads from one Machine, pure: is it Lost, does it ask for a turn, may
+// it have one (policy, approval), is it down. The contract with the agent is the API
+// objects; docs/operator.md states it from the agent's side.
+import type { AgentStep, Cluster, Machine, ReleaseRef } from "../api/index.js";
+
+/**
+ * What the operator knows of a machine's heartbeat: the time on ITS OWN clock at which it
+ * last saw the machine's Lease renewed (renewTime changed), or undefined when it has seen
+ * no renewal since `since` (its start, or its wake-up after a pause). The operator's clock,
+ * not the agent's renewTime, decides, as the node lifecycle controller does with kubelet
+ * Leases: a machine whose clock is off by a minute must not read Lost (or alive) for it.
+ */
+export interface HeartbeatView {
+  renewedAt: ReadonlyMap<string, Date>;
+  since: Date;
+}
+
+/**
+ * Lost: no heartbeat for `lostAfterSeconds`. A machine whose renewal this copy has not seen
+ * yet is judged from `since`: it keeps its last status until 40 s pass (the page), unless
+ * another copy already recorded it Lost, which this copy honours until it sees a renewal
+ * (so two copies agree instead of overwriting each other's view).
+ */
+export function isLost(
+  m: Machine,
+  hb: HeartbeatView,
+  now: Date,
+  lostAfterSeconds: number,
+): boolean {
+  const limit = lostAfterSeconds * 1000;
+  const seen = hb.renewedAt.get(m.metadata.name);
+  if (seen !== undefined) return now.getTime() - seen.getTime() >= limit;
+  if (m.status?.step === "Lost") return true;
+  return now.getTime() - hb.since.getTime() >= limit;
+}
+
+/** When this copy last saw the machine alive (a renewal, or its own start). */
+export function lastSeenAlive(m: Machine, hb: HeartbeatView): Date {
+  return hb.renewedAt.get(m.metadata.name) ?? hb.since;
+}
+
+/** The catalog entry spec.version names, when both exist. */
+export function targetOf(cluster: Cluster): ReleaseRef | undefined {
+  const version = cluster.spec.version;
+  if (version === undefined) return undefined;
+  const entry = cluster.spec.releases.catalog?.find((e) => e.version === version);
+  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+}
+
+export type TurnAsk =
+  /** Staged the target, asks, and may have a turn (Auto, or Manual approved for it). */
+  | { kind: "eligible"; at: string }
+  /** Staged the target and asks, but rebootPolicy is Manual and nobody approved it. */
+  | { kind: "awaiting-approval" }
+  | { kind: "none" };
+
+function approves(m: Machine, release: ReleaseRef): boolean {
+  const a = m.spec.approval;
+  if (a === undefined || a.version !== release.version) return false;
+  return a.digest === undefined || a.digest === release.digest;
+}
+
+/**
+ * Whether the machine asks for a reboot turn for the Cluster's target: it staged that exact
+ * release (version and catalog digest), asks for it (status.turnRequest names the same
+ * release), does not already run it, and reports UpdatePending or RebootPending. An
+ * approval counts only for exactly the staged version (and digest when it names one): an
+ * approval for an older target never carries over to a newer one.
+ */
+export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
+  const s = m.status;
+  const staged = s?.staged;
+  const req = s?.turnRequest;
+  if (target === undefined || s === undefined || staged === undefined || req === undefined) {
+    return { kind: "none" };
+  }
+  const same = (r: ReleaseRef): boolean =>
+    r.version === target.version && r.digest === target.digest;
+  if (!same(staged) || !same(req) || s.version === target.version) return { kind: "none" };
+  if (s.step !== "UpdatePending" && s.step !== "RebootPending") return { kind: "none" };
+  if ((m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m, staged)) {
+    return { kind: "eligible", at: req.at };
+  }
+  return { kind: "awaiting-approval" };
+}
+
+export function isLeader(m: Machine): boolean {
+  return m.spec.role === "Leader";
+}
+
+/**
+ * The step a machine shows again when its heartbeat returns and it still reads Lost (the
+ * agent may write its own step at any time; this is the operator's best reading of the
+ * status the agent left, so STATUS never stays Lost for a live machine).
+ */
+export function stepAfterLost(m: Machine): AgentStep {
+  const s = m.status ?? {};
+  if (s.updateStage !== undefined) return "Updating";
+  if (s.staged !== undefined && s.turnRequest !== undefined) {
+    const manual = (m.spec.rebootPolicy ?? "Manual") === "Manual";
+    return manual && !approves(m, s.staged) ? "RebootPending" : "UpdatePending";
+  }
+  if (s.progress !== undefined && s.progress.percent < 100) return "Downloading";
+  const failed = s.target && s.failedReleases?.some((f) => f.digest === s.target?.digest);
+  if (failed && s.version !== s.target?.version) return "Failed";
+  return "Ready";
+}

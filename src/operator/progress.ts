@@ -1,0 +1,179 @@
+// The Progressing condition and the stall message, pure: what a person reads in
+// `kubectl describe cluster` to know why no turn is granted and what to do.
+import type {
+  Cluster,
+  ClusterCondition,
+  ClusterPhase,
+  Machine,
+  RebootTurn,
+  ReleaseRef,
+} from "../api/index.js";
+import type { BudgetParse } from "./budget.js";
+import { findCondition } from "./conditions.js";
+import { turnAsk } from "./machine-view.js";
+import { duration, rfc3339 } from "./text.js";
+
+/** Why the operator granted no (further) turn. */
+export type GrantBlock =
+  | { kind: "no-target" }
+  | { kind: "grace"; until: Date }
+  | { kind: "stalled"; turns: RebootTurn[] }
+  | { kind: "budget"; down: number; budget: number }
+  | { kind: "leader"; machine: string; down: string };
+
+type Progressing = Extract<ClusterCondition, { type: "Progressing" }>;
+
+export interface ProgressInput {
+  cluster: Cluster;
+  machines: readonly Machine[];
+  turns: readonly RebootTurn[];
+  phase: ClusterPhase;
+  blocked: GrantBlock | undefined;
+  budget: BudgetParse;
+  now: Date;
+  startedAt: Date;
+  graceSeconds: number;
+  target: ReleaseRef | undefined;
+  lost: ReadonlySet<string>;
+}
+
+/**
+ * The Progressing condition to record, or undefined to leave the recorded one alone.
+ *
+ * During its start-up grace a copy says when it resumes granting (StartupGrace; its
+ * lastTransitionTime is the copy's start, so the resume time is lastTransitionTime + grace).
+ * With two copies running, one in its grace must not hide the other's live state, or the
+ * two would overwrite each other for 40 s: a copy in grace leaves alone a condition that was
+ * written after it started by a copy past its grace, and a StartupGrace of a copy that
+ * started later than itself.
+ */
+export function progressingCondition(p: ProgressInput): Progressing | undefined {
+  const at = rfc3339(p.now);
+  const gen = p.cluster.metadata.generation;
+  const cond = (
+    status: Progressing["status"],
+    reason: Progressing["reason"],
+    message: string,
+    lastTransitionTime?: string,
+  ): Progressing => ({
+    type: "Progressing",
+    status,
+    reason,
+    message,
+    lastTransitionTime: lastTransitionTime ?? transitionTime(p, reason, status, at),
+    ...(gen === undefined ? {} : { observedGeneration: gen }),
+  });
+  if (p.target === undefined) {
+    return cond("False", "NoTarget", noTargetMessage(p.cluster));
+  }
+  const stalled = p.turns.filter((t) => t.stalledAt !== undefined);
+  if (stalled.length > 0) {
+    return cond("False", "RolloutStalled", stalledMessage(p, stalled));
+  }
+  if (p.phase === "Ready") {
+    return cond("True", "RolloutComplete", `every machine runs ${p.target.version}`);
+  }
+  const graceEnds = new Date(p.startedAt.getTime() + p.graceSeconds * 1000);
+  if (p.now < graceEnds) {
+    if (yieldsToOtherCopy(p)) return undefined;
+    return cond(
+      "True",
+      "StartupGrace",
+      `cluster-operator started at ${rfc3339(p.startedAt)} and grants no reboot turn for its first ${p.graceSeconds} s: granting resumes at ${rfc3339(graceEnds)}`,
+      rfc3339(p.startedAt),
+    );
+  }
+  const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "awaiting-approval");
+  if (p.turns.length === 0 && waiting.length > 0 && !anyEligible(p)) {
+    const names = waiting.map((m) => m.metadata.name);
+    return cond(
+      "True",
+      "WaitingForApproval",
+      `${names.length} machine(s) staged ${p.target.version} and wait for approval (rebootPolicy Manual): ${list(names)}; approve each with \`liken approve-reboot ${p.cluster.metadata.name} <machine>\``,
+    );
+  }
+  return cond("True", "RolloutProgressing", progressingMessage(p));
+}
+
+function transitionTime(
+  p: ProgressInput,
+  reason: Progressing["reason"],
+  status: Progressing["status"],
+  at: string,
+): string {
+  const old = findCondition(p.cluster.status?.conditions, "Progressing");
+  return old !== undefined && old.reason === reason && old.status === status
+    ? old.lastTransitionTime
+    : at;
+}
+
+function yieldsToOtherCopy(p: ProgressInput): boolean {
+  const old = findCondition(p.cluster.status?.conditions, "Progressing");
+  if (old === undefined) return false;
+  const written = Date.parse(old.lastTransitionTime);
+  if (old.reason === "StartupGrace") return written > p.startedAt.getTime();
+  return written >= p.startedAt.getTime();
+}
+
+function anyEligible(p: ProgressInput): boolean {
+  return p.machines.some((m) => turnAsk(m, p.target).kind === "eligible");
+}
+
+function noTargetMessage(c: Cluster): string {
+  return `spec.version is not set; set it to a release of spec.releases.catalog to roll it out (kubectl edit cluster ${c.metadata.name})`;
+}
+
+function progressingMessage(p: ProgressInput): string {
+  const target = p.target?.version ?? "";
+  const behind = p.machines.filter((m) => m.status?.version !== target).length;
+  const turns = p.turns.map((t) => t.machine);
+  let msg = `${behind} of ${p.machines.length} machine(s) still to move to ${target}; budget ${p.budget.text}`;
+  msg += turns.length > 0 ? `; turns held by ${list(turns)}` : "; no turn held";
+  const b = p.blocked;
+  if (b?.kind === "budget") msg += `; ${b.down} machine(s) down, the budget is full`;
+  if (b?.kind === "leader") {
+    msg += `; leader ${b.machine} waits: leader ${b.down} is down (one leader at a time)`;
+  }
+  if (!p.budget.ok) msg += `; ${p.budget.problem}`;
+  return msg;
+}
+
+function stalledMessage(p: ProgressInput, stalled: readonly RebootTurn[]): string {
+  const cluster = p.cluster.metadata.name;
+  const parts = stalled.map((t) => {
+    const m = p.machines.find((x) => x.metadata.name === t.machine);
+    return stallDetail(t, m, p.lost.has(t.machine));
+  });
+  const first = stalled[0]?.machine ?? "<machine>";
+  return `${parts.join(" ")} No more turns until a person examines it: \`liken rollout status ${cluster}\`, then \`liken rollout resume ${cluster} ${first} --reason "..."\`.`;
+}
+
+/** One stalled turn, for the condition, the Event and `liken rollout status`. */
+export function stallDetail(t: RebootTurn, m: Machine | undefined, lost: boolean): string {
+  // Absolute times and the duration up to the stall, never "ago": the condition must not
+  // change (and cost a write) every second.
+  const gone = duration(Date.parse(t.stalledAt ?? t.grantedAt) - Date.parse(t.grantedAt));
+  const deadline = t.deadline ? ` (deadline ${t.deadline})` : "";
+  let msg = `Machine ${t.machine} holds a reboot turn for ${t.version} granted at ${t.grantedAt} and had not come back ${gone} later${deadline}.`;
+  if (m === undefined) return `${msg} Its Machine no longer exists.`;
+  const s = m.status ?? {};
+  const where = s.updateStage ? `${s.step ?? "?"} (${s.updateStage})` : (s.step ?? "no step");
+  msg += ` It was in step ${where}, running ${s.version ?? "an unknown release"}.`;
+  const b = s.drainBlocker;
+  if (b !== undefined) {
+    const pdb = b.podDisruptionBudget
+      ? ` held by PodDisruptionBudget ${b.podDisruptionBudget}`
+      : "";
+    msg += ` Its drain is blocked by pod ${b.pod}${pdb} since ${b.since}: ${b.message}.`;
+  }
+  msg += lost
+    ? ` It is Lost: no heartbeat (Lease liken-heartbeats/${t.machine}).`
+    : " Its heartbeat is alive.";
+  return msg;
+}
+
+function list(names: readonly string[]): string {
+  return names.length <= 10
+    ? names.join(", ")
+    : `${names.slice(0, 10).join(", ")} and ${names.length - 10} more`;
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { parseBudget } from "../../src/operator/budget.js";
+import { compareVersions, newest, oldest } from "../../src/operator/version-order.js";
+
+describe("parseBudget", () => {
+  const cases: [number | string | undefined, number, number, boolean][] = [
+    [undefined, 10, 1, true],
+    [1, 10, 1, true],
+    [3, 2, 3, true],
+    ["3", 10, 3, true],
+    ["10%", 1000, 100, true],
+    ["10%", 5, 1, true],
+    ["1%", 1, 1, true],
+    ["34%", 3, 2, true],
+    ["100%", 7, 7, true],
+    ["50%", 0, 1, true],
+    [0, 10, 1, false],
+    [-2, 10, 1, false],
+    [1.5, 10, 1, false],
+    ["0%", 10, 1, false],
+    ["101%", 10, 1, false],
+    ["ten", 10, 1, false],
+  ];
+  for (const [value, total, budget, ok] of cases) {
+    it(`${JSON.stringify(value)} of ${total} machines = ${budget}`, () => {
+      const b = parseBudget(value, total);
+      expect(b.budget).toBe(budget);
+      expect(b.ok).toBe(ok);
+    });
+  }
+});
+
+describe("compareVersions", () => {
+  it("orders liken versions naturally", () => {
+    const vs = ["2026.10.12-001", "2026.9.30-002", "2026.10.10-010", "2026.10.10-002"];
+    expect([...vs].sort(compareVersions)).toEqual([
+      "2026.9.30-002",
+      "2026.10.10-002",
+      "2026.10.10-010",
+      "2026.10.12-001",
+    ]);
+    expect(oldest(vs)).toBe("2026.9.30-002");
+    expect(newest(vs)).toBe("2026.10.12-001");
+    expect(compareVersions("1.0", "1.0")).toBe(0);
+    expect(compareVersions("1.0", "1.0.1")).toBeLessThan(0);
+  });
+});
