@@ -1,0 +1,119 @@
+// `liken agent download|status|verify`: one-shot slot commands for people and tests.
+import type { Command } from "commander";
+import { verifyStagedSlot, slotStatus, type SlotStatus } from "../../slots/check.js";
+import { DEFAULT_CONFIG, loadAgentConfig } from "../../slots/config.js";
+import { SlotError } from "../../slots/errors.js";
+import { downloadRelease } from "../../slots/stage.js";
+import { DIGEST_RE } from "../../verify/digest.js";
+import { parseSize } from "./release.js";
+
+function statusTable(rows: SlotStatus[]): string {
+  const head = ["SLOT", "RUNNING", "STATE", "VERSION", "VERIFIED", "DEVICE"];
+  const body = rows.map((r) => [
+    r.slot,
+    r.running ? "yes" : "",
+    r.state === "writing" && r.writtenBytes !== undefined
+      ? `writing (${r.writtenBytes} bytes)`
+      : r.state,
+    r.version ?? "",
+    r.state === "staged" ? (r.verifiedAt ?? "") : "",
+    r.device,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+  return (
+    [head, ...body]
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd(),
+      )
+      .join("\n") + "\n"
+  );
+}
+
+/** Adds download, status and verify to the `agent` command group. */
+export function addAgentSlotCommands(agent: Command): void {
+  agent
+    .command("download")
+    .description("Download a release into the slot not running, verify it, and stage it")
+    .option("--config <file>", "agent config", DEFAULT_CONFIG)
+    .requiredOption("--source <url>", "the release channel, for example https://releases.liken.sh")
+    .requiredOption("--version <version>", "the release version")
+    .requiredOption("--digest <sha256:hex>", "the catalog digest of the release's release.yaml")
+    .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
+    .option("--idle-timeout <ms>", "give up on a server silent this long", (v) => Number(v), 30_000)
+    .option(
+      "--checkpoint-every <size>",
+      "bytes between durable resume points",
+      parseSize,
+      64 * 1024 * 1024,
+    )
+    .action(
+      async (o: {
+        config: string;
+        source: string;
+        version: string;
+        digest: string;
+        running?: string;
+        idleTimeout: number;
+        checkpointEvery: number;
+      }) => {
+        if (!DIGEST_RE.test(o.digest)) {
+          throw new SlotError(
+            "LIKEN_SLOT_CONFIG_INVALID",
+            `--digest ${o.digest}: must be sha256: and 64 lowercase hex digits`,
+          );
+        }
+        const r = await downloadRelease({
+          config: await loadAgentConfig(o.config),
+          source: o.source,
+          version: o.version,
+          digest: o.digest,
+          ...(o.running ? { running: o.running } : {}),
+          fetch: { idleTimeoutMs: o.idleTimeout },
+          checkpointEvery: o.checkpointEvery,
+          log: (m) => process.stderr.write(`liken: ${m}\n`),
+        });
+        process.stdout.write(
+          r.outcome === "staged"
+            ? `slot ${r.slot}: staged ${r.version} (${r.digest}), every artifact verified\n`
+            : `slot ${r.slot}: ${r.version} was already staged and verified\n`,
+        );
+      },
+    );
+
+  agent
+    .command("status")
+    .description("Show both slots: what each holds and whether it verified")
+    .option("--config <file>", "agent config", DEFAULT_CONFIG)
+    .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
+    .option("-o, --output <format>", "table or json", "table")
+    .action(async (o: { config: string; running?: string; output: string }) => {
+      const rows = await slotStatus(await loadAgentConfig(o.config), o.running);
+      process.stdout.write(
+        o.output === "json" ? `${JSON.stringify(rows, null, 2)}\n` : statusTable(rows),
+      );
+    });
+
+  agent
+    .command("verify")
+    .description(
+      "Re-read the staged slot from the medium and check it against its release; withdraw it if it fails",
+    )
+    .option("--config <file>", "agent config", DEFAULT_CONFIG)
+    .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
+    .action(async (o: { config: string; running?: string }) => {
+      const r = await verifyStagedSlot(
+        await loadAgentConfig(o.config),
+        o.running ? { running: o.running } : {},
+      );
+      if (!r.ok) {
+        throw new SlotError(
+          "LIKEN_SLOT_VERIFY_FAILED",
+          `slot ${r.slot} (${r.version}) failed verification: ${r.problems.join("; ")}; the slot is withdrawn`,
+        );
+      }
+      process.stdout.write(`slot ${r.slot}: ${r.version} verified\n`);
+    });
+}

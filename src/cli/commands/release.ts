@@ -1,0 +1,107 @@
+// `liken release ...`: build a release directory, print a digest, print a catalog entry.
+import { readFile } from "node:fs/promises";
+import { Command, InvalidArgumentError } from "commander";
+import {
+  buildRelease,
+  catalogEntry,
+  ReleaseError,
+  type ArtifactInput,
+} from "../../release/build.js";
+import { digestOf } from "../../verify/digest.js";
+import { fetchDocument } from "../../verify/fetch.js";
+import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
+
+/** "4M", "512MiB", "2G", "65536" -> bytes. */
+export function parseSize(v: string): number {
+  const m = /^(\d+)\s*([KMGT]?)(i?B)?$/i.exec(v.trim());
+  if (!m) throw new InvalidArgumentError(`"${v}" is not a size (for example 4M, 512MiB, 2G)`);
+  const unit = { "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[
+    m[2]!.toUpperCase() as "" | "K"
+  ]!;
+  return Number(m[1]) * unit;
+}
+
+function parseArtifact(v: string, prev: ArtifactInput[] = []): ArtifactInput[] {
+  const m = /^([a-z0-9][a-z0-9-]*)=([^@]+)(?:@(\d+))?$/.exec(v);
+  if (!m) throw new InvalidArgumentError(`"${v}" is not NAME=FILE[@OFFSET]`);
+  return [
+    ...prev,
+    { name: m[1]!, file: m[2]!, ...(m[3] !== undefined ? { offset: Number(m[3]) } : {}) },
+  ];
+}
+
+/** Reads release.yaml from an http(s) URL or a file (with the same size cap). */
+async function readDocument(where: string): Promise<Buffer> {
+  if (/^https?:\/\//.test(where)) return fetchDocument(new URL(where), MAX_RELEASE_BYTES);
+  const b = await readFile(where);
+  if (b.length > MAX_RELEASE_BYTES) {
+    throw new ReleaseError(
+      "LIKEN_RELEASE_TOO_LARGE",
+      `${where}: ${b.length} bytes is more than a release.yaml may have`,
+    );
+  }
+  return b;
+}
+
+export function registerRelease(program: Command): void {
+  // Subcommands here take --version (a release version); without positional options the
+  // program's own -v/--version would swallow it and print liken's version instead.
+  program.enablePositionalOptions();
+  const release = program
+    .command("release")
+    .description("Build and inspect releases (the channel's content)");
+
+  release
+    .command("build")
+    .description(
+      "Publish artifacts as a release directory <out>/<version>/ and add it to <out>/channel.yaml",
+    )
+    .requiredOption("--version <version>", "the release version, for example 2026.10.10-001")
+    .requiredOption("--out <dir>", "the channel directory")
+    .requiredOption(
+      "-a, --artifact <name=file[@offset]>",
+      "an artifact and its byte offset in the slot (repeatable)",
+      parseArtifact,
+    )
+    .option(
+      "--chunk-size <size>",
+      "per-chunk digest size for large artifacts",
+      parseSize,
+      4 * 1024 * 1024,
+    )
+    .action(
+      async (o: { version: string; out: string; artifact: ArtifactInput[]; chunkSize: number }) => {
+        const r = await buildRelease({
+          version: o.version,
+          out: o.out,
+          artifacts: o.artifact,
+          chunkSize: o.chunkSize,
+        });
+        process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
+      },
+    );
+
+  release
+    .command("digest <url-or-file>")
+    .description("Print the catalog digest (sha256:...) of a release.yaml")
+    .action(async (where: string) => {
+      process.stdout.write(`${digestOf(await readDocument(where))}\n`);
+    });
+
+  release
+    .command("catalog-entry <source> <version>")
+    .description(
+      "Print the spec.releases.catalog entry for a published release (fetched and checked)",
+    )
+    .action(async (source: string, version: string) => {
+      const bytes = await readDocument(new URL("release.yaml", releaseBase(source, version)).href);
+      const r = parseRelease(bytes);
+      if (r.version !== version) {
+        throw new ReleaseError(
+          "LIKEN_RELEASE_VERSION_MISMATCH",
+          `${source}/${version}/release.yaml declares version ${r.version}`,
+        );
+      }
+      process.stdout.write(catalogEntry(version, digestOf(bytes)));
+    });
+}

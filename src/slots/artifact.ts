@@ -1,0 +1,149 @@
+// One artifact from the channel into the slot: HTTP body -> native writer, resuming with Range
+// after a dropped connection or a restart, refetching a chunk whose digest does not match
+// before it is ever written, and refusing any byte beyond the declared size.
+import { setTimeout as delay } from "node:timers/promises";
+import { isLikenError, LikenError } from "../errors.js";
+import { SlotWriter, type Checkpoint } from "../native/writer.js";
+import { VerifyError } from "../verify/errors.js";
+import {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  discardBody,
+  fetchFailure,
+  openArtifact,
+  type FetchOptions,
+} from "../verify/fetch.js";
+import { hexOf } from "../verify/digest.js";
+import type { Artifact } from "../verify/release.js";
+
+/** 64 MiB between durable resume points: a restart refetches at most this much, and the
+ * drain + fdatasync it costs is a small fraction of the time to write 64 MiB (bmaptool syncs
+ * every few MiB for the same reason: the page cache must not balloon, O_DIRECT already
+ * keeps it flat here). */
+export const DEFAULT_CHECKPOINT_EVERY = 64 * 1024 * 1024;
+/** Attempts per artifact: transient failures (drops, stalls, 5xx, a bad chunk) retry. */
+export const DEFAULT_ATTEMPTS = 5;
+const RETRY_BASE_MS = 100;
+const RETRY_MAX_MS = 2000;
+
+export interface ArtifactJob {
+  url: URL;
+  artifact: Artifact;
+  device: string;
+  resume?: { offset: number; hashState?: Buffer };
+  onCheckpoint(cp: { offset: number; hashState?: Buffer }): Promise<void>;
+  checkpointEvery?: number;
+  attempts?: number;
+  fetch?: FetchOptions;
+  direct?: boolean;
+  log?: (msg: string) => void;
+}
+
+function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWriter {
+  const a = job.artifact;
+  return SlotWriter.open({
+    path: job.device,
+    offset: a.offset,
+    size: a.size,
+    start,
+    direct: job.direct ?? true,
+    ...(a.chunks ? { chunkSize: a.chunks.size, chunkDigests: a.chunks.digests } : {}),
+    ...(!a.chunks && hashState ? { hashState } : {}),
+  });
+}
+
+/** Streams the body from writer.position to the end of the artifact. */
+async function pump(job: ArtifactJob, w: SlotWriter): Promise<void> {
+  const a = job.artifact;
+  const idle = job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const every = job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
+  let nextCheckpoint = w.position + every;
+  const { skip, body } = await openArtifact(job.url, w.position, a.size, job.fetch);
+  let toSkip = skip;
+  try {
+    for await (const piece of body) {
+      let b = piece as Buffer;
+      if (toSkip > 0) {
+        // The server ignored Range and sent the artifact from byte 0: drop what is on disk.
+        const n = Math.min(toSkip, b.length);
+        toSkip -= n;
+        b = b.subarray(n);
+        if (b.length === 0) continue;
+      }
+      if (w.position + b.length > a.size) {
+        throw new VerifyError(
+          "LIKEN_VERIFY_BEYOND_SIZE",
+          `artifact ${a.name}: the server sent more than the declared size ${a.size}; refused before writing`,
+          { context: { artifact: a.name, size: a.size } },
+        );
+      }
+      await w.write(b);
+      if (w.position >= nextCheckpoint && w.position < a.size) {
+        const cp = await w.checkpoint();
+        await job.onCheckpoint(a.chunks ? { offset: cp.offset } : cp);
+        nextCheckpoint = w.position + every;
+      }
+    }
+  } catch (cause) {
+    discardBody(body);
+    throw isLikenError(cause) ? cause : fetchFailure(job.url, cause, idle);
+  }
+  if (w.position < a.size) {
+    throw new VerifyError(
+      "LIKEN_VERIFY_CONNECTION",
+      `artifact ${a.name}: the body ended after ${w.position} of ${a.size} bytes`,
+      { retryable: true, context: { artifact: a.name } },
+    );
+  }
+}
+
+/** What to do after a failed attempt: where the next one starts, or give up. */
+function recover(
+  job: ArtifactJob,
+  e: unknown,
+  w: SlotWriter,
+): { restartAt: number } | "continue" | "fail" {
+  if (!(e instanceof LikenError) || !e.retryable) return "fail";
+  const a = job.artifact;
+  if (e.code === "LIKEN_NATIVE_CHUNK_MISMATCH" && a.chunks) {
+    return { restartAt: Number(e.context.chunk) * a.chunks.size };
+  }
+  if (e.code === "LIKEN_VERIFY_ARTIFACT_MISMATCH") return { restartAt: 0 };
+  if (e.code.startsWith("LIKEN_NATIVE_")) return "fail";
+  return w.position <= a.size ? "continue" : "fail";
+}
+
+export async function writeArtifact(job: ArtifactJob): Promise<void> {
+  const a = job.artifact;
+  const attempts = job.attempts ?? DEFAULT_ATTEMPTS;
+  let w = openWriter(job, job.resume?.offset ?? 0, job.resume?.hashState);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await pump(job, w);
+      const { digest } = await w.finish();
+      if (digest !== null && digest !== hexOf(a.digest)) {
+        throw new VerifyError(
+          "LIKEN_VERIFY_ARTIFACT_MISMATCH",
+          `artifact ${a.name}: received bytes have digest sha256:${digest}, release.yaml says ${a.digest}`,
+          { retryable: true, context: { artifact: a.name } },
+        );
+      }
+      return;
+    } catch (e) {
+      const next = recover(job, e, w);
+      if (next === "fail" || attempt >= attempts) {
+        w.abort();
+        throw e;
+      }
+      job.log?.(
+        `artifact ${a.name}: attempt ${attempt} failed (${(e as Error).message}); retrying`,
+      );
+      if (next !== "continue") {
+        w.abort();
+        w = openWriter(job, next.restartAt);
+      }
+      await delay(Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+export type { Checkpoint };

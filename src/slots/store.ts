@@ -1,0 +1,83 @@
+// Slot metadata on disk, one directory per slot under the config's stateDir:
+//   slot-<x>/marker.json    the marker (written last, atomically, synced)
+//   slot-<x>/release.yaml   the staged release document, byte for byte as the catalog names it
+//   slot-<x>/progress.json  resume points of a download in progress
+import { mkdir, readFile } from "node:fs/promises";
+import path from "node:path";
+import { removeDurably, writeFileAtomic } from "./atomic.js";
+import type { AgentSlotsConfig, SlotName } from "./config.js";
+import { decodeMarker, encodeMarker, nextMarker, type Marker, type MarkerEvent } from "./marker.js";
+
+export interface ArtifactProgress {
+  /** Bytes of the artifact durable on the medium. */
+  offset: number;
+  /** Base64 SHA-256 state of those bytes (artifacts without chunks). */
+  hashState?: string;
+  done?: boolean;
+}
+
+export interface Progress {
+  releaseDigest: string;
+  artifacts: Record<string, ArtifactProgress>;
+}
+
+async function readOptional(file: string): Promise<Buffer | undefined> {
+  try {
+    return await readFile(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw e;
+  }
+}
+
+export class SlotStore {
+  constructor(readonly config: AgentSlotsConfig) {}
+
+  dir(slot: SlotName): string {
+    return path.join(this.config.stateDir, `slot-${slot}`);
+  }
+
+  device(slot: SlotName): string {
+    return this.config.slots[slot].device;
+  }
+
+  async marker(slot: SlotName): Promise<Marker> {
+    const b = await readOptional(path.join(this.dir(slot), "marker.json"));
+    return decodeMarker(b?.toString("utf8"));
+  }
+
+  /** Applies one transition and makes it durable before returning. */
+  async transition(slot: SlotName, e: MarkerEvent): Promise<Marker> {
+    const next = nextMarker(await this.marker(slot), e);
+    await mkdir(this.dir(slot), { recursive: true });
+    await writeFileAtomic(path.join(this.dir(slot), "marker.json"), encodeMarker(next));
+    return next;
+  }
+
+  async release(slot: SlotName): Promise<Buffer | undefined> {
+    return readOptional(path.join(this.dir(slot), "release.yaml"));
+  }
+
+  async writeRelease(slot: SlotName, bytes: Uint8Array): Promise<void> {
+    await writeFileAtomic(path.join(this.dir(slot), "release.yaml"), bytes);
+  }
+
+  async progress(slot: SlotName, releaseDigest: string): Promise<Progress> {
+    const b = await readOptional(path.join(this.dir(slot), "progress.json"));
+    try {
+      const p = b ? (JSON.parse(b.toString("utf8")) as Progress) : undefined;
+      if (p?.releaseDigest === releaseDigest && typeof p.artifacts === "object") return p;
+    } catch {
+      // A torn or foreign progress file only costs a download from the start.
+    }
+    return { releaseDigest, artifacts: {} };
+  }
+
+  async saveProgress(slot: SlotName, p: Progress): Promise<void> {
+    await writeFileAtomic(path.join(this.dir(slot), "progress.json"), JSON.stringify(p));
+  }
+
+  async clearProgress(slot: SlotName): Promise<void> {
+    await removeDurably(path.join(this.dir(slot), "progress.json"));
+  }
+}
