@@ -1,0 +1,182 @@
+// liken's systemd-boot backend: boot counting by entry file names and the one-shot entry.
+//   loader/entries/liken-a.conf          a blessed entry (no counter): a slot that proved itself
+//   loader/entries/liken-b+1-0.conf      armed: one try left, none done
+//   loader/entries/liken-b+0-1.conf      systemd-boot renamed it before booting it: a trial ran
+// systemd-boot boots LoaderEntryOneShot once (and deletes it), otherwise LoaderEntryDefault;
+// before booting an entry with a counter it renames the file to count the try; entries with no
+// tries left sort last. The entry id is the file name without the counter (`liken-b.conf`).
+// Blessing after the machine rejoined = renaming the counter away, then making it the default.
+import { readdir, rename } from "node:fs/promises";
+import { join } from "node:path";
+import type { EfiVars } from "./efivars.js";
+import { BootloaderError } from "./errors.js";
+import { isSlot, SLOTS, type Bootloader, type BootRecord, type Slot } from "./types.js";
+
+export const ONESHOT = "LoaderEntryOneShot";
+export const DEFAULT = "LoaderEntryDefault";
+
+export interface EntryName {
+  /** The file name. */
+  file: string;
+  /** The entry id: the file name without the counter. */
+  id: string;
+  /** Tries left, or null for a blessed entry (no counter). */
+  left: number | null;
+  done: number;
+}
+
+const COUNTED = /^(.+?)\+(\d+)(?:-(\d+))?(\.conf|\.efi)$/;
+
+/** Parses `NAME+LEFT-DONE.conf`, `NAME+LEFT.conf` or `NAME.conf` as systemd-boot does. */
+export function parseEntryName(file: string): EntryName {
+  const m = COUNTED.exec(file);
+  if (m === null) return { file, id: file, left: null, done: 0 };
+  return { file, id: `${m[1]}${m[4]}`, left: Number(m[2]), done: Number(m[3] ?? 0) };
+}
+
+export function entryFileName(id: string, left: number | null, done: number): string {
+  if (left === null) return id;
+  const dot = id.lastIndexOf(".");
+  return `${id.slice(0, dot)}+${left}-${done}${id.slice(dot)}`;
+}
+
+/** Menu order: entries with no tries left go last (then systemd-boot's own order, here by id). */
+export function sortEntries(entries: readonly EntryName[]): EntryName[] {
+  const bad = (e: EntryName): number => (e.left === 0 ? 1 : 0);
+  return [...entries].sort((x, y) => bad(x) - bad(y) || x.id.localeCompare(y.id));
+}
+
+export function slotEntryId(slot: Slot): string {
+  return `liken-${slot}.conf`;
+}
+
+function slotOfId(id: string | null): Slot | null {
+  const m = id === null ? null : /^liken-([ab])\.conf$/.exec(id);
+  const s = m?.[1];
+  return isSlot(s) ? s : null;
+}
+
+export class SystemdBootBootloader implements Bootloader {
+  readonly backend = "systemd-boot" as const;
+
+  /** @param esp mount point of the ESP (holding loader/entries) */
+  constructor(
+    readonly esp: string,
+    readonly vars: EfiVars,
+  ) {}
+
+  get entriesDir(): string {
+    return join(this.esp, "loader", "entries");
+  }
+
+  async entries(): Promise<EntryName[]> {
+    return (await readdir(this.entriesDir)).filter((f) => f.endsWith(".conf")).map(parseEntryName);
+  }
+
+  private async entryOf(slot: Slot): Promise<EntryName> {
+    const e = (await this.entries()).find((x) => x.id === slotEntryId(slot));
+    if (e === undefined) {
+      throw new BootloaderError(
+        "LIKEN_BOOTLOADER_ENTRY_MISSING",
+        `systemd-boot has no entry ${slotEntryId(slot)} in ${this.entriesDir}; reinstall the ` +
+          "slot's boot entry",
+        { context: { slot, dir: this.entriesDir } },
+      );
+    }
+    return e;
+  }
+
+  private async setName(e: EntryName, left: number | null, done: number): Promise<void> {
+    const to = entryFileName(e.id, left, done);
+    if (to !== e.file) await rename(join(this.entriesDir, e.file), join(this.entriesDir, to));
+  }
+
+  async read(): Promise<BootRecord> {
+    const def = slotOfId(await this.vars.get(DEFAULT));
+    if (def === null) {
+      throw new BootloaderError(
+        "LIKEN_BOOTLOADER_ENTRY_MISSING",
+        `${DEFAULT} names no liken slot entry; set it with \`bootctl set-default liken-a.conf\``,
+      );
+    }
+    const oneShot = slotOfId(await this.vars.get(ONESHOT));
+    let armed: Slot | null = null;
+    let started: Slot | null = null;
+    for (const s of SLOTS) {
+      if (s === def) continue;
+      const e = await this.entryOf(s);
+      if (e.left !== null && e.done === 0 && oneShot === s) armed = s;
+      if (e.left !== null && e.done > 0) started = s;
+    }
+    return { defaultSlot: def, armed, started };
+  }
+
+  async armTrial(slot: Slot): Promise<void> {
+    const { defaultSlot } = await this.read();
+    if (slot === defaultSlot) {
+      throw new BootloaderError(
+        "LIKEN_BOOTLOADER_REFUSED",
+        `refusing to arm a trial of slot ${slot}: it is already the default`,
+        { context: { slot } },
+      );
+    }
+    // One try, then the one-shot: a cut in between leaves a counted entry nobody boots.
+    await this.setName(await this.entryOf(slot), 1, 0);
+    await this.vars.set(ONESHOT, slotEntryId(slot));
+  }
+
+  async confirm(slot: Slot): Promise<void> {
+    const r = await this.read();
+    if (r.defaultSlot === slot && r.started === null) return;
+    if (r.started !== slot) {
+      throw new BootloaderError(
+        "LIKEN_BOOTLOADER_REFUSED",
+        `refusing to make slot ${slot} the default: systemd-boot started no trial of it`,
+        { context: { slot, record: r } },
+      );
+    }
+    // Bless first, then make it the default: a cut in between boots the old, still good slot.
+    await this.setName(await this.entryOf(slot), null, 0);
+    await this.vars.set(DEFAULT, slotEntryId(slot));
+  }
+
+  async disarm(): Promise<void> {
+    const r = await this.read();
+    await this.vars.delete(ONESHOT);
+    for (const s of SLOTS) {
+      if (s !== r.defaultSlot) await this.setName(await this.entryOf(s), null, 0);
+    }
+  }
+}
+
+/**
+ * What systemd-boot does at one boot (the firmware model for this backend): the one-shot entry
+ * if set (and deleted), else the default, else the first in menu order; a counted entry with
+ * tries left is renamed to count this try before it boots.
+ */
+export async function systemdBootOnce(
+  esp: string,
+  vars: EfiVars,
+): Promise<{ id: string; slot: Slot | null; counted: boolean }> {
+  const sb = new SystemdBootBootloader(esp, vars);
+  const entries = sortEntries(await sb.entries());
+  const oneShot = await vars.get(ONESHOT);
+  if (oneShot !== null) await vars.delete(ONESHOT);
+  const def = await vars.get(DEFAULT);
+  const pick =
+    entries.find((e) => e.id === oneShot) ?? entries.find((e) => e.id === def) ?? entries[0];
+  if (pick === undefined)
+    throw new BootloaderError(
+      "LIKEN_BOOTLOADER_ENTRY_MISSING",
+      `no boot entries in ${sb.entriesDir}`,
+    );
+  let counted = false;
+  if (pick.left !== null && pick.left > 0) {
+    await rename(
+      join(sb.entriesDir, pick.file),
+      join(sb.entriesDir, entryFileName(pick.id, pick.left - 1, pick.done + 1)),
+    );
+    counted = true;
+  }
+  return { id: pick.id, slot: slotOfId(pick.id), counted };
+}

@@ -1,0 +1,152 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  decodeEfiString,
+  EfivarfsDir,
+  encodeEfiString,
+  LOADER_GUID,
+} from "../../src/bootloader/efivars.js";
+import { createBootloader, withBackend } from "../../src/bootloader/index.js";
+import {
+  entryFileName,
+  parseEntryName,
+  sortEntries,
+  SystemdBootBootloader,
+  systemdBootOnce,
+} from "../../src/bootloader/systemd-boot.js";
+import { judgeBoot } from "../../src/bootloader/types.js";
+import { isLikenError } from "../../src/errors.js";
+
+describe("systemd-boot entry names", () => {
+  const table: [string, string, number | null, number][] = [
+    ["liken-a.conf", "liken-a.conf", null, 0],
+    ["liken-b+3.conf", "liken-b.conf", 3, 0],
+    ["liken-b+1-0.conf", "liken-b.conf", 1, 0],
+    ["liken-b+0-1.conf", "liken-b.conf", 0, 1],
+    ["debian-6.1+2-5.conf", "debian-6.1.conf", 2, 5],
+    ["uki+1-2.efi", "uki.efi", 1, 2],
+  ];
+  it.each(table)("%s", (file, id, left, done) => {
+    expect(parseEntryName(file)).toEqual({ file, id, left, done });
+    if (left !== null && /-\d+\./.test(file)) expect(entryFileName(id, left, done)).toBe(file);
+  });
+
+  it("sorts entries with no tries left last", () => {
+    const names = ["liken-a+0-3.conf", "liken-b.conf", "liken-c+2-0.conf"].map(parseEntryName);
+    expect(sortEntries(names).map((e) => e.file)).toEqual([
+      "liken-b.conf",
+      "liken-c+2-0.conf",
+      "liken-a+0-3.conf",
+    ]);
+  });
+});
+
+describe("efivarfs encoding", () => {
+  it("is the attribute word then UTF-16LE with a NUL", () => {
+    const b = encodeEfiString("liken-b.conf");
+    expect(b.subarray(0, 4)).toEqual(Buffer.from([7, 0, 0, 0]));
+    expect(b.subarray(4, 8)).toEqual(Buffer.from("li", "utf16le"));
+    expect(b.subarray(-2)).toEqual(Buffer.from([0, 0]));
+    expect(decodeEfiString(b, "x")).toBe("liken-b.conf");
+    expect(() => decodeEfiString(Buffer.from([7, 0, 0]), "x")).toThrow(/3 bytes/);
+  });
+});
+
+describe("systemd-boot backend with its firmware model", () => {
+  let esp: string;
+  let efi: string;
+  let bl: SystemdBootBootloader;
+  let vars: EfivarfsDir;
+  const entries = (): string[] => readdirSync(join(esp, "loader", "entries")).sort();
+
+  beforeEach(async () => {
+    esp = mkdtempSync(join(tmpdir(), "liken-esp-"));
+    efi = mkdtempSync(join(tmpdir(), "liken-efivars-"));
+    mkdirSync(join(esp, "loader", "entries"), { recursive: true });
+    for (const s of ["a", "b"]) {
+      writeFileSync(join(esp, "loader", "entries", `liken-${s}.conf`), `title liken ${s}\n`);
+    }
+    vars = new EfivarfsDir(efi);
+    await vars.set("LoaderEntryDefault", "liken-a.conf");
+    const created = createBootloader({ backend: "systemd-boot", esp, efivars: efi });
+    bl = created as SystemdBootBootloader;
+  });
+  afterEach(() => {
+    rmSync(esp, { recursive: true, force: true });
+    rmSync(efi, { recursive: true, force: true });
+  });
+
+  it("stores the one-shot where bootctl would", async () => {
+    await bl.armTrial("b");
+    const raw = readFileSync(join(efi, `LoaderEntryOneShot-${LOADER_GUID}`));
+    expect(decodeEfiString(raw, "x")).toBe("liken-b.conf");
+  });
+
+  it("good trial: counted once, blessed after rejoining, then the default", async () => {
+    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: null, started: null });
+    await bl.armTrial("b");
+    expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
+    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(await systemdBootOnce(esp, vars)).toEqual({
+      id: "liken-b.conf",
+      slot: "b",
+      counted: true,
+    });
+    expect(entries()).toEqual(["liken-a.conf", "liken-b+0-1.conf"]);
+    expect(judgeBoot(await bl.read(), "b")).toEqual({ kind: "on-trial", slot: "b" });
+    await bl.confirm("b");
+    expect(entries()).toEqual(["liken-a.conf", "liken-b.conf"]);
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("b");
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("b");
+  });
+
+  it("failed trial: the one-shot is gone, the next boot is the default, the agent sees it", async () => {
+    await bl.armTrial("b");
+    await systemdBootOnce(esp, vars); // the trial panics
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("a");
+    expect(judgeBoot(await bl.read(), "a")).toEqual({
+      kind: "trial-failed",
+      slot: "b",
+      running: "a",
+    });
+    await bl.disarm();
+    expect(entries()).toEqual(["liken-a.conf", "liken-b.conf"]);
+    expect(judgeBoot(await bl.read(), "a")).toEqual({ kind: "steady", slot: "a" });
+  });
+
+  it("refuses to trial the default or confirm what never booted, naming the backend", async () => {
+    const err = await withBackend(bl, "arm trial", () => bl.armTrial("a")).catch((e) => e);
+    expect(isLikenError(err, "LIKEN_BOOTLOADER_REFUSED")).toBe(true);
+    expect((err as Error).message).toMatch(/^systemd-boot: arm trial: refusing/);
+    await bl.armTrial("b");
+    const c = await bl.confirm("b").catch((e) => e);
+    expect(isLikenError(c, "LIKEN_BOOTLOADER_REFUSED")).toBe(true);
+  });
+
+  it("names a missing entry", async () => {
+    rmSync(join(esp, "loader", "entries", "liken-b.conf"));
+    const e = await bl.armTrial("b").catch((x) => x);
+    expect(isLikenError(e, "LIKEN_BOOTLOADER_ENTRY_MISSING")).toBe(true);
+    expect((e as Error).message).toContain("liken-b.conf");
+  });
+});
+
+describe("createBootloader", () => {
+  it("refuses an unknown backend by name", () => {
+    const e = (() => {
+      try {
+        createBootloader({ backend: "lilo" } as never);
+      } catch (x) {
+        return x;
+      }
+    })();
+    expect(isLikenError(e, "LIKEN_BOOTLOADER_UNKNOWN_BACKEND")).toBe(true);
+    expect((e as Error).message).toContain('"lilo"');
+  });
+
+  it("builds the GRUB backend on a directory", () => {
+    expect(createBootloader({ backend: "grub", envDir: "/nonexistent" }).backend).toBe("grub");
+  });
+});
