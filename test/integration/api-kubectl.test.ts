@@ -163,7 +163,7 @@ describe("kubectl explain", () => {
     const r = await waitFor(
       "kubectl explain cluster.spec.releases.catalog (the OpenAPI of the CRD is published)",
       async () => {
-        const r = await kubectl(["explain", "clusters.spec.releases.catalog"]);
+        const r = await kubectl(["explain", "cluster.spec.releases.catalog"]);
         return r.code === 0 ? r : undefined;
       },
     );
@@ -179,7 +179,7 @@ describe("kubectl explain", () => {
   });
 
   it("explains the Machine step words", async () => {
-    const r = await kubectl(["explain", "machines.status.step"]);
+    const r = await kubectl(["explain", "machine.status.step"]);
     expect(r.code).toBe(0);
     for (const w of ["Downloading", "UpdatePending", "RebootPending", "Updating", "Lost"]) {
       expect(r.stdout).toContain(w);
