@@ -37,6 +37,13 @@ export interface WatcherOptions extends ListOptions {
   initialBackoffMs?: number;
   /** Longest retry delay (default 30 s). */
   maxBackoffMs?: number;
+  /**
+   * Watch from this resourceVersion before listing anything (a caller that kept its place,
+   * e.g. across a restart, with its own copy of the objects). When the server no longer
+   * has it (410 Gone), the watcher lists as usual. start() then resolves once the watch
+   * is open or the first list is done.
+   */
+  resumeFrom?: string;
 }
 
 const DEFAULT_RESYNC_MS = 5 * 60_000;
@@ -78,7 +85,12 @@ export class ResourceWatcher<T extends KubeObject> {
     const resyncMs = this.opts.resyncMs ?? DEFAULT_RESYNC_MS;
     this.resyncTimer = setInterval(() => this.restart(), resyncMs);
     this.resyncTimer.unref();
-    void this.relist();
+    if (this.opts.resumeFrom !== undefined) {
+      this.resourceVersion = this.opts.resumeFrom;
+      void this.watch(this.epoch);
+    } else {
+      void this.relist();
+    }
     return promise;
   }
 
@@ -166,8 +178,12 @@ export class ResourceWatcher<T extends KubeObject> {
         if (epoch === this.epoch) this.onWatchDone(epoch, err, Date.now() - began);
       },
     );
-    if (epoch === this.epoch) this.abort = controller;
-    else controller.abort();
+    if (epoch === this.epoch) {
+      this.abort = controller;
+      if (this.opts.resumeFrom !== undefined) this.firstSync?.resolve();
+    } else {
+      controller.abort();
+    }
   }
 
   private onWatchEvent(phase: string, obj: unknown): void {

@@ -263,6 +263,34 @@ describe("ResourceWatcher", () => {
         .sort(),
     ).toEqual([second.metadata.name, third.metadata.name].sort());
   });
+
+  it("a watch from a resourceVersion the server no longer has (410) re-lists, quietly", async () => {
+    const clusterName = uniqueName("resumed");
+    const m = await newMachine(clusterName);
+    const errors: ApiError[] = [];
+    const synced: string[][] = [];
+    const watcher = new ResourceWatcher(
+      api.machines,
+      {
+        onSync: (all) => synced.push(all.map((x) => x.metadata.name)),
+        onError: (e) => errors.push(e),
+      },
+      // "1": long compacted out of the watch cache; the server answers with an ERROR
+      // event carrying a 410 Expired Status.
+      { fieldSelector: `spec.cluster=${clusterName}`, resumeFrom: "1" },
+    );
+    cleanup.push(async () => watcher.stop());
+    await watcher.start();
+    await waitFor("the re-list after 410", async () => watcher.lists === 1);
+    expect(synced).toEqual([[m.metadata.name]]);
+    expect(errors).toEqual([]);
+    // And it watches on from the list: a change now arrives through the watch.
+    const other = await newMachine(clusterName);
+    await waitFor("the next machine through the watch", async () =>
+      watcher.get(other.metadata.name),
+    );
+    expect(watcher.lists).toBe(1);
+  });
 });
 
 describe("heartbeats", () => {
