@@ -32,6 +32,7 @@ interface Schema {
   maxItems?: number;
   maxLength?: number;
   pattern?: string;
+  format?: string;
   default?: unknown;
   "x-kubernetes-int-or-string"?: boolean;
 }
@@ -156,12 +157,17 @@ describe("CRDs match the page and the TypeScript types", () => {
   it.each([
     ["clusters", clusterCrd],
     ["machines", machineCrd],
-  ])("%s: every field has a description, every list maxItems", (_p, crd) => {
+  ])("%s: every field has a description, every list and string a bound", (_p, crd) => {
     const undescribed: string[] = [];
     const unbounded: string[] = [];
     for (const [path, s] of fields(root(crd))) {
       if (!path.endsWith("[]") && !s.description) undescribed.push(path);
       if (s.type === "array" && s.maxItems === undefined) unbounded.push(path);
+      const boundedString =
+        s.maxLength !== undefined || s.enum !== undefined || s.format === "date-time";
+      if (s.type === "string" && !boundedString && !["apiVersion", "kind"].includes(path)) {
+        unbounded.push(path);
+      }
     }
     expect(undescribed).toEqual([]);
     expect(unbounded).toEqual([]);
