@@ -1,0 +1,116 @@
+// `npm run lab -- --demo`: the rollout exactly as the product page tells it, scripted:
+// poll the channel, catalog the newest release, point spec.version at it, approve the
+// Manual machines as they ask, and watch until the Cluster is Ready. An independent
+// observer of the API objects measures turns in flight and leaders down throughout.
+import { createHash } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { request } from "undici";
+import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../api/types.js";
+import { LikenError } from "../errors.js";
+import { approveReboot } from "./approve.js";
+import { LAB_CLUSTER, type Lab } from "./lab.js";
+import { RolloutObserver } from "./observer.js";
+
+/** A 5-machine rollout finishes in well under this on 2 cores; past it the demo reports a stall. */
+const DEMO_DEADLINE_MS = 5 * 60_000;
+const POLL_MS = 250;
+
+async function until<T>(
+  what: string,
+  deadline: number,
+  probe: () => Promise<T | undefined>,
+): Promise<T> {
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) {
+      throw new LikenError("LIKEN_LAB_DEMO_STALLED", `the rollout did not reach "${what}" in time`);
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+/** The digest of a release as the page computes it: sha256 of <source>/<version>/release.yaml. */
+async function releaseDigest(source: string, version: string): Promise<string> {
+  const res = await request(`${source}/${version}/release.yaml`);
+  if (res.statusCode !== 200) {
+    throw new LikenError(
+      "LIKEN_LAB_CHANNEL",
+      `${source}/${version}/release.yaml answered ${res.statusCode}`,
+    );
+  }
+  const body = Buffer.from(await res.body.arrayBuffer());
+  return `sha256:${createHash("sha256").update(body).digest("hex")}`;
+}
+
+function stallReason(c: Cluster | undefined): string {
+  const p = c?.status?.conditions?.find((x) => x.type === "Progressing");
+  return p ? `${p.reason}: ${p.message}` : "no Progressing condition yet";
+}
+
+export async function runDemo(lab: Lab, log: (l: string) => void): Promise<string> {
+  const started = Date.now();
+  const deadline = started + DEMO_DEADLINE_MS;
+  const observer = new RolloutObserver(lab.api, LAB_CLUSTER);
+  await observer.start();
+  try {
+    // 1. Find the release: ask the cluster to poll the channel now.
+    log(`demo: kubectl annotate cluster --all --overwrite ${ANNOTATION_CHECK_RELEASES}=...`);
+    await lab.api.clusters.patch(LAB_CLUSTER, {
+      metadata: { annotations: { [ANNOTATION_CHECK_RELEASES]: new Date().toISOString() } },
+    });
+    const target = await until("AVAILABLE shows the newest release", deadline, async () => {
+      const c = await lab.api.clusters.get(LAB_CLUSTER);
+      return c.status?.available && c.status.available !== c.spec.version
+        ? c.status.available
+        : undefined;
+    });
+    // 2. Catalog the release and set the target.
+    const digest = await releaseDigest(lab.channel.url, target);
+    log(`demo: catalog ${target} (${digest}) and set spec.version`);
+    const c = await lab.api.clusters.get(LAB_CLUSTER);
+    await lab.api.clusters.patch(LAB_CLUSTER, {
+      spec: {
+        version: target,
+        releases: { catalog: [...(c.spec.releases.catalog ?? []), { version: target, digest }] },
+      },
+    });
+    // 3. Watch, approving Manual machines as they ask.
+    const approved = new Set<string>();
+    await until("every machine on the new release and the Cluster Ready", deadline, async () => {
+      const { cluster, machines } = observer.current();
+      for (const m of machines) {
+        if (
+          m.status?.step === "RebootPending" &&
+          m.status.staged?.version === target &&
+          !approved.has(m.metadata.name)
+        ) {
+          log(`demo: liken approve-reboot ${LAB_CLUSTER} ${m.metadata.name}`);
+          await approveReboot(lab.api, LAB_CLUSTER, m.metadata.name, "lab-demo");
+          approved.add(m.metadata.name);
+        }
+        if (m.status?.step === "Failed") {
+          throw new LikenError(
+            "LIKEN_LAB_DEMO_FAILED",
+            `machine ${m.metadata.name} failed: ${m.status.lastTrial?.reason ?? "see kubectl describe machine"}`,
+          );
+        }
+      }
+      const done = machines.filter(
+        (m) => m.status?.version === target && m.status.step === "Ready",
+      ).length;
+      return cluster?.status?.phase === "Ready" && done === lab.fleet.length ? done : undefined;
+    }).catch((e: unknown) => {
+      throw new LikenError(
+        "LIKEN_LAB_DEMO_STALLED",
+        `${(e as Error).message}; Progressing ${stallReason(observer.current().cluster)}`,
+        { cause: e },
+      );
+    });
+    const n = lab.fleet.length;
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    return `lab: rollout to ${target} complete: ${n}/${n} machines, max turns in flight ${observer.maxTurns}, max leaders down ${observer.maxLeadersDown}, ${seconds} s`;
+  } finally {
+    observer.stop();
+  }
+}

@@ -1,0 +1,122 @@
+// The lab fleet's API objects: the Cluster, one kwok Node and one Machine per simulated
+// machine, and each agent's own identity (a client certificate for liken:machine:<name> in
+// liken:machines, so RBAC and the admission policy treat it exactly as a real machine).
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { LikenApi } from "../api/client.js";
+import {
+  API_VERSION,
+  agentUserName,
+  AGENT_GROUP,
+  type Cluster,
+  type Machine,
+  type RebootPolicy,
+  type Role,
+} from "../api/types.js";
+import { mintClientCert } from "../controlplane/certs.js";
+import type { ControlPlaneState } from "../controlplane/instance.js";
+import type { LabRelease } from "./releases.js";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+
+export interface LabMachineSpec {
+  name: string;
+  role: Role;
+  rebootPolicy: RebootPolicy;
+}
+
+/** Default fleet: three leaders and two workers, a mix of Auto and Manual (issue: the lab). */
+export function defaultFleet(count = 5): LabMachineSpec[] {
+  const out: LabMachineSpec[] = [];
+  for (let i = 1; i <= count; i++) {
+    out.push({
+      name: `node-${i}`,
+      role: i <= Math.min(3, count) ? "Leader" : "Worker",
+      // node-1..3 Auto, the rest Manual: a person sees both kinds of turn.
+      rebootPolicy: i <= 3 ? "Auto" : "Manual",
+    });
+  }
+  return out;
+}
+
+export async function createCluster(
+  api: LikenApi,
+  name: string,
+  source: string,
+  current: LabRelease,
+): Promise<void> {
+  const cluster: Cluster = {
+    apiVersion: API_VERSION,
+    kind: "Cluster",
+    metadata: { name },
+    spec: {
+      version: current.version,
+      releases: { source, catalog: [{ version: current.version, digest: current.digest }] },
+      disruption: { maxUnavailable: 1 },
+    },
+  };
+  await api.clusters.create(cluster);
+}
+
+export async function createNode(kc: KubeConfig, name: string): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const capacity = { cpu: "8", memory: "32Gi", pods: "110" };
+  await core.createNode({
+    body: {
+      metadata: {
+        name,
+        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
+        labels: {
+          "kubernetes.io/hostname": name,
+          "kubernetes.io/os": "linux",
+          "liken.sh/lab": "true",
+        },
+      },
+      spec: {},
+      status: { capacity, allocatable: capacity },
+    },
+  });
+}
+
+export async function createMachine(
+  api: LikenApi,
+  cluster: string,
+  m: LabMachineSpec,
+): Promise<void> {
+  const machine: Machine = {
+    apiVersion: API_VERSION,
+    kind: "Machine",
+    metadata: { name: m.name },
+    spec: { cluster, nodeName: m.name, role: m.role, rebootPolicy: m.rebootPolicy },
+  };
+  await api.machines.create(machine);
+}
+
+/** A kubeconfig for the machine's agent, authenticated by its own client certificate. */
+export function agentKubeconfig(cp: ControlPlaneState, dir: string, machine: string): string {
+  const { certFile, keyFile } = mintClientCert(cp.certs, dir, agentUserName(machine), [
+    AGENT_GROUP,
+  ]);
+  const file = path.join(dir, "kubeconfig");
+  writeFileSync(
+    file,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: ${cp.server}
+    certificate-authority: ${cp.certs.caCert}
+users:
+- name: ${agentUserName(machine)}
+  user:
+    client-certificate: ${certFile}
+    client-key: ${keyFile}
+contexts:
+- name: lab
+  context: {cluster: lab, user: ${agentUserName(machine)}}
+current-context: lab
+`,
+    { mode: 0o600 },
+  );
+  return file;
+}

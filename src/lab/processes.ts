@@ -1,0 +1,121 @@
+// The lab's running parts: cluster-operator as its own process, and one SimulatedMachine per
+// fleet member (the real `liken agent run`, file-backed slots, the GRUB firmware model).
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import type { Slot } from "../bootloader/types.js";
+import { agentKubeconfig } from "./fleet.js";
+import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
+import { SimulatedMachine, type LabFault } from "./machine.js";
+import { kernelBehaviour } from "./releases.js";
+
+const run = promisify(execFile);
+const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
+
+/**
+ * The firmware "boots the kernel" of a slot: what the first bytes of the slot (the lab
+ * release's kernel artifact sits at offset 0) say decides whether the trial comes up,
+ * panics or hangs. Read at the moment of each boot, so a release staged after the machine
+ * started is judged by its own bytes.
+ */
+function faultsFromSlotBytes(machine: SimulatedMachine): Partial<Record<Slot, LabFault>> {
+  const read = (slot: Slot): LabFault => {
+    const buf = Buffer.alloc(256);
+    const fd = openSync(machine.slotFile(slot), "r");
+    try {
+      readSync(fd, buf, 0, buf.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+    const b = kernelBehaviour(buf);
+    return b === "ok" ? "none" : b;
+  };
+  return new Proxy({} as Partial<Record<Slot, LabFault>>, {
+    get: (_t, slot) => (slot === "a" || slot === "b" ? read(slot) : undefined),
+  });
+}
+
+/** A ServiceAccount token for cluster-operator, as its Deployment would mount it. */
+async function operatorKubeconfig(lab: Lab): Promise<string> {
+  const kubectl = path.join(lab.binDir, "kubectl");
+  const env = { ...process.env, KUBECONFIG: lab.controlPlane.kubeconfig };
+  await run(kubectl, ["create", "serviceaccount", "cluster-operator", "-n", "liken-system"], {
+    env,
+  }).catch(() => undefined);
+  const { stdout } = await run(
+    kubectl,
+    ["create", "token", "cluster-operator", "-n", "liken-system", "--duration=48h"],
+    { env },
+  );
+  const file = path.join(LAB_DIR, "lab", "operator.kubeconfig");
+  writeFileSync(
+    file,
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {server: "${lab.controlPlane.server}", certificate-authority: "${lab.controlPlane.certs.caCert}"}
+users:
+- name: cluster-operator
+  user: {token: "${stdout.trim()}"}
+contexts:
+- name: lab
+  context: {cluster: lab, user: cluster-operator}
+current-context: lab
+`,
+    { mode: 0o600 },
+  );
+  return file;
+}
+
+export function startOperator(lab: Lab, kubeconfig: string, id: string): void {
+  const logFile = path.join(LAB_DIR, "lab", `operator-${id}.log`);
+  const fd = openSync(logFile, "a");
+  const child = spawn(
+    process.execPath,
+    [LIKEN_BIN, "operator", "--kubeconfig", kubeconfig, "--id", id],
+    {
+      stdio: ["ignore", fd, fd],
+    },
+  );
+  closeSync(fd);
+  lab.stoppers.push(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    await new Promise((r) => child.once("exit", r));
+  });
+}
+
+export async function startFleet(lab: Lab, log: (l: string) => void): Promise<SimulatedMachine[]> {
+  const opKubeconfig = await operatorKubeconfig(lab);
+  startOperator(lab, opKubeconfig, "operator-1");
+  log("  cluster-operator started");
+  const current = lab.releases[0]!;
+  const machines: SimulatedMachine[] = [];
+  for (const spec of lab.fleet) {
+    const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
+    mkdirSync(dir, { recursive: true });
+    const m = new SimulatedMachine({
+      name: spec.name,
+      dir,
+      cluster: LAB_CLUSTER,
+      kubeconfig: agentKubeconfig(lab.controlPlane, dir, spec.name),
+    });
+    await m.create();
+    m.faults = faultsFromSlotBytes(m);
+    machines.push(m);
+  }
+  // The factory image: every machine starts on the first release, verified into slot a.
+  await Promise.all(
+    machines.map((m) => m.install(lab.channel.url, current.version, current.digest)),
+  );
+  for (const m of machines) {
+    m.powerOn();
+    lab.stoppers.push(() => m.stop());
+  }
+  log(`  ${machines.length} machines powered on, running ${current.version}`);
+  return machines;
+}
