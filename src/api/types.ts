@@ -270,7 +270,7 @@ export interface Resume {
 export interface MachineSpec {
   /** The Cluster this machine belongs to. Immutable. */
   cluster: string;
-  /** The Kubernetes Node this machine runs as (what the agent cordons and drains). */
+  /** The Kubernetes Node this machine runs as (what the agent cordons and drains). Immutable. */
   nodeName: string;
   role?: Role;
   rebootPolicy?: RebootPolicy;

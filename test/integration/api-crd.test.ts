@@ -117,6 +117,27 @@ describe("Cluster rules on the real API server", () => {
     },
   );
 
+  it("one reboot turn per machine: a second record for the same machine is refused", async () => {
+    const c = await api.clusters.create(cluster(uniqueName("c"), {}));
+    try {
+      const record = {
+        machine: "node-4",
+        grantedAt: "2026-12-02T12:00:00Z",
+        grantedBy: "operator-a",
+        leader: false,
+        version: "2026.10.10-001",
+      };
+      c.status = { rebootTurns: [record, { ...record, grantedBy: "operator-b" }] };
+      await expect(api.clusters.replaceStatus(c)).rejects.toThrow(
+        /status\.rebootTurns\[1\]: Duplicate value: \{"machine":"node-4"\}/,
+      );
+      c.status = { rebootTurns: [record] };
+      await expect(api.clusters.replaceStatus(c)).resolves.toBeDefined();
+    } finally {
+      await api.clusters.delete(c.metadata.name);
+    }
+  });
+
   it("maxUnavailable defaults to 1", async () => {
     const created = await api.clusters.create(cluster(uniqueName("c"), {}), { dryRun: true });
     expect(created.spec.disruption?.maxUnavailable).toBe(1);
@@ -157,7 +178,7 @@ describe("Machine rules on the real API server", () => {
     }
   });
 
-  it("spec.cluster is immutable", async () => {
+  it("spec.cluster and spec.nodeName are immutable", async () => {
     const m = await api.machines.create(machine(uniqueName("m"), {}));
     try {
       await expect(
@@ -166,6 +187,9 @@ describe("Machine rules on the real API server", () => {
       await expect(
         api.machines.patch(m.metadata.name, { spec: { cluster: "elsewhere" } }),
       ).rejects.toThrow(/spec\.cluster is immutable: delete the Machine and create it again/);
+      await expect(
+        api.machines.patch(m.metadata.name, { spec: { nodeName: "another-node" } }),
+      ).rejects.toThrow(/spec\.nodeName is immutable/);
     } finally {
       await api.machines.delete(m.metadata.name);
     }
