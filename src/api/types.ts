@@ -24,6 +24,11 @@ export const MACHINE_PLURAL = "machines";
 
 /** Changing its value (to anything) asks cluster-operator to read the channel now. */
 export const ANNOTATION_CHECK_RELEASES = "liken.sh/check-releases";
+/**
+ * On a Machine: changing its value (to anything) asks the agent to forget its
+ * status.failedReleases and try the target again. Set by a person, never by the agent.
+ */
+export const ANNOTATION_RETRY = "liken.sh/retry";
 
 /**
  * Convenience label on Machines and heartbeat Leases naming the Cluster. The truth is
