@@ -3,7 +3,7 @@
 // before it is ever written, and refusing any byte beyond the declared size.
 import { setTimeout as delay } from "node:timers/promises";
 import { isLikenError, LikenError } from "../errors.js";
-import { SlotWriter, type Checkpoint } from "../native/writer.js";
+import { DEFAULT_BUFFER_SIZE, SlotWriter, type Checkpoint } from "../native/writer.js";
 import { VerifyError } from "../verify/errors.js";
 import {
   DEFAULT_IDLE_TIMEOUT_MS,
@@ -38,9 +38,22 @@ export interface ArtifactJob {
   log?: (msg: string) => void;
 }
 
+/**
+ * Whole-stream artifacts (no chunks) become durable one buffer at a time, so the buffer must
+ * not be larger than the checkpoint interval, and a resume offset must fall on a buffer
+ * boundary: the largest power of two up to 4 MiB that satisfies both.
+ */
+export function wholeStreamBuffer(every: number, start: number): number {
+  let size = DEFAULT_BUFFER_SIZE;
+  while (size > 4096 && (size > every || start % size !== 0)) size /= 2;
+  return size;
+}
+
 function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWriter {
   const a = job.artifact;
+  const every = job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
   return SlotWriter.open({
+    ...(a.chunks ? {} : { bufferSize: wholeStreamBuffer(every, start) }),
     path: job.device,
     offset: a.offset,
     size: a.size,
