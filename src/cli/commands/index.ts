@@ -2,15 +2,22 @@
 // Add one line per group; the group's file holds its options and calls into the modules.
 import type { Command } from "commander";
 import { registerAgent } from "./agent.js";
+import { addAgentRunCommand } from "./agent-run.js";
 import { registerChannel } from "./channel.js";
 import { registerRelease } from "./release.js";
 import { registerDrain } from "./drain.js";
+import { registerOperator } from "./operator.js";
+import { registerApprove } from "./approve.js";
+import { registerRollout } from "./rollout.js";
 import { registerStatus } from "./status.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
   registerChannel(program);
-  registerAgent(program);
+  addAgentRunCommand(registerAgent(program));
   registerStatus(program);
   registerDrain(program);
+  registerOperator(program);
+  registerApprove(program);
+  registerRollout(program);
 }

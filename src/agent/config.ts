@@ -1,0 +1,162 @@
+// The agent's part of its config file (default /etc/liken/agent.yaml; docs/agent.md). The
+// slots part (slots, stateDir, running) is parsed by src/slots/config.ts from the same file;
+// this reads the rest, strictly: an unknown key is an error, so a typo never silently
+// falls back to a default.
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { parse } from "yaml";
+import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
+import { AgentError } from "./errors.js";
+import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
+
+export interface RebootConfig {
+  /** The command that reboots the machine (default: systemctl reboot). */
+  command?: string[];
+  /**
+   * Instead of a command, exit with this code after every state is synced: the machine
+   * supervisor (systemd in the lab image, or src/lab/machine.ts) plays the reboot.
+   */
+  exitCode?: number;
+}
+
+export interface AgentConfig {
+  file: string;
+  slots: AgentSlotsConfig;
+  /** The Machine object's name (also the heartbeat Lease's). */
+  machine: string;
+  /** The Cluster the Machine belongs to (used when the agent registers its Machine). */
+  cluster: string;
+  /** The Node this machine runs as (default: the machine name). */
+  nodeName: string;
+  /** Kubeconfig file of the agent's identity; absent: KUBECONFIG or in-cluster. */
+  kubeconfig?: string;
+  /** Directory holding grubenv and grubenv2 (on the ESP). */
+  grubenvDir: string;
+  /** Where `liken.slot=` is read from (default /proc/cmdline). */
+  cmdline: string;
+  reboot: RebootConfig;
+  heartbeatMs: number;
+  /** How often the loop looks again when nothing woke it. */
+  loopMs: number;
+  /** Read artifacts back with O_DIRECT (default true; false for files on tmpfs). */
+  direct: boolean;
+  timeouts: Timeouts;
+}
+
+const KNOWN = new Set([
+  // src/slots/config.ts owns these three.
+  "slots",
+  "stateDir",
+  "running",
+  "machine",
+  "cluster",
+  "nodeName",
+  "kubeconfig",
+  "bootloader",
+  "cmdline",
+  "reboot",
+  "heartbeatSeconds",
+  "loopSeconds",
+  "direct",
+  "timeouts",
+]);
+
+function bad(file: string, field: string, what: string): never {
+  throw new AgentError("LIKEN_AGENT_CONFIG_INVALID", `${file}: ${field} ${what}`, {
+    context: { file, field },
+  });
+}
+
+function str(
+  file: string,
+  d: Record<string, unknown>,
+  k: string,
+  required: boolean,
+): string | undefined {
+  const v = d[k];
+  if (v === undefined && !required) return undefined;
+  if (typeof v !== "string" || v === "") bad(file, k, "must be a non-empty string");
+  return v;
+}
+
+function positive(file: string, field: string, v: unknown, fallback: number): number {
+  if (v === undefined) return fallback;
+  if (typeof v !== "number" || !(v > 0)) bad(file, field, "must be a positive number");
+  return v;
+}
+
+function parseReboot(file: string, v: unknown): RebootConfig {
+  if (v === undefined) return { command: ["systemctl", "reboot"] };
+  if (typeof v !== "object" || v === null) bad(file, "reboot", "must be a mapping");
+  const r = v as Record<string, unknown>;
+  for (const k of Object.keys(r))
+    if (k !== "command" && k !== "exitCode") bad(file, `reboot.${k}`, "is not a known field");
+  if (r.command !== undefined) {
+    if (
+      !Array.isArray(r.command) ||
+      r.command.length === 0 ||
+      !r.command.every((c) => typeof c === "string")
+    )
+      bad(file, "reboot.command", "must be a non-empty list of strings");
+    return { command: r.command as string[] };
+  }
+  if (
+    typeof r.exitCode !== "number" ||
+    !Number.isInteger(r.exitCode) ||
+    r.exitCode < 2 ||
+    r.exitCode > 254
+  )
+    bad(file, "reboot", "needs command (a list) or exitCode (2..254)");
+  return { exitCode: r.exitCode };
+}
+
+function parseTimeouts(file: string, v: unknown): Timeouts {
+  if (v === undefined) return { ...DEFAULT_TIMEOUTS };
+  if (typeof v !== "object" || v === null) bad(file, "timeouts", "must be a mapping");
+  const t = { ...DEFAULT_TIMEOUTS };
+  for (const [k, x] of Object.entries(v)) {
+    if (!(k in t))
+      bad(file, `timeouts.${k}`, `is not a known timeout (known: ${Object.keys(t).join(", ")})`);
+    t[k as keyof Timeouts] = positive(file, `timeouts.${k}`, x, 0);
+  }
+  return t;
+}
+
+export function parseAgentSection(
+  text: string,
+  file: string,
+  slots: AgentSlotsConfig,
+): AgentConfig {
+  const d = parse(text, { maxAliasCount: 0, uniqueKeys: true }) as Record<string, unknown>;
+  for (const k of Object.keys(d)) if (!KNOWN.has(k)) bad(file, k, "is not a known field");
+  const dir = path.dirname(path.resolve(file));
+  const rel = (p: string): string => path.resolve(dir, p);
+  const machine = str(file, d, "machine", true)!;
+  const boot = d.bootloader as Record<string, unknown> | undefined;
+  if (typeof boot !== "object" || boot === null || typeof boot.grubenvDir !== "string")
+    bad(file, "bootloader.grubenvDir", "must name the directory of grubenv and grubenv2");
+  const kubeconfig = str(file, d, "kubeconfig", false);
+  if (d.direct !== undefined && typeof d.direct !== "boolean")
+    bad(file, "direct", "must be true or false");
+  return {
+    file,
+    slots,
+    machine,
+    cluster: str(file, d, "cluster", true)!,
+    nodeName: str(file, d, "nodeName", false) ?? machine,
+    ...(kubeconfig === undefined ? {} : { kubeconfig: rel(kubeconfig) }),
+    grubenvDir: rel(boot.grubenvDir),
+    cmdline: rel(str(file, d, "cmdline", false) ?? "/proc/cmdline"),
+    reboot: parseReboot(file, d.reboot),
+    heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,
+    loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,
+    direct: d.direct !== false,
+    timeouts: parseTimeouts(file, d.timeouts),
+  };
+}
+
+export async function loadConfig(file: string): Promise<AgentConfig> {
+  const slots = await loadAgentConfig(file);
+  const text = await readFile(file, "utf8");
+  return parseAgentSection(text, file, slots);
+}

@@ -1,0 +1,13 @@
+// The agent's error family: what went wrong in the daemon's own wiring (its config file, its
+// memory, the reboot command). Failures of the pieces it drives keep their own families
+// (LIKEN_SLOT_*, LIKEN_DRAIN_*, LIKEN_API_*, LIKEN_BOOTLOADER_*).
+import { LikenError, type LikenErrorOptions } from "../errors.js";
+
+export type AgentCode =
+  "LIKEN_AGENT_CONFIG_INVALID" | "LIKEN_AGENT_REBOOT_FAILED" | "LIKEN_AGENT_DOWNLOAD_FAILED";
+
+export class AgentError extends LikenError {
+  constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {
+    super(code, message, opts);
+  }
+}

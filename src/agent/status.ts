@@ -1,0 +1,185 @@
+// The Machine status the agent reports, as a pure function of what it observed, what it
+// decided and what it remembers. The daemon writes it only when it differs from the last
+// write (ignoring lastHeartbeatTime: the live heartbeat is the Lease).
+import type {
+  DownloadProgress,
+  DrainBlocker,
+  MachineCondition,
+  MachineStatus,
+  ReleaseRef,
+  SlotState,
+  SlotStatus,
+} from "../api/types.js";
+import { turnRequestFor } from "../coordinator/turn.js";
+import type { Memory } from "./memory.js";
+import type { Decision, Observed, SlotView } from "./steps.js";
+
+export interface StatusExtras {
+  now: Date;
+  progress?: DownloadProgress;
+  drainBlocker?: DrainBlocker;
+  /** The last download or slot failure of the target, said for a person. */
+  problem?: { reason: string; message: string };
+}
+
+/** The release a turn is asked for or held for: staged in the other slot, or on trial now. */
+export function turnRelease(o: Observed): ReleaseRef | undefined {
+  if (o.boot.kind === "on-trial") return o.running.release;
+  return o.other.state === "staged" ? o.other.release : undefined;
+}
+
+function same(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
+  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
+}
+
+function slotState(v: SlotView, o: Observed, running: boolean): SlotState {
+  if (running) return o.boot.kind === "on-trial" ? "Trial" : "Active";
+  if (o.boot.kind === "armed" && o.boot.slot === v.slot) return "Trial";
+  switch (v.state) {
+    case "empty":
+      return "Empty";
+    case "writing":
+      return "Writing";
+    case "withdrawn":
+      return "Withdrawn";
+    case "staged":
+      return same(v.release, o.target) && !same(v.release, o.running.release)
+        ? "Staged"
+        : "Inactive";
+    default: {
+      const never: never = v.state;
+      throw new Error(`unknown slot state ${String(never)}`);
+    }
+  }
+}
+
+function slotStatus(v: SlotView, o: Observed, running: boolean): SlotStatus {
+  return {
+    name: v.slot,
+    state: slotState(v, o, running),
+    ...(v.release ? { version: v.release.version, digest: v.release.digest } : {}),
+  };
+}
+
+function condition(
+  prev: MachineCondition[] | undefined,
+  c: Omit<MachineCondition, "lastTransitionTime">,
+  now: string,
+): MachineCondition {
+  const old = prev?.find((p) => p.type === c.type);
+  const at = old !== undefined && old.status === c.status ? old.lastTransitionTime : now;
+  return { ...c, lastTransitionTime: at };
+}
+
+type NewCondition = Omit<MachineCondition, "lastTransitionTime">;
+
+function upToDate(o: Observed, dec: Decision): NewCondition {
+  if (o.target === undefined || same(o.running.release, o.target)) {
+    const message = "runs the Cluster's spec.version";
+    return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
+  }
+  const running = o.running.release?.version ?? "an unknown release";
+  const message = `runs ${running}, target ${o.target.version}: ${dec.why}`;
+  return { type: "UpToDate", status: "False", reason: dec.step, message };
+}
+
+function releaseStaged(o: Observed, x: StatusExtras): NewCondition {
+  const other = o.other;
+  if (other.state === "staged" && same(other.release, o.target)) {
+    const message = `slot ${other.slot} holds ${other.release?.version}, every artifact verified`;
+    return { type: "ReleaseStaged", status: "True", reason: "Verified", message };
+  }
+  const reason = x.problem?.reason ?? "NotStaged";
+  const message = x.problem?.message ?? `slot ${other.slot} is ${other.state}`;
+  return { type: "ReleaseStaged", status: "False", reason, message };
+}
+
+function conditions(
+  prev: MachineStatus | undefined,
+  o: Observed,
+  dec: Decision,
+  mem: Memory,
+  x: StatusExtras,
+  now: string,
+): MachineCondition[] {
+  const wanted: NewCondition[] = [upToDate(o, dec), releaseStaged(o, x)];
+  const t = mem.lastTrial;
+  if (t !== undefined) {
+    const status = t.result === "Succeeded" ? "True" : "False";
+    const message = t.message ?? `${t.version} on slot ${t.slot}: ${t.result}`;
+    wanted.push({ type: "TrialSucceeded", status, reason: t.reason, message });
+  }
+  if (x.drainBlocker !== undefined) {
+    const message = x.drainBlocker.message;
+    wanted.push({ type: "DrainBlocked", status: "True", reason: "EvictionRefused", message });
+  }
+  return wanted.map((c) => condition(prev?.conditions, c, now));
+}
+
+function optional<K extends keyof MachineStatus>(
+  key: K,
+  v: MachineStatus[K] | undefined,
+): Partial<MachineStatus> {
+  return v === undefined ? {} : ({ [key]: v } as Partial<MachineStatus>);
+}
+
+export function machineStatus(
+  prev: MachineStatus | undefined,
+  o: Observed,
+  dec: Decision,
+  mem: Memory,
+  x: StatusExtras,
+): MachineStatus {
+  const now = x.now.toISOString().replace(/\.\d+Z$/, "Z");
+  const running = o.running.release;
+  const turnRequest = turnRequestFor(dec.wantsTurn, turnRelease(o), prev?.turnRequest, x.now);
+  const other = o.other;
+  const staged =
+    other.state === "staged" && other.release && !same(other.release, running)
+      ? {
+          ...other.release,
+          slot: other.slot,
+          at: prev?.staged?.digest === other.release.digest ? prev.staged.at : now,
+        }
+      : undefined;
+  return {
+    ...(running ? { version: running.version, digest: running.digest } : {}),
+    step: dec.step,
+    ...optional("updateStage", dec.stage),
+    ...optional("target", o.target),
+    bootedSlot: o.running.slot,
+    slots: [o.running, o.other]
+      .map((v) => slotStatus(v, o, v === o.running))
+      .sort((a, b) => a.name.localeCompare(b.name)),
+    ...optional("staged", staged),
+    ...optional("progress", dec.step === "Downloading" ? x.progress : undefined),
+    ...optional("turnRequest", turnRequest),
+    ...optional("lastTrial", mem.lastTrial),
+    ...optional("failedReleases", mem.failed.length > 0 ? mem.failed : undefined),
+    ...optional("drainBlocker", x.drainBlocker),
+    conditions: conditions(prev, o, dec, mem, x, now),
+  };
+}
+
+/** Whether two statuses say the same (lastHeartbeatTime and observedGeneration aside). */
+export function sameStatus(a: MachineStatus | undefined, b: MachineStatus): boolean {
+  const strip = (s: MachineStatus | undefined): string => {
+    if (s === undefined) return "";
+    const { lastHeartbeatTime: _h, observedGeneration: _g, ...rest } = s;
+    return canonical(rest);
+  };
+  return strip(a) === strip(b);
+}
+
+/** JSON with object keys sorted at every level (the server may reorder them). */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(v);
+}

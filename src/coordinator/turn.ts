@@ -1,0 +1,46 @@
+// The agent's side of a reboot turn, as pure functions over the API objects. The protocol
+// (docs/agent.md, "Reboot turns"):
+//   ask      the agent writes Machine status.turnRequest {version, digest, at} for the release
+//            it staged (and, when rebootPolicy is Manual, only after spec.approval names it);
+//   granted  cluster-operator records {machine, version, ...} in Cluster status.rebootTurns with
+//            a write conditioned on the Cluster's resourceVersion; the agent acts only on a
+//            record it reads there, and only on one for the release it staged;
+//   hold     the agent keeps turnRequest while it drains, reboots and proves the trial;
+//   give back the agent clears turnRequest (running the new release, or back on the old one
+//            with the failure reported); the operator then removes the record.
+import type { Cluster, ReleaseRef, RebootTurn, TurnRequest } from "../api/types.js";
+
+/** The record that grants `machine` a turn for `release`, if the Cluster holds one. */
+export function findTurn(
+  cluster: Cluster | undefined,
+  machine: string,
+  release: ReleaseRef | undefined,
+): RebootTurn | undefined {
+  if (cluster === undefined || release === undefined) return undefined;
+  return (cluster.status?.rebootTurns ?? []).find(
+    (t) =>
+      t.machine === machine &&
+      t.version === release.version &&
+      (t.digest === undefined || t.digest === release.digest),
+  );
+}
+
+/**
+ * The turnRequest to report: the same object while the release is unchanged (so `at` keeps the
+ * time of the first ask, which the operator may use to order machines), a new one for a new
+ * release, none when the agent does not want a turn (that is how it gives one back).
+ */
+export function turnRequestFor(
+  wants: boolean,
+  release: ReleaseRef | undefined,
+  previous: TurnRequest | undefined,
+  now: Date,
+): TurnRequest | undefined {
+  if (!wants || release === undefined) return undefined;
+  if (previous?.version === release.version && previous.digest === release.digest) return previous;
+  return {
+    version: release.version,
+    digest: release.digest,
+    at: now.toISOString().replace(/\.\d+Z$/, "Z"),
+  };
+}

@@ -1,0 +1,231 @@
+// A simulated machine: two file-backed slots, an ESP directory with liken's two GRUB
+// environment copies, and the real `liken agent run` as a child process. The supervisor plays
+// what cannot run here, following the documented behaviour of the real parts:
+//   - systemd: Restart=always (an agent that exits for any other reason is started again in
+//     the same boot), SIGTERM on stop;
+//   - the reboot: the agent's config says `reboot: {exitCode: 194}`; exit code 194 means
+//     "every state is synced, reboot now". The supervisor then powers the machine through
+//     the firmware model (src/bootloader/firmware.ts), which reads and writes the same
+//     grubenv bytes the agent's GRUB backend wrote, and boots the slot GRUB would boot;
+//   - the kernel command line: `liken.slot=<x>` written to the file the config names;
+//   - faults of a trial boot: "panic" (panic=N reboots at once), "hang" (the watchdog armed
+//     for the trial resets it after hangResetMs), "no-network" (the OS starts, the agent runs,
+//     but cannot reach the API server, so it never rejoins and its prove timeout reboots).
+//     Faults apply to trial boots only, as firmware.ts does.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir, open, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { stringify } from "yaml";
+import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
+import { bootMachine, type TrialFault } from "../bootloader/firmware.js";
+import { initialEnvBlock } from "../bootloader/grub.js";
+import type { Slot } from "../bootloader/types.js";
+import type { Timeouts } from "../agent/steps.js";
+
+/** The exit code by which the agent asks its supervisor for a reboot (docs/agent.md). */
+export const REBOOT_EXIT_CODE = 194;
+
+const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
+
+export type LabFault = TrialFault | "no-network";
+
+export interface SimulatedMachineOptions {
+  name: string;
+  /** A fresh directory for this machine's slots, ESP, state and logs. */
+  dir: string;
+  cluster: string;
+  /** The kubeconfig the agent uses. */
+  kubeconfig: string;
+  nodeName?: string;
+  /** Bytes per slot file (sparse). */
+  slotSize?: number;
+  loopSeconds?: number;
+  heartbeatSeconds?: number;
+  timeouts?: Partial<Timeouts>;
+  /** How long a hung trial boot sits until the watchdog resets it. */
+  hangResetMs?: number;
+  /** Extra environment for the agent (LIKEN_LOG_LEVEL...). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface BootRecordEntry {
+  n: number;
+  slot: Slot;
+  trial: boolean;
+  outcome: "up" | "panicked" | "hung";
+  fault: LabFault;
+  at: number;
+}
+
+export class SimulatedMachine {
+  readonly boots: BootRecordEntry[] = [];
+  /** Exit codes of every agent process, in order. */
+  readonly exits: (number | null)[] = [];
+  /** Faults per slot, for the slot's next trial boots (set by tests: "this slot's kernel panics"). */
+  faults: Partial<Record<Slot, LabFault>> = {};
+  private child: ChildProcess | undefined;
+  private childExit: Promise<number | null> | undefined;
+  private running = false;
+  private booting: Promise<void> = Promise.resolve();
+  private readonly store: DirEnvStore;
+
+  constructor(readonly opts: SimulatedMachineOptions) {
+    this.store = new DirEnvStore(this.espDir);
+  }
+
+  get espDir(): string {
+    return path.join(this.opts.dir, "esp");
+  }
+  get configFile(): string {
+    return path.join(this.opts.dir, "agent.yaml");
+  }
+  get cmdlineFile(): string {
+    return path.join(this.opts.dir, "cmdline");
+  }
+  get logFile(): string {
+    return path.join(this.opts.dir, "agent.log");
+  }
+  slotFile(s: Slot): string {
+    return path.join(this.opts.dir, `slot-${s}.img`);
+  }
+
+  /** Lays out a blank machine whose firmware boots slot a. */
+  async create(): Promise<void> {
+    const o = this.opts;
+    await mkdir(this.espDir, { recursive: true });
+    await mkdir(path.join(o.dir, "state"), { recursive: true });
+    for (const s of ["a", "b"] as const) {
+      const fh = await open(this.slotFile(s), "w");
+      await fh.truncate(o.slotSize ?? 8 * 1024 * 1024);
+      await fh.close();
+    }
+    for (const f of ENV_FILES) await writeFile(path.join(this.espDir, f), initialEnvBlock("a"));
+    await writeFile(this.cmdlineFile, "liken.slot=a\n");
+    await this.writeConfig(this.configFile, o.kubeconfig);
+  }
+
+  private async writeConfig(file: string, kubeconfig: string): Promise<void> {
+    const o = this.opts;
+    const cfg = {
+      machine: o.name,
+      cluster: o.cluster,
+      nodeName: o.nodeName ?? o.name,
+      kubeconfig,
+      slots: { a: { device: this.slotFile("a") }, b: { device: this.slotFile("b") } },
+      stateDir: path.join(o.dir, "state"),
+      bootloader: { grubenvDir: this.espDir },
+      cmdline: this.cmdlineFile,
+      reboot: { exitCode: REBOOT_EXIT_CODE },
+      loopSeconds: o.loopSeconds ?? 1,
+      heartbeatSeconds: o.heartbeatSeconds ?? 5,
+      ...(o.timeouts ? { timeouts: o.timeouts } : {}),
+    };
+    await writeFile(file, stringify(cfg));
+  }
+
+  /**
+   * Installs a release into slot a as the factory image would: the real slot code downloads
+   * and verifies it (as if slot b ran), and slot a boots it.
+   */
+  async install(source: string, version: string, digest: string): Promise<void> {
+    const args = [LIKEN_BIN, "agent", "download", "--config", this.configFile];
+    args.push("--source", source, "--version", version, "--digest", digest, "--running", "b");
+    const code = await new Promise<number | null>((resolve) => {
+      const c = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
+      c.on("exit", resolve);
+    });
+    if (code !== 0) throw new Error(`${this.opts.name}: installing ${version} failed (${code})`);
+  }
+
+  /** Powers the machine on: firmware, then the agent, and again after every reboot. */
+  powerOn(): void {
+    this.running = true;
+    this.booting = this.boot();
+  }
+
+  private async boot(): Promise<void> {
+    while (this.running) {
+      const b = await bootMachine(this.store, {});
+      const fault: LabFault = b.trial ? (this.faults[b.slot] ?? "none") : "none";
+      const outcome = fault === "panic" ? "panicked" : fault === "hang" ? "hung" : "up";
+      this.boots.push({
+        n: this.boots.length + 1,
+        slot: b.slot,
+        trial: b.trial,
+        outcome,
+        fault,
+        at: Date.now(),
+      });
+      if (outcome === "panicked") continue; // panic=N: the kernel reboots by itself
+      if (outcome === "hung") {
+        await new Promise((r) => setTimeout(r, this.opts.hangResetMs ?? 500));
+        continue; // the watchdog reset
+      }
+      await writeFile(this.cmdlineFile, `liken.slot=${b.slot}\n`);
+      let config = this.configFile;
+      if (fault === "no-network") {
+        config = path.join(this.opts.dir, "agent-no-network.yaml");
+        await writeFile(path.join(this.opts.dir, "unreachable.kubeconfig"), UNREACHABLE_KUBECONFIG);
+        await this.writeConfig(config, path.join(this.opts.dir, "unreachable.kubeconfig"));
+      }
+      // systemd's Restart=always within this boot, until the agent asks for a reboot.
+      for (;;) {
+        const code = await this.runAgent(config);
+        this.exits.push(code);
+        if (!this.running || code === REBOOT_EXIT_CODE) break;
+        await new Promise((r) => setTimeout(r, 200)); // RestartSec
+      }
+    }
+  }
+
+  private async runAgent(config: string): Promise<number | null> {
+    const log = await open(this.logFile, "a");
+    const child = spawn(process.execPath, [LIKEN_BIN, "agent", "run", "--config", config], {
+      stdio: ["ignore", log.fd, log.fd],
+      env: { ...process.env, ...this.opts.env },
+    });
+    this.child = child;
+    this.childExit = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+    const code = await this.childExit;
+    await log.close();
+    this.child = undefined;
+    return code;
+  }
+
+  /** Kills the agent without warning (a crash); systemd starts it again in the same boot. */
+  crashAgent(): void {
+    this.child?.kill("SIGKILL");
+  }
+
+  /** Stops the machine: SIGTERM to the agent (it finishes or abandons its step), no restart. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.child?.kill("SIGTERM");
+    await this.childExit;
+    await this.booting;
+  }
+
+  /** A power cut and power on: the agent dies at once, the firmware boots again. */
+  async powerCycle(): Promise<void> {
+    this.running = false;
+    this.child?.kill("SIGKILL");
+    await this.booting;
+    this.powerOn();
+  }
+}
+
+/** What the agent of a release whose network never comes up reads: nothing answers there. */
+const UNREACHABLE_KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters:
+- name: none
+  cluster: {server: "https://127.0.0.1:9", insecure-skip-tls-verify: true}
+users:
+- name: none
+  user: {token: none}
+contexts:
+- name: none
+  context: {cluster: none, user: none}
+current-context: none
+`;
