@@ -27,6 +27,25 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // The lab, end to end: `npm run lab -- --demo` as a newcomer runs it, watched from
+        // outside with kubectl. It starts its own control plane (the lab's).
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 900_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: "qemu",
+          include: ["test/qemu/**/*.test.ts"],
+          testTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

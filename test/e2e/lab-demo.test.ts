@@ -1,0 +1,122 @@
+// The README's main job, end to end: `npm run lab -- --demo` on this clone, watched from
+// outside by `kubectl get machines -w -o json` (not by liken's own logs): the LIKEN column
+// changes to the new version one machine at a time, within the budget of one, and never
+// two leaders at once.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
+import { LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+
+interface MachineJson {
+  metadata: { name: string };
+  spec: { role?: string };
+  status?: { version?: string; step?: string };
+}
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill("SIGINT");
+});
+
+/** Splits kubectl's stream of pretty-printed JSON objects into objects. */
+function jsonObjects(onObject: (o: MachineJson) => void): (chunk: Buffer) => void {
+  let buf = "";
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let start = -1;
+  return (chunk) => {
+    const text = chunk.toString("utf8");
+    for (const ch of text) {
+      buf += ch;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (ch === "\\") escaped = true;
+        else if (ch === '"') inString = false;
+        continue;
+      }
+      if (ch === '"') inString = true;
+      else if (ch === "{") {
+        if (depth === 0) start = buf.length - 1;
+        depth++;
+      } else if (ch === "}") {
+        depth--;
+        if (depth === 0 && start >= 0) {
+          onObject(JSON.parse(buf.slice(start)) as MachineJson);
+          buf = "";
+          start = -1;
+        }
+      }
+    }
+  };
+}
+
+describe("npm run lab -- --demo", () => {
+  it("rolls the fleet forward one machine at a time and prints the summary", async () => {
+    const lab = spawn("npm", ["run", "-s", "lab", "--", "--demo"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(lab);
+    let stdout = "";
+    let stderr = "";
+    lab.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+
+    // The independent watch starts as soon as the lab's API is installed.
+    const seen = new Map<string, MachineJson>();
+    const history: { updating: string[]; versions: Record<string, string | undefined> }[] = [];
+    let watcher: ChildProcess | undefined;
+    const startWatch = (): void => {
+      watcher = spawn(binaryPath("kubectl"), ["get", "machines", "-w", "-o", "json"], {
+        env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+        stdio: ["ignore", "pipe", "ignore"],
+      });
+      children.push(watcher);
+      watcher.stdout!.on(
+        "data",
+        jsonObjects((m) => {
+          seen.set(m.metadata.name, m);
+          const all = [...seen.values()];
+          history.push({
+            updating: all.filter((x) => x.status?.step === "Updating").map((x) => x.metadata.name),
+            versions: Object.fromEntries(all.map((x) => [x.metadata.name, x.status?.version])),
+          });
+        }),
+      );
+      watcher.on("exit", () => {
+        if (lab.exitCode === null) setTimeout(startWatch, 500); // the API was not ready yet
+      });
+    };
+    const waitKubeconfig = setInterval(() => {
+      if (existsSync(LAB_KUBECONFIG) && /machines powered on/.test(stderr) && !watcher) {
+        clearInterval(waitKubeconfig);
+        startWatch();
+      }
+    }, 200);
+
+    const code = await new Promise<number | null>((resolve) => lab.on("exit", resolve));
+    clearInterval(waitKubeconfig);
+    watcher?.kill();
+    const target = LAB_VERSIONS[1];
+    expect(stderr.slice(-2000) + stdout, "the demo's own output").toMatch(
+      new RegExp(
+        `lab: rollout to ${target.replace(/\./g, "\\.")} complete: 5/5 machines, max turns in flight 1, max leaders down 1, [0-9.]+ s\\n$`,
+      ),
+    );
+    expect(code).toBe(0);
+
+    // What kubectl saw: never two machines Updating at once (budget 1), and every machine's
+    // LIKEN moved from the first release to the target exactly once.
+    expect(history.length).toBeGreaterThan(10);
+    expect(Math.max(...history.map((h) => h.updating.length))).toBe(1);
+    for (const name of ["node-1", "node-2", "node-3", "node-4", "node-5"]) {
+      const versions = history
+        .map((h) => h.versions[name])
+        .filter((v): v is string => v !== undefined);
+      const changes = versions.filter((v, i) => i === 0 || v !== versions[i - 1]);
+      expect(changes, `LIKEN of ${name} over time`).toEqual([LAB_VERSIONS[0], target]);
+    }
+  });
+});
