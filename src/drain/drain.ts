@@ -12,6 +12,7 @@ import { DrainError } from "./errors.js";
 import { DrainApi, type EvictionOutcome } from "./kube.js";
 import { budgetsFor } from "./pdb.js";
 import {
+  admitNewcomers,
   nextStep,
   planDrain,
   type DrainPlan,
@@ -104,7 +105,7 @@ class DrainRun {
 
   async run(): Promise<DrainResult> {
     const cordon = await this.cordon();
-    const plan = planDrain(this.node, await this.observe(), this.opts.driverPods ?? {});
+    let plan = planDrain(this.node, await this.observe(), this.opts.driverPods ?? {});
     this.report({ kind: "planned", plan });
     const unidentified = plan.drivers.filter((d) => d.by === "unidentified");
     for (const d of unidentified) await this.reportUnidentified(d, plan);
@@ -112,6 +113,7 @@ class DrainRun {
     for (;;) {
       this.checkAbort();
       const snap = await this.observe();
+      plan = this.admit(plan, snap);
       const step = nextStep(plan, snap);
       if (step.kind === "done") break;
       this.reportWaiting(step.wave, step.waiting);
@@ -131,6 +133,23 @@ class DrainRun {
     };
     this.report({ kind: "finished", result });
     return result;
+  }
+
+  private admit(plan: DrainPlan, snap: Snapshot): DrainPlan {
+    const next = admitNewcomers(plan, snap, this.opts.driverPods ?? {});
+    if (next === plan) return plan;
+    const before = new Set(plan.waves.flatMap((w) => w.pods.map((p) => p.uid)));
+    for (const w of next.waves) {
+      for (const p of w.pods) {
+        if (!before.has(p.uid)) {
+          this.report({
+            kind: "warning",
+            message: `${p.pod} arrived after the cordon; it leaves with ${w.name}`,
+          });
+        }
+      }
+    }
+    return next;
   }
 
   private async cordon(): Promise<CordonAction["kind"]> {
@@ -187,6 +206,11 @@ class DrainRun {
         return;
       case "blocked":
         return this.blocked(planned, pod, outcome.message);
+      case "conflict":
+        // The next look shows whether the pod is gone or replaced (its UID no longer on the
+        // node) or still there to evict again.
+        this.report({ kind: "warning", message: `evicting ${planned.pod}: ${outcome.message}` });
+        return;
       case "failed":
         if (!outcome.retryable) {
           throw new DrainError(

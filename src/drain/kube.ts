@@ -29,6 +29,7 @@ export type EvictionOutcome =
   | { kind: "gone" }
   /** 429: a budget allows no disruption now. 500 with several budgets matching is too. */
   | { kind: "blocked"; status: number; message: string }
+  | { kind: "conflict"; message: string }
   | { kind: "failed"; status: number; message: string; retryable: boolean };
 
 export class DrainApi {
@@ -116,7 +117,10 @@ export class DrainApi {
       }
       const code = e.code;
       const message = statusMessage(e.body);
-      if (code === 404 || code === 409) return { kind: "gone" };
+      if (code === 404) return { kind: "gone" };
+      // 409 is the UID precondition (the pod was replaced by one of the same name) or a
+      // write conflict inside the API server (e.g. on the budget's status): look again.
+      if (code === 409) return { kind: "conflict", message };
       // 500 "too many PodDisruptionBudgets" is how the API server answers a pod matched by
       // two budgets; it stays until a person fixes the budgets, so report it like a 429.
       if (code === 429 || (code === 500 && /DisruptionBudget/i.test(message))) {

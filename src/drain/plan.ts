@@ -281,3 +281,34 @@ function reservedClaims(
   }
   return out;
 }
+
+/**
+ * Pods that reached the node after the plan was made join it: a scheduler that had not yet
+ * seen the cordon, or a pod that tolerates it. They are planned like the first pods, except
+ * DaemonSet pods: their controller puts them back on a cordoned node by design (they
+ * tolerate node.kubernetes.io/unschedulable), so a replaced driver pod is not chased.
+ */
+export function admitNewcomers(
+  plan: DrainPlan,
+  snap: Snapshot,
+  selectors: DriverPodSelectors,
+): DrainPlan {
+  const known = new Set(plan.podUids);
+  const newcomers = snap.pods.filter((p) => !known.has(uidOf(p)));
+  if (newcomers.length === 0) return plan;
+  const joining = newcomers.filter((p) => !isDaemonSetPod(p));
+  const sub = planDrain(plan.node, { pods: joining, claims: snap.claims }, selectors);
+  const waves = WAVE_ORDER.map((name) => ({
+    name,
+    pods: [
+      ...(plan.waves.find((w) => w.name === name)?.pods ?? []),
+      ...(sub.waves.find((w) => w.name === name)?.pods ?? []),
+    ],
+  })).filter((w) => w.pods.length > 0);
+  return {
+    ...plan,
+    waves,
+    left: [...plan.left, ...sub.left],
+    podUids: [...plan.podUids, ...newcomers.map(uidOf)],
+  };
+}

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { ResourceV1ResourceClaim, V1Pod } from "@kubernetes/client-node";
-import { nextStep, planDrain, type DrainPlan, type Step } from "../../src/drain/plan.js";
+import {
+  admitNewcomers,
+  nextStep,
+  planDrain,
+  type DrainPlan,
+  type Step,
+} from "../../src/drain/plan.js";
 import type { DriverPodSelectors } from "../../src/drain/drivers.js";
 import { claim, GPU, GPU_PLUGIN_DIR, pod } from "./drain-fixtures.js";
 
@@ -305,3 +311,37 @@ describe("nextStep: what to evict now and what waits", () => {
     });
   });
 });
+
+describe("admitNewcomers: pods that reach the node after the plan", () => {
+  const first = [driverPod(), pod({ name: "train", claims: ["c1"] })];
+  const claims = [claim({ name: "c1", driver: GPU, reservedFor: ["train"] })];
+  const plan = planDrain(NODE, { pods: first, claims }, {});
+
+  it("plans a late workload in its wave, so the driver still waits for it", () => {
+    const late = pod({ name: "late-web" });
+    const next = admitNewcomers(plan, { pods: [first[0]!, late], claims: [] }, {});
+    expect(shape(next).waves).toEqual({
+      workloads: ["default/train", "default/late-web"],
+      drivers: ["default/gpu-driver"],
+    });
+    expect(brief(nextStep(next, { pods: [first[0]!, late], claims: [] }))).toEqual({
+      wave: "workloads",
+      evict: ["default/late-web"],
+    });
+  });
+
+  it("does not chase the DaemonSet pod that replaces an evicted driver", () => {
+    const replacement = driverPod("gpu-driver-new");
+    const next = admitNewcomers(plan, { pods: [replacement], claims: [] }, {});
+    expect(shape(next).waves).toEqual(shape(plan).waves);
+    expect(nextStep(next, { pods: [replacement], claims: [] })).toEqual({ kind: "done" });
+  });
+
+  it("returns the same plan when nobody came", () => {
+    expect(admitNewcomers(plan, { pods: first, claims }, {})).toBe(plan);
+  });
+});
+
+function brief(s: Step) {
+  return s.kind === "done" ? "done" : { wave: s.wave, evict: s.evict.map((p) => p.pod) };
+}
