@@ -256,6 +256,21 @@ export async function sweepOrphans(log: (l: string) => void = () => {}): Promise
   }
 }
 
+/**
+ * Free ports are picked by binding port 0 and closing it; another process can take one
+ * before our component binds it (many control planes start at once on a CI machine). Such
+ * a start is retried on fresh ports; anything else fails at once.
+ */
+const PORT_RACE_ATTEMPTS = 3;
+
+function isPortRace(e: unknown): boolean {
+  return (
+    e instanceof ControlPlaneError &&
+    e.code === "LIKEN_CLUSTER_COMPONENT_EXITED" &&
+    /address already in use/.test(e.message)
+  );
+}
+
 export async function up(opts: UpOptions = {}): Promise<ControlPlaneState> {
   const name = opts.name ?? "default";
   const log = opts.log ?? (() => {});
@@ -268,6 +283,22 @@ export async function up(opts: UpOptions = {}): Promise<ControlPlaneState> {
     return existing;
   }
   await cleanStale(name, log);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(name, opts, log);
+    } catch (e) {
+      await down(name);
+      if (opts.port !== undefined || attempt >= PORT_RACE_ATTEMPTS || !isPortRace(e)) throw e;
+      log(`  a port was taken by another process while starting; trying again on fresh ports`);
+    }
+  }
+}
+
+async function startOnce(
+  name: string,
+  opts: UpOptions,
+  log: (l: string) => void,
+): Promise<ControlPlaneState> {
   const dataDir = dataDirOf(name);
   mkdirSync(path.join(dataDir, "logs"), { recursive: true });
   mkdirSync(path.join(dataDir, "pki"), { recursive: true });
@@ -292,12 +323,7 @@ export async function up(opts: UpOptions = {}): Promise<ControlPlaneState> {
     startedAt: new Date().toISOString(),
   };
   writeState(s);
-  try {
-    await startAll(s, token, log);
-  } catch (e) {
-    await down(name);
-    throw e;
-  }
+  await startAll(s, token, log);
   return s;
 }
 
