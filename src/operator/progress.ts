@@ -152,9 +152,11 @@ function stalledMessage(p: ProgressInput, stalled: readonly RebootTurn[]): strin
 export function stallDetail(t: RebootTurn, m: Machine | undefined, lost: boolean): string {
   // Absolute times and the duration up to the stall, never "ago": the condition must not
   // change (and cost a write) every second.
-  const gone = duration(Date.parse(t.stalledAt ?? t.grantedAt) - Date.parse(t.grantedAt));
   const deadline = t.deadline ? ` (deadline ${t.deadline})` : "";
-  let msg = `Machine ${t.machine} holds a reboot turn for ${t.version} granted at ${t.grantedAt} and had not come back ${gone} later${deadline}.`;
+  let msg =
+    t.stalledAt === undefined
+      ? `Machine ${t.machine} holds a reboot turn for ${t.version} granted at ${t.grantedAt}${deadline}.`
+      : `Machine ${t.machine} holds a reboot turn for ${t.version} granted at ${t.grantedAt} and had not come back ${duration(Date.parse(t.stalledAt) - Date.parse(t.grantedAt))} later${deadline}.`;
   if (m === undefined) return `${msg} Its Machine no longer exists.`;
   const s = m.status ?? {};
   const where = s.updateStage ? `${s.step ?? "?"} (${s.updateStage})` : (s.step ?? "no step");

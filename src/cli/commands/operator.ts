@@ -1,0 +1,109 @@
+// `liken operator`: runs cluster-operator (the Deployment in config/operator/ runs this).
+import { KubeConfig } from "@kubernetes/client-node";
+import { InvalidArgumentError, type Command } from "commander";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { pino } from "pino";
+import { LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
+import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
+import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
+import { Operator } from "../../operator/operator.js";
+
+interface Options {
+  kubeconfig?: string;
+  identity?: string;
+  startGrace: number;
+  lostAfter: number;
+  turnDeadline: number;
+  channelInterval: number;
+  endpoint?: string;
+  leaderElect: boolean;
+}
+
+/** "90s", "10m", "1h", "500ms", or plain seconds. */
+export function parseSeconds(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null)
+    throw new InvalidArgumentError(`"${text}" is not a duration (500ms, 40s, 10m, 1h)`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? "s";
+  const factor = { ms: 0.001, s: 1, m: 60, h: 3600 }[unit] ?? 1;
+  return n * factor;
+}
+
+export function registerOperator(program: Command): void {
+  program
+    .command("operator")
+    .description(
+      "run cluster-operator: grant reboot turns within each Cluster's budget (one leader at a time), mark silent machines Lost, poll the release channel, keep the Cluster status",
+    )
+    .option(
+      "--kubeconfig <file>",
+      "kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster)",
+    )
+    .option(
+      "--identity <name>",
+      "this copy's name in grantedBy and Events (default: $POD_NAME or the hostname, plus pid)",
+    )
+    .option(
+      "--start-grace <duration>",
+      `grant no turn this long after starting (the page: ${START_GRACE_SECONDS}s; shorten only in tests)`,
+      parseSeconds,
+      START_GRACE_SECONDS,
+    )
+    .option(
+      "--lost-after <duration>",
+      `a machine without heartbeat this long reads Lost (the page: ${LOST_AFTER_SECONDS}s; shorten only in tests)`,
+      parseSeconds,
+      LOST_AFTER_SECONDS,
+    )
+    .option(
+      "--turn-deadline <duration>",
+      `a machine holding a turn this long without coming back stalls the rollout (default ${DEFAULT_TURN_DEADLINE_SECONDS / 60}m)`,
+      parseSeconds,
+      DEFAULT_TURN_DEADLINE_SECONDS,
+    )
+    .option(
+      "--channel-interval <duration>",
+      `read each Cluster's release channel this often (default ${DEFAULT_CHANNEL_INTERVAL_MS / 60_000}m; the liken.sh/check-releases annotation asks for a read at once)`,
+      parseSeconds,
+      DEFAULT_CHANNEL_INTERVAL_MS / 1000,
+    )
+    .option("--endpoint <url>", "the ENDPOINT column (default: the API server of the kubeconfig)")
+    .option(
+      "--no-leader-elect",
+      "act even without holding the liken-system/cluster-operator Lease (correctness never depends on it)",
+    )
+    .action(async (o: Options) => {
+      const kc = new KubeConfig();
+      if (o.kubeconfig === undefined) kc.loadFromDefault();
+      else kc.loadFromFile(o.kubeconfig);
+      const identity =
+        o.identity ??
+        `${process.env.POD_NAME ?? hostname()}/${process.pid}-${randomBytes(2).toString("hex")}`;
+      const log = pino(
+        { base: { identity }, timestamp: pino.stdTimeFunctions.isoTime },
+        pino.destination(2),
+      );
+      const endpoint = o.endpoint ?? kc.getCurrentCluster()?.server;
+      const op = new Operator(kc, {
+        identity,
+        startGraceSeconds: o.startGrace,
+        lostAfterSeconds: o.lostAfter,
+        turnDeadlineSeconds: o.turnDeadline,
+        channelIntervalMs: o.channelInterval * 1000,
+        ...(endpoint === undefined ? {} : { endpoint }),
+        leaderElection: o.leaderElect,
+        log,
+      });
+      await op.start();
+      await new Promise<void>((resolve) => {
+        const done = (): void => resolve();
+        process.once("SIGTERM", done);
+        process.once("SIGINT", done);
+      });
+      await op.stop();
+      log.info({ stats: op.stats }, "cluster-operator stopped");
+      log.flush();
+    });
+}

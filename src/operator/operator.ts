@@ -1,0 +1,423 @@
+// cluster-operator's wiring: watches (Clusters, Machines, heartbeat Leases), a serial
+// reconcile per Cluster, the guarded writes, Events. Every decision is decide()'s; this
+// file only observes, writes what was decided, and says what happened.
+//
+//   watch events / 1 s tick ──► dirty clusters ──► reconcile(cluster)
+//        decide(observed) ──► Lost marks (Machine status, conditioned on its resourceVersion)
+//                         ──► Cluster status (conditioned on its resourceVersion)
+//                               409 ─► GET the Cluster, decide again, write again
+//                               ok  ─► Events for grants, releases, stalls
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  LikenApi,
+  LOST_AFTER_SECONDS,
+  ResourceWatcher,
+  START_GRACE_SECONDS,
+  isConflict,
+  isNotFound,
+  type Cluster,
+  type Machine,
+  type MachineCondition,
+} from "../api/index.js";
+import { pollDue, readChannel, DEFAULT_CHANNEL_INTERVAL_MS, type PollState } from "./channel.js";
+import { setCondition } from "./conditions.js";
+import {
+  DEFAULT_TURN_DEADLINE_SECONDS,
+  decide,
+  type ChannelView,
+  type Decision,
+  type DecideSettings,
+  type LostMark,
+} from "./decide.js";
+import { LeaseElector } from "./election.js";
+import { KubeEvents, type EventSink } from "./events.js";
+import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
+import { PauseDetector } from "./liveness.js";
+import { rfc3339 } from "./text.js";
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface OperatorOptions {
+  identity: string;
+  startGraceSeconds?: number;
+  /** The page's 40 s; lower only in tests. */
+  lostAfterSeconds?: number;
+  turnDeadlineSeconds?: number;
+  channelIntervalMs?: number;
+  endpoint?: string;
+  /** Hold a Lease in liken-system and reconcile only while holding it (default true). */
+  leaderElection?: boolean;
+  /** How often every Cluster is looked at even without events (time-based rules). */
+  tickMs?: number;
+  log: Logger;
+  events?: EventSink;
+}
+
+/** What the operator did, for logs at exit and the benchmark. */
+export interface OperatorStats {
+  reconciles: number;
+  clusterWrites: number;
+  machineWrites: number;
+  conflicts: number;
+  reads: number;
+  events: number;
+  grants: number;
+  releases: number;
+  stalls: number;
+  wakeUps: number;
+}
+
+/** Coalesces a burst of watch events (a wave of machines reporting) into one decision. */
+const DEBOUNCE_MS = 5;
+const DEFAULT_TICK_MS = 1000;
+const MAX_ATTEMPTS = 5;
+const FIELD_MANAGER = "cluster-operator";
+
+export class Operator {
+  readonly stats: OperatorStats = {
+    reconciles: 0,
+    clusterWrites: 0,
+    machineWrites: 0,
+    conflicts: 0,
+    reads: 0,
+    events: 0,
+    grants: 0,
+    releases: 0,
+    stalls: 0,
+    wakeUps: 0,
+  };
+  private readonly api: LikenApi;
+  private readonly settings: DecideSettings;
+  private readonly clusters: ResourceWatcher<Cluster>;
+  private readonly machines: ResourceWatcher<Machine>;
+  private readonly heartbeats: HeartbeatTracker;
+  private readonly leases: LeaseWatch;
+  private readonly pause: PauseDetector;
+  private readonly elector: LeaseElector | undefined;
+  private readonly events: EventSink;
+  private startedAt = new Date();
+  /** A Cluster this copy wrote, until the watch delivers that version. */
+  private readonly written = new Map<string, Cluster>();
+  private readonly channelViews = new Map<string, ChannelView>();
+  private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
+  private readonly marking = new Set<string>();
+  private readonly dirty = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticker: NodeJS.Timeout | undefined;
+  private running = false;
+  private stopped = true;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly opts: OperatorOptions,
+  ) {
+    this.api = new LikenApi(kc, FIELD_MANAGER);
+    this.settings = {
+      identity: opts.identity,
+      startGraceSeconds: opts.startGraceSeconds ?? START_GRACE_SECONDS,
+      lostAfterSeconds: opts.lostAfterSeconds ?? LOST_AFTER_SECONDS,
+      turnDeadlineSeconds: opts.turnDeadlineSeconds ?? DEFAULT_TURN_DEADLINE_SECONDS,
+      ...(opts.endpoint === undefined ? {} : { endpoint: opts.endpoint }),
+    };
+    const onError = (what: string) => (e: unknown) =>
+      opts.log.warn({ err: String(e) }, `${what} failed; liken retries`);
+    this.clusters = new ResourceWatcher(this.api.clusters, {
+      onChange: (ev) => {
+        const name = ev.object.metadata.name;
+        const mine = this.written.get(name);
+        if (
+          mine !== undefined &&
+          mine.metadata.resourceVersion === ev.object.metadata.resourceVersion
+        ) {
+          this.written.delete(name);
+        }
+        if (ev.type === "deleted") this.forgetCluster(name);
+        else this.schedule(name);
+      },
+      onError: onError("watching Clusters"),
+    });
+    this.machines = new ResourceWatcher(this.api.machines, {
+      onChange: (ev) => this.schedule(ev.object.spec.cluster),
+      onError: onError("watching Machines"),
+    });
+    this.heartbeats = new HeartbeatTracker(this.startedAt);
+    this.leases = watchHeartbeats(
+      kc,
+      this.heartbeats,
+      (machine) => {
+        const m = this.machines.get(machine);
+        if (m?.status?.step === "Lost") this.schedule(m.spec.cluster);
+      },
+      onError("watching heartbeat Leases"),
+    );
+    this.pause = new PauseDetector((ms, now) => this.wake(ms, now));
+    this.events =
+      opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
+    if (opts.leaderElection ?? true) {
+      this.elector = new LeaseElector(
+        kc,
+        opts.identity,
+        (leader) => {
+          opts.log.info({ leader }, leader ? "leading" : "standing by");
+          if (leader) for (const c of this.clusters.list()) this.schedule(c.metadata.name);
+        },
+        onError("leader election"),
+      );
+    }
+  }
+
+  /** Starts watching; resolves once the first lists are in. Grants wait for the grace. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.startedAt = new Date();
+    this.heartbeats.rebaseline(this.startedAt);
+    this.pause.start();
+    await Promise.all([this.machines.start(), this.leases.start()]);
+    await this.clusters.start();
+    this.elector?.start();
+    const tickMs = this.opts.tickMs ?? DEFAULT_TICK_MS;
+    this.ticker = setInterval(() => {
+      for (const c of this.clusters.list()) this.schedule(c.metadata.name);
+    }, tickMs);
+    this.opts.log.info(
+      {
+        identity: this.opts.identity,
+        grantsFrom: rfc3339(this.graceEnds()),
+        startGraceSeconds: this.settings.startGraceSeconds,
+      },
+      "cluster-operator started",
+    );
+    for (const c of this.clusters.list()) this.schedule(c.metadata.name);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.ticker);
+    clearTimeout(this.timer);
+    this.pause.stop();
+    this.clusters.stop();
+    this.machines.stop();
+    await this.leases.stop();
+    await this.elector?.stop();
+  }
+
+  private graceEnds(): Date {
+    return new Date(this.startedAt.getTime() + this.settings.startGraceSeconds * 1000);
+  }
+
+  /**
+   * Woke from a pause: everything seen before is stale. Grant nothing for the grace again,
+   * judge heartbeats from now, and list everything again.
+   */
+  private wake(pausedMs: number, now: Date): void {
+    this.stats.wakeUps++;
+    this.startedAt = now;
+    this.heartbeats.rebaseline(now);
+    this.written.clear();
+    this.opts.log.warn(
+      { pausedMs, grantsFrom: rfc3339(this.graceEnds()) },
+      "this copy was paused: its view is stale; no grant until the grace has passed again",
+    );
+    // Restart the watches: their caches are as old as the pause.
+    this.machines.stop();
+    this.clusters.stop();
+    void this.machines.start();
+    void this.clusters.start();
+  }
+
+  private forgetCluster(name: string): void {
+    this.written.delete(name);
+    this.channelViews.delete(name);
+    this.polls.delete(name);
+  }
+
+  schedule(cluster: string): void {
+    if (this.stopped) return;
+    this.dirty.add(cluster);
+    if (this.running || this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.drain();
+    }, DEBOUNCE_MS);
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.dirty.size > 0 && !this.stopped) {
+        const name = this.dirty.values().next().value as string;
+        this.dirty.delete(name);
+        try {
+          await this.reconcile(name);
+        } catch (e) {
+          this.opts.log.error({ cluster: name, err: String(e) }, "reconcile failed; retrying");
+          setTimeout(() => this.schedule(name), 1000).unref();
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private current(name: string): Cluster | undefined {
+    return this.written.get(name) ?? this.clusters.get(name);
+  }
+
+  private machinesOf(cluster: string): Machine[] {
+    return this.machines.list().filter((m) => m.spec.cluster === cluster);
+  }
+
+  private async reconcile(name: string): Promise<void> {
+    if (this.elector !== undefined && !this.elector.isLeader()) return;
+    if (this.pause.check()) return;
+    let cluster = this.current(name);
+    if (cluster === undefined) return;
+    this.stats.reconciles++;
+    this.maybePollChannel(cluster);
+    for (let attempt = 1; ; attempt++) {
+      const channel = this.channelViews.get(name);
+      const d = decide(
+        {
+          cluster,
+          machines: this.machinesOf(name),
+          heartbeats: this.heartbeats.view(),
+          now: new Date(),
+          startedAt: this.startedAt,
+          ...(channel === undefined ? {} : { channel }),
+        },
+        this.settings,
+      );
+      this.writeLostMarks(cluster, d.lostMarks);
+      if (!d.changed) return;
+      try {
+        const written = await this.api.clusters.replaceStatus(
+          { ...cluster, status: d.status },
+          { fieldManager: FIELD_MANAGER },
+        );
+        this.stats.clusterWrites++;
+        this.written.set(name, written);
+        if (channel !== undefined && this.channelViews.get(name) === channel) {
+          this.channelViews.delete(name);
+        }
+        this.announce(written, d);
+        return;
+      } catch (e) {
+        if (isNotFound(e)) return;
+        if (!isConflict(e) || attempt >= MAX_ATTEMPTS) throw e;
+        // Another writer (a second copy, a person) changed the Cluster: decide again from
+        // the Cluster as it is now. Never replay a decision onto a state it was not made for.
+        this.stats.conflicts++;
+        this.written.delete(name);
+        this.stats.reads++;
+        cluster = await this.api.clusters.get(name);
+        if (this.pause.check()) return;
+      }
+    }
+  }
+
+  private announce(cluster: Cluster, d: Decision): void {
+    const log = this.opts.log;
+    for (const g of d.grants) {
+      this.stats.grants++;
+      const msg = `granted a reboot turn to Machine ${g.machine} for ${g.version}${g.leader ? " (a leader)" : ""}; budget ${d.budget.text}; deadline ${g.deadline ?? "none"}`;
+      log.info({ cluster: cluster.metadata.name, machine: g.machine, version: g.version }, msg);
+      this.event(cluster, "Normal", "TurnGranted", msg);
+    }
+    for (const r of d.releases) {
+      this.stats.releases++;
+      const msg = `took back the reboot turn of Machine ${r.turn.machine} (${r.reason}): ${r.message}`;
+      log.info({ cluster: cluster.metadata.name, machine: r.turn.machine, reason: r.reason }, msg);
+      this.event(cluster, "Normal", "TurnReleased", msg);
+    }
+    for (const s of d.stalls) {
+      this.stats.stalls++;
+      log.warn({ cluster: cluster.metadata.name, machine: s.turn.machine }, s.message);
+      this.event(cluster, "Warning", "RolloutStalled", `rollout stalled: ${s.message}`);
+    }
+  }
+
+  private event(
+    cluster: Cluster,
+    type: "Normal" | "Warning",
+    reason: Parameters<EventSink["record"]>[2],
+    msg: string,
+  ): void {
+    this.stats.events++;
+    this.events.record(cluster, type, reason, msg);
+  }
+
+  /** Marks a silent machine Lost (or back), each write conditioned on what was decided on. */
+  private writeLostMarks(cluster: Cluster, marks: readonly LostMark[]): void {
+    for (const mark of marks) {
+      if (this.marking.has(mark.machine)) continue;
+      const m = this.machines.get(mark.machine);
+      if (m === undefined || mark.resourceVersion === undefined) continue;
+      this.marking.add(mark.machine);
+      const now = rfc3339(new Date());
+      const conditions = setCondition<MachineCondition>(
+        m.status?.conditions,
+        {
+          type: "Alive",
+          status: mark.lost ? "False" : "True",
+          reason: mark.lost ? "NoHeartbeat" : "HeartbeatReturned",
+          message: mark.message,
+        },
+        now,
+      );
+      this.api.machines
+        .patchStatus(
+          mark.machine,
+          { status: { step: mark.step, conditions } },
+          { resourceVersion: mark.resourceVersion, fieldManager: FIELD_MANAGER },
+        )
+        .then(
+          () => {
+            this.stats.machineWrites++;
+            const reason = mark.lost ? "MachineLost" : "MachineBack";
+            const msg = `Machine ${mark.machine}: ${mark.message}`;
+            this.opts.log.info({ cluster: cluster.metadata.name, machine: mark.machine }, msg);
+            this.event(cluster, mark.lost ? "Warning" : "Normal", reason, msg);
+          },
+          (e: unknown) => {
+            // A conflict means the agent (or another copy) wrote first: decide again.
+            if (!isConflict(e) && !isNotFound(e)) {
+              this.opts.log.warn({ machine: mark.machine, err: String(e) }, "Lost mark failed");
+            }
+          },
+        )
+        .finally(() => {
+          this.marking.delete(mark.machine);
+        });
+    }
+  }
+
+  /** Starts a channel read when one is due; its result joins the next status write. */
+  private maybePollChannel(cluster: Cluster): void {
+    const name = cluster.metadata.name;
+    const state = this.polls.get(name) ?? {};
+    this.polls.set(name, state);
+    if (state.inFlight || this.channelViews.has(name)) return;
+    const interval = this.opts.channelIntervalMs ?? DEFAULT_CHANNEL_INTERVAL_MS;
+    const due = pollDue(cluster, state, new Date(), interval);
+    if (!due.due) return;
+    state.inFlight = true;
+    state.lastPollAt = new Date();
+    readChannel(cluster, () => new Date())
+      .then((view) => {
+        this.channelViews.set(name, view);
+        if (view.condition.status !== "True") {
+          this.opts.log.warn({ cluster: name }, view.condition.message);
+        }
+      })
+      .catch((e: unknown) => this.opts.log.error({ cluster: name, err: String(e) }, "channel"))
+      .finally(() => {
+        state.inFlight = false;
+        this.schedule(name);
+      });
+  }
+}

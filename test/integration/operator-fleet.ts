@@ -1,0 +1,366 @@
+// A fleet played by the test, for cluster-operator's integration tests: real Cluster and
+// Machine objects and real heartbeat Leases on the real API server, and a small model of
+// the agent's side of a turn, exactly as docs/operator.md states the protocol:
+//   stage -> status {step UpdatePending|RebootPending, staged, turnRequest}
+//   see own name in Cluster status.rebootTurns for the staged release -> step Updating
+//   (updateStage Draining ... Rebooting; heartbeat may stop while "rebooting")
+//   come back -> status {version: new, step Ready}, turnRequest and staged cleared.
+// An independent observer records, at every instant this process sees, the turns recorded,
+// the machines actually down (acting on a turn) and the leaders among them.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import {
+  HeartbeatClient,
+  LikenApi,
+  ResourceWatcher,
+  type Cluster,
+  type Machine,
+  type MachineStatus,
+  type Role,
+} from "../../src/api/index.js";
+import { parseBudget } from "../../src/operator/budget.js";
+import { kubeConfig, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+
+export const V1 = "2026.10.10-001";
+export const V2 = "2026.10.12-001";
+export const D1 = `sha256:${"1".repeat(64)}`;
+export const D2 = `sha256:${"2".repeat(64)}`;
+
+export const api = new LikenApi(kubeConfig(), "liken-test");
+const hb = new HeartbeatClient(kubeConfig());
+const REPO = path.resolve(import.meta.dirname, "../..");
+
+export const now = (): string => new Date().toISOString();
+
+export async function ensureNamespaces(): Promise<void> {
+  for (const ns of ["liken-heartbeats", "liken-system"]) {
+    const r = await kubectl(["get", "namespace", ns]);
+    if (r.code !== 0) await kubectl(["create", "namespace", ns]);
+  }
+}
+
+export interface MachinePlan {
+  name: string;
+  role?: Role;
+  policy?: "Auto" | "Manual";
+}
+
+export async function createCluster(
+  name: string,
+  opts: { maxUnavailable?: number | string; source?: string; version?: string } = {},
+): Promise<Cluster> {
+  return api.clusters.create({
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name },
+    spec: {
+      version: opts.version ?? V2,
+      releases: {
+        source: opts.source ?? "http://127.0.0.1:9/",
+        catalog: [
+          { version: V1, digest: D1 },
+          { version: V2, digest: D2 },
+        ],
+      },
+      disruption: { maxUnavailable: opts.maxUnavailable ?? 1 },
+    },
+  });
+}
+
+export async function createMachine(cluster: string, p: MachinePlan): Promise<Machine> {
+  const m = await api.machines.create({
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Machine",
+    metadata: { name: p.name, labels: { "liken.sh/cluster": cluster } },
+    spec: {
+      cluster,
+      nodeName: p.name,
+      role: p.role ?? "Worker",
+      rebootPolicy: p.policy ?? "Auto",
+    },
+  });
+  return writeStatus(m, { version: V1, digest: D1, step: "Ready" });
+}
+
+/** Replace the Machine's status with `status` (re-reading on a 409, as an agent does). */
+export async function writeStatus(m: Machine | string, status: MachineStatus): Promise<Machine> {
+  const name = typeof m === "string" ? m : m.metadata.name;
+  const r = await api.machines.updateStatus(name, (cur) => ({ ...cur, status }));
+  if (r === undefined) throw new Error(`status of ${name} not written`);
+  return r;
+}
+
+export async function patchMachineStatus(
+  name: string,
+  patch: Partial<MachineStatus>,
+): Promise<Machine> {
+  const r = await api.machines.updateStatus(name, (cur) => ({
+    ...cur,
+    status: { ...cur.status, ...patch },
+  }));
+  if (r === undefined) throw new Error(`status of ${name} not written`);
+  return r;
+}
+
+/** The status a machine reports once it staged V2 and asks for its turn. */
+export function stagedStatus(policy: "Auto" | "Manual" = "Auto"): MachineStatus {
+  const at = now();
+  return {
+    version: V1,
+    digest: D1,
+    step: policy === "Auto" ? "UpdatePending" : "RebootPending",
+    target: { version: V2, digest: D2 },
+    staged: { version: V2, digest: D2, slot: "b", at },
+    turnRequest: { version: V2, digest: D2, at },
+  };
+}
+
+export async function deleteAll(cluster: string, machines: string[]): Promise<void> {
+  await api.clusters.delete(cluster).catch(() => undefined);
+  for (const m of machines) {
+    await api.machines.delete(m).catch(() => undefined);
+    await kubectl(["-n", "liken-heartbeats", "delete", "lease", m, "--ignore-not-found"]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Heartbeats
+
+export class Heartbeats {
+  private timer: NodeJS.Timeout | undefined;
+  readonly silent = new Set<string>();
+
+  constructor(
+    private readonly cluster: string,
+    private readonly machines: string[],
+    private readonly everyMs = 500,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.beat();
+    this.timer = setInterval(() => void this.beat(), this.everyMs);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private async beat(): Promise<void> {
+    await Promise.all(
+      this.machines
+        .filter((m) => !this.silent.has(m))
+        .map((m) => hb.renew(m, this.cluster).catch(() => undefined)),
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The operator as a real process
+
+export interface OperatorProcess {
+  child: ChildProcess;
+  identity: string;
+  log: () => string;
+  stop(): Promise<void>;
+}
+
+export function startOperator(
+  opts: {
+    identity?: string;
+    args?: string[];
+  } = {},
+): OperatorProcess {
+  const identity = opts.identity ?? uniqueName("op");
+  const child = spawn(
+    path.join(REPO, "bin", "liken.js"),
+    ["operator", "--kubeconfig", kubeconfigPath(), "--identity", identity, ...(opts.args ?? [])],
+    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let out = "";
+  child.stdout?.on("data", (b: Buffer) => (out += b.toString()));
+  child.stderr?.on("data", (b: Buffer) => (out += b.toString()));
+  return {
+    child,
+    identity,
+    log: () => out,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise<void>((r) => child.once("exit", () => r()));
+      try {
+        process.kill(child.pid!, "SIGCONT");
+        process.kill(child.pid!, "SIGTERM");
+      } catch {
+        return;
+      }
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+export async function waitForLog(
+  op: OperatorProcess,
+  text: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await waitFor(`operator ${op.identity} to log "${text}"`, async () => op.log().includes(text), {
+    timeoutMs,
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Simulated agents and the independent observer
+
+export interface SimOptions {
+  /** How long a machine stays down on its turn (ms): [min, max). */
+  downMs?: [number, number];
+  /** Machines that stop their heartbeat while "rebooting". */
+  silentWhileRebooting?: boolean;
+  heartbeats?: Heartbeats;
+}
+
+export interface Violation {
+  at: string;
+  what: string;
+}
+
+/**
+ * Plays every machine's agent and watches the Cluster. Every observed Cluster version is
+ * checked: turns recorded <= budget, leader turns <= 1; every instant a machine acts on a
+ * turn is checked: machines acting <= budget, leaders acting <= 1, and each acts only on a
+ * record it saw.
+ */
+export class Fleet {
+  readonly violations: Violation[] = [];
+  readonly maxSeen = { turns: 0, acting: 0, leadersActing: 0 };
+  readonly grantsSeen: string[] = [];
+  private readonly acting = new Set<string>();
+  private readonly done = new Set<string>();
+  private readonly watcher: ResourceWatcher<Cluster>;
+  private readonly roles = new Map<string, Role>();
+  private stopped = false;
+  private readonly pending: Promise<unknown>[] = [];
+
+  constructor(
+    readonly cluster: string,
+    plans: MachinePlan[],
+    private readonly opts: SimOptions = {},
+  ) {
+    for (const p of plans) this.roles.set(p.name, p.role ?? "Worker");
+    this.watcher = new ResourceWatcher(
+      api.clusters,
+      { onChange: (ev) => this.onCluster(ev.object) },
+      { fieldSelector: `metadata.name=${cluster}` },
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.watcher.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.watcher.stop();
+    await Promise.allSettled(this.pending);
+  }
+
+  get finished(): ReadonlySet<string> {
+    return this.done;
+  }
+
+  private budgetOf(c: Cluster): number {
+    return parseBudget(c.spec.disruption?.maxUnavailable, this.roles.size).budget;
+  }
+
+  private onCluster(c: Cluster): void {
+    if (c.metadata.name !== this.cluster) return;
+    const turns = c.status?.rebootTurns ?? [];
+    const budget = this.budgetOf(c);
+    const leaders = turns.filter((t) => t.leader).length;
+    this.maxSeen.turns = Math.max(this.maxSeen.turns, turns.length);
+    if (turns.length > budget) {
+      this.violate(
+        `${turns.length} turns recorded (${turns.map((t) => t.machine).join(",")}) > budget ${budget}`,
+      );
+    }
+    if (leaders > 1) this.violate(`${leaders} leader turns recorded`);
+    if (this.stopped) return;
+    for (const t of turns) {
+      if (this.acting.has(t.machine) || this.done.has(t.machine)) continue;
+      if (!this.roles.has(t.machine) || t.version !== V2) continue;
+      this.grantsSeen.push(t.machine);
+      this.pending.push(this.takeTurn(t.machine, budget));
+    }
+  }
+
+  private violate(what: string): void {
+    this.violations.push({ at: now(), what });
+  }
+
+  private async takeTurn(name: string, budget: number): Promise<void> {
+    this.acting.add(name);
+    const leadersActing = [...this.acting].filter((m) => this.roles.get(m) === "Leader").length;
+    this.maxSeen.acting = Math.max(this.maxSeen.acting, this.acting.size);
+    this.maxSeen.leadersActing = Math.max(this.maxSeen.leadersActing, leadersActing);
+    if (this.acting.size > budget)
+      this.violate(`${this.acting.size} machines down > budget ${budget}`);
+    if (leadersActing > 1) this.violate(`${leadersActing} leaders down at once`);
+    try {
+      await patchMachineStatus(name, { step: "Updating", updateStage: "Draining" });
+      const [lo, hi] = this.opts.downMs ?? [100, 400];
+      if (this.opts.silentWhileRebooting) this.opts.heartbeats?.silent.add(name);
+      await sleepMs(lo + Math.random() * (hi - lo));
+      this.opts.heartbeats?.silent.delete(name);
+      // Back: running V2 and Ready. It stops counting itself down BEFORE it says so, as a
+      // real machine is up again before its agent writes.
+      this.acting.delete(name);
+      this.done.add(name);
+      await writeStatus(name, {
+        version: V2,
+        digest: D2,
+        step: "Ready",
+        target: { version: V2, digest: D2 },
+        lastTrial: {
+          version: V2,
+          digest: D2,
+          slot: "b",
+          result: "Succeeded",
+          at: now(),
+          reason: "Promoted",
+        },
+      });
+    } catch (e) {
+      this.acting.delete(name);
+      this.violate(`machine ${name} failed to play its turn: ${String(e)}`);
+    }
+  }
+}
+
+export function sleepMs(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A kubeconfig file path for CLI runs (the admin one). */
+export function adminKubeconfig(): string {
+  return kubeconfigPath();
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export function writeChannel(dir: string, versions: string[]): void {
+  const body = [
+    "apiVersion: liken.sh/v1alpha1",
+    "kind: Channel",
+    "versions:",
+    ...versions.flatMap((v, i) => [
+      `  - version: "${v}"`,
+      `    digest: sha256:${String(i % 10).repeat(64)}`,
+    ]),
+  ].join("\n");
+  writeFileSync(path.join(dir, "channel.yaml"), `${body}\n`);
+}

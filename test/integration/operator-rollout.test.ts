@@ -1,0 +1,119 @@
+// cluster-operator as a real process on the real control plane: a rollout within the
+// budget, one leader at a time, the start-up grace, and what `kubectl get clusters` shows.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kubectl, uniqueName, waitFor } from "../support/kube.js";
+import {
+  Fleet,
+  Heartbeats,
+  V1,
+  V2,
+  api,
+  createCluster,
+  createMachine,
+  deleteAll,
+  ensureNamespaces,
+  stagedStatus,
+  startOperator,
+  writeStatus,
+  type MachinePlan,
+  type OperatorProcess,
+} from "./operator-fleet.js";
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+beforeAll(ensureNamespaces);
+
+describe("a rollout", () => {
+  it("moves every machine within the budget, one leader at a time, after the start-up grace", async () => {
+    const cluster = uniqueName("roll");
+    const plans: MachinePlan[] = [
+      { name: uniqueName("l1"), role: "Leader" },
+      { name: uniqueName("l2"), role: "Leader" },
+      { name: uniqueName("l3"), role: "Leader" },
+      { name: uniqueName("w1") },
+      { name: uniqueName("w2") },
+      { name: uniqueName("w3") },
+    ];
+    const names = plans.map((p) => p.name);
+    cleanups.push(() => deleteAll(cluster, names));
+    await createCluster(cluster, { maxUnavailable: 3 });
+    for (const p of plans) await createMachine(cluster, p);
+    const beats = new Heartbeats(cluster, names);
+    await beats.start();
+    cleanups.push(async () => beats.stop());
+    const fleet = new Fleet(cluster, plans, { downMs: [300, 600], heartbeats: beats });
+    await fleet.start();
+    cleanups.push(() => fleet.stop());
+
+    const op: OperatorProcess = startOperator({
+      args: ["--start-grace", "3s", "--lost-after", "5s"],
+    });
+    cleanups.push(() => op.stop());
+    // Everyone asks at once: the grace holds them back, then the budget and the leader rule.
+    for (const p of plans) await writeStatus(p.name, stagedStatus());
+
+    const grace = await waitFor("Progressing StartupGrace with the resume time", async () => {
+      const c = await api.clusters.get(cluster);
+      const p = c.status?.conditions?.find((x) => x.type === "Progressing");
+      return p?.reason === "StartupGrace" ? p : undefined;
+    });
+    const resumes = /granting resumes at (\S+)$/.exec(grace.message)?.[1];
+    expect(resumes).toBeDefined();
+    expect(Date.parse(resumes!) - Date.parse(grace.lastTransitionTime)).toBe(3000);
+
+    await waitFor("every machine on V2", async () => fleet.finished.size === plans.length, {
+      timeoutMs: 60_000,
+    });
+    const done = await waitFor("phase Ready with no turn", async () => {
+      const c = await api.clusters.get(cluster);
+      return c.status?.phase === "Ready" && (c.status.rebootTurns ?? []).length === 0
+        ? c
+        : undefined;
+    });
+    await fleet.stop();
+
+    expect(fleet.violations).toEqual([]);
+    expect(fleet.maxSeen.turns).toBe(3); // the budget was used, not just respected
+    expect(fleet.maxSeen.leadersActing).toBe(1);
+    expect(done.status).toMatchObject({ machines: "6/6", version: V2, newest: V2, turns: "" });
+    expect(done.status?.leaders).toEqual(
+      plans
+        .filter((p) => p.role === "Leader")
+        .map((p) => p.name)
+        .sort(),
+    );
+
+    // No turn before the grace ended: the Events say when each was granted.
+    const ev = await kubectl([
+      "get",
+      "events",
+      "-n",
+      "default",
+      "--field-selector",
+      `involvedObject.name=${cluster}`,
+      "-o",
+      "json",
+    ]);
+    const events = (
+      JSON.parse(ev.stdout) as {
+        items: { reason: string; message: string; firstTimestamp: string }[];
+      }
+    ).items;
+    const grants = events.filter((e) => e.reason === "TurnGranted");
+    expect(grants).toHaveLength(6);
+    for (const g of grants)
+      expect(Date.parse(g.firstTimestamp)).toBeGreaterThanOrEqual(Date.parse(resumes!) - 1000);
+    expect(events.filter((e) => e.reason === "TurnReleased")).toHaveLength(6);
+
+    const wide = await kubectl(["get", "cluster", cluster, "-o", "wide"]);
+    expect(wide.stdout).toMatch(
+      /STATUS\s+MACHINES\s+VERSION\s+NEWEST\s+AVAILABLE\s+LEADERS\s+ENDPOINT\s+AGE\s+TURNS/,
+    );
+    expect(wide.stdout).toContain("Ready");
+    expect(wide.stdout).toContain("6/6");
+    expect(wide.stdout).toContain(V2);
+    expect(V1).not.toBe(V2);
+  });
+});
