@@ -71,6 +71,8 @@ export class AgentDaemon {
   private stopping = false;
   private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
+  private lastTick = Date.now();
+  private acting = false;
 
   constructor(
     private readonly cfg: AgentConfig,
@@ -97,12 +99,21 @@ export class AgentDaemon {
       (e) => this.log.warn({ err: message(e) }, "heartbeat not renewed"),
     );
     sdNotify("READY=1");
-    // The watchdog is fed by the loop itself, so a loop stuck in one step trips it; long
-    // steps (drain, slot check) feed it from their progress.
-    this.watchdog = setInterval(() => sdNotify("WATCHDOG=1"), 5_000);
+    // The watchdog is fed only while the loop comes round (or an action it awaits is
+    // running), so a wedged event loop or a loop that stopped turning trips systemd's
+    // WatchdogSec and the agent is restarted.
+    this.watchdog = setInterval(() => {
+      if (this.acting || Date.now() - this.lastTick < 3 * this.cfg.loopMs + 5_000) {
+        sdNotify("WATCHDOG=1");
+      }
+    }, 5_000);
     try {
       while (!this.stopping) {
-        await this.tick();
+        // A failed look (bootloader unreadable, state dir gone) is logged and looked at again;
+        // nothing is acted on without a complete observation.
+        await this.tick().catch((e: unknown) =>
+          this.log.error({ err: message(e), code: (e as { code?: string }).code }, "tick failed"),
+        );
         await this.pause(this.cfg.loopMs);
       }
     } finally {
@@ -131,6 +142,7 @@ export class AgentDaemon {
   }
 
   private async tick(): Promise<void> {
+    this.lastTick = Date.now();
     const o = await this.observe();
     const dec = decide(o, this.cfg.timeouts);
     if (dec.phase !== this.phase) {
@@ -141,6 +153,7 @@ export class AgentDaemon {
       this.phase = dec.phase;
     }
     await this.report(o, dec);
+    this.acting = true;
     try {
       await this.act(o, dec.action);
     } catch (e) {
@@ -149,6 +162,8 @@ export class AgentDaemon {
         "action failed",
       );
       this.problem = { reason: "ActionFailed", message: `${dec.action.kind}: ${message(e)}` };
+    } finally {
+      this.acting = false;
     }
   }
 

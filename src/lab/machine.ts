@@ -184,6 +184,8 @@ export class SimulatedMachine {
     const child = spawn(process.execPath, [LIKEN_BIN, "agent", "run", "--config", config], {
       stdio: ["ignore", log.fd, log.fd],
       env: { ...process.env, ...this.opts.env },
+      // Its own process group: a power cut kills the agent and its download child together.
+      detached: true,
     });
     this.child = child;
     this.childExit = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
@@ -198,6 +200,17 @@ export class SimulatedMachine {
     this.child?.kill("SIGKILL");
   }
 
+  /** Every process of this machine's OS (the agent's group), as a power cut does. */
+  private killAll(): void {
+    const pid = this.child?.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+
   /** Stops the machine: SIGTERM to the agent (it finishes or abandons its step), no restart. */
   async stop(): Promise<void> {
     this.running = false;
@@ -209,7 +222,7 @@ export class SimulatedMachine {
   /** A power cut and power on: the agent dies at once, the firmware boots again. */
   async powerCycle(): Promise<void> {
     this.running = false;
-    this.child?.kill("SIGKILL");
+    this.killAll();
     await this.booting;
     this.powerOn();
   }

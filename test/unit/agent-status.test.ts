@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { machineStatus, sameStatus } from "../../src/agent/status.js";
+import { decide, type Observed } from "../../src/agent/steps.js";
+
+const V1 = { version: "2026.10.10-001", digest: `sha256:${"1".repeat(64)}` };
+const V2 = { version: "2026.10.12-001", digest: `sha256:${"2".repeat(64)}` };
+const now = new Date("2026-12-02T12:00:00Z");
+
+function obs(over: Partial<Observed> = {}): Observed {
+  return {
+    now: now.getTime(),
+    apiReachable: true,
+    boot: { kind: "steady", slot: "a" },
+    running: { slot: "a", state: "staged", release: V1 },
+    other: { slot: "b", state: "staged", release: V2 },
+    target: V2,
+    policy: "Auto",
+    approved: false,
+    turn: false,
+    download: undefined,
+    downloadFailedAt: undefined,
+    failedDigests: [],
+    drainedDigest: undefined,
+    nodeReady: true,
+    trialSeenAt: undefined,
+    ...over,
+  };
+}
+
+function status(o: Observed, mem = { failed: [] }) {
+  return machineStatus(undefined, o, decide(o), mem, { now });
+}
+
+describe("machineStatus", () => {
+  it("staged and asking: UpdatePending with the turn request and the staged slot", () => {
+    const s = status(obs());
+    expect(s).toMatchObject({
+      version: V1.version,
+      step: "UpdatePending",
+      bootedSlot: "a",
+      staged: { ...V2, slot: "b" },
+      turnRequest: { ...V2, at: "2026-12-02T12:00:00Z" },
+      slots: [
+        { name: "a", state: "Active", version: V1.version },
+        { name: "b", state: "Staged", version: V2.version },
+      ],
+    });
+    expect(s.conditions?.find((c) => c.type === "ReleaseStaged")?.status).toBe("True");
+    expect(s.conditions?.find((c) => c.type === "UpToDate")?.status).toBe("False");
+  });
+
+  it("Manual without approval: no turn request", () => {
+    const s = status(obs({ policy: "Manual" }));
+    expect(s.step).toBe("RebootPending");
+    expect(s.turnRequest).toBeUndefined();
+  });
+
+  it("on trial: the running slot reads Trial and the turn is still held", () => {
+    const o = obs({
+      boot: { kind: "on-trial", slot: "b" },
+      running: { slot: "b", state: "staged", release: V2 },
+      other: { slot: "a", state: "staged", release: V1 },
+      nodeReady: false,
+      trialSeenAt: now.getTime(),
+    });
+    const s = status(o);
+    expect(s).toMatchObject({ step: "Updating", updateStage: "Proving", bootedSlot: "b" });
+    expect(s.turnRequest?.version).toBe(V2.version);
+    expect(s.slots?.find((x) => x.name === "b")?.state).toBe("Trial");
+    expect(s.slots?.find((x) => x.name === "a")?.state).toBe("Inactive");
+  });
+
+  it("a failed release is reported with the trial and the failed list", () => {
+    const mem = {
+      failed: [{ ...V2, at: "2026-12-02T11:59:00Z", reason: "TrialFellBack" }],
+      lastTrial: {
+        ...V2,
+        slot: "b" as const,
+        result: "Failed" as const,
+        at: "2026-12-02T11:59:00Z",
+        reason: "TrialFellBack",
+        message: "came back on slot a",
+      },
+    };
+    const o = obs({ other: { slot: "b", state: "withdrawn" }, failedDigests: [V2.digest] });
+    const s = machineStatus(undefined, o, decide(o), mem, { now });
+    expect(s.step).toBe("Failed");
+    expect(s.turnRequest).toBeUndefined();
+    expect(s.failedReleases).toHaveLength(1);
+    expect(s.conditions?.find((c) => c.type === "TrialSucceeded")).toMatchObject({
+      status: "False",
+      reason: "TrialFellBack",
+      message: "came back on slot a",
+    });
+  });
+
+  it("keeps lastTransitionTime and the first ask's time across writes", () => {
+    const first = status(obs());
+    const later = new Date("2026-12-02T12:05:00Z");
+    const o = obs({ now: later.getTime() });
+    const second = machineStatus(first, o, decide(o), { failed: [] }, { now: later });
+    expect(second.turnRequest?.at).toBe(first.turnRequest?.at);
+    expect(second.conditions).toEqual(first.conditions);
+    expect(sameStatus(first, { ...second, lastHeartbeatTime: "2026-12-02T12:05:00Z" })).toBe(true);
+    expect(sameStatus(first, { ...second, step: "Updating" })).toBe(false);
+  });
+});
