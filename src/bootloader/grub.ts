@@ -16,8 +16,10 @@
 // in place and synced, after repairing the first from the second when the first is invalid.
 // GRUB edits in place (grub_envblk_set keeps every line where it is) and never touches the
 // markers, so a copy GRUB edited stays valid.
+import { mkdir, open } from "node:fs/promises";
+import { join } from "node:path";
 import { BootloaderError } from "./errors.js";
-import type { EnvCopy, EnvStore } from "./envstore.js";
+import { ENV_FILES, type EnvCopy, type EnvStore } from "./envstore.js";
 import {
   createEnvBlock,
   ENVBLK_SIGNATURE,
@@ -228,4 +230,28 @@ export class GrubBootloader implements Bootloader {
 /** The first bytes of both copies on a new machine: `defaultSlot` boots, nothing armed. */
 export function initialEnvBlock(defaultSlot: Slot): Buffer {
   return encodeLikenEnv({ saved: defaultSlot, next: null, trial: null, others: [] }, FIRST_SEQ);
+}
+
+/**
+ * Creates the two environment copies in `dir` (the ESP directory GRUB reads them from) for a
+ * new machine or a lab machine, `defaultSlot` booting and nothing armed. Existing copies are
+ * left alone: they hold the machine's state.
+ */
+export async function installGrubEnv(dir: string, defaultSlot: Slot): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const f of ENV_FILES) {
+    let fh;
+    try {
+      fh = await open(join(dir, f), "wx");
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") continue;
+      throw e;
+    }
+    try {
+      await fh.write(initialEnvBlock(defaultSlot));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
 }

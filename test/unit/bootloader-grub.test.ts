@@ -215,6 +215,20 @@ describe("DirEnvStore on real files", () => {
     expect(await new GrubBootloader(new DirEnvStore(dir)).read()).toMatchObject({ armed: "b" });
   });
 
+  it("installGrubEnv creates missing copies and never overwrites a machine's state", async () => {
+    const { installGrubEnv } = await import("../../src/bootloader/grub.js");
+    const fresh = join(dir, "new", "EFI", "liken");
+    await installGrubEnv(fresh, "b");
+    expect(await new GrubBootloader(new DirEnvStore(fresh)).read()).toEqual({
+      defaultSlot: "b",
+      armed: null,
+      started: null,
+    });
+    await new GrubBootloader(new DirEnvStore(dir)).armTrial("b");
+    await installGrubEnv(dir, "a");
+    expect(await new GrubBootloader(new DirEnvStore(dir)).read()).toMatchObject({ armed: "b" });
+  });
+
   it("treats a truncated copy as damaged and says which file", async () => {
     writeFileSync(join(dir, "grubenv"), initialEnvBlock("a").subarray(0, 700));
     const [c0] = await new GrubBootloader(new DirEnvStore(dir)).copies();
