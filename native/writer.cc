@@ -34,6 +34,7 @@ struct Buffer {
   uint8_t* data = nullptr;
   size_t len = 0;
   uint64_t pos = 0;  // offset of data[0] within the artifact
+  SHA256_CTX after;  // whole-stream mode: the hash state once this buffer is hashed
 };
 
 struct Options {
@@ -60,6 +61,7 @@ class Pipeline {
     } else {
       SHA256_Init(&ctx_);
     }
+    durable_ = ctx_;
   }
 
   ~Pipeline() {
@@ -142,9 +144,10 @@ class Pipeline {
   }
 
   // Worker thread: the durable resume point. Every byte before `offset` is on the medium
-  // (fdatasync) and, without chunks, `state` is the hash of exactly those bytes.
+  // (fdatasync) and, without chunks, `state` is the hash of exactly those bytes. It does not
+  // drain the pipeline: the write thread writes buffers in order, so what it has written is
+  // always a prefix, and each buffer carries the hash state after it.
   bool Checkpoint(uint64_t* offset, std::vector<uint8_t>* state, Failure* f) {
-    WaitIdle();
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (failed_) {
@@ -153,7 +156,7 @@ class Pipeline {
       }
       *offset = written_;
       state->resize(HashStateSize());
-      ExportHashState(ctx_, state->data());
+      ExportHashState(durable_, state->data());
     }
     if (fdatasync(dfd_) != 0) {
       Fail({"io", std::string("fdatasync: ") + std::strerror(errno), errno, -1});
@@ -271,6 +274,7 @@ class Pipeline {
         }
       } else {
         SHA256_Update(&ctx_, b.data, b.len);
+        bufs_[i].after = ctx_;
       }
       std::lock_guard<std::mutex> lk(mu_);
       busyHash_ = false;
@@ -298,6 +302,7 @@ class Pipeline {
       }
       std::lock_guard<std::mutex> lk(mu_);
       written_ = b.pos + b.len;
+      if (!chunked()) durable_ = b.after;
       busyWrite_ = false;
       free_.push_back(i);
       cv_.notify_all();
@@ -340,6 +345,7 @@ class Pipeline {
   bool busyHash_ = false, busyWrite_ = false, stop_ = false, failed_ = false;
   Failure failure_;
   uint64_t written_;
+  SHA256_CTX durable_;  // the hash state of the first written_ bytes
   std::thread hashThread_, writeThread_;
 };
 

@@ -187,7 +187,10 @@ export class SlotWriter {
     }
   }
 
-  /** Drains and syncs; the result is a resume point that survives a restart. */
+  /**
+   * Syncs what the write thread has written so far (a prefix of the artifact) and returns it
+   * as a resume point that survives a restart. Does not wait for the pipeline to drain.
+   */
   async checkpoint(): Promise<Checkpoint> {
     try {
       return await this.raw.checkpoint();

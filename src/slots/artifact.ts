@@ -64,12 +64,49 @@ function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWr
   });
 }
 
+/**
+ * Takes resume points while the body streams: at most one checkpoint in flight, not awaited
+ * by the stream, so the pipeline keeps its buffers full while the medium syncs.
+ */
+class Checkpointer {
+  private pending: Promise<void> | undefined;
+  private failure: unknown;
+  private next: number;
+
+  constructor(
+    private readonly job: ArtifactJob,
+    private readonly w: SlotWriter,
+  ) {
+    this.next = w.position + (job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY);
+  }
+
+  maybe(): void {
+    if (this.failure !== undefined) throw this.failure;
+    if (this.pending || this.w.position < this.next || this.w.position >= this.w.size) return;
+    this.next = this.w.position + (this.job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY);
+    const chunked = this.job.artifact.chunks !== undefined;
+    this.pending = this.w
+      .checkpoint()
+      .then((cp) => this.job.onCheckpoint(chunked ? { offset: cp.offset } : cp))
+      .catch((e: unknown) => {
+        this.failure = e;
+      })
+      .finally(() => {
+        this.pending = undefined;
+      });
+  }
+
+  async settle(): Promise<void> {
+    await this.pending;
+    if (this.failure !== undefined) throw this.failure;
+  }
+}
+
 /** Streams the body from writer.position to the end of the artifact. */
 async function pump(job: ArtifactJob, w: SlotWriter): Promise<void> {
   const a = job.artifact;
   const idle = job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  const every = job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
-  let nextCheckpoint = w.position + every;
+  const cps = new Checkpointer(job, w);
   const { skip, body } = await openArtifact(job.url, w.position, a.size, job.fetch);
   let toSkip = skip;
   try {
@@ -90,16 +127,14 @@ async function pump(job: ArtifactJob, w: SlotWriter): Promise<void> {
         );
       }
       await w.write(b);
-      if (w.position >= nextCheckpoint && w.position < a.size) {
-        const cp = await w.checkpoint();
-        await job.onCheckpoint(a.chunks ? { offset: cp.offset } : cp);
-        nextCheckpoint = w.position + every;
-      }
+      cps.maybe();
     }
   } catch (cause) {
     discardBody(body);
+    await cps.settle().catch(() => {});
     throw isLikenError(cause) ? cause : fetchFailure(job.url, cause, idle);
   }
+  await cps.settle();
   if (w.position < a.size) {
     throw new VerifyError(
       "LIKEN_VERIFY_CONNECTION",

@@ -80,8 +80,9 @@ describe("SlotWriter, whole-stream mode", () => {
     const f = slotFile("resume.img", 8 * MiB);
     const a = SlotWriter.open({ path: f, size: data.length, bufferSize: MiB });
     await feed(a, data, 0, 3 * MiB + 777); // the 777 bytes in the filling buffer are lost
-    const cp = await a.checkpoint();
-    expect(cp.offset).toBe(3 * MiB);
+    const cp = await a.checkpoint(); // what the write thread has written so far: a prefix
+    expect(cp.offset % MiB).toBe(0);
+    expect(cp.offset).toBeLessThanOrEqual(3 * MiB);
     a.abort();
     const b = SlotWriter.open({
       path: f,
