@@ -3,7 +3,7 @@
 // claims once their pods are gone, kwok plays the kubelets. An independent recorder (watches
 // started before the drain) is the judge, through test/support/drain-invariants.ts.
 import { afterAll, describe, expect, it } from "vitest";
-import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from "@kubernetes/client-node";
 import {
   CORDONED_BY_ANNOTATION,
   DrainError,
@@ -344,5 +344,26 @@ describe("drain on a real control plane", () => {
         ),
       ),
     ]);
+  });
+
+  it("leaves a person's cordon in place, and refuses a node that does not exist", async () => {
+    const node = uniqueName("drain-person");
+    await createKwokNode(node);
+    cleanups.push(() => remove(["node", node]));
+    await core.patchNode(
+      { name: node, body: { spec: { unschedulable: true } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const result = await drainNode(kc, node, { timeoutMs: 20_000, pollIntervalMs: POLL_MS });
+    expect(result.cordon).toBe("someone-elses");
+    expect(await uncordonNode(kc, node)).toBe("not-ours");
+    const after = await core.readNode({ name: node });
+    expect(after.spec?.unschedulable).toBe(true);
+    expect(after.metadata?.annotations?.[CORDONED_BY_ANNOTATION]).toBeUndefined();
+
+    const missing = await drainNode(kc, uniqueName("no-such-node"), { timeoutMs: 5_000 }).catch(
+      (e: unknown) => e,
+    );
+    expect(missing).toMatchObject({ code: "LIKEN_DRAIN_NODE_NOT_FOUND" });
   });
 });

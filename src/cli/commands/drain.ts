@@ -1,15 +1,8 @@
 // `liken drain NODE` and `liken uncordon NODE`: the drain the agent runs on its turn, for a
 // person to run by hand (to try a node's drain before a rollout, or to finish one).
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { InvalidArgumentError, type Command } from "commander";
-import {
-  blockerText,
-  drainNode,
-  uncordonNode,
-  waitText,
-  type DrainProgress,
-  type DriverPodSelectors,
-} from "../../drain/index.js";
+import type { DrainProgress, DriverPodSelectors } from "../../drain/index.js";
 import { parseMatchLabels } from "../../drain/selector.js";
 
 /** A person waits at most this long by default; the agent sets its own (agent config). */
@@ -38,11 +31,13 @@ export function registerDrain(program: Command): void {
         node: string,
         o: { timeout?: number; kubeconfig?: string; driverPods?: DriverPodSelectors },
       ) => {
-        const r = await drainNode(loadKubeConfig(o.kubeconfig), node, {
+        // Loaded on use: the Kubernetes client is large, and `liken --help` should not wait for it.
+        const { drainNode, blockerText, waitText } = await import("../../drain/index.js");
+        const r = await drainNode(await loadKubeConfig(o.kubeconfig), node, {
           timeoutMs: o.timeout ?? parseDuration(DEFAULT_TIMEOUT),
           driverPods: o.driverPods ?? {},
           onProgress: (p) => {
-            const line = progressLine(p);
+            const line = progressLine(p, blockerText, waitText);
             if (line !== undefined) process.stderr.write(`${line}\n`);
           },
         });
@@ -60,7 +55,8 @@ export function registerDrain(program: Command): void {
     .argument("<node>", "the Node")
     .option("--kubeconfig <file>", "kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
     .action(async (node: string, o: { kubeconfig?: string }) => {
-      const r = await uncordonNode(loadKubeConfig(o.kubeconfig), node);
+      const { uncordonNode } = await import("../../drain/index.js");
+      const r = await uncordonNode(await loadKubeConfig(o.kubeconfig), node);
       const said = {
         uncordoned: `node ${node} uncordoned`,
         "not-ours": `node ${node} was cordoned by someone else, not by liken: left cordoned (kubectl uncordon ${node} undoes it)`,
@@ -70,7 +66,8 @@ export function registerDrain(program: Command): void {
     });
 }
 
-function loadKubeConfig(file: string | undefined): KubeConfig {
+async function loadKubeConfig(file: string | undefined): Promise<KubeConfig> {
+  const { KubeConfig } = await import("@kubernetes/client-node");
   const kc = new KubeConfig();
   if (file !== undefined) kc.loadFromFile(file);
   else kc.loadFromDefault();
@@ -99,7 +96,13 @@ function collectDriverPods(text: string, acc: DriverPodSelectors = {}): DriverPo
   return { ...acc, [text.slice(0, eq)]: { selector } };
 }
 
-function progressLine(p: DrainProgress): string | undefined {
+type Texts = typeof import("../../drain/index.js");
+
+function progressLine(
+  p: DrainProgress,
+  blockerText: Texts["blockerText"],
+  waitText: Texts["waitText"],
+): string | undefined {
   switch (p.kind) {
     case "cordoned":
       return {
