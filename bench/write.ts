@@ -184,6 +184,7 @@ async function main(): Promise<void> {
       rbBase: Infinity,
     };
     let rss = 0;
+    const rssOf = { write: 0, readback: 0 };
     for (let r = 0; r < repeat; r++) {
       freshTarget(target, size);
       const w = JSON.parse(await run(process.execPath, [...tsx, "--child", "write", job])) as {
@@ -192,12 +193,14 @@ async function main(): Promise<void> {
       };
       best.liken = Math.min(best.liken, w.seconds);
       rss = Math.max(rss, w.hwm);
+      rssOf.write = Math.max(rssOf.write, w.hwm);
       const rb = JSON.parse(await run(process.execPath, [...tsx, "--child", "readback", job])) as {
         seconds: number;
         hwm: number;
       };
       best.rb = Math.min(best.rb, rb.seconds);
       rss = Math.max(rss, rb.hwm);
+      rssOf.readback = Math.max(rssOf.readback, rb.hwm);
       best.rbBase = Math.min(
         best.rbBase,
         await timed(async () => {
@@ -237,6 +240,9 @@ async function main(): Promise<void> {
     const limit = Math.max(best.disk, best.hash);
     for (const [k, v] of Object.entries(best))
       process.stdout.write(`${k.padEnd(9)} ${v.toFixed(2)} s  ${mbps(size, v)}\n`);
+    process.stdout.write(
+      `peak RSS  write ${rssOf.write.toFixed(0)} MiB, read-back ${rssOf.readback.toFixed(0)} MiB\n`,
+    );
     process.stdout.write(
       `write-path: vs-pipeline=${(best.pipeline / best.liken).toFixed(2)} vs-limit=${(limit / best.liken).toFixed(2)} ` +
         `readback-vs-limit=${(best.rbBase / best.rb).toFixed(2)} rss=${rss.toFixed(0)}\n`,
