@@ -45,6 +45,11 @@ export interface SimulatedMachineOptions {
   timeouts?: Partial<Timeouts>;
   /** How long a hung trial boot sits until the watchdog resets it. */
   hangResetMs?: number;
+  /**
+   * How the release in a slot behaves on its trial boot when `faults` says nothing for that
+   * slot (the lab reads it from the kernel artifact's bytes). Default: it comes up.
+   */
+  trialFault?: (slot: Slot, device: string) => Promise<LabFault>;
   /** Extra environment for the agent (LIKEN_LOG_LEVEL...). */
   env?: NodeJS.ProcessEnv;
 }
@@ -147,7 +152,7 @@ export class SimulatedMachine {
   private async boot(): Promise<void> {
     while (this.running) {
       const b = await bootMachine(this.store, {});
-      const fault: LabFault = b.trial ? (this.faults[b.slot] ?? "none") : "none";
+      const fault = b.trial ? await this.faultOf(b.slot) : "none";
       const outcome = fault === "panic" ? "panicked" : fault === "hang" ? "hung" : "up";
       this.boots.push({
         n: this.boots.length + 1,
@@ -177,6 +182,12 @@ export class SimulatedMachine {
         await new Promise((r) => setTimeout(r, 200)); // RestartSec
       }
     }
+  }
+
+  private async faultOf(slot: Slot): Promise<LabFault> {
+    const set = this.faults[slot];
+    if (set !== undefined) return set;
+    return (await this.opts.trialFault?.(slot, this.slotFile(slot))) ?? "none";
   }
 
   private async runAgent(config: string): Promise<number | null> {

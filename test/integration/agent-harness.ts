@@ -3,10 +3,13 @@
 // (src/lab/machine.ts: the real `liken agent run`, file-backed slots, the firmware model),
 // a stand-in for cluster-operator that follows the turn protocol of docs/agent.md, and an
 // independent recorder of every Machine and Cluster status the API server sends.
-import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createHash } from "node:crypto";
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { LikenApi } from "../../src/api/client.js";
 import { ResourceWatcher } from "../../src/api/watch.js";
 import type { Cluster, Machine, RebootTurn, ReleaseRef } from "../../src/api/types.js";
@@ -22,6 +25,8 @@ import {
   uniqueName,
   waitFor,
 } from "../support/kube.js";
+
+const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
 
 export interface Observation {
   at: number;
@@ -83,6 +88,8 @@ export class Fleet {
   private watchers: ResourceWatcher<Machine | Cluster>[] = [];
   private operatorTimer: NodeJS.Timeout | undefined;
   private operatorBusy = false;
+  private operator: ChildProcess | undefined;
+  private operatorExit: Promise<void> | undefined;
   /** Every error the stand-in operator met (conflicts are expected and retried). */
   readonly operatorErrors: string[] = [];
 
@@ -147,7 +154,11 @@ export class Fleet {
     await Promise.all([mw.start(), cw.start()]);
   }
 
-  async addMachine(m: FleetMachine, timeouts: Partial<Timeouts> = {}): Promise<SimulatedMachine> {
+  async addMachine(
+    m: FleetMachine,
+    timeouts: Partial<Timeouts> = {},
+    kubeconfig = kubeconfigPath(),
+  ): Promise<SimulatedMachine> {
     await createKwokNode(m.name);
     await this.api.machines.create({
       apiVersion: "liken.sh/v1alpha1",
@@ -159,7 +170,7 @@ export class Fleet {
       name: m.name,
       dir: path.join(this.dir, m.name),
       cluster: this.cluster,
-      kubeconfig: kubeconfigPath(),
+      kubeconfig,
       slotSize: 1024 * 1024,
       loopSeconds: 0.5,
       heartbeatSeconds: 5,
@@ -187,7 +198,18 @@ export class Fleet {
    * at a time), recorded in status.rebootTurns with a write conditioned on the Cluster's
    * resourceVersion; remove the record once the machine no longer asks for that release.
    */
-  startOperator(intervalMs = 300): void {
+  /**
+   * The real cluster-operator (`liken operator`) as its own process, with the start-up grace
+   * shortened (the page's 40 s is the operator's own test's business).
+   */
+  startRealOperator(): void {
+    const args = [LIKEN_BIN, "operator", "--kubeconfig", kubeconfigPath(), "--start-grace", "1s"];
+    args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
+    this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });
+    this.operatorExit = new Promise((resolve) => this.operator!.on("exit", () => resolve()));
+  }
+
+  startOperatorStandIn(intervalMs = 300): void {
     this.operatorTimer = setInterval(() => {
       if (this.operatorBusy) return;
       this.operatorBusy = true;
@@ -260,6 +282,8 @@ export class Fleet {
 
   async stop(): Promise<void> {
     clearInterval(this.operatorTimer);
+    this.operator?.kill("SIGTERM");
+    await this.operatorExit;
     await Promise.all([...this.machines.values()].map((m) => m.stop()));
     for (const w of this.watchers) w.stop();
     await this.channel?.close();
@@ -288,4 +312,43 @@ export function checkTurnInvariants(history: Observation[], leaders: Set<string>
     }
   }
   return problems;
+}
+
+/** A TCP proxy in front of the API server that a test can cut and restore (an outage). */
+export class ApiProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(private readonly target: URL) {}
+
+  async open(): Promise<void> {
+    const server = createServer((down) => {
+      const up = connect(Number(this.target.port), this.target.hostname);
+      for (const s of [down, up]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => s.destroy());
+      }
+      down.pipe(up).pipe(down);
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, "127.0.0.1", resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  /** Refuses new connections and drops every open one. */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  }
+
+  /** A kubeconfig like `base` whose server is this proxy. */
+  async kubeconfig(base: string, file: string): Promise<string> {
+    const text = await readFile(base, "utf8");
+    await writeFile(file, text.replace(/server: \S+/g, `server: https://127.0.0.1:${this.port}`));
+    return file;
+  }
 }
