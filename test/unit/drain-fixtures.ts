@@ -11,6 +11,7 @@ export interface PodSpecLite {
   priorityClassName?: string;
   priority?: number;
   hostPaths?: string[];
+  emptyDir?: boolean;
   /** Claims by name (spec.resourceClaims[].resourceClaimName). */
   claims?: string[];
   /** Claims from templates: [podClaimName, generated claim name]. */
@@ -54,7 +55,10 @@ export function pod(s: PodSpecLite): V1Pod {
       containers: [{ name: "c", image: "x" }],
       ...(s.priorityClassName !== undefined ? { priorityClassName: s.priorityClassName } : {}),
       ...(s.priority !== undefined ? { priority: s.priority } : {}),
-      volumes: (s.hostPaths ?? []).map((p, i) => ({ name: `v${i}`, hostPath: { path: p } })),
+      volumes: [
+        ...(s.hostPaths ?? []).map((p, i) => ({ name: `v${i}`, hostPath: { path: p } })),
+        ...(s.emptyDir ? [{ name: "scratch", emptyDir: {} }] : []),
+      ],
       resourceClaims: [
         ...(s.claims ?? []).map((c) => ({ name: c, resourceClaimName: c })),
         ...(s.templateClaims ?? []).map(([n]) => ({ name: n, resourceClaimTemplateName: "tpl" })),

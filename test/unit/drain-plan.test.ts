@@ -44,8 +44,9 @@ describe("planDrain: which pod leaves in which wave", () => {
         pod({ name: "crashed", phase: "Failed" }),
         pod({ name: "node-exporter", daemonSet: true }),
         pod({ name: "web" }),
+        pod({ name: "cache", emptyDir: true }),
       ],
-      waves: { workloads: ["default/web"] },
+      waves: { workloads: ["default/web", "default/cache"] },
       left: {
         "default/etcd": "mirror-pod",
         "default/job": "finished",
