@@ -7,9 +7,26 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../api/types.js";
 import { LikenError } from "../errors.js";
-import { approveReboot } from "./approve.js";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { fileURLToPath } from "node:url";
 import { LAB_CLUSTER, type Lab } from "./lab.js";
 import { RolloutObserver } from "./observer.js";
+
+const run = promisify(execFile);
+const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
+
+/** What a person types: `liken approve-reboot lab <machine>` (the real command). */
+async function approveReboot(lab: Lab, machine: string): Promise<void> {
+  await run(process.execPath, [
+    LIKEN_BIN,
+    "approve-reboot",
+    LAB_CLUSTER,
+    machine,
+    "--kubeconfig",
+    lab.controlPlane.kubeconfig,
+  ]);
+}
 
 /** A 5-machine rollout finishes in well under this on 2 cores; past it the demo reports a stall. */
 const DEMO_DEADLINE_MS = 5 * 60_000;
@@ -86,7 +103,7 @@ export async function runDemo(lab: Lab, log: (l: string) => void): Promise<strin
           !approved.has(m.metadata.name)
         ) {
           log(`demo: liken approve-reboot ${LAB_CLUSTER} ${m.metadata.name}`);
-          await approveReboot(lab.api, LAB_CLUSTER, m.metadata.name, "lab-demo");
+          await approveReboot(lab, m.metadata.name);
           approved.add(m.metadata.name);
         }
         if (m.status?.step === "Failed") {

@@ -76,7 +76,7 @@ export function startOperator(lab: Lab, kubeconfig: string, id: string): void {
   const fd = openSync(logFile, "a");
   const child = spawn(
     process.execPath,
-    [LIKEN_BIN, "operator", "--kubeconfig", kubeconfig, "--id", id],
+    [LIKEN_BIN, "operator", "--kubeconfig", kubeconfig, "--identity", id],
     {
       stdio: ["ignore", fd, fd],
     },
