@@ -139,7 +139,8 @@ export async function buildRelease(
   return { digest, dir, release };
 }
 
-/** The YAML a person pastes into spec.releases.catalog. */
+/** The YAML a person pastes into spec.releases.catalog; the version quoted, as on the page,
+ * so a version such as 1.10 stays a string. */
 export function catalogEntry(version: string, digest: string): string {
-  return stringify([{ version, digest }]);
+  return `- version: ${JSON.stringify(version)}\n  digest: ${digest}\n`;
 }
