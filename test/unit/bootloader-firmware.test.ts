@@ -1,0 +1,50 @@
+// The firmware model on the testbed's scenarios: the same expectations the QEMU tier checks on
+// the real firmware and bootloader (test/qemu/testbed.test.ts compares the two boot by boot).
+import { describe, expect, it } from "vitest";
+import { MemoryEnvStore } from "../../src/bootloader/envstore.js";
+import { bootMachine, grubBoot } from "../../src/bootloader/firmware.js";
+import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
+import { formatBoot, runOnModel, SCENARIO_NAMES, SCENARIOS } from "../qemu/scenarios.js";
+
+describe("firmware model on the testbed scenarios", () => {
+  it.each(SCENARIO_NAMES.map((n) => [n]))("%s", async (name) => {
+    const s = SCENARIOS[name];
+    const run = await runOnModel(s);
+    expect(run.boots.map((b, i) => formatBoot(i + 1, b))).toEqual(
+      s.expected.map((b, i) => formatBoot(i + 1, b)),
+    );
+    expect(run.finalVerdict).toBe(s.finalVerdict);
+  });
+
+  it("prints the boot lines the testbed prints", () => {
+    expect(SCENARIOS.good.expected.map((b, i) => formatBoot(i + 1, b))).toEqual([
+      "boot 1: slot a 2026.10.10-001",
+      "boot 2: slot b 2026.10.12-001 (trial)",
+      "boot 3: slot b 2026.10.12-001",
+    ]);
+  });
+
+  it("a trial boots once: every later boot after a failure is the default", async () => {
+    const init = initialEnvBlock("a");
+    const store = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
+    await new GrubBootloader(store).armTrial("b");
+    const boots = [];
+    for (let i = 0; i < 4; i++) boots.push(await bootMachine(store, { b: "hang" }));
+    expect(boots.map((b) => `${b.slot}${b.trial ? "*" : ""}:${b.outcome}`)).toEqual([
+      "b*:hung",
+      "a:up",
+      "a:up",
+      "a:up",
+    ]);
+  });
+
+  it("logs the decision as grub.cfg echoes it", async () => {
+    const init = initialEnvBlock("a");
+    const store = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
+    expect((await grubBoot(store)).log).toBe("liken-grub: env=.../grubenv default=a boot=normal");
+    await new GrubBootloader(store).armTrial("b");
+    expect((await grubBoot(store)).log).toBe(
+      "liken-grub: env=.../grubenv default=trial-b boot=trial",
+    );
+  });
+});
