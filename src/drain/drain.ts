@@ -112,7 +112,8 @@ class DrainRun {
 
     for (;;) {
       this.checkAbort();
-      const snap = await this.observe();
+      const snap = await this.observeOrWait();
+      if (snap === undefined) continue;
       plan = this.admit(plan, snap);
       const step = nextStep(plan, snap);
       if (step.kind === "done") break;
@@ -183,6 +184,29 @@ class DrainRun {
   private async observe(): Promise<Snapshot> {
     const [pods, claims] = await Promise.all([this.api.podsOnNode(this.node), this.api.claims()]);
     return { pods, claims };
+  }
+
+  /**
+   * A look that fails for a passing reason (the API server restarting, a timeout) is
+   * reported and tried again after a pause, up to the deadline; any other failure ends the
+   * drain with the node cordoned.
+   */
+  private async observeOrWait(): Promise<Snapshot | undefined> {
+    try {
+      return await this.observe();
+    } catch (e) {
+      if (!(e instanceof DrainError) || !e.retryable) throw e;
+      if (Date.now() >= this.deadline) {
+        throw new DrainError(
+          "LIKEN_DRAIN_DEADLINE",
+          `node ${this.node}: the drain did not finish within ${Math.round(this.opts.timeoutMs / 1000)} s: ${e.message}. The node stays cordoned.`,
+          { retryable: true, context: { node: this.node, blockers: [], waiting: [] }, cause: e },
+        );
+      }
+      this.report({ kind: "warning", message: `${e.message}; looking again` });
+      await this.pause();
+      return undefined;
+    }
   }
 
   private async evictOne(planned: PlannedPod, snap: Snapshot): Promise<void> {
