@@ -11,7 +11,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { HeartbeatClient } from "../api/heartbeat.js";
 import { LikenApi } from "../api/client.js";
-import type { Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
+import type { Approval, Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
 import { DirEnvStore } from "../bootloader/envstore.js";
 import { GrubBootloader } from "../bootloader/grub.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -41,6 +41,9 @@ interface Download {
   child: ChildProcess;
   total: number;
   exited: Promise<number | null>;
+  /** Bytes durable at the last look, and since when that number has not changed. */
+  done: number;
+  idleSince: number;
 }
 
 function now(): string {
@@ -49,6 +52,15 @@ function now(): string {
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
+}
+
+/** spec.approval approves exactly the staged release (and its digest, when it names one). */
+export function approves(approval: Approval | undefined, staged: ReleaseRef | undefined): boolean {
+  return (
+    staged !== undefined &&
+    approval?.version === staged.version &&
+    (approval.digest === undefined || approval.digest === staged.digest)
+  );
 }
 
 export class AgentDaemon {
@@ -72,6 +84,7 @@ export class AgentDaemon {
   private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
   private lastTick = Date.now();
+  private lastProgress: StatusExtras["progress"];
   private acting = false;
 
   constructor(
@@ -234,6 +247,7 @@ export class AgentDaemon {
       this.mem = { ...this.mem, trialSeenAt: Date.now() };
       await this.memFile.save(this.mem);
     }
+    this.lastProgress = await this.progress();
     const apiReachable = await this.readApi();
     if (apiReachable) await this.handleRetry();
     const running = await this.slotView(runningSlot);
@@ -250,6 +264,7 @@ export class AgentDaemon {
       approved: false,
       turn: false,
       download: this.download?.release,
+      downloadIdleSince: this.download?.idleSince,
       downloadFailedAt: this.downloadFailedAt,
       failedDigests: this.mem.failed.map((f) => f.digest),
       drainedDigest: this.mem.drainedDigest,
@@ -257,11 +272,7 @@ export class AgentDaemon {
       trialSeenAt: this.mem.trialSeenAt,
     };
     const staged = turnRelease(o);
-    const approval = spec?.approval;
-    o.approved =
-      staged !== undefined &&
-      approval?.version === staged.version &&
-      (approval.digest === undefined || approval.digest === staged.digest);
+    o.approved = approves(spec?.approval, staged);
     o.turn = apiReachable && findTurn(this.cluster, this.cfg.machine, staged) !== undefined;
     return o;
   }
@@ -273,13 +284,17 @@ export class AgentDaemon {
     if (d === undefined) return undefined;
     const p = await this.store.progress(d.slot, d.release.digest);
     const done = Object.values(p.artifacts).reduce((n, a) => n + a.offset, 0);
+    if (done !== d.done) {
+      d.done = done;
+      d.idleSince = Date.now();
+    }
     const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
     return { bytesDone: done, bytesTotal: d.total, percent };
   }
 
   private async report(o: Observed, dec: Decision): Promise<void> {
     if (!o.apiReachable || this.machine === undefined) return;
-    const progress = await this.progress();
+    const progress = this.lastProgress;
     const extras: StatusExtras = {
       now: new Date(),
       ...(progress ? { progress } : {}),
@@ -316,7 +331,9 @@ export class AgentDaemon {
           await this.store.clearProgress(a.slot);
         });
       case "cancel-download":
-        return this.stopDownload("the target changed");
+        await this.stopDownload(a.failed ? "no progress" : "the target changed");
+        if (a.failed) this.downloadFailedAt = Date.now();
+        return;
       case "download":
         return this.startDownload(a.slot, a.release);
       case "drain":
@@ -388,7 +405,7 @@ export class AgentDaemon {
     const exited = new Promise<number | null>((resolve) =>
       child.on("exit", (code) => resolve(code)),
     );
-    const d: Download = { release, slot, child, total, exited };
+    const d: Download = { release, slot, child, total, exited, done: 0, idleSince: Date.now() };
     this.download = d;
     this.log.info(
       { version: release.version, slot, bytes: total, pid: child.pid },

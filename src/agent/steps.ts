@@ -115,6 +115,8 @@ export interface Observed {
   turn: boolean;
   /** A download in progress (it runs beside the loop) and what it writes. */
   download: ReleaseRef | undefined;
+  /** Since when the running download wrote no new byte (undefined: none running). */
+  downloadIdleSince: number | undefined;
   /** The last download failure of the target and when. */
   downloadFailedAt: number | undefined;
   /** Digests this machine must not try again (failed trial or slot check). */
@@ -130,7 +132,8 @@ export interface Observed {
 export type Action =
   | { kind: "wait" }
   | { kind: "withdraw"; slot: Slot }
-  | { kind: "cancel-download" }
+  /** Stop the download child; `failed`: count it as a failed attempt (retry after a delay). */
+  | { kind: "cancel-download"; failed: boolean }
   | { kind: "download"; slot: Slot; release: ReleaseRef }
   | { kind: "request-turn"; release: ReleaseRef }
   | { kind: "drain"; release: ReleaseRef }
@@ -280,7 +283,8 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   }
   // Withdraw first, synced: a reboot after this point boots neither release.
   if (o.download !== undefined && !sameRelease(o.download, target)) {
-    return d("Withdrawing", "Downloading", { kind: "cancel-download" }, "target changed");
+    const action: Action = { kind: "cancel-download", failed: false };
+    return d("Withdrawing", "Downloading", action, "target changed");
   }
   const other = o.other;
   if (
@@ -299,7 +303,13 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     );
   }
   if (other.state === "staged") return decideStaged(o, target);
-  if (o.download !== undefined) return d("Downloading", "Downloading", WAIT, "downloading");
+  if (o.download !== undefined) {
+    if (timedOut("Downloading", o.downloadIdleSince, o.now, t)) {
+      const why = `no progress for ${t.downloadMs} ms`;
+      return d("Downloading", "Downloading", { kind: "cancel-download", failed: true }, why);
+    }
+    return d("Downloading", "Downloading", WAIT, "downloading");
+  }
   if (o.downloadFailedAt !== undefined && o.now - o.downloadFailedAt < t.downloadRetryMs) {
     return d("Downloading", "Downloading", WAIT, "download failed; retrying later");
   }
@@ -337,8 +347,9 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
   }
   const target = o.target;
   if (target === undefined || sameRelease(o.running.release, target)) {
-    if (o.download !== undefined)
-      return d("Idle", "Ready", { kind: "cancel-download" }, "no target");
+    if (o.download !== undefined) {
+      return d("Idle", "Ready", { kind: "cancel-download", failed: false }, "no target");
+    }
     if (o.drainedDigest !== undefined) {
       const reason = "runs the target";
       return d("Idle", "Ready", { kind: "release-turn", reason }, reason);

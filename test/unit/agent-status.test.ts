@@ -18,6 +18,7 @@ function obs(over: Partial<Observed> = {}): Observed {
     approved: false,
     turn: false,
     download: undefined,
+    downloadIdleSince: undefined,
     downloadFailedAt: undefined,
     failedDigests: [],
     drainedDigest: undefined,

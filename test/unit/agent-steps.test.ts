@@ -25,6 +25,7 @@ function base(over: Partial<Observed> = {}): Observed {
     approved: false,
     turn: false,
     download: undefined,
+    downloadIdleSince: undefined,
     downloadFailedAt: undefined,
     failedDigests: [],
     drainedDigest: undefined,
@@ -70,6 +71,28 @@ const rows: Row[] = [
   {
     name: "download running for the target",
     o: base({ download: V2, other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "wait",
+  },
+  {
+    name: "download without progress for downloadMs: stop it, retry later",
+    o: base({
+      download: V2,
+      downloadIdleSince: 1_000_000 - DEFAULT_TIMEOUTS.downloadMs,
+      other: { slot: "b", state: "writing", release: V2 },
+    }),
+    phase: "Downloading",
+    step: "Downloading",
+    action: "cancel-download",
+  },
+  {
+    name: "download with recent progress: keep going",
+    o: base({
+      download: V2,
+      downloadIdleSince: 1_000_000 - DEFAULT_TIMEOUTS.downloadMs + 1,
+      other: { slot: "b", state: "writing", release: V2 },
+    }),
     phase: "Downloading",
     step: "Downloading",
     action: "wait",
