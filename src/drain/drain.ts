@@ -254,7 +254,7 @@ class DrainRun {
   }
 
   private async blocked(planned: PlannedPod, pod: V1Pod, message: string): Promise<void> {
-    const pdbs = budgetsFor(pod, await this.api.budgets(pod.metadata?.namespace ?? ""));
+    const pdbs = await this.budgetsOf(pod);
     const attempts = (this.blockers.get(planned.uid)?.attempts ?? 0) + 1;
     const blocker: Blocker = { pod: planned.pod, pdbs, message, attempts };
     this.blockers.set(planned.uid, blocker);
@@ -264,6 +264,16 @@ class DrainRun {
     if (this.eventsSent.has(key)) return;
     this.eventsSent.add(key);
     await this.event("Warning", "DrainBlocked", blockerText(blocker));
+  }
+
+  /** The budgets that match the pod; a failed lookup is reported and names none. */
+  private async budgetsOf(pod: V1Pod): Promise<string[]> {
+    try {
+      return budgetsFor(pod, await this.api.budgets(pod.metadata?.namespace ?? ""));
+    } catch (e) {
+      this.report({ kind: "warning", message: e instanceof Error ? e.message : String(e) });
+      return [];
+    }
   }
 
   private backOff(uid: string): void {
