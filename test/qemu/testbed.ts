@@ -3,7 +3,7 @@
 // disk image, and reads the boot sequence off the serial console. Each scenario also runs on the
 // firmware model, which must give the same boots, the same GRUB decisions and the same bytes.
 //
-//   npm run testbed -- --scenario good|panic|hang|no-confirm|all
+//   npm run testbed -- --scenario good|panic|hang|no-confirm|all [--keep]
 import { spawn, type ChildProcess } from "node:child_process";
 import {
   copyFileSync,
@@ -292,6 +292,8 @@ function parseArgs(argv: string[]): ScenarioName[] {
 
 async function main(): Promise<number> {
   const names = parseArgs(process.argv.slice(2));
+  // --keep: keep each run's directory (serial.log, timeline.txt, disk.img) even when it passed.
+  const keep = process.argv.includes("--keep");
   const t0 = Date.now();
   const m = buildTestbed((s) => console.log(s));
   console.log(
@@ -304,7 +306,8 @@ async function main(): Promise<number> {
     const problems = await checkRun(run);
     if (problems.length === 0) {
       console.log(`scenario ${name}: ok in ${run.seconds.toFixed(1)} s (model agrees)`);
-      rmSync(run.dir, { recursive: true, force: true });
+      if (keep) console.log(`  serial log and timeline kept in ${run.dir}`);
+      else rmSync(run.dir, { recursive: true, force: true });
     } else {
       failed++;
       console.log(
