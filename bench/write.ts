@@ -61,19 +61,21 @@ async function child(op: string, jobFile: string): Promise<void> {
     target: string;
   };
   const t0 = process.hrtime.bigint();
+  let waitedMs = 0;
   if (op === "write") {
     await writeArtifact({
       url: new URL(job.url),
       artifact: job.artifact,
       device: job.target,
       onCheckpoint: async () => {},
+      onWritten: (s) => (waitedMs = s.waitedMs),
     });
   } else {
     const got = await readback(job.target, { size: job.artifact.size });
     if (`sha256:${got}` !== job.artifact.digest) throw new Error(`read-back digest ${got} differs`);
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  process.stdout.write(`${JSON.stringify({ seconds, hwm: hwmMiB() })}\n`);
+  process.stdout.write(`${JSON.stringify({ seconds, hwm: hwmMiB(), waitedMs })}\n`);
 }
 
 async function serve(dir: string): Promise<void> {
@@ -190,7 +192,11 @@ async function main(): Promise<void> {
       const w = JSON.parse(await run(process.execPath, [...tsx, "--child", "write", job])) as {
         seconds: number;
         hwm: number;
+        waitedMs: number;
       };
+      process.stdout.write(
+        `liken write ${w.seconds.toFixed(2)} s, of which ${(w.waitedMs / 1000).toFixed(2)} s waiting for a free buffer (disk/hash)\n`,
+      );
       best.liken = Math.min(best.liken, w.seconds);
       rss = Math.max(rss, w.hwm);
       rssOf.write = Math.max(rssOf.write, w.hwm);

@@ -137,6 +137,9 @@ function plan(o: SlotWriterOptions): Plan {
  */
 export class SlotWriter {
   private written: number;
+  /** Milliseconds write() spent waiting for a free buffer: the medium or hashing was slower
+   * than the network. Near zero means the network (or the main thread) is the limit. */
+  waitedMs = 0;
 
   private constructor(
     private readonly raw: RawWriter,
@@ -178,7 +181,9 @@ export class SlotWriter {
     try {
       let done = this.raw.push(buf);
       while (done < buf.length) {
+        const t0 = performance.now();
         await this.raw.space();
+        this.waitedMs += performance.now() - t0;
         done += this.raw.push(buf.subarray(done));
       }
       this.written += buf.length;

@@ -36,6 +36,8 @@ export interface ArtifactJob {
   fetch?: FetchOptions;
   direct?: boolean;
   log?: (msg: string) => void;
+  /** Called once the artifact is written, with the writer's buffer wait (diagnostics). */
+  onWritten?: (stats: { waitedMs: number }) => void;
 }
 
 /**
@@ -175,6 +177,7 @@ export async function writeArtifact(job: ArtifactJob): Promise<void> {
           { retryable: true, context: { artifact: a.name } },
         );
       }
+      job.onWritten?.({ waitedMs: w.waitedMs });
       return;
     } catch (e) {
       const next = recover(job, e, w);
