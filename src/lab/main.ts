@@ -2,7 +2,10 @@
 import { Command } from "commander";
 import { LikenError } from "../errors.js";
 import { runDemo } from "./demo.js";
-import { LAB_CLUSTER, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
+import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
+import path from "node:path";
+import { FAULT_ACTIONS, sendFault, serveControl, type FaultAction } from "./control.js";
+import { buildLabRelease } from "./releases.js";
 import { startFleet } from "./processes.js";
 
 const err = (l: string): void => void process.stderr.write(`${l}\n`);
@@ -23,6 +26,12 @@ In another terminal:
   kubectl get machines -w                   # LIKEN and STATUS change one machine at a time
   npx liken approve-reboot ${LAB_CLUSTER} ${manual}        # a Manual machine waits in RebootPending until you do
   npx liken status ${LAB_CLUSTER}                     # a live view: steps, downloads, turns, what blocks
+
+Faults on demand, from another terminal:
+  npm run -s lab -- bad-release 2026.10.13-001   # a release whose kernel panics on its trial: catalog it, set spec.version, watch the fallback
+  npm run -s lab -- fault stop-machine node-5    # power a machine off: after 40 s it reads Lost and counts against the budget
+  npm run -s lab -- fault start-machine node-5
+  npm run -s lab -- fault pause-operator operator-1   # SIGSTOP one operator copy; resume-operator to wake it
 
 Ctrl-C stops everything.`;
 }
@@ -49,7 +58,8 @@ program.action(async (o: { demo?: boolean; machines: number }) => {
   process.on("SIGINT", () => void stop(130));
   process.on("SIGTERM", () => void stop(143));
   try {
-    await startFleet(lab, err);
+    const fleet = await startFleet(lab, err);
+    lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));
   } catch (e) {
     await stopLab(lab);
     throw e;
@@ -69,6 +79,37 @@ program.action(async (o: { demo?: boolean; machines: number }) => {
   err(tour(lab));
   await new Promise(() => {}); // foreground until Ctrl-C
 });
+
+program
+  .command("fault")
+  .description(`inject a fault into the running lab: ${FAULT_ACTIONS.join(", ")}`)
+  .argument("<action>", FAULT_ACTIONS.join(" | "))
+  .argument("<name>", "the machine (node-1...) or operator copy (operator-1, operator-2)")
+  .action(async (action: string, name: string) => {
+    if (!FAULT_ACTIONS.includes(action as FaultAction)) {
+      throw new LikenError(
+        "LIKEN_LAB_USAGE",
+        `unknown fault "${action}"; use one of: ${FAULT_ACTIONS.join(", ")}`,
+      );
+    }
+    process.stdout.write(
+      `${await sendFault(path.join(LAB_DIR, "lab"), action as FaultAction, name)}\n`,
+    );
+  });
+
+program
+  .command("bad-release")
+  .description("publish into the lab's channel a release whose kernel panics on its trial boot")
+  .argument("<version>", "its version, e.g. 2026.10.13-001")
+  .action(async (version: string) => {
+    const dir = path.join(LAB_DIR, "lab");
+    const r = await buildLabRelease(path.join(dir, "channel"), dir, version, "panic");
+    process.stdout.write(
+      `published ${r.version} (${r.digest}), whose kernel panics on its trial boot.\n` +
+        `Catalog it and point spec.version at it (kubectl edit cluster ${LAB_CLUSTER}): each machine stages it, takes its turn,\n` +
+        `boots it once, falls back to its old slot by itself, and reports the failed trial (kubectl get machines).\n`,
+    );
+  });
 
 try {
   await program.parseAsync(process.argv);

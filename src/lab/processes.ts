@@ -6,6 +6,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { setTimeout as sleep } from "node:timers/promises";
+import { LikenError } from "../errors.js";
 import type { Slot } from "../bootloader/types.js";
 import { agentKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
@@ -71,7 +73,7 @@ current-context: lab
   return file;
 }
 
-export function startOperator(lab: Lab, kubeconfig: string, id: string): void {
+export function startOperator(lab: Lab, kubeconfig: string, id: string): number {
   const logFile = path.join(LAB_DIR, "lab", `operator-${id}.log`);
   const fd = openSync(logFile, "a");
   const child = spawn(
@@ -84,15 +86,43 @@ export function startOperator(lab: Lab, kubeconfig: string, id: string): void {
   closeSync(fd);
   lab.stoppers.push(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGCONT"); // a copy paused on demand must be able to hear SIGTERM
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
   });
+  return child.pid ?? 0;
 }
 
-export async function startFleet(lab: Lab, log: (l: string) => void): Promise<SimulatedMachine[]> {
-  const opKubeconfig = await operatorKubeconfig(lab);
-  startOperator(lab, opKubeconfig, "operator-1");
-  log("  cluster-operator started");
+export interface Fleet {
+  machines: Map<string, SimulatedMachine>;
+  operators: Map<string, number>;
+}
+
+/** Two copies, as the operator's Deployment runs them: correctness never rests on one. */
+const OPERATOR_COPIES = ["operator-1", "operator-2"];
+
+/** How long simulated machines get to boot and report their release (2 busy cores). */
+const FLEET_REPORT_TIMEOUT_MS = 180_000;
+
+async function waitForReports(lab: Lab, version: string): Promise<void> {
+  const deadline = Date.now() + FLEET_REPORT_TIMEOUT_MS;
+  for (;;) {
+    const { items } = await lab.api.machines.list();
+    const silent = lab.fleet.filter(
+      (f) => items.find((m) => m.metadata.name === f.name)?.status?.version !== version,
+    );
+    if (silent.length === 0) return;
+    if (Date.now() > deadline) {
+      throw new LikenError(
+        "LIKEN_LAB_FLEET_SILENT",
+        `machines ${silent.map((f) => f.name).join(", ")} did not report ${version} within ${FLEET_REPORT_TIMEOUT_MS / 1000} s; see .lab/lab/machines/<name>/agent.log`,
+      );
+    }
+    await sleep(500);
+  }
+}
+
+export async function startFleet(lab: Lab, log: (l: string) => void): Promise<Fleet> {
   const current = lab.releases[0]!;
   const machines: SimulatedMachine[] = [];
   for (const spec of lab.fleet) {
@@ -116,6 +146,14 @@ export async function startFleet(lab: Lab, log: (l: string) => void): Promise<Si
     m.powerOn();
     lab.stoppers.push(() => m.stop());
   }
+  await waitForReports(lab, current.version);
   log(`  ${machines.length} machines powered on, running ${current.version}`);
-  return machines;
+  // The operator starts once the machines heartbeat, as it would join a running fleet: a
+  // machine still booting must not read Lost for its first 40 s.
+  const opKubeconfig = await operatorKubeconfig(lab);
+  const operators = new Map(
+    OPERATOR_COPIES.map((id) => [id, startOperator(lab, opKubeconfig, id)]),
+  );
+  log(`  cluster-operator started (${OPERATOR_COPIES.join(", ")})`);
+  return { machines: new Map(machines.map((m) => [m.opts.name, m])), operators };
 }
