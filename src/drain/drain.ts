@@ -46,6 +46,8 @@ export interface Blocker {
   pdbs: string[];
   message: string;
   attempts: number;
+  /** When the eviction was first refused (ISO 8601), for the Machine's status.drainBlocker. */
+  since: string;
 }
 
 export type DrainProgress =
@@ -255,8 +257,14 @@ class DrainRun {
 
   private async blocked(planned: PlannedPod, pod: V1Pod, message: string): Promise<void> {
     const pdbs = await this.budgetsOf(pod);
-    const attempts = (this.blockers.get(planned.uid)?.attempts ?? 0) + 1;
-    const blocker: Blocker = { pod: planned.pod, pdbs, message, attempts };
+    const previous = this.blockers.get(planned.uid);
+    const blocker: Blocker = {
+      pod: planned.pod,
+      pdbs,
+      message,
+      attempts: (previous?.attempts ?? 0) + 1,
+      since: previous?.since ?? new Date().toISOString(),
+    };
     this.blockers.set(planned.uid, blocker);
     this.backOff(planned.uid);
     this.report({ kind: "blocked", blocker });
