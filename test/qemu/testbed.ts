@@ -63,12 +63,18 @@ function killAll(): void {
   }
   running.clear();
 }
-process.once("exit", killAll);
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.once(sig, () => {
-    killAll();
-    process.exit(sig === "SIGINT" ? 130 : 143);
-  });
+let handlersInstalled = false;
+/** Installed with the first QEMU, not at import: importing this module changes nothing. */
+function installHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.once("exit", killAll);
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      killAll();
+      process.exit(sig === "SIGINT" ? 130 : 143);
+    });
+  }
 }
 
 /** Upper bound of one QEMU's life: `timeout` ends it even if this process dies by SIGKILL. */
@@ -200,6 +206,7 @@ export async function runOnQemu(
   const store = new ImageEnvStore(disk, m.envOffsets);
   const bl = new GrubBootloader(store);
   const child = startQemu(dir, disk, vars, join(dir, "serial.sock"));
+  installHandlers();
   running.add(child);
   const run: QemuRun = {
     name,

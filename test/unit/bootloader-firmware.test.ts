@@ -5,6 +5,7 @@ import { MemoryEnvStore } from "../../src/bootloader/envstore.js";
 import { bootMachine, grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
 import { formatBoot, runOnModel, SCENARIO_NAMES, SCENARIOS } from "../qemu/scenarios.js";
+import { checkRun, type QemuRun } from "../qemu/testbed.js";
 
 describe("firmware model on the testbed scenarios", () => {
   it.each(SCENARIO_NAMES.map((n) => [n]))("%s", async (name) => {
@@ -46,5 +47,43 @@ describe("firmware model on the testbed scenarios", () => {
     expect((await grubBoot(store)).log).toBe(
       "liken-grub: env=.../grubenv default=trial-b boot=trial",
     );
+  });
+});
+
+describe("the testbed's checker", () => {
+  async function modelAsRun(name: (typeof SCENARIO_NAMES)[number]): Promise<QemuRun> {
+    const m = await runOnModel(SCENARIOS[name]);
+    return {
+      name,
+      boots: m.boots,
+      grubLogs: m.grubLogs,
+      finalVerdict: m.finalVerdict,
+      envCopies: [m.store.copies[0], m.store.copies[1]],
+      seconds: 0,
+      dir: "/nonexistent",
+      problems: [],
+    };
+  }
+
+  it("accepts a run that boots, decides and leaves bytes as the model does", async () => {
+    for (const n of SCENARIO_NAMES) expect(await checkRun(await modelAsRun(n))).toEqual([]);
+  });
+
+  it("rejects another boot sequence, another GRUB decision or other env bytes", async () => {
+    const seq = await modelAsRun("good");
+    seq.boots[2] = { ...SCENARIOS.panic.expected[2]! };
+    expect((await checkRun(seq)).join("\n")).toMatch(/boots were .* expected/);
+
+    const grub = await modelAsRun("panic");
+    grub.grubLogs[1] = "liken-grub: env=.../grubenv2 default=trial-b boot=trial";
+    expect((await checkRun(grub)).join("\n")).toMatch(/GRUB decided/);
+
+    const bytes = await modelAsRun("hang");
+    bytes.envCopies[1] = initialEnvBlock("a");
+    expect((await checkRun(bytes)).join("\n")).toMatch(/env copy 1 differs/);
+
+    const verdict = await modelAsRun("no-confirm");
+    verdict.finalVerdict = "steady";
+    expect((await checkRun(verdict)).join("\n")).toMatch(/last verdict/);
   });
 });
