@@ -162,6 +162,14 @@ function recover(
   return w.position <= a.size ? "continue" : "fail";
 }
 
+/** Puts the artifact's name in front of a failure that does not name it yet. */
+function nameArtifact(e: unknown, name: string): unknown {
+  if (e instanceof Error && !e.message.startsWith("artifact ")) {
+    e.message = `artifact ${name}: ${e.message}`;
+  }
+  return e;
+}
+
 export async function writeArtifact(job: ArtifactJob): Promise<void> {
   const a = job.artifact;
   const attempts = job.attempts ?? DEFAULT_ATTEMPTS;
@@ -183,7 +191,7 @@ export async function writeArtifact(job: ArtifactJob): Promise<void> {
       const next = recover(job, e, w);
       if (next === "fail" || attempt >= attempts) {
         w.abort();
-        throw e;
+        throw nameArtifact(e, a.name);
       }
       job.log?.(
         `artifact ${a.name}: attempt ${attempt} failed (${(e as Error).message}); retrying`,

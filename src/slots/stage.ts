@@ -151,7 +151,14 @@ export async function downloadRelease(req: DownloadRequest): Promise<DownloadRes
       await store.transition(slot, { type: "begin", ...want });
     });
   }
-  await phase(log, "write", () => writeAll(req, store, slot, release, req.digest));
+  await phase(log, "write", () => writeAll(req, store, slot, release, req.digest)).catch(
+    (e: unknown) => {
+      // Say what it means for the machine: nothing was staged, the next run resumes.
+      if (e instanceof Error)
+        e.message += `; slot ${slot} stays withdrawn (the next download resumes)`;
+      throw e;
+    },
+  );
   const bad = await phase(log, "verify", () => readBackArtifacts(release, device, req.direct));
   if (bad.length > 0) {
     // The medium does not hold what was written: start those artifacts over next time.
