@@ -356,6 +356,15 @@ function assemble(
   return { disk, parts };
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function buildTestbed(log: (s: string) => void = () => {}): Manifest {
   const kpkg = kernelPackage();
   const hash = inputHash(kpkg);
@@ -416,6 +425,9 @@ export function buildTestbed(log: (s: string) => void = () => {}): Manifest {
     const p = join(cacheRoot(), d);
     const idle = Date.now() - statSync(p).mtimeMs > 3600_000;
     if (/^[0-9a-f]{16}$/.test(d) && d !== hash && idle) rmSync(p, { recursive: true });
+    // A build that was killed leaves `<hash>.tmp-<pid>` behind.
+    const tmp = /\.tmp-(\d+)$/.exec(d);
+    if (tmp?.[1] !== undefined && !alive(Number(tmp[1]))) rmSync(p, { recursive: true });
   }
   log(
     `testbed: built ${hash} in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(sizes)}`,
