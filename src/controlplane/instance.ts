@@ -20,6 +20,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import { kwokStageFiles } from "./build.js";
+import { kubeconfigYaml } from "./kubeconfig.js";
 import { makeCerts, type ControlPlaneCerts } from "./certs.js";
 import { ControlPlaneError } from "./errors.js";
 import { pidAlive } from "./lock.js";
@@ -112,27 +113,6 @@ export function listStates(): ControlPlaneState[] {
 
 export function running(s: ControlPlaneState): ProcessRecord[] {
   return s.processes.filter((p) => ours(p.pid, s.dataDir));
-}
-
-function kubeconfigYaml(server: string, caFile: string, token: string): string {
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: liken-local
-  cluster:
-    server: ${server}
-    certificate-authority: ${caFile}
-users:
-- name: admin
-  user:
-    token: ${token}
-contexts:
-- name: liken-local
-  context:
-    cluster: liken-local
-    user: admin
-current-context: liken-local
-`;
 }
 
 function logTail(file: string, lines = 8): string {
@@ -308,7 +288,11 @@ async function startOnce(
   writeFileSync(path.join(dataDir, "pki", "tokens.csv"), `${token},admin,admin,"system:masters"\n`);
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const kubeconfig = path.join(dataDir, "kubeconfig");
-  writeFileSync(kubeconfig, kubeconfigYaml(server, certs.caCert, token), { mode: 0o600 });
+  writeFileSync(
+    kubeconfig,
+    kubeconfigYaml({ server, caFile: certs.caCert, user: "admin", credentials: { token } }),
+    { mode: 0o600 },
+  );
   const s: ControlPlaneState = {
     name,
     version: KUBERNETES_VERSION,

@@ -13,6 +13,7 @@ import {
   type Role,
 } from "../api/types.js";
 import { mintClientCert } from "../controlplane/certs.js";
+import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
 import type { ControlPlaneState } from "../controlplane/instance.js";
 import type { LabRelease } from "./releases.js";
 import { writeFileSync } from "node:fs";
@@ -99,23 +100,12 @@ export function agentKubeconfig(cp: ControlPlaneState, dir: string, machine: str
   const file = path.join(dir, "kubeconfig");
   writeFileSync(
     file,
-    `apiVersion: v1
-kind: Config
-clusters:
-- name: lab
-  cluster:
-    server: ${cp.server}
-    certificate-authority: ${cp.certs.caCert}
-users:
-- name: ${agentUserName(machine)}
-  user:
-    client-certificate: ${certFile}
-    client-key: ${keyFile}
-contexts:
-- name: lab
-  context: {cluster: lab, user: ${agentUserName(machine)}}
-current-context: lab
-`,
+    kubeconfigYaml({
+      server: cp.server,
+      caFile: cp.certs.caCert,
+      user: agentUserName(machine),
+      credentials: { certFile, keyFile },
+    }),
     { mode: 0o600 },
   );
   return file;

@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { LikenError } from "../errors.js";
+import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
 import type { Slot } from "../bootloader/types.js";
 import { agentKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
@@ -55,19 +56,12 @@ async function operatorKubeconfig(lab: Lab): Promise<string> {
   const file = path.join(LAB_DIR, "lab", "operator.kubeconfig");
   writeFileSync(
     file,
-    `apiVersion: v1
-kind: Config
-clusters:
-- name: lab
-  cluster: {server: "${lab.controlPlane.server}", certificate-authority: "${lab.controlPlane.certs.caCert}"}
-users:
-- name: cluster-operator
-  user: {token: "${stdout.trim()}"}
-contexts:
-- name: lab
-  context: {cluster: lab, user: cluster-operator}
-current-context: lab
-`,
+    kubeconfigYaml({
+      server: lab.controlPlane.server,
+      caFile: lab.controlPlane.certs.caCert,
+      user: "cluster-operator",
+      credentials: { token: stdout.trim() },
+    }),
     { mode: 0o600 },
   );
   return file;

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
+import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
 
 export interface ControlPlaneInfo {
   server: string;
@@ -100,23 +101,12 @@ export function mintClientCert(opts: { user: string; groups?: string[] }): {
   const kubeconfig = path.join(sub, "kubeconfig");
   writeFileSync(
     kubeconfig,
-    `apiVersion: v1
-kind: Config
-clusters:
-- name: local
-  cluster:
-    server: ${cp.server}
-    certificate-authority: ${cp.serverCaCert}
-users:
-- name: u
-  user:
-    client-certificate: ${certFile}
-    client-key: ${keyFile}
-contexts:
-- name: local
-  context: {cluster: local, user: u}
-current-context: local
-`,
+    kubeconfigYaml({
+      server: cp.server,
+      caFile: cp.serverCaCert,
+      user: opts.user,
+      credentials: { certFile, keyFile },
+    }),
   );
   return { certFile, keyFile, kubeconfig };
 }
