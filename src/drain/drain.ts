@@ -80,6 +80,13 @@ export async function drainNode(
   return new DrainRun(new DrainApi(kc), node, opts).run();
 }
 
+/**
+ * An unchanged wait is told again this often: a caller that feeds a watchdog from the
+ * progress callback (the agent feeds systemd's) hears from a drain that waits, for example
+ * on a pod with a long termination grace period, well within a 30 s WatchdogSec.
+ */
+const WAITING_REPEAT_MS = 10_000;
+
 /** Attempts to cordon before giving up on conflicting writes to the Node. */
 const CORDON_ATTEMPTS = 5;
 
@@ -91,6 +98,7 @@ class DrainRun {
   private readonly retryAt = new Map<string, number>();
   private readonly eventsSent = new Set<string>();
   private lastWaiting = "";
+  private lastWaitingAt = 0;
   private nodeObj: V1Node | undefined;
 
   constructor(
@@ -307,8 +315,9 @@ class DrainRun {
 
   private reportWaiting(wave: WaveName, waiting: Wait[]): void {
     const key = JSON.stringify([wave, waiting]);
-    if (key === this.lastWaiting) return;
+    if (key === this.lastWaiting && Date.now() - this.lastWaitingAt < WAITING_REPEAT_MS) return;
     this.lastWaiting = key;
+    this.lastWaitingAt = Date.now();
     if (waiting.length > 0) this.report({ kind: "waiting", wave, waiting });
   }
 
