@@ -24,6 +24,7 @@ import { SlotStore } from "../slots/store.js";
 import { fetchDocument } from "../verify/fetch.js";
 import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release.js";
 import { readFile } from "node:fs/promises";
+import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { AgentError } from "./errors.js";
 import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
@@ -83,7 +84,7 @@ export class AgentDaemon {
   private stopping = false;
   private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
-  private lastTick = Date.now();
+  private lastTick = bootClockMs();
   private lastProgress: StatusExtras["progress"];
   private acting = false;
 
@@ -116,7 +117,7 @@ export class AgentDaemon {
     // running), so a wedged event loop or a loop that stopped turning trips systemd's
     // WatchdogSec and the agent is restarted.
     this.watchdog = setInterval(() => {
-      if (this.acting || Date.now() - this.lastTick < 3 * this.cfg.loopMs + 5_000) {
+      if (this.acting || bootClockMs() - this.lastTick < 3 * this.cfg.loopMs + 5_000) {
         sdNotify("WATCHDOG=1");
       }
     }, 5_000);
@@ -155,7 +156,7 @@ export class AgentDaemon {
   }
 
   private async tick(): Promise<void> {
-    this.lastTick = Date.now();
+    this.lastTick = bootClockMs();
     const o = await this.observe();
     const dec = decide(o, this.cfg.timeouts);
     if (dec.phase !== this.phase) {
@@ -244,7 +245,7 @@ export class AgentDaemon {
     const runningSlot = runningSlotFromCmdline(cmdline);
     const boot = judgeBoot(await this.bootloader.read(), runningSlot);
     if (boot.kind === "on-trial" && this.mem.trialSeenAt === undefined) {
-      this.mem = { ...this.mem, trialSeenAt: Date.now() };
+      this.mem = { ...this.mem, trialSeenAt: bootClockMs() };
       await this.memFile.save(this.mem);
     }
     this.lastProgress = await this.progress();
@@ -254,7 +255,7 @@ export class AgentDaemon {
     const other = await this.slotView(otherSlot(runningSlot));
     const spec = this.machine?.spec;
     const o: Observed = {
-      now: Date.now(),
+      now: bootClockMs(),
       apiReachable,
       boot,
       running,
@@ -286,7 +287,7 @@ export class AgentDaemon {
     const done = Object.values(p.artifacts).reduce((n, a) => n + a.offset, 0);
     if (done !== d.done) {
       d.done = done;
-      d.idleSince = Date.now();
+      d.idleSince = bootClockMs();
     }
     const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
     return { bytesDone: done, bytesTotal: d.total, percent };
@@ -332,7 +333,7 @@ export class AgentDaemon {
         });
       case "cancel-download":
         await this.stopDownload(a.failed ? "no progress" : "the target changed");
-        if (a.failed) this.downloadFailedAt = Date.now();
+        if (a.failed) this.downloadFailedAt = bootClockMs();
         return;
       case "download":
         return this.startDownload(a.slot, a.release);
@@ -383,7 +384,7 @@ export class AgentDaemon {
       );
       total = verifyRelease(bytes, release).artifacts.reduce((n, x) => n + x.size, 0);
     } catch (e) {
-      this.downloadFailedAt = Date.now();
+      this.downloadFailedAt = bootClockMs();
       this.problem = { reason: "ReleaseRefused", message: `${release.version}: ${message(e)}` };
       this.log.warn({ version: release.version, err: message(e) }, "release refused");
       return;
@@ -405,7 +406,7 @@ export class AgentDaemon {
     const exited = new Promise<number | null>((resolve) =>
       child.on("exit", (code) => resolve(code)),
     );
-    const d: Download = { release, slot, child, total, exited, done: 0, idleSince: Date.now() };
+    const d: Download = { release, slot, child, total, exited, done: 0, idleSince: bootClockMs() };
     this.download = d;
     this.log.info(
       { version: release.version, slot, bytes: total, pid: child.pid },
@@ -418,7 +419,7 @@ export class AgentDaemon {
         this.problem = undefined;
         this.log.info({ version: release.version, slot }, "download staged and verified");
       } else if (!child.killed) {
-        this.downloadFailedAt = Date.now();
+        this.downloadFailedAt = bootClockMs();
         const last = stderr.trim().split("\n").pop() ?? "";
         this.problem = {
           reason: "DownloadFailed",

@@ -14,7 +14,7 @@ export interface Memory {
   drainedDigest?: string;
   /** The trial armed last: which release, in which slot. */
   trial?: { version: string; digest: string; slot: SlotName; armedAt: string };
-  /** When this trial boot was first seen (ms since epoch), for the prove timeout. */
+  /** When this trial boot was first seen (ms since boot, clock.ts), for the prove timeout. */
   trialSeenAt?: number;
   /** The last trial's outcome, reported in status.lastTrial until the next one. */
   lastTrial?: TrialRecord;

@@ -97,6 +97,7 @@ export interface SlotView {
 
 /** Everything decide() looks at, gathered by the daemon at one moment. */
 export interface Observed {
+  /** Milliseconds since boot (clock.ts): every time below is on this clock, never the wall's. */
   now: number;
   /** False when the last read of the Cluster/Machine failed. */
   apiReachable: boolean;
