@@ -70,18 +70,18 @@ function approves(m: Machine, release: ReleaseRef): boolean {
 export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
   const s = m.status;
   const staged = s?.staged;
-  const req = s?.turnRequest;
-  if (target === undefined || s === undefined || staged === undefined || req === undefined) {
-    return { kind: "none" };
-  }
+  if (target === undefined || s === undefined || staged === undefined) return { kind: "none" };
   const same = (r: ReleaseRef): boolean =>
     r.version === target.version && r.digest === target.digest;
-  if (!same(staged) || !same(req) || s.version === target.version) return { kind: "none" };
+  if (!same(staged) || s.version === target.version) return { kind: "none" };
   if (s.step !== "UpdatePending" && s.step !== "RebootPending") return { kind: "none" };
-  if ((m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m, staged)) {
-    return { kind: "eligible", at: req.at };
-  }
-  return { kind: "awaiting-approval" };
+  const approved = (m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m, staged);
+  // A Manual agent may wait for the approval before it asks (docs/agent.md): RebootPending
+  // with the target staged is waiting for a person, with or without a turnRequest.
+  if (!approved) return { kind: "awaiting-approval" };
+  const req = s.turnRequest;
+  if (req === undefined || !same(req)) return { kind: "none" };
+  return { kind: "eligible", at: req.at };
 }
 
 export function isLeader(m: Machine): boolean {

@@ -185,7 +185,6 @@ export class Operator {
     }, tickMs);
     this.opts.log.info(
       {
-        identity: this.opts.identity,
         grantsFrom: rfc3339(this.graceEnds()),
         startGraceSeconds: this.settings.startGraceSeconds,
       },

@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { CoordinationV1Api } from "@kubernetes/client-node";
 import {
   HeartbeatClient,
   LikenApi,
@@ -117,12 +118,18 @@ export function stagedStatus(policy: "Auto" | "Manual" = "Auto"): MachineStatus 
   };
 }
 
+const leases = kubeConfig().makeApiClient(CoordinationV1Api);
+
 export async function deleteAll(cluster: string, machines: string[]): Promise<void> {
   await api.clusters.delete(cluster).catch(() => undefined);
-  for (const m of machines) {
-    await api.machines.delete(m).catch(() => undefined);
-    await kubectl(["-n", "liken-heartbeats", "delete", "lease", m, "--ignore-not-found"]);
-  }
+  await Promise.all(
+    machines.map(async (m) => {
+      await api.machines.delete(m).catch(() => undefined);
+      await leases
+        .deleteNamespacedLease({ name: m, namespace: "liken-heartbeats" })
+        .catch(() => undefined);
+    }),
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -237,6 +244,8 @@ export class Fleet {
   readonly violations: Violation[] = [];
   readonly maxSeen = { turns: 0, acting: 0, leadersActing: 0 };
   readonly grantsSeen: string[] = [];
+  /** Which operator copies granted the turns seen (grantedBy). */
+  readonly grantors = new Set<string>();
   private readonly acting = new Set<string>();
   private readonly done = new Set<string>();
   private readonly watcher: ResourceWatcher<Cluster>;
@@ -292,6 +301,7 @@ export class Fleet {
       if (this.acting.has(t.machine) || this.done.has(t.machine)) continue;
       if (!this.roles.has(t.machine) || t.version !== V2) continue;
       this.grantsSeen.push(t.machine);
+      this.grantors.add(t.grantedBy);
       this.pending.push(this.takeTurn(t.machine, budget));
     }
   }

@@ -14,6 +14,7 @@ import {
   ensureNamespaces,
   stagedStatus,
   startOperator,
+  waitForLog,
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
@@ -51,6 +52,7 @@ describe("a rollout", () => {
       args: ["--start-grace", "3s", "--lost-after", "5s"],
     });
     cleanups.push(() => op.stop());
+    await waitForLog(op, "cluster-operator started", 90_000);
     // Everyone asks at once: the grace holds them back, then the budget and the leader rule.
     for (const p of plans) await writeStatus(p.name, stagedStatus());
 

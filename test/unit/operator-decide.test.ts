@@ -584,6 +584,18 @@ describe("decide: the status the page shows", () => {
     expect(again.changed).toBe(false);
   });
 
+  it("a Manual machine that waits for approval before asking is waiting too", () => {
+    const ms = [
+      asking("m1", {
+        spec: { rebootPolicy: "Manual" },
+        status: { step: "RebootPending", turnRequest: undefined },
+      }),
+    ];
+    const d = decide(observed(cluster(), ms), SETTINGS);
+    expect(d.grants).toEqual([]);
+    expect(d.status.conditions?.[0]).toMatchObject({ reason: "WaitingForApproval" });
+  });
+
   it("WaitingForApproval names the machines and the command", () => {
     const ms = [
       asking("m1", { spec: { rebootPolicy: "Manual" }, status: { step: "RebootPending" } }),

@@ -59,13 +59,13 @@ export function registerOperator(program: Command): void {
     )
     .option(
       "--turn-deadline <duration>",
-      `a machine holding a turn this long without coming back stalls the rollout (default ${DEFAULT_TURN_DEADLINE_SECONDS / 60}m)`,
+      `a machine holding a turn this long without coming back stalls the rollout (in seconds unless a unit is given)`,
       parseSeconds,
       DEFAULT_TURN_DEADLINE_SECONDS,
     )
     .option(
       "--channel-interval <duration>",
-      `read each Cluster's release channel this often (default ${DEFAULT_CHANNEL_INTERVAL_MS / 60_000}m; the liken.sh/check-releases annotation asks for a read at once)`,
+      `read each Cluster's release channel this often (the liken.sh/check-releases annotation asks for a read at once)`,
       parseSeconds,
       DEFAULT_CHANNEL_INTERVAL_MS / 1000,
     )
@@ -97,11 +97,11 @@ export function registerOperator(program: Command): void {
         log,
       });
       await op.start();
-      await new Promise<void>((resolve) => {
-        const done = (): void => resolve();
-        process.once("SIGTERM", done);
-        process.once("SIGINT", done);
+      const signal = await new Promise<string>((resolve) => {
+        process.once("SIGTERM", () => resolve("SIGTERM"));
+        process.once("SIGINT", () => resolve("SIGINT"));
       });
+      log.info({ signal }, "stopping");
       await op.stop();
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();

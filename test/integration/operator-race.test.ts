@@ -1,0 +1,163 @@
+// Safety without a single leader: two copies of cluster-operator run at once without
+// leader election, over a handful of randomized fleets (budgets, leaders), and in each run
+// one copy is frozen with SIGSTOP while the other grants, then woken with SIGCONT. An
+// independent observer (Fleet) checks every Cluster version and every instant a machine is
+// down: never more than the budget, never two leaders.
+import { writeFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConflictError, type RebootTurn } from "../../src/api/index.js";
+import { uniqueName, waitFor } from "../support/kube.js";
+import {
+  Fleet,
+  Heartbeats,
+  V2,
+  api,
+  createCluster,
+  createMachine,
+  deleteAll,
+  ensureNamespaces,
+  stagedStatus,
+  startOperator,
+  waitForLog,
+  writeStatus,
+  type MachinePlan,
+  type OperatorProcess,
+} from "./operator-fleet.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+const copies: OperatorProcess[] = [];
+
+beforeAll(async () => {
+  await ensureNamespaces();
+  for (const id of ["copy-a", "copy-b"]) {
+    const op = startOperator({
+      identity: uniqueName(id),
+      args: ["--start-grace", "1s", "--lost-after", "10s", "--no-leader-elect"],
+    });
+    copies.push(op);
+    cleanups.push(() => op.stop());
+  }
+  await Promise.all(copies.map((op) => waitForLog(op, "cluster-operator started", 120_000)));
+}, 180_000);
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+  const dump = process.env.LIKEN_OPERATOR_LOG;
+  if (dump) copies.forEach((op, i) => writeFileSync(`${dump}.${i}`, op.log()));
+}, 300_000);
+
+/** A small deterministic PRNG, so a failing run can be replayed from its seed. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
+const SEEDS = [11, 23, 47];
+/** How long one copy stays frozen in each run (PAUSE_MS is 3 s). */
+const PAUSES_MS = [1000, 4000, 4500];
+
+describe("two copies racing, one paused", () => {
+  const grantors = new Set<string>();
+
+  for (const seed of SEEDS) {
+    it(`seed ${seed}: never more than the budget, never two leaders`, async () => {
+      const r = rng(seed);
+      const n = 5 + Math.floor(r() * 4);
+      const leaders = Math.floor(r() * (n + 1)); // from none to every machine
+      const budget = [1, 2, 3, "50%"][Math.floor(r() * 4)]!;
+      const cluster = uniqueName(`race${seed}`);
+      const plans: MachinePlan[] = Array.from({ length: n }, (_, i) => ({
+        name: uniqueName(`r${seed}m${i}`),
+        role: i < leaders ? "Leader" : "Worker",
+      }));
+      const names = plans.map((p) => p.name);
+      cleanups.push(() => deleteAll(cluster, names));
+      await createCluster(cluster, { maxUnavailable: budget });
+      for (const p of plans) await createMachine(cluster, p);
+      const beats = new Heartbeats(cluster, names, 1000);
+      await beats.start();
+      cleanups.push(async () => beats.stop());
+      const fleet = new Fleet(cluster, plans, { downMs: [150, 450] });
+      await fleet.start();
+      cleanups.push(() => fleet.stop());
+
+      for (const p of plans) await writeStatus(p.name, stagedStatus());
+      // Freeze one copy once turns flow, while the other keeps granting; then wake it.
+      await waitFor("the first turn", async () => fleet.grantsSeen.length > 0, {
+        timeoutMs: 30_000,
+      });
+      const frozen = copies[Math.floor(r() * 2)]!;
+      // Short freezes leave only the resourceVersion guard; long ones (past PAUSE_MS) also
+      // make the woken copy start over with a grace.
+      const freezeMs = PAUSES_MS[SEEDS.indexOf(seed)]!;
+      const frozenAt = Date.now();
+      process.kill(frozen.child.pid!, "SIGSTOP");
+      try {
+        await waitFor("more turns while one copy is frozen", async () => {
+          const more = fleet.grantsSeen.length >= Math.min(n, 3) || fleet.finished.size === n;
+          return more && Date.now() - frozenAt >= freezeMs;
+        });
+      } finally {
+        process.kill(frozen.child.pid!, "SIGCONT");
+      }
+      await waitFor(`all ${n} machines on ${V2}`, async () => fleet.finished.size === n, {
+        timeoutMs: 90_000,
+      });
+      await waitFor("phase Ready, no turn", async () => {
+        const c = await api.clusters.get(cluster);
+        return c.status?.phase === "Ready" && (c.status.rebootTurns ?? []).length === 0;
+      });
+      await fleet.stop();
+      for (const g of fleet.grantors) grantors.add(g);
+
+      expect(fleet.violations).toEqual([]);
+      expect(fleet.maxSeen.leadersActing).toBeLessThanOrEqual(1);
+      expect(fleet.grantsSeen.sort()).toEqual([...names].sort()); // one turn each, no repeats
+    }, 300_000);
+  }
+
+  it("the woken copy noticed its pause", async () => {
+    const woke = await waitFor("a wake-up in a copy's log", async () =>
+      copies.some((op) => op.log().includes("this copy was paused")),
+    );
+    expect(woke).toBe(true);
+    // Both copies were live writers, not one leader and one idle: both granted turns.
+    expect(grantors.size).toBe(2);
+  });
+});
+
+describe("the record is the guard", () => {
+  it("a grant computed from a stale Cluster meets the record (409) and adds no turn", async () => {
+    const cluster = uniqueName("stale");
+    const plans: MachinePlan[] = [{ name: uniqueName("s1") }, { name: uniqueName("s2") }];
+    const names = plans.map((p) => p.name);
+    cleanups.push(() => deleteAll(cluster, names));
+    await createCluster(cluster, { maxUnavailable: 1 });
+    for (const p of plans) await createMachine(cluster, p);
+    const beats = new Heartbeats(cluster, names, 1000);
+    await beats.start();
+    cleanups.push(async () => beats.stop());
+    const stale = await api.clusters.get(cluster); // what a paused copy saw
+    await writeStatus(names[0]!, stagedStatus());
+    await waitFor("the live copies grant s1", async () =>
+      (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === names[0]),
+    );
+    // The paused copy wakes and sends the grant it decided before: s2, on the old view.
+    const late: RebootTurn = {
+      machine: names[1]!,
+      grantedAt: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+      grantedBy: "paused-copy",
+      leader: false,
+      version: V2,
+    };
+    const sent = api.clusters.replaceStatus({
+      ...stale,
+      status: { ...stale.status, rebootTurns: [...(stale.status?.rebootTurns ?? []), late] },
+    });
+    await expect(sent).rejects.toBeInstanceOf(ConflictError);
+    const now = await api.clusters.get(cluster);
+    expect(now.status?.rebootTurns?.map((t) => t.machine)).toEqual([names[0]]);
+  }, 300_000);
+});
