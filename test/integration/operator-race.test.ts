@@ -55,8 +55,8 @@ function rng(seed: number): () => number {
 }
 
 const SEEDS = [11, 23, 47];
-/** How long one copy stays frozen in each run (PAUSE_MS is 3 s). */
-const PAUSES_MS = [1000, 4000, 4500];
+/** How long one copy stays frozen in each run (PAUSE_MS is 5 s). */
+const PAUSES_MS = [1000, 6000, 6500];
 
 describe("two copies racing, one paused", () => {
   const grantors = new Set<string>();

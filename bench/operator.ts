@@ -1,0 +1,297 @@
+// bench:operator — cluster-operator rolling 1,000 Machines on a real API server.
+//
+// A private control plane (etcd + kube-apiserver, built by `npm run cluster`) holds one
+// Cluster with maxUnavailable 10% and 1,000 Machines with heartbeat Leases; this process
+// plays every agent (stage, ask, act on the turn for PER_MACHINE_MS, come back Ready) and
+// `liken operator` runs as its own process. Measured:
+//   grant latency  from the moment a slot could be granted (a request with a free slot, or
+//                  the Ready write that freed one) to the turn seen in the Cluster status;
+//   requests/turn  the operator's own API requests (status writes, Lost marks, Events,
+//                  re-reads after 409) per turn, from its exit stats;
+//   CPU, peak RSS  of the operator process (/proc);
+//   overhead       the rollout's total time against the ideal ceil(N / budget) x per-machine
+//                  time, the baseline measured in the same run's terms.
+// Last line: operator: machines=1000 grant-p99=<ms> requests-per-turn=<n> rss=<MiB> overhead-vs-ideal=<ratio>
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import {
+  CoordinationV1Api,
+  KubeConfig,
+  PatchStrategy,
+  V1MicroTime,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
+import {
+  HEARTBEAT_NAMESPACE,
+  LABEL_CLUSTER,
+  LABEL_MACHINE,
+  LikenApi,
+  ResourceWatcher,
+  type Cluster,
+  type Machine,
+  type MachineStatus,
+} from "../src/api/index.js";
+import { ensureBinaries } from "../src/controlplane/build.js";
+import { down, up } from "../src/controlplane/instance.js";
+import { REPO_ROOT } from "../src/controlplane/paths.js";
+
+const N = Number(process.env.BENCH_MACHINES ?? 1000);
+const BUDGET = "10%";
+const BUDGET_N = Math.max(1, Math.ceil(N / 10));
+/** Per-machine time on its turn (drain + reboot + prove), scaled down from minutes. */
+const PER_MACHINE_MS = Number(process.env.BENCH_PER_MACHINE_MS ?? 4000);
+const HEARTBEAT_MS = 15_000;
+const CONCURRENCY = 32;
+const V1 = "2026.10.10-001";
+const V2 = "2026.10.12-001";
+const D1 = `sha256:${"1".repeat(64)}`;
+const D2 = `sha256:${"2".repeat(64)}`;
+const run = promisify(execFile);
+const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+const log = (l: string): void => void process.stderr.write(`${l}\n`);
+const iso = (): string => new Date().toISOString().replace(/\.\d+Z$/, "Z");
+
+async function pool<T>(items: T[], fn: (t: T) => Promise<unknown>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (i < items.length) await fn(items[i++]!);
+    }),
+  );
+}
+
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
+}
+
+function procStats(pid: number): { cpuMs: number; peakRssMiB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  const ticks = Number(stat[11]) + Number(stat[12]); // utime + stime (fields 14, 15)
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return { cpuMs: (ticks * 1000) / 100, peakRssMiB: Number(hwm ?? 0) / 1024 };
+}
+
+async function main(): Promise<void> {
+  await ensureBinaries(log);
+  const name = `bench-operator-${process.pid}`;
+  const cp = await up({ name, ownerPid: process.pid, log });
+  try {
+    await bench(cp.kubeconfig, cp.binDir);
+  } finally {
+    await down(name);
+  }
+}
+
+async function bench(kubeconfig: string, binDir: string): Promise<void> {
+  const kubectl = path.join(binDir, "kubectl");
+  const env = { ...process.env, KUBECONFIG: kubeconfig };
+  await run(kubectl, ["apply", "--server-side", "-f", path.join(REPO_ROOT, "config/crd")], { env });
+  await run(kubectl, ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"], {
+    env,
+  });
+  await run(kubectl, ["create", "namespace", HEARTBEAT_NAMESPACE], { env });
+  await run(kubectl, ["create", "namespace", "liken-system"], { env });
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const api = new LikenApi(kc, "bench");
+  const leases = kc.makeApiClient(CoordinationV1Api);
+  const cluster = "bench";
+  await api.clusters.create({
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name: cluster },
+    spec: {
+      version: V2,
+      releases: {
+        source: "http://127.0.0.1:9/",
+        catalog: [
+          { version: V1, digest: D1 },
+          { version: V2, digest: D2 },
+        ],
+      },
+      disruption: { maxUnavailable: BUDGET },
+    },
+  });
+  const names = Array.from({ length: N }, (_, i) => `m-${String(i).padStart(4, "0")}`);
+  const t0 = Date.now();
+  await pool(names, async (m) => {
+    const created = await api.machines.create({
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Machine",
+      metadata: { name: m, labels: { [LABEL_CLUSTER]: cluster } },
+      spec: {
+        cluster,
+        nodeName: m,
+        role: m < "m-0003" ? "Leader" : "Worker",
+        rebootPolicy: "Auto",
+      },
+    });
+    // Staged and asking from the start: the operator's start-up grace holds every request,
+    // so the whole fleet asks at the same instant, the moment granting begins.
+    const at = iso();
+    await api.machines.replaceStatus({
+      ...created,
+      status: {
+        version: V1,
+        digest: D1,
+        step: "UpdatePending",
+        staged: { version: V2, digest: D2, slot: "b", at },
+        turnRequest: { version: V2, digest: D2, at },
+      },
+    });
+    await leases.createNamespacedLease({
+      namespace: HEARTBEAT_NAMESPACE,
+      body: {
+        metadata: { name: m, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: m } },
+        spec: {
+          holderIdentity: m,
+          leaseDurationSeconds: 40,
+          renewTime: new V1MicroTime(Date.now()),
+        },
+      },
+    });
+  });
+  log(`bench: ${N} Machines and Leases created in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+  // Heartbeats: every Lease renewed every 15 s, spread evenly.
+  let beating = true;
+  const renew = async (m: string): Promise<void> => {
+    try {
+      // One merge patch per beat (a real agent reads and replaces; the cost to the API
+      // server of the write is the same, and this process plays 1,000 of them).
+      await leases.patchNamespacedLease(
+        {
+          name: m,
+          namespace: HEARTBEAT_NAMESPACE,
+          body: { spec: { renewTime: new V1MicroTime(Date.now()) } },
+        },
+        MERGE_PATCH,
+      );
+    } catch {
+      // a missed beat; the next one comes in 15 s
+    }
+  };
+  let next = 0;
+  const beatTimer = setInterval(() => {
+    if (!beating) return;
+    const per = Math.ceil(N / (HEARTBEAT_MS / 100));
+    for (let k = 0; k < per; k++) void renew(names[next++ % N]!);
+  }, 100);
+
+  const op = spawn(
+    path.join(REPO_ROOT, "bin", "liken.js"),
+    [
+      "operator",
+      "--kubeconfig",
+      kubeconfig,
+      "--identity",
+      "bench-op",
+      "--start-grace",
+      "1s",
+      "--no-leader-elect",
+    ],
+    { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let opLog = "";
+  op.stderr.on("data", (b: Buffer) => (opLog += b.toString()));
+  await waitUntil(() => opLog.includes("cluster-operator started"), 120_000);
+  const startedLine = opLog.split("\n").find((l) => l.includes("cluster-operator started")) ?? "";
+  const grantsFrom = Date.parse((JSON.parse(startedLine) as { grantsFrom: string }).grantsFrom);
+
+  // The fleet: each machine acts on its turn for PER_MACHINE_MS and comes back Ready.
+  const freed: number[] = []; // times a slot became free, oldest first
+  const latencies: number[] = [];
+  const acting = new Set<string>();
+  const done = new Set<string>();
+  let maxTurns = 0;
+  let lastReady = 0;
+  const writeStatus = (m: string, status: MachineStatus) =>
+    api.machines.updateStatus(m, (cur: Machine) => ({
+      ...cur,
+      status: { ...cur.status, ...status },
+    }));
+  const watcher = new ResourceWatcher<Cluster>(api.clusters, {
+    onChange: (ev) => {
+      const turns = ev.object.status?.rebootTurns ?? [];
+      maxTurns = Math.max(maxTurns, turns.length);
+      const seen = Date.now();
+      for (const t of turns) {
+        if (acting.has(t.machine) || done.has(t.machine)) continue;
+        acting.add(t.machine);
+        const from = freed.shift();
+        if (from !== undefined) latencies.push(seen - from);
+        void (async () => {
+          await writeStatus(t.machine, { step: "Updating", updateStage: "Rebooting" });
+          await new Promise((r) => setTimeout(r, PER_MACHINE_MS));
+          await writeStatus(t.machine, {
+            version: V2,
+            digest: D2,
+            step: "Ready",
+            updateStage: undefined,
+            staged: undefined,
+            turnRequest: undefined,
+          } as MachineStatus);
+          acting.delete(t.machine);
+          done.add(t.machine);
+          lastReady = Date.now();
+          // A slot freed: it may go to a machine still waiting (none after the last wave).
+          if (done.size + acting.size + freed.length < N) freed.push(lastReady);
+        })();
+      }
+    },
+  });
+  await watcher.start();
+
+  const cpu0 = procStats(op.pid!);
+  // Every machine asked before the operator started; granting begins when its grace ends
+  // (grantsFrom is whole seconds, so up to 1 s early: latencies err on the long side).
+  const start = grantsFrom;
+  for (let k = 0; k < BUDGET_N; k++) freed.push(start);
+  await waitUntil(() => done.size === N, 30 * 60_000);
+  const total = lastReady - start;
+  const cpu1 = procStats(op.pid!);
+  beating = false;
+  clearInterval(beatTimer);
+  watcher.stop();
+
+  const exited = new Promise((r) => op.once("exit", r));
+  op.kill("SIGTERM");
+  await exited;
+  const statsLine = opLog.split("\n").find((l) => l.includes('"cluster-operator stopped"'));
+  const stats = (JSON.parse(statsLine ?? "{}") as { stats?: Record<string, number> }).stats ?? {};
+  const turns = stats.grants ?? N;
+  const writes = (stats.clusterWrites ?? 0) + (stats.machineWrites ?? 0) + (stats.events ?? 0);
+  const requests = writes + (stats.reads ?? 0) + (stats.conflicts ?? 0);
+  const ideal = Math.ceil(N / BUDGET_N) * PER_MACHINE_MS;
+  const p50 = percentile(latencies, 50);
+  const p99 = percentile(latencies, 99);
+  log(`bench: max turns held at once ${maxTurns} (budget ${BUDGET_N})`);
+  log(`bench: operator stats ${JSON.stringify(stats)}`);
+  log(`bench: grant latency p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} grants`);
+  log(
+    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout, peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB`,
+  );
+  log(
+    `bench: rollout ${(total / 1000).toFixed(1)} s vs ideal ceil(${N}/${BUDGET_N}) x ${PER_MACHINE_MS / 1000} s = ${(ideal / 1000).toFixed(1)} s`,
+  );
+  log(
+    `bench: writes per turn ${(writes / turns).toFixed(2)} (status ${stats.clusterWrites}, Lost marks ${stats.machineWrites}, Events ${stats.events})`,
+  );
+  process.stdout.write(
+    `operator: machines=${N} grant-p99=${p99} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} overhead-vs-ideal=${(total / ideal).toFixed(3)}\n`,
+  );
+}
+
+async function waitUntil(cond: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`bench: timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+await main();
