@@ -128,13 +128,11 @@ export class Operator {
     this.clusters = new ResourceWatcher(this.api.clusters, {
       onChange: (ev) => {
         const name = ev.object.metadata.name;
-        const mine = this.written.get(name);
-        if (
-          mine !== undefined &&
-          mine.metadata.resourceVersion === ev.object.metadata.resourceVersion
-        ) {
-          this.written.delete(name);
-        }
+        // Any event for this Cluster ends the use of our own last write as its state: the
+        // watch now carries our write or something newer (a person's annotation, a spec
+        // edit), which a kept copy would hide forever. If the event is older than our write,
+        // the next status write meets a 409 and decides again: the guard keeps it safe.
+        this.written.delete(name);
         if (ev.type === "deleted") this.forgetCluster(name);
         else this.schedule(name);
       },
@@ -271,6 +269,13 @@ export class Operator {
     return this.machines.list().filter((m) => m.spec.cluster === cluster);
   }
 
+  /** A channel view is used once: by the status write that carries it, or found already there. */
+  private spendChannelView(name: string, channel: ChannelView | undefined): void {
+    if (channel !== undefined && this.channelViews.get(name) === channel) {
+      this.channelViews.delete(name);
+    }
+  }
+
   private async reconcile(name: string): Promise<void> {
     if (this.elector !== undefined && !this.elector.isLeader()) return;
     if (this.pause.check()) return;
@@ -292,7 +297,12 @@ export class Operator {
         this.settings,
       );
       this.writeLostMarks(cluster, d.lostMarks);
-      if (!d.changed) return;
+      if (!d.changed) {
+        // The channel's news is already in the status: the view is spent, and a view left
+        // behind would block every later read (maybePollChannel waits for it).
+        this.spendChannelView(name, channel);
+        return;
+      }
       try {
         const written = await this.api.clusters.replaceStatus(
           { ...cluster, status: d.status },
@@ -300,9 +310,7 @@ export class Operator {
         );
         this.stats.clusterWrites++;
         this.written.set(name, written);
-        if (channel !== undefined && this.channelViews.get(name) === channel) {
-          this.channelViews.delete(name);
-        }
+        this.spendChannelView(name, channel);
         this.announce(written, d);
         return;
       } catch (e) {
