@@ -226,9 +226,17 @@ describe("an agent (CN=liken:machine:<name>, O=liken:machines)", () => {
     const { kc } = identity(`liken:machine:${self}`, ["liken:machines"]);
     const core = kc.makeApiClient(CoreV1Api);
     const cordon = async (name: string): Promise<unknown> => {
-      const node = await core.readNode({ name });
-      node.spec = { ...node.spec, unschedulable: true };
-      return core.replaceNode({ name, body: node });
+      for (let attempt = 1; ; attempt++) {
+        const node = await core.readNode({ name });
+        node.spec = { ...node.spec, unschedulable: true };
+        try {
+          return await core.replaceNode({ name, body: node });
+        } catch (e) {
+          // The node lifecycle controller taints a new Node right after it is created; a
+          // 409 means read again and retry, as every client does.
+          if ((e as { code?: number }).code !== 409 || attempt >= 5) throw e;
+        }
+      }
     };
     await cordon(self);
     expect(
