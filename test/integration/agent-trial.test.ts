@@ -62,6 +62,9 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
         return (
           t.status?.step === "Failed" &&
           n.status?.step === "Failed" &&
+          // the trial record can land in a later status write than the step
+          t.status.lastTrial !== undefined &&
+          n.status.lastTrial !== undefined &&
           t.status.turnRequest === undefined &&
           n.status.turnRequest === undefined &&
           (c.status?.rebootTurns ?? []).length === 0
