@@ -19,7 +19,6 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import {
   CoordinationV1Api,
-  KubeConfig,
   PatchStrategy,
   V1MicroTime,
   setHeaderOptions,
@@ -29,6 +28,7 @@ import {
   LABEL_CLUSTER,
   LABEL_MACHINE,
   LikenApi,
+  loadKubeConfig,
   ResourceWatcher,
   type Cluster,
   type Machine,
@@ -95,8 +95,7 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
   });
   await run(kubectl, ["create", "namespace", HEARTBEAT_NAMESPACE], { env });
   await run(kubectl, ["create", "namespace", "liken-system"], { env });
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
+  const kc = loadKubeConfig(kubeconfig);
   const api = new LikenApi(kc, "bench");
   const leases = kc.makeApiClient(CoordinationV1Api);
   const cluster = "bench";
@@ -225,8 +224,11 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
         const from = freed.shift();
         if (from !== undefined) latencies.push(seen - from);
         void (async () => {
+          // The machine's time starts when it sees its turn; the Updating report is part of
+          // that time, as a real agent's drain and reboot are.
+          const back = new Promise((r) => setTimeout(r, PER_MACHINE_MS));
           await writeStatus(t.machine, { step: "Updating", updateStage: "Rebooting" });
-          await new Promise((r) => setTimeout(r, PER_MACHINE_MS));
+          await back;
           await writeStatus(t.machine, {
             version: V2,
             digest: D2,

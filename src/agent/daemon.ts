@@ -7,10 +7,11 @@
 // bootloader.confirm() after the trial boot rejoined.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { HeartbeatClient } from "../api/heartbeat.js";
 import { LikenApi } from "../api/client.js";
+import { loadKubeConfig } from "../api/kubeconfig.js";
 import type { Approval, Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
 import { DirEnvStore } from "../bootloader/envstore.js";
 import { GrubBootloader } from "../bootloader/grub.js";
@@ -92,9 +93,7 @@ export class AgentDaemon {
     private readonly cfg: AgentConfig,
     private readonly log: Logger,
   ) {
-    this.kc = new KubeConfig();
-    if (cfg.kubeconfig === undefined) this.kc.loadFromDefault();
-    else this.kc.loadFromFile(cfg.kubeconfig);
+    this.kc = loadKubeConfig(cfg.kubeconfig);
     this.api = new LikenApi(this.kc, `liken-agent-${cfg.machine}`);
     this.core = this.kc.makeApiClient(CoreV1Api);
     this.bootloader = new GrubBootloader(new DirEnvStore(cfg.grubenvDir));

@@ -7,11 +7,12 @@
 //   - every failure is an ApiError with a LIKEN_API_* code.
 import {
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { ApiError, API_ERROR_CODES, isConflict, toApiError } from "./errors.js";
+import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
 import {
   CLUSTER_KIND,
   CLUSTER_PLURAL,
@@ -245,6 +246,7 @@ export class LikenApi {
     readonly kubeConfig: KubeConfig,
     fieldManager = "liken",
   ) {
+    reuseConnections(kubeConfig);
     this.clusters = new ResourceClient<Cluster>(
       kubeConfig,
       CLUSTER_KIND,
@@ -261,9 +263,6 @@ export class LikenApi {
 
   /** From a kubeconfig file, or the default (KUBECONFIG, ~/.kube/config, in-cluster). */
   static fromKubeconfig(path?: string, fieldManager?: string): LikenApi {
-    const kc = new KubeConfig();
-    if (path === undefined) kc.loadFromDefault();
-    else kc.loadFromFile(path);
-    return new LikenApi(kc, fieldManager);
+    return new LikenApi(loadKubeConfig(path), fieldManager);
   }
 }

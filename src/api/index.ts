@@ -4,3 +4,4 @@ export * from "./errors.js";
 export * from "./client.js";
 export * from "./watch.js";
 export * from "./heartbeat.js";
+export * from "./kubeconfig.js";

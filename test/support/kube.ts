@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
 import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
@@ -40,9 +41,7 @@ export function kubeconfigPath(): string {
 
 /** The admin KubeConfig (system:masters). */
 export function kubeConfig(file = kubeconfigPath()): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(file);
-  return kc;
+  return loadKubeConfig(file);
 }
 
 export function uniqueName(prefix: string): string {

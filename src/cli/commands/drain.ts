@@ -67,11 +67,8 @@ export function registerDrain(program: Command): void {
 }
 
 async function loadKubeConfig(file: string | undefined): Promise<KubeConfig> {
-  const { KubeConfig } = await import("@kubernetes/client-node");
-  const kc = new KubeConfig();
-  if (file !== undefined) kc.loadFromFile(file);
-  else kc.loadFromDefault();
-  return kc;
+  const { loadKubeConfig: load } = await import("../../api/kubeconfig.js");
+  return load(file);
 }
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };

@@ -1,10 +1,10 @@
 // `liken operator`: runs cluster-operator (the Deployment in config/operator/ runs this).
-import { KubeConfig } from "@kubernetes/client-node";
+import { type KubeConfig } from "@kubernetes/client-node";
 import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
-import { LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
+import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { Operator } from "../../operator/operator.js";
@@ -75,9 +75,7 @@ export function registerOperator(program: Command): void {
       "act even without holding the liken-system/cluster-operator Lease (correctness never depends on it)",
     )
     .action(async (o: Options) => {
-      const kc = new KubeConfig();
-      if (o.kubeconfig === undefined) kc.loadFromDefault();
-      else kc.loadFromFile(o.kubeconfig);
+      const kc = loadKubeConfig(o.kubeconfig);
       const identity =
         o.identity ??
         `${process.env.POD_NAME ?? hostname()}/${process.pid}-${randomBytes(2).toString("hex")}`;

@@ -1,14 +1,9 @@
 // Shared by the commands people run against a rollout (approve-reboot, rollout): the
 // kubeconfig, and who the person is to the API server (recorded as `by`).
-import { AuthenticationV1Api, KubeConfig } from "@kubernetes/client-node";
+import { AuthenticationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { LikenApi } from "../../api/index.js";
 
-export function loadKubeConfig(file: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (file === undefined) kc.loadFromDefault();
-  else kc.loadFromFile(file);
-  return kc;
-}
+export { loadKubeConfig } from "../../api/index.js";
 
 export function likenApi(kc: KubeConfig): LikenApi {
   return new LikenApi(kc, "liken-cli");

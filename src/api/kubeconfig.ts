@@ -1,0 +1,68 @@
+// Loading a kubeconfig, with connections to the API server kept open and reused.
+//
+// @kubernetes/client-node 1.x builds a new https.Agent for every request (KubeConfig's
+// createAgent runs in applySecurityAuthentication), so every call pays a TCP connect and a
+// full TLS handshake, on both ends, and nothing is ever reused. An operator that grants 100
+// turns in a burst, or 1,000 agents renewing Leases, spend most of their CPU and most of the
+// API server's on handshakes that way (docs/adr/api-connection-reuse.md). This module gives
+// each KubeConfig one keep-alive agent per distinct TLS identity (server, CA, client
+// certificate), so a client certificate that rotates on disk still gets a fresh agent, and
+// a proxy configuration keeps the library's own behaviour.
+import http from "node:http";
+import https from "node:https";
+import { KubeConfig } from "@kubernetes/client-node";
+
+/** What client-node passes to its (private) createAgent. */
+type CreateAgent = (
+  cluster: { server?: string; proxyUrl?: string; skipTLSVerify?: boolean } | null,
+  options: https.AgentOptions,
+) => http.Agent;
+
+const REUSING = Symbol("liken.reusesConnections");
+
+/** The fields of an agent's options that decide which connections may be shared. */
+function identity(server: string | undefined, o: https.AgentOptions): string {
+  const text = (v: unknown): string =>
+    v === undefined ? "" : Buffer.isBuffer(v) ? v.toString("base64") : String(v);
+  return [server, o.ca, o.cert, o.key, o.pfx, o.passphrase, o.rejectUnauthorized, o.servername]
+    .map(text)
+    .join("\u0000");
+}
+
+/**
+ * Makes every client built from `kc` (API classes, watches, informers) reuse keep-alive
+ * connections. Idempotent; returns `kc`.
+ */
+export function reuseConnections(kc: KubeConfig): KubeConfig {
+  const target = kc as unknown as { createAgent: CreateAgent; [REUSING]?: true };
+  if (target[REUSING]) return kc;
+  const original = target.createAgent.bind(kc);
+  const agents = new Map<string, http.Agent>();
+  target.createAgent = (cluster, options) => {
+    if (cluster?.proxyUrl) return original(cluster, options);
+    const key = identity(cluster?.server, options);
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      // Whatever the library would have built (http for an insecure http: server), with
+      // keep-alive on. No cap on sockets: a watch holds one for as long as it runs.
+      const made = original(cluster, options);
+      agent =
+        made instanceof https.Agent
+          ? new https.Agent({ ...made.options, keepAlive: true, scheduling: "lifo" })
+          : new http.Agent({ keepAlive: true, scheduling: "lifo" });
+      made.destroy();
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  target[REUSING] = true;
+  return kc;
+}
+
+/** From a kubeconfig file, or the default (KUBECONFIG, ~/.kube/config, in-cluster). */
+export function loadKubeConfig(file?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (file === undefined) kc.loadFromDefault();
+  else kc.loadFromFile(file);
+  return reuseConnections(kc);
+}
