@@ -6,7 +6,6 @@
 // verifyStagedSlot() read the slot back and it matched; change the default slot other than by
 // bootloader.confirm() after the trial boot rejoined.
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { HeartbeatClient } from "../api/heartbeat.js";
@@ -31,11 +30,13 @@ import { AgentError } from "./errors.js";
 import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
 import { machineStatus, sameStatus, turnRelease, type StatusExtras } from "./status.js";
 import { decide, type Action, type Decision, type Observed, type SlotView } from "./steps.js";
+import { likenEntry } from "../cli/entry.js";
 
 /** Annotation on a Machine: a new value asks the agent to forget its failed releases. */
 export const ANNOTATION_RETRY = "liken.sh/retry";
 
-const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
+/** Actions whose outcome the next status must carry: done before that status is written. */
+const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set(["fall-back-report"]);
 
 interface Download {
   release: ReleaseRef;
@@ -156,7 +157,21 @@ export class AgentDaemon {
 
   private async tick(): Promise<void> {
     this.lastTick = bootClockMs();
-    const o = await this.observe();
+    let o = await this.observe();
+    let dec = this.decideAndLog(o);
+    if (RECORD_BEFORE_REPORT.has(dec.action.kind)) {
+      // A trial's verdict is recorded on the machine first and reported with its record:
+      // a status that said Failed (or Ready) before lastTrial said why would be read, by a
+      // person or a watcher, as a verdict without its reason.
+      await this.actSafely(o, dec.action);
+      o = await this.observe();
+      dec = this.decideAndLog(o);
+    }
+    await this.report(o, dec);
+    await this.actSafely(o, dec.action);
+  }
+
+  private decideAndLog(o: Observed): Decision {
     const dec = decide(o, this.cfg.timeouts);
     if (dec.phase !== this.phase) {
       this.log.info(
@@ -165,16 +180,19 @@ export class AgentDaemon {
       );
       this.phase = dec.phase;
     }
-    await this.report(o, dec);
+    return dec;
+  }
+
+  private async actSafely(o: Observed, action: Action): Promise<void> {
     this.acting = true;
     try {
-      await this.act(o, dec.action);
+      await this.act(o, action);
     } catch (e) {
       this.log.error(
-        { err: message(e), code: (e as { code?: string }).code, action: dec.action.kind },
+        { err: message(e), code: (e as { code?: string }).code, action: action.kind },
         "action failed",
       );
-      this.problem = { reason: "ActionFailed", message: `${dec.action.kind}: ${message(e)}` };
+      this.problem = { reason: "ActionFailed", message: `${action.kind}: ${message(e)}` };
     } finally {
       this.acting = false;
     }
@@ -390,7 +408,7 @@ export class AgentDaemon {
     }
     // The download runs as `liken agent download` in a child process: stopping it (a new
     // target, SIGTERM) is a kill, and the slot store's marker leaves the slot withdrawn.
-    const args = [LIKEN_BIN, "agent", "download", "--config", this.cfg.file, "--source", source];
+    const args = [likenEntry(), "agent", "download", "--config", this.cfg.file, "--source", source];
     args.push(
       "--version",
       release.version,

@@ -9,17 +9,16 @@ import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../api/types.js";
 import { LikenError } from "../errors.js";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { fileURLToPath } from "node:url";
 import { LAB_CLUSTER, type Lab } from "./lab.js";
 import { RolloutObserver } from "./observer.js";
+import { likenEntry } from "../cli/entry.js";
 
 const run = promisify(execFile);
-const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
 
 /** What a person types: `liken approve-reboot lab <machine>` (the real command). */
 async function approveReboot(lab: Lab, machine: string): Promise<void> {
   await run(process.execPath, [
-    LIKEN_BIN,
+    likenEntry(),
     "approve-reboot",
     LAB_CLUSTER,
     machine,

@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import { type KubeConfig } from "@kubernetes/client-node";
 import { LikenApi } from "../api/client.js";
 import { loadKubeConfig } from "../api/kubeconfig.js";
+import { useCliBundle } from "../cli/entry.js";
 import { ensureBinaries } from "../controlplane/build.js";
 import { down, up, type ControlPlaneState } from "../controlplane/instance.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
@@ -81,6 +82,8 @@ async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
 export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   const log = opts.log ?? (() => {});
   const binDir = await ensureBinaries(log);
+  // The machines, their downloads and the operators run from one bundle of the CLI.
+  await useCliBundle();
   // A lab from an earlier run that was not stopped cleanly: start over.
   await down(LAB_CLUSTER);
   rmSync(path.join(LAB_DIR, "lab"), { recursive: true, force: true });

@@ -15,18 +15,16 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir, open, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
 import { bootMachine, type TrialFault } from "../bootloader/firmware.js";
 import { initialEnvBlock } from "../bootloader/grub.js";
 import type { Slot } from "../bootloader/types.js";
 import type { Timeouts } from "../agent/steps.js";
+import { likenEntry } from "../cli/entry.js";
 
 /** The exit code by which the agent asks its supervisor for a reboot (docs/agent.md). */
 export const REBOOT_EXIT_CODE = 194;
-
-const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
 
 export type LabFault = TrialFault | "no-network";
 
@@ -134,13 +132,18 @@ export class SimulatedMachine {
    * and verifies it (as if slot b ran), and slot a boots it.
    */
   async install(source: string, version: string, digest: string): Promise<void> {
-    const args = [LIKEN_BIN, "agent", "download", "--config", this.configFile];
+    const args = [likenEntry(), "agent", "download", "--config", this.configFile];
     args.push("--source", source, "--version", version, "--digest", digest, "--running", "b");
+    // Its progress lines are the factory's business; they are shown only if it fails.
+    let said = "";
     const code = await new Promise<number | null>((resolve) => {
-      const c = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
+      const c = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
+      c.stderr.on("data", (b: Buffer) => (said = (said + b.toString()).slice(-4000)));
       c.on("exit", resolve);
     });
-    if (code !== 0) throw new Error(`${this.opts.name}: installing ${version} failed (${code})`);
+    if (code !== 0) {
+      throw new Error(`${this.opts.name}: installing ${version} failed (exit ${code}):\n${said}`);
+    }
   }
 
   /** Powers the machine on: firmware, then the agent, and again after every reboot. */
@@ -192,7 +195,7 @@ export class SimulatedMachine {
 
   private async runAgent(config: string): Promise<number | null> {
     const log = await open(this.logFile, "a");
-    const child = spawn(process.execPath, [LIKEN_BIN, "agent", "run", "--config", config], {
+    const child = spawn(process.execPath, [likenEntry(), "agent", "run", "--config", config], {
       stdio: ["ignore", log.fd, log.fd],
       env: { ...process.env, ...this.opts.env },
       // Its own process group: a power cut kills the agent and its download child together.

@@ -3,7 +3,6 @@
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -14,9 +13,9 @@ import { agentKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
 import { SimulatedMachine, type LabFault } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
+import { likenEntry } from "../cli/entry.js";
 
 const run = promisify(execFile);
-const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
 
 /**
  * The firmware "boots the kernel" of a slot: what the first bytes of the slot (the lab
@@ -72,7 +71,7 @@ export function startOperator(lab: Lab, kubeconfig: string, id: string): number 
   const fd = openSync(logFile, "a");
   const child = spawn(
     process.execPath,
-    [LIKEN_BIN, "operator", "--kubeconfig", kubeconfig, "--identity", id],
+    [likenEntry(), "operator", "--kubeconfig", kubeconfig, "--identity", id],
     {
       stdio: ["ignore", fd, fd],
     },

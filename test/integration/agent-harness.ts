@@ -9,7 +9,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createHash } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { LikenApi } from "../../src/api/client.js";
 import { ResourceWatcher } from "../../src/api/watch.js";
 import type { Cluster, Machine, RebootTurn, ReleaseRef } from "../../src/api/types.js";
@@ -25,8 +24,7 @@ import {
   uniqueName,
   waitFor,
 } from "../support/kube.js";
-
-const LIKEN_BIN = fileURLToPath(new URL("../../bin/liken.js", import.meta.url));
+import { likenEntry } from "../../src/cli/entry.js";
 
 export interface Observation {
   at: number;
@@ -203,7 +201,14 @@ export class Fleet {
    * shortened (the page's 40 s is the operator's own test's business).
    */
   startRealOperator(): void {
-    const args = [LIKEN_BIN, "operator", "--kubeconfig", kubeconfigPath(), "--start-grace", "1s"];
+    const args = [
+      likenEntry(),
+      "operator",
+      "--kubeconfig",
+      kubeconfigPath(),
+      "--start-grace",
+      "1s",
+    ];
     args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
     this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });
     this.operatorExit = new Promise((resolve) => this.operator!.on("exit", () => resolve()));

@@ -8,6 +8,7 @@ import type { TestProject } from "vitest/node";
 import { ensureBinaries } from "../../src/controlplane/build.js";
 import { down, sweepOrphans, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { useCliBundle } from "../../src/cli/entry.js";
 import { applyManifests } from "./apply.js";
 
 declare module "vitest" {
@@ -23,6 +24,9 @@ const log = (l: string): void => {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await sweepOrphans(log);
   await ensureBinaries(log);
+  // Agents, operators and downloads the tests start run from one bundle of the CLI (a tsx
+  // start per process costs seconds of CPU; the tests start dozens).
+  await useCliBundle();
   const name = `test-${process.pid}`;
   const started = Date.now();
   // The reaper outlives a killed runner (its own process group) and stops the control plane;

@@ -1,0 +1,48 @@
+// How liken starts liken: the agent's download child, the lab's machines and operators, the
+// tests' fleets. From a built tree or an installed package that is bin/liken.js, which runs
+// dist/. From a source checkout bin/liken.js compiles TypeScript through tsx in every process
+// (seconds of CPU each), so the lab and the test setup build one bundle of the CLI first and
+// name it in LIKEN_ENTRY, which every process they start inherits.
+import { statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The repository (or package) root: src/cli/ and build/liken-cli/ both sit two levels down. */
+const ROOT = path.resolve(here, "..", "..");
+
+export const ENTRY_ENV = "LIKEN_ENTRY";
+/** Two levels under the root, like src/cli/, so the bundle finds build/Release and config/. */
+export const CLI_BUNDLE = path.join(ROOT, "build", "liken-cli", "liken.mjs");
+
+/** The script to run with process.execPath to start a liken command. */
+export function likenEntry(): string {
+  return process.env[ENTRY_ENV] ?? path.join(ROOT, "bin", "liken.js");
+}
+
+/**
+ * Bundles src/cli/main.ts into CLI_BUNDLE (esbuild, dependencies left as imports, about a
+ * second), points LIKEN_ENTRY at it for this process and its children, and returns its path.
+ * Only from a source checkout: a built tree already runs compiled JavaScript.
+ */
+export async function useCliBundle(): Promise<string> {
+  const source = path.join(ROOT, "src", "cli", "main.ts");
+  try {
+    statSync(source);
+  } catch {
+    return likenEntry();
+  }
+  const { build } = await import("esbuild");
+  await build({
+    entryPoints: [source],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    outfile: CLI_BUNDLE,
+    logLevel: "error",
+  });
+  process.env[ENTRY_ENV] = CLI_BUNDLE;
+  return CLI_BUNDLE;
+}
