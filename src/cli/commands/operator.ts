@@ -1,5 +1,4 @@
 // `liken operator`: runs cluster-operator (the Deployment in config/operator/ runs this).
-import { type KubeConfig } from "@kubernetes/client-node";
 import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
