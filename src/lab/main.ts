@@ -10,28 +10,59 @@ import { startFleet } from "./processes.js";
 
 const err = (l: string): void => void process.stderr.write(`${l}\n`);
 
+/** Commands with their comments lined up in one column. */
+function commandLines(rows: [command: string, comment?: string][]): string {
+  const width = Math.max(...rows.map(([c]) => c.length)) + 2;
+  return rows
+    .map(([c, note]) => `  ${note === undefined ? c : `${c.padEnd(width)}# ${note}`}`)
+    .join("\n");
+}
+
 function tour(lab: Lab): string {
   const [current, next] = lab.releases;
   const manual = lab.fleet.find((m) => m.rebootPolicy === "Manual")?.name ?? "node-4";
+  const worker = lab.fleet.at(-1)?.name ?? "node-5";
   return `
 liken lab is running: Kubernetes v${lab.controlPlane.version} at ${lab.controlPlane.server}, channel ${lab.channel.url},
 cluster-operator, and ${lab.fleet.length} machines (${lab.fleet.map((m) => `${m.name} ${m.role.toLowerCase()} ${m.rebootPolicy}`).join(", ")}) on ${current!.version}.
 
 In another terminal:
-  export KUBECONFIG=${LAB_KUBECONFIG} PATH=${lab.binDir}:$PATH
-  kubectl get clusters                      # AVAILABLE shows the newest release the channel announces
-  kubectl annotate cluster --all --overwrite liken.sh/check-releases="$(date -Is)"
-  npx liken release catalog-entry ${lab.channel.url} ${next!.version}
-  kubectl edit cluster ${LAB_CLUSTER}                 # add the entry to spec.releases.catalog, set spec.version
-  kubectl get machines -w                   # LIKEN and STATUS change one machine at a time
-  npx liken approve-reboot ${LAB_CLUSTER} ${manual}        # a Manual machine waits in RebootPending until you do
-  npx liken status ${LAB_CLUSTER}                     # a live view: steps, downloads, turns, what blocks
+${commandLines([
+  [`export KUBECONFIG=${LAB_KUBECONFIG} PATH=${lab.binDir}:$PATH`],
+  ["kubectl get clusters", "AVAILABLE shows the newest release the channel announces"],
+  [
+    `kubectl annotate cluster --all --overwrite liken.sh/check-releases="$(date -Is)"`,
+    "read the channel now",
+  ],
+  [`npx liken release catalog-entry ${lab.channel.url} ${next!.version}`, "the entry to paste"],
+  [`kubectl edit cluster ${LAB_CLUSTER}`, "add it to spec.releases.catalog, set spec.version"],
+  ["kubectl get machines -w", "LIKEN and STATUS change one machine at a time"],
+  [
+    `npx liken approve-reboot ${LAB_CLUSTER} ${manual}`,
+    "a Manual machine waits in RebootPending until you do",
+  ],
+  [`npx liken status ${LAB_CLUSTER}`, "a live view: steps, downloads, turns, what blocks"],
+])}
 
 Faults on demand, from another terminal:
-  npm run -s lab -- bad-release 2026.10.13-001   # a release whose kernel panics on its trial: catalog it, set spec.version, watch the fallback
-  npm run -s lab -- fault stop-machine node-5    # power a machine off: after 40 s it reads Lost and counts against the budget
-  npm run -s lab -- fault start-machine node-5
-  npm run -s lab -- fault pause-operator operator-1   # SIGSTOP one operator copy; resume-operator to wake it
+${commandLines([
+  [
+    "npm run -s lab -- bad-release 2026.10.13-001",
+    "its kernel panics on its trial: catalog it, set spec.version, watch the fallback",
+  ],
+  [
+    `npm run -s lab -- fault stop-machine ${worker}`,
+    "power a machine off: after 40 s it reads Lost and counts against the budget",
+  ],
+  [
+    `npm run -s lab -- fault start-machine ${worker}`,
+    "power it on again: it leaves Lost with its first heartbeat",
+  ],
+  [
+    "npm run -s lab -- fault pause-operator operator-1",
+    "SIGSTOP one operator copy; resume-operator wakes it",
+  ],
+])}
 
 Ctrl-C stops everything.`;
 }
