@@ -325,12 +325,12 @@ function grantTurns(
   budget: number,
 ): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
   const { o, s, target } = ctx;
+  const holding = new Set(kept.map((t) => t.machine));
   const candidates = o.machines
-    .filter((m) => !ctx.lost.has(m.metadata.name))
-    .filter((m) => !kept.some((t) => t.machine === m.metadata.name))
-    .map((m) => ({ m, ask: turnAsk(m, target) }))
+    .filter((m) => !ctx.lost.has(m.metadata.name) && !holding.has(m.metadata.name))
+    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m) }))
     .filter((c) => c.ask.kind === "eligible")
-    .sort((a, b) => byRequest(a.m, b.m));
+    .sort(byRequest);
   if (candidates.length === 0) return { grants: [], blocked: undefined };
   if (target === undefined) return { grants: [], blocked: { kind: "no-target" } };
   const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
@@ -368,11 +368,16 @@ function grantTurns(
   return { grants, blocked };
 }
 
-function byRequest(a: Machine, b: Machine): number {
-  const ta = Date.parse(a.status?.turnRequest?.at ?? "");
-  const tb = Date.parse(b.status?.turnRequest?.at ?? "");
-  if (ta !== tb) return (Number.isNaN(ta) ? Infinity : ta) - (Number.isNaN(tb) ? Infinity : tb);
-  return a.metadata.name < b.metadata.name ? -1 : 1;
+/** When the machine asked (ms), Infinity when its request carries no readable time. */
+function requestTime(m: Machine): number {
+  const t = Date.parse(m.status?.turnRequest?.at ?? "");
+  return Number.isNaN(t) ? Infinity : t;
+}
+
+/** Oldest request first; the name breaks ties, so every copy orders the fleet alike. */
+function byRequest(a: { m: Machine; asked: number }, b: { m: Machine; asked: number }): number {
+  if (a.asked !== b.asked) return a.asked < b.asked ? -1 : 1;
+  return a.m.metadata.name < b.m.metadata.name ? -1 : 1;
 }
 
 interface Down {
