@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
 
 const exec = promisify(execFile);
@@ -44,10 +44,33 @@ async function until<T>(
       last = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${String(last)})`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what} (${String(last)})\n${await labSnapshot()}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/** What the lab looks like, for a failure's message: objects, and each agent's last phases. */
+async function labSnapshot(): Promise<string> {
+  const out: string[] = [];
+  try {
+    const r = await exec(binaryPath("kubectl"), ["get", "clusters,machines", "-o", "wide"], {
+      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+    });
+    out.push(r.stdout);
+  } catch (e) {
+    out.push(`kubectl: ${String(e)}`);
+  }
+  const dir = path.join(LAB_DIR, "lab", "machines");
+  for (const m of existsSync(dir) ? readdirSync(dir) : []) {
+    const log = path.join(dir, m, "agent.log");
+    if (!existsSync(log)) continue;
+    const lines = readFileSync(log, "utf8").trimEnd().split("\n");
+    out.push(`${m}:`, ...lines.slice(-6).map((l) => `  ${l.slice(0, 300)}`));
+  }
+  return out.join("\n");
 }
 
 /** The tour's command lines: two spaces in, the comment after "# " cut off. */
