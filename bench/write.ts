@@ -17,6 +17,7 @@
 //   readback-vs-limit  (dd iflag=direct | openssl) time / liken read-back time
 //   rss                peak RSS (VmHWM) of the liken child, in MiB
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { bundleModule } from "../src/cli/entry.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { randomFillSync } from "node:crypto";
 import {
@@ -182,17 +183,7 @@ async function main(): Promise<void> {
   // tsx alone costs ~60 MiB of RSS and seconds of compile that are not liken's. The bundle
   // sits two levels under the repository so the addon is found at build/Release.
   const bundle = path.join(repo, "build", "liken-bench", "write.mjs");
-  const { build } = await import("esbuild");
-  await build({
-    entryPoints: [self],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    outfile: bundle,
-    logLevel: "error",
-  });
+  await bundleModule(self, bundle);
   const tsx = [bundle];
   let server: ChildProcess | undefined;
   try {

@@ -32,17 +32,26 @@ export async function useCliBundle(): Promise<string> {
   } catch {
     return likenEntry();
   }
+  await bundleModule(source, CLI_BUNDLE);
+  process.env[ENTRY_ENV] = CLI_BUNDLE;
+  return CLI_BUNDLE;
+}
+
+/**
+ * One ESM file for Node 20 from a TypeScript entry point, its npm dependencies left as imports
+ * (they resolve from node_modules as they would for the source). The output must sit as deep
+ * under the root as its source does: modules find the root through import.meta.url.
+ */
+export async function bundleModule(entryPoint: string, outfile: string): Promise<void> {
   const { build } = await import("esbuild");
   await build({
-    entryPoints: [source],
+    entryPoints: [entryPoint],
     bundle: true,
     platform: "node",
     format: "esm",
     target: "node20",
     packages: "external",
-    outfile: CLI_BUNDLE,
+    outfile,
     logLevel: "error",
   });
-  process.env[ENTRY_ENV] = CLI_BUNDLE;
-  return CLI_BUNDLE;
 }
