@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `liken` command. A built tree (npm run build) runs from dist/. A source checkout runs
-// the bundle the lab and the tests build (build/liken-cli/liken.mjs, see src/cli/entry.ts)
+// the bundle the lab and the tests build (.lab/cli/liken.mjs, see src/cli/entry.ts)
 // while no file under src/ is newer than it, and otherwise the TypeScript itself through tsx,
 // so a fresh clone needs no build step and an edit is never hidden by an old bundle.
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const built = path.join(root, "dist", "cli", "main.js");
-const bundle = path.join(root, "build", "liken-cli", "liken.mjs");
+const bundle = path.join(root, ".lab", "cli", "liken.mjs");
 
 /** The newest modification time of any file under dir (milliseconds). */
 function newestUnder(dir) {

@@ -8,12 +8,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** The repository (or package) root: src/cli/ and build/liken-cli/ both sit two levels down. */
+/** The repository (or package) root: src/cli/ and .lab/cli/ both sit two levels down. */
 const ROOT = path.resolve(here, "..", "..");
 
 export const ENTRY_ENV = "LIKEN_ENTRY";
-/** Two levels under the root, like src/cli/, so the bundle finds build/Release and config/. */
-export const CLI_BUNDLE = path.join(ROOT, "build", "liken-cli", "liken.mjs");
+/**
+ * Two levels under the root, like src/cli/, so the bundle finds build/Release and config/.
+ * Not under build/: node-gyp owns that directory and deletes it on every rebuild.
+ */
+export const CLI_BUNDLE = path.join(ROOT, ".lab", "cli", "liken.mjs");
 
 /** The script to run with process.execPath to start a liken command. */
 export function likenEntry(): string {

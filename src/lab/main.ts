@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { LikenError } from "../errors.js";
 import { runDemo } from "./demo.js";
+import { REPO_ROOT } from "../controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
 import path from "node:path";
 import { FAULT_ACTIONS, sendFault, serveControl, type FaultAction } from "./control.js";
@@ -28,20 +29,22 @@ cluster-operator, and ${lab.fleet.length} machines (${lab.fleet.map((m) => `${m.
 
 In another terminal:
 ${commandLines([
-  [`export KUBECONFIG=${LAB_KUBECONFIG} PATH=${lab.binDir}:$PATH`],
+  // liken from this checkout (bin/liken.js), never `npx liken`: npx installs the checkout as
+  // a package, and its install script (node-gyp rebuild) wipes build/ under the running lab.
+  [`export KUBECONFIG=${LAB_KUBECONFIG} PATH=${path.join(REPO_ROOT, "bin")}:${lab.binDir}:$PATH`],
   ["kubectl get clusters", "AVAILABLE shows the newest release the channel announces"],
   [
     `kubectl annotate cluster --all --overwrite liken.sh/check-releases="$(date -Is)"`,
     "read the channel now",
   ],
-  [`npx liken release catalog-entry ${lab.channel.url} ${next!.version}`, "the entry to paste"],
+  [`liken release catalog-entry ${lab.channel.url} ${next!.version}`, "the entry to paste"],
   [`kubectl edit cluster ${LAB_CLUSTER}`, "add it to spec.releases.catalog, set spec.version"],
   ["kubectl get machines -w", "LIKEN and STATUS change one machine at a time"],
   [
-    `npx liken approve-reboot ${LAB_CLUSTER} ${manual}`,
+    `liken approve-reboot ${LAB_CLUSTER} ${manual}`,
     "a Manual machine waits in RebootPending until you do",
   ],
-  [`npx liken status ${LAB_CLUSTER}`, "a live view: steps, downloads, turns, what blocks"],
+  [`liken status ${LAB_CLUSTER}`, "a live view: steps, downloads, turns, what blocks"],
 ])}
 
 Faults on demand, from another terminal:

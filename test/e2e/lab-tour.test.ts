@@ -157,7 +157,7 @@ describe("npm run lab, then the printed tour", () => {
     );
 
     // The catalog entry, as printed, and an edit naming an uncatalogued version, refused.
-    const entry = await ok(printed(commands, "npx liken release catalog-entry"));
+    const entry = await ok(printed(commands, "liken release catalog-entry"));
     expect(entry).toMatch(
       new RegExp(`- version: "${next.replace(/\./g, "\\.")}"\\n  digest: sha256:[0-9a-f]{64}\\n`),
     );
@@ -186,7 +186,7 @@ sed -i 's/^  version: ${current}$/  version: ${next}/' "$1"
     );
 
     // The Auto machines roll; the Manual ones stage and wait in RebootPending.
-    const manual = printed(commands, "npx liken approve-reboot").split(" ").at(-1)!;
+    const manual = printed(commands, "liken approve-reboot").split(" ").at(-1)!;
     await until(
       "every Auto machine on the new release while the Manual ones wait",
       async () => {
@@ -201,9 +201,9 @@ sed -i 's/^  version: ${current}$/  version: ${next}/' "$1"
       },
       300_000,
     );
-    const status = await ok(printed(commands, "npx liken status"));
+    const status = await ok(printed(commands, "liken status"));
     expect(status).toContain(`waiting for: liken approve-reboot ${LAB_CLUSTER} ${manual}`);
-    expect(await ok(printed(commands, "npx liken approve-reboot"))).toContain(
+    expect(await ok(printed(commands, "liken approve-reboot"))).toContain(
       `approved the reboot of Machine ${manual} into ${next}`,
     );
     await until(
@@ -272,7 +272,7 @@ sed -i 's/^  version: ${current}$/  version: ${next}/' "$1"
       "nothing the lab started to be running",
       async () =>
         pids.every((p) => !existsSync(`/proc/${p}`)) &&
-        pidsOf(/liken-cli\/liken\.mjs (agent|operator)|src\/lab\/main\.ts/).length === 0,
+        pidsOf(/\.lab\/cli\/liken\.mjs (agent|operator)|src\/lab\/main\.ts/).length === 0,
       60_000,
     );
     expect(existsSync(LAB_KUBECONFIG)).toBe(false);
