@@ -3,7 +3,7 @@
 // dist/. From a source checkout bin/liken.js compiles TypeScript through tsx in every process
 // (seconds of CPU each), so the lab and the test setup build one bundle of the CLI first and
 // name it in LIKEN_ENTRY, which every process they start inherits.
-import { statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,11 +30,7 @@ export function likenEntry(): string {
  */
 export async function useCliBundle(): Promise<string> {
   const source = path.join(ROOT, "src", "cli", "main.ts");
-  try {
-    statSync(source);
-  } catch {
-    return likenEntry();
-  }
+  if (!existsSync(source)) return likenEntry();
   await bundleModule(source, CLI_BUNDLE);
   process.env[ENTRY_ENV] = CLI_BUNDLE;
   return CLI_BUNDLE;

@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { waitFor } from "../support/kube.js";
 
 const exec = promisify(execFile);
 const children: ChildProcess[] = [];
@@ -29,26 +30,16 @@ interface Shell {
   stderr: string;
 }
 
+/** waitFor from the test support, with a snapshot of the lab in the timeout's message. */
 async function until<T>(
   what: string,
   probe: () => Promise<T | undefined | false>,
   timeoutMs: number,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what} (${String(last)})\n${await labSnapshot()}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 500));
+  try {
+    return await waitFor(what, probe, { timeoutMs, intervalMs: 500 });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await labSnapshot()}`);
   }
 }
 

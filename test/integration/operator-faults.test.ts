@@ -313,12 +313,14 @@ describe("the channel", () => {
 
     writeFileSync(path.join(dir, "channel.yaml"), "kind: Channel\nversions: [[[\n");
     await annotate(`${now()}-2`);
-    const bad = await waitFor("ChannelMalformed", async () => {
-      const c = (await api.clusters.get(cluster)).status?.conditions?.find(
-        (x) => x.type === "ChannelReachable",
-      );
-      return c?.reason === "ChannelMalformed" ? c : undefined;
-    });
+    const channelReachable = (reason: string) =>
+      waitFor(reason, async () => {
+        const c = (await api.clusters.get(cluster)).status?.conditions?.find(
+          (x) => x.type === "ChannelReachable",
+        );
+        return c?.reason === reason ? c : undefined;
+      });
+    const bad = await channelReachable("ChannelMalformed");
     expect(bad.status).toBe("False");
     expect(bad.message).toContain("channel.yaml");
     expect((await api.clusters.get(cluster)).status?.available).toBe("2026.10.14-001");
@@ -332,12 +334,7 @@ describe("the channel", () => {
     await server.close();
     server = undefined;
     await annotate(`${now()}-3`);
-    const gone = await waitFor("ChannelUnreachable", async () => {
-      const c = (await api.clusters.get(cluster)).status?.conditions?.find(
-        (x) => x.type === "ChannelReachable",
-      );
-      return c?.reason === "ChannelUnreachable" ? c : undefined;
-    });
+    const gone = await channelReachable("ChannelUnreachable");
     expect(gone.message).toContain("cannot read");
   });
 });

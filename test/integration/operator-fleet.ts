@@ -201,9 +201,17 @@ export function startOperator(
       } catch {
         return;
       }
-      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      // SIGTERM gets 5 s to end it; past that deadline, SIGKILL.
+      const ended = await waitFor(
+        `operator ${identity} to exit on SIGTERM`,
+        async () => child.exitCode !== null || child.signalCode !== null,
+        { timeoutMs: 5000, intervalMs: 50 },
+      ).then(
+        () => true,
+        () => false,
+      );
+      if (!ended) child.kill("SIGKILL");
       await exited;
-      clearTimeout(t);
     },
   };
 }
