@@ -240,11 +240,12 @@ export class Operator {
     if (this.running || this.timer !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.drain();
+      void this.reconcileDirty();
     }, DEBOUNCE_MS);
   }
 
-  private async drain(): Promise<void> {
+  /** Reconciles the dirty Clusters one at a time until none is left (one run at a time). */
+  private async reconcileDirty(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
