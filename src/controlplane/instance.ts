@@ -21,6 +21,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import { kwokStageFiles } from "./build.js";
 import { kubeconfigYaml } from "./kubeconfig.js";
+import { KWOK_NODE_ANNOTATION } from "./kwok.js";
 import { makeCerts, type ControlPlaneCerts } from "./certs.js";
 import { isLikenError } from "../errors.js";
 import { ControlPlaneError } from "./errors.js";
@@ -481,7 +482,7 @@ async function startAll(
   const kwok = start(s, "kwok", [
     `--kubeconfig=${s.kubeconfig}`,
     "--manage-all-nodes=false",
-    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+    `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${KWOK_NODE_ANNOTATION.value}`,
     `--server-address=127.0.0.1:${ports.kwok}`,
     "--node-lease-duration-seconds=40",
     ...kwokStageFiles().map((f) => `--config=${f}`),
