@@ -359,7 +359,7 @@ Napi::Error ToError(Napi::Env env, const Failure& f) {
 }
 
 // One async step of a writer: runs on the libuv pool, never touches N-API in Execute(),
-// and settles its promise in OnOK/OnError (STYLE.md, "Native code").
+// and settles its promise in OnOK/OnError (docs/style.md, "Native code").
 class Step : public Napi::AsyncWorker {
  public:
   enum Kind { kSpace, kCheckpoint, kFinish };
