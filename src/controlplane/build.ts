@@ -28,7 +28,7 @@ import {
 } from "./versions.js";
 
 const STAMP = ".complete";
-/** Go version k8s.io/kubernetes 1.35 requires (its go.mod says go 1.25). */
+/** Go version k8s.io/kubernetes 1.35 requires. */
 const MIN_GO_MINOR = 25;
 
 type Log = (line: string) => void;

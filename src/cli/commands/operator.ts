@@ -3,9 +3,9 @@ import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
-import { loadKubeConfig } from "../../api/index.js";
+import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
-import { DEFAULT_SETTINGS } from "../../operator/decide.js";
+import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { Operator } from "../../operator/operator.js";
 
 interface Options {
@@ -46,21 +46,21 @@ export function registerOperator(program: Command): void {
     )
     .option(
       "--start-grace <duration>",
-      `grant no turn this long after starting (the page: ${DEFAULT_SETTINGS.startGraceSeconds}s; shorten only in tests)`,
+      `grant no turn this long after starting (the page: ${START_GRACE_SECONDS}s; shorten only in tests)`,
       parseSeconds,
-      DEFAULT_SETTINGS.startGraceSeconds,
+      START_GRACE_SECONDS,
     )
     .option(
       "--lost-after <duration>",
-      `a machine without heartbeat this long reads Lost (the page: ${DEFAULT_SETTINGS.lostAfterSeconds}s; shorten only in tests)`,
+      `a machine without heartbeat this long reads Lost (the page: ${LOST_AFTER_SECONDS}s; shorten only in tests)`,
       parseSeconds,
-      DEFAULT_SETTINGS.lostAfterSeconds,
+      LOST_AFTER_SECONDS,
     )
     .option(
       "--turn-deadline <duration>",
       `a machine holding a turn this long without coming back stalls the rollout (in seconds unless a unit is given)`,
       parseSeconds,
-      DEFAULT_SETTINGS.turnDeadlineSeconds,
+      DEFAULT_TURN_DEADLINE_SECONDS,
     )
     .option(
       "--channel-interval <duration>",
