@@ -67,8 +67,14 @@ program
   .description("what runs where")
   .option("--name <name>", "only this instance")
   .action((o: { name?: string }) => {
-    const states = o.name ? [readState(o.name)].filter((s) => s !== undefined) : listStates(err);
-    if (states.length === 0) {
+    let unreadable = 0;
+    const states = o.name
+      ? [readState(o.name)].filter((s) => s !== undefined)
+      : listStates((line) => {
+          unreadable++;
+          err(line);
+        });
+    if (states.length === 0 && unreadable === 0) {
       process.stdout.write(
         "no control plane is running; start one with: npm run -s cluster -- up\n",
       );
