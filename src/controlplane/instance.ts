@@ -95,8 +95,8 @@ export function readState(name: string): ControlPlaneState | undefined {
   try {
     parsed = JSON.parse(readFileSync(f, "utf8"));
   } catch (e) {
-    // JSON.parse throws only SyntaxError.
-    throw unreadable(name, f, (e as SyntaxError).message, e);
+    // Both throw Errors: a SyntaxError for a record cut short, an errno error for a bad file.
+    throw unreadable(name, f, (e as Error).message, e);
   }
   const s = parsed as Partial<ControlPlaneState> | null;
   if (
