@@ -13,10 +13,10 @@ import {
   type Machine,
   type WatchEvent,
 } from "../../src/api/index.js";
+import { createCluster } from "../support/clusters.js";
 import { kubeConfig, kubectl, uniqueName, waitFor } from "../support/kube.js";
 
 const api = new LikenApi(kubeConfig());
-const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const cleanup: (() => Promise<unknown>)[] = [];
 
 afterAll(async () => {
@@ -25,18 +25,7 @@ afterAll(async () => {
 
 async function newCluster(): Promise<Cluster> {
   const name = uniqueName("lab");
-  const c = await api.clusters.create({
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Cluster",
-    metadata: { name },
-    spec: {
-      version: "2026.10.10-001",
-      releases: {
-        source: "https://releases.liken.sh",
-        catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }],
-      },
-    },
-  });
+  const c = await createCluster(api, name);
   cleanup.push(() => api.clusters.delete(name));
   return c;
 }

@@ -1,7 +1,15 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { NativeError } from "../../src/native/index.js";
@@ -29,6 +37,32 @@ function slotFile(name: string, size: number, fill = 0xee): string {
   const f = path.join(dir, name);
   writeFileSync(f, Buffer.alloc(size, fill));
   return f;
+}
+
+/**
+ * Makes f refuse O_WRONLY: mode 0444 for a user, the immutable attribute for root (who
+ * ignores modes). False when neither holds here (root without CAP_LINUX_IMMUTABLE).
+ */
+function makeUnwritable(f: string): boolean {
+  chmodSync(f, 0o444);
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync("chattr", ["+i", f], { stdio: "ignore" });
+    } catch {
+      return false;
+    }
+  }
+  try {
+    closeSync(openSync(f, "r+"));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function makeWritable(f: string): void {
+  if (process.getuid?.() === 0) execFileSync("chattr", ["-i", f], { stdio: "ignore" });
+  chmodSync(f, 0o644);
 }
 
 async function rejection(p: Promise<unknown>): Promise<NativeError> {
@@ -107,6 +141,33 @@ describe("SlotWriter, whole-stream mode", () => {
         hashState: Buffer.alloc(40),
       }),
     ).toThrowError(expect.objectContaining({ code: "LIKEN_NATIVE_BAD_STATE" }) as Error);
+  });
+
+  it("names the open call it made: O_DIRECT only when direct writes are on", async (ctx) => {
+    const f = slotFile("read-only.img", MiB);
+    if (!makeUnwritable(f)) {
+      await ctx.annotate(
+        "cannot make a file unwritable here (chattr +i); open failure not exercised",
+      );
+      return;
+    }
+    try {
+      for (const direct of [true, false]) {
+        let e: unknown;
+        try {
+          SlotWriter.open({ path: f, size: 10, direct }).abort();
+        } catch (caught) {
+          e = caught;
+        }
+        expect(e).toBeInstanceOf(NativeError);
+        expect((e as NativeError).code).toBe("LIKEN_NATIVE_IO");
+        expect((e as NativeError).message).toContain(
+          `${direct ? "open(O_DIRECT)" : "open"} ${f}: `,
+        );
+      }
+    } finally {
+      makeWritable(f);
+    }
   });
 
   it("refuses an unaligned offset before touching the medium", () => {
