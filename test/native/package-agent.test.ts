@@ -1,0 +1,170 @@
+// The agent package (images/package-agent.ts) built into a temporary directory: its layout,
+// the launcher running the packaged CLI and the packaged native addon with nothing of the
+// checkout reachable (no node_modules, no src/), and the tarball's list of files.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parse } from "yaml";
+import {
+  bareImports,
+  LAYOUT,
+  MIN_NODE_MAJOR,
+  packageAgent,
+  type AgentPackage,
+} from "../../images/package-agent.js";
+import { parseAgentConfig } from "../../src/slots/config.js";
+
+const ROOT = path.resolve(import.meta.dirname, "..", "..");
+const version = (
+  JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }
+).version;
+const out = mkdtempSync(path.join(tmpdir(), "liken-package-"));
+let pkg: AgentPackage;
+
+beforeAll(async () => {
+  pkg = await packageAgent({ out });
+}, 120_000);
+afterAll(() => rmSync(out, { recursive: true, force: true }));
+
+/** Runs the packaged launcher from outside the checkout, with node on PATH and nothing else. */
+function liken(args: string[], cwd = out): string {
+  return execFileSync(path.join(pkg.tree, LAYOUT.launcher), args, {
+    cwd,
+    encoding: "utf8",
+    env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: out },
+  });
+}
+
+describe("the agent package", () => {
+  it("lays out every part under the filesystem root with its mode", () => {
+    const modes = Object.fromEntries(
+      Object.entries(LAYOUT).map(([k, p]) => [k, statSync(path.join(pkg.tree, p)).mode & 0o777]),
+    );
+    expect(modes).toEqual({
+      launcher: 0o755,
+      bundle: 0o644,
+      addon: 0o755,
+      manifest: 0o644,
+      unit: 0o644,
+      example: 0o644,
+    });
+    expect(readFileSync(path.join(pkg.tree, LAYOUT.unit), "utf8")).toBe(
+      readFileSync(path.join(ROOT, "config", "systemd", "liken-agent.service"), "utf8"),
+    );
+    expect(readFileSync(path.join(pkg.tree, LAYOUT.unit), "utf8")).toContain(
+      "ExecStart=/usr/bin/liken agent run --config /etc/liken/agent.yaml",
+    );
+    expect(JSON.parse(readFileSync(path.join(pkg.tree, LAYOUT.manifest), "utf8"))).toMatchObject({
+      name: "liken",
+      version,
+    });
+  });
+
+  it("ships an example config whose slots and bootloader fit docs/machine.md", () => {
+    const file = path.join(pkg.tree, LAYOUT.example);
+    const text = readFileSync(file, "utf8");
+    expect(parseAgentConfig(text, "/etc/liken/agent.yaml")).toMatchObject({
+      slots: {
+        a: { device: "/dev/disk/by-partlabel/liken-a" },
+        b: { device: "/dev/disk/by-partlabel/liken-b" },
+      },
+      stateDir: "/var/lib/liken",
+    });
+    expect(parse(text)).toMatchObject({
+      bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
+      reboot: { command: ["systemctl", "reboot"] },
+    });
+  });
+
+  it("runs liken --version and --help through the launcher, from outside the checkout", () => {
+    expect(liken(["--version"]).trim()).toBe(version);
+    const help = liken(["--help"]);
+    expect(help).toMatch(/^Usage: liken /);
+    expect(help).toContain("agent");
+    expect(liken(["agent", "run", "--help"])).toContain("--config");
+  });
+
+  it("loads the packaged native addon: agent status reads each slot's size", () => {
+    const dir = mkdtempSync(path.join(out, "machine-"));
+    for (const [slot, size] of [
+      ["a", 3 * 1024 * 1024],
+      ["b", 5 * 1024 * 1024],
+    ] as const) {
+      writeFileSync(path.join(dir, `${slot}.img`), "");
+      truncateSync(path.join(dir, `${slot}.img`), size);
+    }
+    writeFileSync(
+      path.join(dir, "agent.yaml"),
+      "slots: {a: {device: a.img}, b: {device: b.img}}\nrunning: a\nstateDir: state\n",
+    );
+    const rows = JSON.parse(
+      liken(["agent", "status", "--config", path.join(dir, "agent.yaml"), "-o", "json"], dir),
+    ) as { slot: string; deviceSize?: number }[];
+    expect(rows.map((r) => [r.slot, r.deviceSize])).toEqual([
+      ["a", 3 * 1024 * 1024],
+      ["b", 5 * 1024 * 1024],
+    ]);
+  });
+
+  it("lists the expected files in the tarball, owned by root", () => {
+    const listing = execFileSync("tar", ["-tvzf", pkg.tarball], { encoding: "utf8" })
+      .trim()
+      .split("\n");
+    const files = listing.filter((l) => !l.startsWith("d")).map((l) => l.split(/\s+/).pop());
+    expect(files.sort()).toEqual(Object.values(LAYOUT).sort());
+    for (const l of listing) expect(l.split(/\s+/)[1]).toBe("0/0");
+    expect(path.basename(pkg.tarball)).toBe(`liken-agent-${version}-linux-${process.arch}.tar.gz`);
+  });
+});
+
+describe("the launcher's Node.js check", () => {
+  it("refuses a node older than the bundle's target, naming the version", () => {
+    const fake = path.join(out, "old-node");
+    writeFileSync(
+      fake,
+      `#!/bin/sh\ncase "$1" in -p) echo ${MIN_NODE_MAJOR - 2};; --version) echo v${MIN_NODE_MAJOR - 2}.0.0;; esac\n`,
+      { mode: 0o755 },
+    );
+    let err: { status: number; stderr: string } | undefined;
+    try {
+      execFileSync(path.join(pkg.tree, LAYOUT.launcher), ["--version"], {
+        env: { PATH: "/usr/bin:/bin", LIKEN_NODE: fake },
+        encoding: "utf8",
+        stdio: "pipe",
+      });
+    } catch (e) {
+      err = e as { status: number; stderr: string };
+    }
+    expect(err?.status).toBe(1);
+    expect(err?.stderr).toContain(`Node.js v${MIN_NODE_MAJOR - 2}.0.0 is too old`);
+  });
+});
+
+describe("bareImports", () => {
+  it.each([
+    [["node:fs", "fs", "worker_threads"], []],
+    [
+      ["node:fs", "yaml", "@kubernetes/client-node"],
+      ["@kubernetes/client-node", "yaml"],
+    ],
+  ])("of %j is %j", (paths, want) => {
+    const meta = {
+      inputs: {},
+      outputs: {
+        "liken.mjs": {
+          bytes: 0,
+          inputs: {},
+          exports: [],
+          imports: paths.map((p) => ({
+            path: p,
+            kind: "import-statement" as const,
+            external: true,
+          })),
+        },
+      },
+    };
+    expect(bareImports(meta)).toEqual(want);
+  });
+});
