@@ -2,6 +2,7 @@
 // and the running slot untouched; the recoverable ones (a drop, a server ignoring Range, a
 // bit flipped once) end staged and verified.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -254,9 +255,40 @@ describe("downloads that must fail cleanly", () => {
     const e = await refused(downloadRelease(m.req()));
     expect(e.code).toBe("LIKEN_SLOT_TOO_SMALL");
     expect(e.message).toMatch(
-      /artifact rootfs needs bytes 8192\.\.1056891 of slot b, but .* has 524288/,
+      /artifact rootfs \(1048699 bytes at offset 8192\) needs 1056891 bytes of slot b, but .*b\.img holds 524288 bytes/,
     );
     expect((await m.store.marker("b")).state).toBe("empty");
+    // Not a byte written (a file-backed slot would have grown) and not a byte fetched.
+    expect(readFileSync(m.b).equals(Buffer.alloc(512 * KiB))).toBe(true);
+    expect(server.log.filter((r) => r.path.endsWith(".img"))).toEqual([]);
+  });
+
+  it("refuses a release larger than a block-device slot, leaving the partition as it was", async (ctx) => {
+    // A loop device has the fixed size of a partition, read through BLKGETSIZE64. It needs
+    // root and the loop module; without them the file-backed case above still runs.
+    const m = machine();
+    const backing = path.join(path.dirname(m.b), "b-partition.img");
+    writeFileSync(backing, Buffer.alloc(768 * KiB, 0xa5));
+    let loop = "";
+    try {
+      loop = execFileSync("losetup", ["--find", "--show", backing], { encoding: "utf8" }).trim();
+    } catch {
+      await ctx.annotate("no loop device available here; block-device case not exercised");
+      return;
+    }
+    try {
+      const config = { ...m.config, slots: { ...m.config.slots, b: { device: loop } } };
+      const e = await refused(downloadRelease(m.req({ config })));
+      expect(e.code).toBe("LIKEN_SLOT_TOO_SMALL");
+      expect(e.message).toContain(`needs 1056891 bytes of slot b, but ${loop} holds 786432 bytes`);
+      expect(e.message).toContain("nothing was written");
+      expect(e.context).toMatchObject({ device: loop, need: 1056891, size: 786432 });
+      expect(readFileSync(loop).equals(Buffer.alloc(768 * KiB, 0xa5))).toBe(true);
+      expect(server.log.filter((r) => r.path.endsWith(".img"))).toEqual([]);
+      expect((await m.store.marker("b")).state).toBe("empty");
+    } finally {
+      execFileSync("losetup", ["-d", loop]);
+    }
   });
 });
 
