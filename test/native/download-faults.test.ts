@@ -2,7 +2,6 @@
 // and the running slot untouched; the recoverable ones (a drop, a server ignoring Range, a
 // bit flipped once) end staged and verified.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,6 +15,7 @@ import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js"
 import { verifyStagedSlot } from "../../src/slots/check.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
+import { withLoopDevice } from "./loop.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -264,19 +264,11 @@ describe("downloads that must fail cleanly", () => {
   });
 
   it("refuses a release larger than a block-device slot, leaving the partition as it was", async (ctx) => {
-    // A loop device has the fixed size of a partition, read through BLKGETSIZE64. It needs
-    // root and the loop module; without them the file-backed case above still runs.
+    // A loop device has the fixed size of a partition, read through BLKGETSIZE64.
     const m = machine();
     const backing = path.join(path.dirname(m.b), "b-partition.img");
     writeFileSync(backing, Buffer.alloc(768 * KiB, 0xa5));
-    let loop = "";
-    try {
-      loop = execFileSync("losetup", ["--find", "--show", backing], { encoding: "utf8" }).trim();
-    } catch {
-      await ctx.annotate("no loop device available here; block-device case not exercised");
-      return;
-    }
-    try {
+    await withLoopDevice(backing, ctx, async (loop) => {
       const config = { ...m.config, slots: { ...m.config.slots, b: { device: loop } } };
       const e = await refused(downloadRelease(m.req({ config })));
       expect(e.code).toBe("LIKEN_SLOT_TOO_SMALL");
@@ -286,9 +278,7 @@ describe("downloads that must fail cleanly", () => {
       expect(readFileSync(loop).equals(Buffer.alloc(768 * KiB, 0xa5))).toBe(true);
       expect(server.log.filter((r) => r.path.endsWith(".img"))).toEqual([]);
       expect((await m.store.marker("b")).state).toBe("empty");
-    } finally {
-      execFileSync("losetup", ["-d", loop]);
-    }
+    });
   });
 });
 
