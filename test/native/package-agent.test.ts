@@ -2,11 +2,19 @@
 // the launcher running the packaged CLI and the packaged native addon with nothing of the
 // checkout reachable (no node_modules, no src/), and the tarball's list of files.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import {
   bareImports,
   LAYOUT,
@@ -14,6 +22,8 @@ import {
   packageAgent,
   type AgentPackage,
 } from "../../images/package-agent.js";
+import { ENV_FILES } from "../../src/bootloader/envstore.js";
+import { initialEnvBlock } from "../../src/bootloader/grub.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..", "..");
@@ -106,6 +116,63 @@ describe("the agent package", () => {
       ["a", 3 * 1024 * 1024],
       ["b", 5 * 1024 * 1024],
     ]);
+  });
+
+  it("runs the agent daemon: the bundled API client reaches for the server and stops on SIGTERM", async () => {
+    // Nothing listens on port 1: the heartbeat's refusal proves the inlined HTTP and TLS
+    // stack of the API client and the logger work from the bundle, not just the imports.
+    const dir = mkdtempSync(path.join(out, "daemon-"));
+    for (const slot of ["a", "b"]) {
+      writeFileSync(path.join(dir, `${slot}.img`), "");
+      truncateSync(path.join(dir, `${slot}.img`), 1024 * 1024);
+    }
+    mkdirSync(path.join(dir, "esp"));
+    for (const f of ENV_FILES) writeFileSync(path.join(dir, "esp", f), initialEnvBlock("a"));
+    writeFileSync(path.join(dir, "cmdline"), "liken.slot=a\n");
+    writeFileSync(
+      path.join(dir, "kubeconfig"),
+      stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:1" } }],
+        users: [{ name: "u", user: { token: "t" } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "u" } }],
+        "current-context": "c",
+      }),
+    );
+    writeFileSync(
+      path.join(dir, "agent.yaml"),
+      stringify({
+        machine: "node-1",
+        cluster: "lab",
+        kubeconfig: "kubeconfig",
+        slots: { a: { device: "a.img" }, b: { device: "b.img" } },
+        stateDir: "state",
+        cmdline: "cmdline",
+        bootloader: { grubenvDir: "esp" },
+        reboot: { exitCode: 194 },
+        direct: false,
+        loopSeconds: 1,
+      }),
+    );
+    const child = spawn(
+      path.join(pkg.tree, LAYOUT.launcher),
+      ["agent", "run", "--config", path.join(dir, "agent.yaml")],
+      { cwd: dir, env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: out } },
+    );
+    let output = "";
+    child.stdout.on("data", (b: Buffer) => (output += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (output += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    try {
+      await expect
+        .poll(() => output, { timeout: 30_000, interval: 200 })
+        .toMatch(/ECONNREFUSED 127\.0\.0\.1:1.*"msg":"heartbeat not renewed"/);
+      expect(output).not.toMatch(/Dynamic require|Cannot find (module|package)|ERR_MODULE/);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited).toBe(0);
   });
 
   it("lists the expected files in the tarball, owned by root", () => {
