@@ -6,7 +6,7 @@
 //   usr/lib/liken/package.json            name and version (`liken --version` reads it)
 //   usr/lib/systemd/system/liken-agent.service
 //   usr/share/doc/liken/agent.yaml.example          what /etc/liken/agent.yaml looks like
-// Node.js itself is not in the package: the image installs Debian's `nodejs` (>= 20). The
+// Node.js itself is not in the package: the image installs Debian's `nodejs` (>= 20.18.1). The
 // bundle sits two levels under usr/lib/liken as src/cli/main.ts sits under the checkout, so
 // its import.meta.url finds build/Release and package.json the same way.
 import { execFileSync } from "node:child_process";
@@ -27,7 +27,15 @@ import { LikenError, type LikenErrorOptions } from "../src/errors.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
-/** The oldest Node.js the bundle runs on (esbuild's target and the launcher's check). */
+/**
+ * The Node.js versions liken runs on: package.json's `engines` (20.18.1 is undici 7's
+ * minimum; 21 is not a long-term release). The launcher refuses any other before loading the
+ * bundle, so an old runtime is named instead of failing somewhere inside a dependency.
+ */
+export const NODE_ENGINES = ">=20.18.1 <21 || >=22";
+const NODE_OK =
+  'const [a, b, c] = process.versions.node.split(".").map(Number); ' +
+  "a >= 22 || (a === 20 && (b > 18 || (b === 18 && c >= 1)))";
 export const MIN_NODE_MAJOR = 20;
 
 /** Where the package puts its parts, relative to the filesystem root. */
@@ -73,12 +81,12 @@ export function launcherScript(): string {
 node="\${LIKEN_NODE:-node}"
 here=$(dirname "$(readlink -f "$0")")
 bundle="$here/../lib/liken/dist/cli/liken.mjs"
-major=$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null) || {
-  echo "liken: no Node.js found ($node); install Debian's nodejs package (>= ${MIN_NODE_MAJOR}) or set LIKEN_NODE" >&2
+verdict=$("$node" -p '${NODE_OK} ? "ok" : "v" + process.versions.node' 2>/dev/null) || {
+  echo "liken: no Node.js found ($node); install Debian's nodejs package (${NODE_ENGINES}) or set LIKEN_NODE" >&2
   exit 127
 }
-if [ "$major" -lt ${MIN_NODE_MAJOR} ]; then
-  echo "liken: Node.js $("$node" --version) is too old; liken needs >= ${MIN_NODE_MAJOR} (Debian 13's nodejs, or NodeSource's)" >&2
+if [ "$verdict" != ok ]; then
+  echo "liken: Node.js $verdict is not supported; liken needs ${NODE_ENGINES} (Debian 13's nodejs, or NodeSource's)" >&2
   exit 1
 fi
 exec "$node" "$bundle" "$@"

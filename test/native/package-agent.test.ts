@@ -18,7 +18,7 @@ import { parse, stringify } from "yaml";
 import {
   bareImports,
   LAYOUT,
-  MIN_NODE_MAJOR,
+  NODE_ENGINES,
   packageAgent,
   type AgentPackage,
 } from "../../images/package-agent.js";
@@ -187,25 +187,51 @@ describe("the agent package", () => {
 });
 
 describe("the launcher's Node.js check", () => {
-  it("refuses a node older than the bundle's target, naming the version", () => {
-    const fake = path.join(out, "old-node");
+  it("holds the engines of package.json", () => {
+    const engines = (
+      JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
+        engines: { node: string };
+      }
+    ).engines.node;
+    expect(NODE_ENGINES).toBe(engines);
+  });
+
+  it.each([
+    ["18.20.4", false],
+    ["20.0.0", false],
+    ["20.18.0", false],
+    ["20.18.1", true],
+    ["20.19.2", true],
+    ["21.7.3", false],
+    ["22.0.0", true],
+    ["24.1.0", true],
+  ])("Node.js %s accepted: %s", (version, ok) => {
+    // A stand-in node: evaluates the launcher's check with process.versions.node replaced.
+    const fake = path.join(out, `node-${version}`);
     writeFileSync(
       fake,
-      `#!/bin/sh\ncase "$1" in -p) echo ${MIN_NODE_MAJOR - 2};; --version) echo v${MIN_NODE_MAJOR - 2}.0.0;; esac\n`,
+      `#!/bin/sh\n[ "$1" = -p ] || exit 9\nexec "${process.execPath}" -p "Object.defineProperty(process.versions, 'node', { value: '${version}' }); $2"\n`,
       { mode: 0o755 },
     );
-    let err: { status: number; stderr: string } | undefined;
+    let result: { status: number | null; stderr: string };
     try {
       execFileSync(path.join(pkg.tree, LAYOUT.launcher), ["--version"], {
         env: { PATH: "/usr/bin:/bin", LIKEN_NODE: fake },
         encoding: "utf8",
         stdio: "pipe",
       });
+      result = { status: 0, stderr: "" };
     } catch (e) {
-      err = e as { status: number; stderr: string };
+      result = e as { status: number; stderr: string };
     }
-    expect(err?.status).toBe(1);
-    expect(err?.stderr).toContain(`Node.js v${MIN_NODE_MAJOR - 2}.0.0 is too old`);
+    // Accepted: the launcher execs the stand-in with the bundle, which it refuses (exit 9).
+    if (ok) expect(result.status).toBe(9);
+    else {
+      expect(result.status).toBe(1);
+      expect(result.stderr).toContain(
+        `Node.js v${version} is not supported; liken needs ${NODE_ENGINES}`,
+      );
+    }
   });
 });
 
