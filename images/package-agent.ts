@@ -183,8 +183,9 @@ export async function packageAgent(opts: PackageOptions): Promise<AgentPackage> 
 
   const tarball = path.join(opts.out, `liken-agent-${pkg.version}-linux-${process.arch}.tar.gz`);
   rmSync(tarball, { force: true });
-  // GNU tar: root-owned entries and a fixed order whoever builds it; the image build unpacks
-  // it with `tar -xzf ... -C <rootfs>`.
+  // GNU tar, root-owned files in a fixed order. Files only, no directory entries: the image
+  // build unpacks it with `tar -xzf ... -C <rootfs>` as root, which would give the rootfs's
+  // own /usr and /usr/lib the mode and time of this tree's directories.
   execFileSync("tar", [
     "--create",
     "--gzip",
@@ -193,10 +194,9 @@ export async function packageAgent(opts: PackageOptions): Promise<AgentPackage> 
     "--owner=0",
     "--group=0",
     "--numeric-owner",
-    "--sort=name",
     "--directory",
     tree,
-    "usr",
+    ...Object.values(LAYOUT).sort(),
   ]);
 
   const sizes = Object.fromEntries(

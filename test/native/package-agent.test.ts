@@ -175,13 +175,13 @@ describe("the agent package", () => {
     expect(await exited).toBe(0);
   });
 
-  it("lists the expected files in the tarball, owned by root", () => {
+  it("lists the expected files in the tarball, owned by root, and no directories", () => {
     const listing = execFileSync("tar", ["-tvzf", pkg.tarball], { encoding: "utf8" })
       .trim()
       .split("\n");
-    const files = listing.filter((l) => !l.startsWith("d")).map((l) => l.split(/\s+/).pop());
-    expect(files.sort()).toEqual(Object.values(LAYOUT).sort());
+    expect(listing.map((l) => l.split(/\s+/).pop())).toEqual(Object.values(LAYOUT).sort());
     for (const l of listing) expect(l.split(/\s+/)[1]).toBe("0/0");
+    expect(listing.filter((l) => l.startsWith("d"))).toEqual([]);
     expect(path.basename(pkg.tarball)).toBe(`liken-agent-${version}-linux-${process.arch}.tar.gz`);
   });
 });
