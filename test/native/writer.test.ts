@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { NativeError } from "../../src/native/index.js";
 import { readback, SlotWriter } from "../../src/native/writer.js";
+import { withLoopDevice } from "./loop.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "liken-writer-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -234,14 +235,7 @@ describe("on a loop device", () => {
   it("writes with O_DIRECT, reads back, and fails clearly when the device is too small", async (ctx) => {
     const img = path.join(dir, "loop.img");
     writeFileSync(img, Buffer.alloc(4 * MiB));
-    let loop = "";
-    try {
-      loop = execFileSync("losetup", ["--find", "--show", img], { encoding: "utf8" }).trim();
-    } catch {
-      await ctx.annotate("no loop device available here; block-device case not exercised");
-      return;
-    }
-    try {
+    await withLoopDevice(img, ctx, async (loop) => {
       const data = randomBytes(3 * MiB + 333);
       const w = SlotWriter.open({ path: loop, offset: 4096, size: data.length, bufferSize: MiB });
       await feed(w, data);
@@ -254,8 +248,6 @@ describe("on a loop device", () => {
       expect(e.message).toMatch(/medium ends before the artifact does|No space/);
       const r = await rejection(readback(loop, { size: 5 * MiB }));
       expect(r.code).toBe("LIKEN_NATIVE_SHORT");
-    } finally {
-      execFileSync("losetup", ["-d", loop]);
-    }
+    });
   });
 });
