@@ -23,44 +23,82 @@ export interface Heartbeat {
 
 export class HeartbeatClient {
   private readonly api: CoordinationV1Api;
+  /** The Lease each machine last wrote, as the server returned it: the next renewal's base. */
+  private readonly written = new Map<string, V1Lease>();
+  /** API requests made by renew(), for tests and the bench. */
+  requests = 0;
 
   constructor(kubeConfig: KubeConfig) {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
   }
 
-  /** Renew (or create on first use) the Lease of `machine`, stamped `now`. */
+  /**
+   * Renew (or create on first use) the Lease of `machine`, stamped `now`. As the kubelet
+   * renews its node Lease: one PUT of the object this client last wrote, conditioned on its
+   * resourceVersion, and no GET. Only when there is no such object yet, or the PUT met a
+   * newer one (409: someone else wrote it) or none (404: deleted), is the Lease read (or
+   * created) and written again, once; a second conflict is the caller's error to log.
+   */
   async renew(machine: string, cluster: string, now: Date = new Date()): Promise<Heartbeat> {
     const name = heartbeatLeaseName(machine);
     const op = { verb: "renew heartbeat of", kind: "Machine", name: machine };
-    let lease: V1Lease | undefined;
-    try {
-      lease = await this.api.readNamespacedLease({ name, namespace: HEARTBEAT_NAMESPACE });
-    } catch (e) {
-      const err = toApiError(e, op);
-      if (err.httpStatus !== 404) throw err;
+    const last = this.written.get(name);
+    if (last !== undefined) {
+      try {
+        return this.remember(name, await this.replace(name, last, machine, now));
+      } catch (e) {
+        const err = toApiError(e, op);
+        if (err.httpStatus !== 409 && err.httpStatus !== 404) throw err;
+        this.written.delete(name);
+      }
     }
     try {
-      if (lease === undefined) {
-        const created = await this.api.createNamespacedLease({
-          namespace: HEARTBEAT_NAMESPACE,
-          body: {
-            metadata: { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } },
-            spec: this.spec(machine, now),
-          },
-        });
-        return toHeartbeat(created);
-      }
-      // PUT with the resourceVersion just read: a racing renewal is a 409, not a lost write.
-      lease.spec = { ...lease.spec, ...this.spec(machine, now) };
-      const replaced = await this.api.replaceNamespacedLease({
-        name,
-        namespace: HEARTBEAT_NAMESPACE,
-        body: lease,
-      });
-      return toHeartbeat(replaced);
+      const current = await this.read(name);
+      const lease =
+        current === undefined
+          ? await this.create(name, machine, cluster, now)
+          : await this.replace(name, current, machine, now);
+      return this.remember(name, lease);
     } catch (e) {
       throw toApiError(e, op);
     }
+  }
+
+  private remember(name: string, lease: V1Lease): Heartbeat {
+    this.written.set(name, lease);
+    return toHeartbeat(lease);
+  }
+
+  private async read(name: string): Promise<V1Lease | undefined> {
+    this.requests++;
+    try {
+      return await this.api.readNamespacedLease({ name, namespace: HEARTBEAT_NAMESPACE });
+    } catch (e) {
+      const err = toApiError(e, { verb: "read heartbeat", kind: "Lease", name });
+      if (err.httpStatus === 404) return undefined;
+      throw err;
+    }
+  }
+
+  private create(name: string, machine: string, cluster: string, now: Date): Promise<V1Lease> {
+    this.requests++;
+    return this.api.createNamespacedLease({
+      namespace: HEARTBEAT_NAMESPACE,
+      body: {
+        metadata: { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } },
+        spec: this.spec(machine, now),
+      },
+    });
+  }
+
+  /** PUT with the resourceVersion of `base`: a racing writer is a 409, not a lost write. */
+  private replace(name: string, base: V1Lease, machine: string, now: Date): Promise<V1Lease> {
+    this.requests++;
+    return this.api.replaceNamespacedLease({
+      name,
+      namespace: HEARTBEAT_NAMESPACE,
+      body: { ...base, spec: { ...base.spec, ...this.spec(machine, now) } },
+    });
   }
 
   /** Every heartbeat, or those of one cluster. */
