@@ -10,9 +10,11 @@ import {
   type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  Watch,
 } from "@kubernetes/client-node";
 import { ApiError, API_ERROR_CODES, isConflict, toApiError } from "./errors.js";
 import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
+import type { WatchQuery } from "./watch.js";
 import {
   CLUSTER_KIND,
   CLUSTER_PLURAL,
@@ -74,6 +76,15 @@ export class ResourceClient<T extends KubeObject> {
   /** The URL path of the collection, for watches. */
   get path(): string {
     return `/apis/${GROUP}/${VERSION}/${this.plural}`;
+  }
+
+  /** A watch of the collection (ResourceWatcher's source). */
+  watch(
+    query: WatchQuery,
+    onEvent: (phase: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return new Watch(this.kubeConfig).watch(this.path, { ...query }, onEvent, onDone);
   }
 
   private base(): { group: string; version: string; plural: string } {
