@@ -5,25 +5,25 @@
 // server (check-and-reboot re-reads it right before arming); arm a trial before
 // verifyStagedSlot() read the slot back and it matched; change the default slot other than by
 // bootloader.confirm() after the trial boot rejoined.
+//
+// What it loads: the idle agent talks to the API server through the lean client (api.ts,
+// view.ts: watches of its Machine, Cluster and Node, and its heartbeat) and never loads
+// @kubernetes/client-node; the drain (which needs client-node), the slot check and the HTTP
+// client of the release check are imported when a step needs them (docs/agent.md, "Memory").
 import { spawn, type ChildProcess } from "node:child_process";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { HeartbeatClient } from "../api/heartbeat.js";
-import { LikenApi } from "../api/client.js";
-import { loadKubeConfig } from "../api/kubeconfig.js";
+import type { ApiError } from "../api/errors.js";
 import type { Approval, Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
 import { DirEnvStore } from "../bootloader/envstore.js";
 import { GrubBootloader } from "../bootloader/grub.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn } from "../coordinator/turn.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
-import { drainNode, uncordonNode } from "../drain/index.js";
 import { sdNotify } from "../native/index.js";
-import { verifyStagedSlot } from "../slots/check.js";
 import { SlotStore } from "../slots/store.js";
-import { fetchDocument } from "../verify/fetch.js";
-import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release.js";
 import { readFile } from "node:fs/promises";
+import { AgentApi } from "./api.js";
 import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { AgentError } from "./errors.js";
@@ -31,6 +31,7 @@ import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
 import { machineStatus, sameStatus, turnRelease, type StatusExtras } from "./status.js";
 import { decide, type Action, type Decision, type Observed, type SlotView } from "./steps.js";
 import { likenEntry } from "../cli/entry.js";
+import { ApiView } from "./view.js";
 
 /** Annotation on a Machine: a new value asks the agent to forget its failed releases. */
 export const ANNOTATION_RETRY = "liken.sh/retry";
@@ -67,9 +68,10 @@ export function approves(approval: Approval | undefined, staged: ReleaseRef | un
 }
 
 export class AgentDaemon {
-  private readonly api: LikenApi;
-  private readonly core: CoreV1Api;
-  private readonly kc: KubeConfig;
+  private readonly api: AgentApi;
+  private readonly view: ApiView;
+  /** client-node's config, loaded on the first drain or uncordon (see the file's header). */
+  private kc: KubeConfig | undefined;
   private readonly bootloader: GrubBootloader;
   private readonly store: SlotStore;
   private readonly memFile: MemoryFile;
@@ -86,6 +88,10 @@ export class AgentDaemon {
   private stopping = false;
   private readonly abort = new AbortController();
   private wake: (() => void) | undefined;
+  /** Something changed since the current tick began (a watch event): tick again at once. */
+  private dirty = false;
+  /** What the last look said about the API server, to log only its changes. */
+  private reachable = false;
   private lastTick = bootClockMs();
   private lastProgress: StatusExtras["progress"];
   private acting = false;
@@ -94,9 +100,13 @@ export class AgentDaemon {
     private readonly cfg: AgentConfig,
     private readonly log: Logger,
   ) {
-    this.kc = loadKubeConfig(cfg.kubeconfig);
-    this.api = new LikenApi(this.kc, `liken-agent-${cfg.machine}`);
-    this.core = this.kc.makeApiClient(CoreV1Api);
+    this.api = new AgentApi(cfg.kubeconfig, cfg.machine);
+    this.view = new ApiView(
+      this.api,
+      { machine: cfg.machine, cluster: cfg.cluster, nodeName: cfg.nodeName },
+      (why) => this.poke(why),
+      (e: ApiError) => this.log.debug({ err: e.message, code: e.code }, "watch failed; re-listing"),
+    );
     this.bootloader = new GrubBootloader(new DirEnvStore(cfg.grubenvDir));
     this.store = new SlotStore(cfg.slots);
     this.memFile = new MemoryFile(cfg.slots.stateDir);
@@ -105,8 +115,22 @@ export class AgentDaemon {
   /** Runs until stop(); resolves after the current step finished or was safely abandoned. */
   async run(): Promise<void> {
     this.mem = await this.memFile.load();
+    this.view.start();
+    const view = this.view;
+    const api = this.api;
     this.heartbeat = startHeartbeat(
-      new HeartbeatClient(this.kc),
+      {
+        // Each outcome also tells the view whether the API server answers (view.ts).
+        renew: async (m, c) => {
+          try {
+            await api.renew(m, c);
+            view.heartbeat(undefined);
+          } catch (e) {
+            view.heartbeat(e);
+            throw e;
+          }
+        },
+      },
       this.cfg.machine,
       this.cfg.cluster,
       this.cfg.heartbeatMs,
@@ -132,6 +156,7 @@ export class AgentDaemon {
       }
     } finally {
       this.heartbeat.stop();
+      this.view.stop();
       clearInterval(this.watchdog);
       await this.stopDownload("the agent stops");
       sdNotify("STOPPING=1");
@@ -145,7 +170,15 @@ export class AgentDaemon {
     this.wake?.();
   }
 
+  /** A watch saw a change: tick now (or right after the tick under way). */
+  private poke(why: string): void {
+    this.log.debug({ why }, "woken");
+    this.dirty = true;
+    this.wake?.();
+  }
+
   private pause(ms: number): Promise<void> {
+    if (this.dirty || this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(resolve, ms);
       this.wake = () => {
@@ -157,6 +190,7 @@ export class AgentDaemon {
 
   private async tick(): Promise<void> {
     this.lastTick = bootClockMs();
+    this.dirty = false;
     let o = await this.observe();
     let dec = this.decideAndLog(o);
     if (RECORD_BEFORE_REPORT.has(dec.action.kind)) {
@@ -211,16 +245,27 @@ export class AgentDaemon {
     };
   }
 
+  /** The Cluster and Machine from the watches (view.ts); false while the API is not reachable. */
   private async readApi(): Promise<boolean> {
-    try {
-      this.cluster = await this.api.clusters.find(this.cfg.cluster);
-      this.machine = await this.api.machines.find(this.cfg.machine);
-      if (this.machine === undefined) this.machine = await this.register();
-      return true;
-    } catch (e) {
-      this.log.warn({ err: message(e) }, "API server not reachable");
-      return false;
+    const reachable = this.view.reachable;
+    if (reachable !== this.reachable) {
+      if (reachable) this.log.info("API server reachable");
+      else this.log.warn("API server not reachable");
+      this.reachable = reachable;
     }
+    if (!reachable) return false;
+    this.cluster = this.view.cluster;
+    this.machine = this.view.machine;
+    if (this.machine === undefined && this.view.machineMissing) {
+      try {
+        this.machine = await this.register();
+        this.view.wrote(this.machine);
+      } catch (e) {
+        this.log.warn({ err: message(e) }, "Machine not registered");
+        return false;
+      }
+    }
+    return true;
   }
 
   private register(): Promise<Machine> {
@@ -231,15 +276,6 @@ export class AgentDaemon {
       metadata: { name: this.cfg.machine },
       spec: { cluster: this.cfg.cluster, nodeName: this.cfg.nodeName },
     });
-  }
-
-  private async nodeReady(): Promise<boolean> {
-    try {
-      const n = await this.core.readNode({ name: this.cfg.nodeName });
-      return (n.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-    } catch {
-      return false;
-    }
   }
 
   private target(): ReleaseRef | undefined {
@@ -286,7 +322,7 @@ export class AgentDaemon {
       downloadFailedAt: this.downloadFailedAt,
       failedDigests: this.mem.failed.map((f) => f.digest),
       drainedDigest: this.mem.drainedDigest,
-      nodeReady: apiReachable && (await this.nodeReady()),
+      nodeReady: apiReachable && this.view.nodeReady,
       trialSeenAt: this.mem.trialSeenAt,
     };
     const staged = turnRelease(o);
@@ -322,15 +358,23 @@ export class AgentDaemon {
     const next = machineStatus(this.machine.status, o, dec, this.mem, extras);
     if (sameStatus(this.machine.status, next)) return;
     try {
-      // Conditioned on the resourceVersion just read; a conflict is retried with a fresh read.
-      const written = await this.api.machines.updateStatus(this.cfg.machine, (cur) => ({
-        ...cur,
-        status: {
-          ...machineStatus(cur.status, o, dec, this.mem, extras),
-          lastHeartbeatTime: now(),
-        },
-      }));
-      if (written) this.machine = written;
+      // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
+      // write) has it: no read first. A conflict is retried with a fresh read.
+      const written = await this.api.machines.updateStatus(
+        this.cfg.machine,
+        (cur) => ({
+          ...cur,
+          status: {
+            ...machineStatus(cur.status, o, dec, this.mem, extras),
+            lastHeartbeatTime: now(),
+          },
+        }),
+        this.machine,
+      );
+      if (written) {
+        this.machine = written;
+        this.view.wrote(written);
+      }
     } catch (e) {
       this.log.warn({ err: message(e) }, "status not written");
     }
@@ -395,6 +439,10 @@ export class AgentDaemon {
     // that does not match is reported before any byte goes to the slot.
     let total: number;
     try {
+      // Loaded here, not at start-up: undici and the release parser cost the idle agent RSS.
+      const { fetchDocument } = await import("../verify/fetch.js");
+      const { MAX_RELEASE_BYTES, releaseBase, verifyRelease } =
+        await import("../verify/release.js");
       const bytes = await fetchDocument(
         new URL("release.yaml", releaseBase(source, release.version)),
         MAX_RELEASE_BYTES,
@@ -408,6 +456,8 @@ export class AgentDaemon {
     }
     // The download runs as `liken agent download` in a child process: stopping it (a new
     // target, SIGTERM) is a kill, and the slot store's marker leaves the slot withdrawn.
+    // The CLI sends `agent download` to its lean entry (cli/agent-main.ts): HTTP, the writer and
+    // the release check, no client-node.
     const args = [likenEntry(), "agent", "download", "--config", this.cfg.file, "--source", source];
     args.push(
       "--version",
@@ -457,9 +507,19 @@ export class AgentDaemon {
     this.download = undefined;
   }
 
+  /** client-node's config for the drain: loaded with the drain, on the first turn. */
+  private async kube(): Promise<KubeConfig> {
+    if (this.kc === undefined) {
+      const { loadKubeConfig } = await import("../api/kubeconfig.js");
+      this.kc = loadKubeConfig(this.cfg.kubeconfig);
+    }
+    return this.kc;
+  }
+
   private async drain(release: ReleaseRef): Promise<void> {
     await this.phaseOf("drain", async () => {
-      await drainNode(this.kc, this.cfg.nodeName, {
+      const { drainNode } = await import("../drain/index.js");
+      await drainNode(await this.kube(), this.cfg.nodeName, {
         timeoutMs: this.cfg.timeouts.drainMs,
         signal: this.abort.signal,
         onProgress: (p) => {
@@ -490,6 +550,7 @@ export class AgentDaemon {
   }
 
   private async checkAndReboot(o: Observed, slot: Slot, release: ReleaseRef): Promise<void> {
+    const { verifyStagedSlot } = await import("../slots/check.js");
     const result = await this.phaseOf("check slot", () =>
       verifyStagedSlot(this.cfg.slots, {
         slot,
@@ -631,7 +692,8 @@ export class AgentDaemon {
 
   private async releaseTurn(reason: string): Promise<void> {
     await this.phaseOf("give the turn back", async () => {
-      const r = await uncordonNode(this.kc, this.cfg.nodeName);
+      const { uncordonNode } = await import("../drain/index.js");
+      const r = await uncordonNode(await this.kube(), this.cfg.nodeName);
       this.log.info({ uncordon: r, reason }, "turn given back");
     });
     delete this.mem.drainedDigest;

@@ -12,7 +12,8 @@ import {
   setHeaderOptions,
   Watch,
 } from "@kubernetes/client-node";
-import { ApiError, API_ERROR_CODES, isConflict, toApiError } from "./errors.js";
+import { ApiError, API_ERROR_CODES, toApiError } from "./errors.js";
+import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
 import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
 import type { WatchQuery } from "./watch.js";
 import {
@@ -208,17 +209,12 @@ export class ResourceClient<T extends KubeObject> {
     decide: (current: T) => T | undefined | Promise<T | undefined>,
     opts: WriteOptions & { attempts?: number } = {},
   ): Promise<T | undefined> {
-    const attempts = opts.attempts ?? 5;
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.get(name);
-      const next = await decide(current);
-      if (next === undefined) return undefined;
-      try {
-        return await this.replaceStatus(next, opts);
-      } catch (e) {
-        if (!isConflict(e) || attempt >= attempts) throw e;
-      }
-    }
+    return updateStatusLoop(
+      { get: (n) => this.get(n), replaceStatus: (o) => this.replaceStatus(o, opts) },
+      name,
+      decide,
+      opts.attempts ?? 5,
+    );
   }
 
   private writeParams(opts: WriteOptions): { fieldManager: string; dryRun?: string } {
@@ -227,19 +223,6 @@ export class ResourceClient<T extends KubeObject> {
       ...(opts.dryRun === true ? { dryRun: "All" } : {}),
     };
   }
-}
-
-function requireResourceVersion(obj: KubeObject, kind: string, verb: string): string {
-  const name = obj.metadata.name;
-  if (!obj.metadata.resourceVersion) {
-    throw new ApiError(
-      API_ERROR_CODES.usage,
-      `${verb} ${kind} ${name}: the object has no metadata.resourceVersion; ` +
-        "write only what was read from the server, so a concurrent change is detected",
-      { context: { kind, name, verb } },
-    );
-  }
-  return name;
 }
 
 function withResourceVersion(patch: MergePatch, resourceVersion: string | undefined): MergePatch {

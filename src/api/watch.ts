@@ -73,7 +73,7 @@ const DEFAULT_MAX_BACKOFF_MS = 30_000;
 /** A watch that ends sooner than this after it began counts as a failure (no hot loop). */
 const MIN_HEALTHY_WATCH_MS = 1_000;
 
-export class ResourceWatcher<T extends KubeObject> {
+export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
   private readonly cache = new Map<string, T>();
   private resourceVersion = "";
   private abort: { abort(): void } | undefined;
