@@ -12,7 +12,6 @@ import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
 import { parseSize } from "./size.js";
 
-
 function parseArtifact(v: string, prev: ArtifactInput[] = []): ArtifactInput[] {
   const m = /^([a-z0-9][a-z0-9-]*)=([^@]+)(?:@(\d+))?$/.exec(v);
   if (!m) throw new InvalidArgumentError(`"${v}" is not NAME=FILE[@OFFSET]`);
