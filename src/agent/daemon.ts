@@ -26,6 +26,7 @@ import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release
 import { readFile } from "node:fs/promises";
 import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
+import { errorCode, errorText } from "../errors.js";
 import { AgentError } from "./errors.js";
 import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
 import { machineStatus, sameStatus, turnRelease, type StatusExtras } from "./status.js";
@@ -51,10 +52,6 @@ interface Download {
 
 function now(): string {
   return new Date().toISOString().replace(/\.\d+Z$/, "Z");
-}
-
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
 }
 
 /** spec.approval approves exactly the staged release (and its digest, when it names one). */
@@ -110,7 +107,7 @@ export class AgentDaemon {
       this.cfg.machine,
       this.cfg.cluster,
       this.cfg.heartbeatMs,
-      (e) => this.log.warn({ err: message(e) }, "heartbeat not renewed"),
+      (e) => this.log.warn({ err: errorText(e) }, "heartbeat not renewed"),
     );
     sdNotify("READY=1");
     // The watchdog is fed only while the loop comes round (or an action it awaits is
@@ -126,7 +123,7 @@ export class AgentDaemon {
         // A failed look (bootloader unreadable, state dir gone) is logged and looked at again;
         // nothing is acted on without a complete observation.
         await this.tick().catch((e: unknown) =>
-          this.log.error({ err: message(e), code: (e as { code?: string }).code }, "tick failed"),
+          this.log.error({ err: errorText(e), code: errorCode(e) }, "tick failed"),
         );
         await this.pause(this.cfg.loopMs);
       }
@@ -189,10 +186,10 @@ export class AgentDaemon {
       await this.act(o, action);
     } catch (e) {
       this.log.error(
-        { err: message(e), code: (e as { code?: string }).code, action: action.kind },
+        { err: errorText(e), code: errorCode(e), action: action.kind },
         "action failed",
       );
-      this.problem = { reason: "ActionFailed", message: `${action.kind}: ${message(e)}` };
+      this.problem = { reason: "ActionFailed", message: `${action.kind}: ${errorText(e)}` };
     } finally {
       this.acting = false;
     }
@@ -218,7 +215,7 @@ export class AgentDaemon {
       if (this.machine === undefined) this.machine = await this.register();
       return true;
     } catch (e) {
-      this.log.warn({ err: message(e) }, "API server not reachable");
+      this.log.warn({ err: errorText(e) }, "API server not reachable");
       return false;
     }
   }
@@ -332,7 +329,7 @@ export class AgentDaemon {
       }));
       if (written) this.machine = written;
     } catch (e) {
-      this.log.warn({ err: message(e) }, "status not written");
+      this.log.warn({ err: errorText(e) }, "status not written");
     }
   }
 
@@ -383,7 +380,7 @@ export class AgentDaemon {
       this.log.info({ step: name, ms: Date.now() - t }, "end");
       return r;
     } catch (e) {
-      this.log.warn({ step: name, ms: Date.now() - t, err: message(e) }, "failed");
+      this.log.warn({ step: name, ms: Date.now() - t, err: errorText(e) }, "failed");
       throw e;
     }
   }
@@ -402,8 +399,8 @@ export class AgentDaemon {
       total = verifyRelease(bytes, release).artifacts.reduce((n, x) => n + x.size, 0);
     } catch (e) {
       this.downloadFailedAt = bootClockMs();
-      this.problem = { reason: "ReleaseRefused", message: `${release.version}: ${message(e)}` };
-      this.log.warn({ version: release.version, err: message(e) }, "release refused");
+      this.problem = { reason: "ReleaseRefused", message: `${release.version}: ${errorText(e)}` };
+      this.log.warn({ version: release.version, err: errorText(e) }, "release refused");
       return;
     }
     // The download runs as `liken agent download` in a child process: stopping it (a new
@@ -497,7 +494,7 @@ export class AgentDaemon {
         direct: this.cfg.direct,
       }).catch((e: unknown) => ({
         ok: false,
-        problems: [message(e)],
+        problems: [errorText(e)],
         slot,
         version: release.version,
       })),

@@ -5,6 +5,7 @@
 // never touches turns, so a rollout goes on whatever the channel does.
 import { ANNOTATION_CHECK_RELEASES, type Cluster, type ClusterCondition } from "../api/index.js";
 import { MAX_CHANNEL_BYTES, newestVersion, parseChannel } from "../verify/channel.js";
+import { errorText } from "../errors.js";
 import { fetchDocument } from "../verify/fetch.js";
 import type { ChannelView } from "./decide.js";
 import { rfc3339 } from "./text.js";
@@ -94,7 +95,7 @@ export async function readChannel(cluster: Cluster, now: () => Date): Promise<Ch
     if (newest !== undefined) view.available = newest.version;
     return view;
   } catch (e) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = errorText(e);
     const msg = `${url.href} is not a valid channel document: ${why}; AVAILABLE keeps ${before?.available ?? "nothing"} and the rollout is not affected`;
     return { channel, condition: cond("False", "ChannelMalformed", msg) };
   }
@@ -110,6 +111,6 @@ async function fetchChannel(
     });
     return { ok: true, bytes };
   } catch (e) {
-    return { ok: false, why: e instanceof Error ? e.message : String(e) };
+    return { ok: false, why: errorText(e) };
   }
 }
