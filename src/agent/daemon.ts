@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import { HeartbeatClient } from "../api/heartbeat.js";
 import { LikenApi } from "../api/client.js";
 import { loadKubeConfig } from "../api/kubeconfig.js";
+import { rfc3339 } from "../api/time.js";
 import type { Approval, Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
 import { DirEnvStore } from "../bootloader/envstore.js";
 import { GrubBootloader } from "../bootloader/grub.js";
@@ -51,7 +52,7 @@ interface Download {
 }
 
 function now(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  return rfc3339(new Date());
 }
 
 /** spec.approval approves exactly the staged release (and its digest, when it names one). */

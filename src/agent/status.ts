@@ -10,6 +10,7 @@ import type {
   SlotState,
   SlotStatus,
 } from "../api/types.js";
+import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
 import type { Memory } from "./memory.js";
 import type { Decision, Observed, SlotView } from "./steps.js";
@@ -130,7 +131,7 @@ export function machineStatus(
   mem: Memory,
   x: StatusExtras,
 ): MachineStatus {
-  const now = x.now.toISOString().replace(/\.\d+Z$/, "Z");
+  const now = rfc3339(x.now);
   const running = o.running.release;
   const turnRequest = turnRequestFor(dec.wantsTurn, turnRelease(o), prev?.turnRequest, x.now);
   const other = o.other;

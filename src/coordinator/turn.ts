@@ -8,6 +8,7 @@
 //   hold     the agent keeps turnRequest while it drains, reboots and proves the trial;
 //   give back the agent clears turnRequest (running the new release, or back on the old one
 //            with the failure reported); the operator then removes the record.
+import { rfc3339 } from "../api/time.js";
 import type { Cluster, ReleaseRef, RebootTurn, TurnRequest } from "../api/types.js";
 
 /** The record that grants `machine` a turn for `release`, if the Cluster holds one. */
@@ -41,6 +42,6 @@ export function turnRequestFor(
   return {
     version: release.version,
     digest: release.digest,
-    at: now.toISOString().replace(/\.\d+Z$/, "Z"),
+    at: rfc3339(now),
   };
 }

@@ -8,7 +8,7 @@ import { MAX_CHANNEL_BYTES, newestVersion, parseChannel } from "../verify/channe
 import { errorText } from "../errors.js";
 import { fetchDocument } from "../verify/fetch.js";
 import type { ChannelView } from "./decide.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 /** 5 minutes: a release a day is plenty fresh at this rate; the annotation is the fast path. */
 export const DEFAULT_CHANNEL_INTERVAL_MS = 5 * 60_000;
