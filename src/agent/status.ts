@@ -1,14 +1,15 @@
 // The Machine status the agent reports, as a pure function of what it observed, what it
 // decided and what it remembers. The daemon writes it only when it differs from the last
 // write (ignoring lastHeartbeatTime: the live heartbeat is the Lease).
-import type {
-  DownloadProgress,
-  DrainBlocker,
-  MachineCondition,
-  MachineStatus,
-  ReleaseRef,
-  SlotState,
-  SlotStatus,
+import {
+  sameRelease,
+  type DownloadProgress,
+  type DrainBlocker,
+  type MachineCondition,
+  type MachineStatus,
+  type ReleaseRef,
+  type SlotState,
+  type SlotStatus,
 } from "../api/types.js";
 import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
@@ -29,10 +30,6 @@ export function turnRelease(o: Observed): ReleaseRef | undefined {
   return o.other.state === "staged" ? o.other.release : undefined;
 }
 
-function same(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
-  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
-}
-
 function slotState(v: SlotView, o: Observed, running: boolean): SlotState {
   if (running) return o.boot.kind === "on-trial" ? "Trial" : "Active";
   if (o.boot.kind === "armed" && o.boot.slot === v.slot) return "Trial";
@@ -44,7 +41,7 @@ function slotState(v: SlotView, o: Observed, running: boolean): SlotState {
     case "withdrawn":
       return "Withdrawn";
     case "staged":
-      return same(v.release, o.target) && !same(v.release, o.running.release)
+      return sameRelease(v.release, o.target) && !sameRelease(v.release, o.running.release)
         ? "Staged"
         : "Inactive";
     default: {
@@ -75,7 +72,7 @@ function condition(
 type NewCondition = Omit<MachineCondition, "lastTransitionTime">;
 
 function upToDate(o: Observed, dec: Decision): NewCondition {
-  if (o.target === undefined || same(o.running.release, o.target)) {
+  if (o.target === undefined || sameRelease(o.running.release, o.target)) {
     const message = "runs the Cluster's spec.version";
     return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
   }
@@ -86,7 +83,7 @@ function upToDate(o: Observed, dec: Decision): NewCondition {
 
 function releaseStaged(o: Observed, x: StatusExtras): NewCondition {
   const other = o.other;
-  if (other.state === "staged" && same(other.release, o.target)) {
+  if (other.state === "staged" && sameRelease(other.release, o.target)) {
     const message = `slot ${other.slot} holds ${other.release?.version}, every artifact verified`;
     return { type: "ReleaseStaged", status: "True", reason: "Verified", message };
   }
@@ -136,7 +133,7 @@ export function machineStatus(
   const turnRequest = turnRequestFor(dec.wantsTurn, turnRelease(o), prev?.turnRequest, x.now);
   const other = o.other;
   const staged =
-    other.state === "staged" && other.release && !same(other.release, running)
+    other.state === "staged" && other.release && !sameRelease(other.release, running)
       ? {
           ...other.release,
           slot: other.slot,

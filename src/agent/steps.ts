@@ -8,7 +8,13 @@
 // "check-and-reboot" action, right before arming); leave the machine with no bootable default
 // (the default slot only changes in "promote", after the trial boot rejoined).
 import type { BootVerdict, Slot } from "../bootloader/types.js";
-import type { AgentStep, ReleaseRef, RebootPolicy, UpdateStage } from "../api/types.js";
+import {
+  sameRelease,
+  type AgentStep,
+  type ReleaseRef,
+  type RebootPolicy,
+  type UpdateStage,
+} from "../api/types.js";
 
 export const PHASES = [
   /** Runs the target, or there is none. */
@@ -156,10 +162,6 @@ export interface Decision {
   wantsTurn: boolean;
   /** Why, for logs and the status message. */
   why: string;
-}
-
-function sameRelease(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
-  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
 }
 
 const WAIT: Action = { kind: "wait" };

@@ -9,7 +9,13 @@
 //   give back the agent clears turnRequest (running the new release, or back on the old one
 //            with the failure reported); the operator then removes the record.
 import { rfc3339 } from "../api/time.js";
-import type { Cluster, ReleaseRef, RebootTurn, TurnRequest } from "../api/types.js";
+import {
+  sameRelease,
+  type Cluster,
+  type ReleaseRef,
+  type RebootTurn,
+  type TurnRequest,
+} from "../api/types.js";
 
 /** The record that grants `machine` a turn for `release`, if the Cluster holds one. */
 export function findTurn(
@@ -38,7 +44,7 @@ export function turnRequestFor(
   now: Date,
 ): TurnRequest | undefined {
   if (!wants || release === undefined) return undefined;
-  if (previous?.version === release.version && previous.digest === release.digest) return previous;
+  if (previous !== undefined && sameRelease(previous, release)) return previous;
   return {
     version: release.version,
     digest: release.digest,

@@ -1,7 +1,13 @@
 // What the operator reads from one Machine, pure: is it Lost, does it ask for a turn, may
 // it have one (policy, approval), is it down. The contract with the agent is the API
 // objects; docs/operator.md states it from the agent's side.
-import type { AgentStep, Cluster, Machine, ReleaseRef } from "../api/index.js";
+import {
+  sameRelease,
+  type AgentStep,
+  type Cluster,
+  type Machine,
+  type ReleaseRef,
+} from "../api/index.js";
 
 /**
  * What the operator knows of a machine's heartbeat: the time on ITS OWN clock at which it
@@ -71,16 +77,14 @@ export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
   const s = m.status;
   const staged = s?.staged;
   if (target === undefined || s === undefined || staged === undefined) return { kind: "none" };
-  const same = (r: ReleaseRef): boolean =>
-    r.version === target.version && r.digest === target.digest;
-  if (!same(staged) || s.version === target.version) return { kind: "none" };
+  if (!sameRelease(staged, target) || s.version === target.version) return { kind: "none" };
   if (s.step !== "UpdatePending" && s.step !== "RebootPending") return { kind: "none" };
   const approved = (m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m, staged);
   // A Manual agent may wait for the approval before it asks (docs/agent.md): RebootPending
   // with the target staged is waiting for a person, with or without a turnRequest.
   if (!approved) return { kind: "awaiting-approval" };
   const req = s.turnRequest;
-  if (req === undefined || !same(req)) return { kind: "none" };
+  if (req === undefined || !sameRelease(req, target)) return { kind: "none" };
   return { kind: "eligible", at: req.at };
 }
 
