@@ -12,7 +12,14 @@ import { HeartbeatClient } from "../api/heartbeat.js";
 import { LikenApi } from "../api/client.js";
 import { loadKubeConfig } from "../api/kubeconfig.js";
 import { rfc3339 } from "../api/time.js";
-import type { Approval, Cluster, DrainBlocker, Machine, ReleaseRef } from "../api/types.js";
+import {
+  ANNOTATION_RETRY,
+  type Approval,
+  type Cluster,
+  type DrainBlocker,
+  type Machine,
+  type ReleaseRef,
+} from "../api/types.js";
 import { DirEnvStore } from "../bootloader/envstore.js";
 import { GrubBootloader } from "../bootloader/grub.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -33,9 +40,6 @@ import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
 import { machineStatus, sameStatus, turnRelease, type StatusExtras } from "./status.js";
 import { decide, type Action, type Decision, type Observed, type SlotView } from "./steps.js";
 import { likenEntry } from "../cli/entry.js";
-
-/** Annotation on a Machine: a new value asks the agent to forget its failed releases. */
-export const ANNOTATION_RETRY = "liken.sh/retry";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set(["fall-back-report"]);
