@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
+import type { BootloaderConfig } from "../bootloader/index.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -30,8 +31,8 @@ export interface AgentConfig {
   nodeName: string;
   /** Kubeconfig file of the agent's identity; absent: KUBECONFIG or in-cluster. */
   kubeconfig?: string;
-  /** Directory holding grubenv and grubenv2 (on the ESP). */
-  grubenvDir: string;
+  /** Which bootloader backend, and where its state lives (createBootloader() builds it). */
+  bootloader: BootloaderConfig;
   /** Where `liken.slot=` is read from (default /proc/cmdline). */
   cmdline: string;
   reboot: RebootConfig;
@@ -122,6 +123,49 @@ function parseTimeouts(file: string, v: unknown): Timeouts {
   return t;
 }
 
+const BOOTLOADER_FIELDS: Record<BootloaderConfig["backend"], readonly string[]> = {
+  grub: ["envDir"],
+  "systemd-boot": ["esp", "efivars"],
+};
+const BOOTLOADER_EXAMPLE =
+  "write `bootloader: {backend: grub, envDir: /boot/efi/EFI/liken}` or " +
+  "`bootloader: {backend: systemd-boot, esp: /boot/efi, efivars: /sys/firmware/efi/efivars}`";
+
+function parseBootloader(file: string, v: unknown, rel: (p: string) => string): BootloaderConfig {
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, "bootloader", `must be a mapping: ${BOOTLOADER_EXAMPLE}`);
+  const b = v as Record<string, unknown>;
+  // The first spelling, `bootloader: {grubenvDir: DIR}`, keeps working on machines installed
+  // with it: it means the GRUB backend with that directory.
+  if (b.backend === undefined && Object.keys(b).join() === "grubenvDir") {
+    return { backend: "grub", envDir: rel(pathField(file, b, "grubenvDir")) };
+  }
+  const backend = b.backend;
+  if (backend !== "grub" && backend !== "systemd-boot")
+    bad(file, "bootloader.backend", `must be grub or systemd-boot: ${BOOTLOADER_EXAMPLE}`);
+  const known = BOOTLOADER_FIELDS[backend];
+  for (const k of Object.keys(b)) {
+    if (k !== "backend" && !known.includes(k))
+      bad(
+        file,
+        `bootloader.${k}`,
+        `is not a field of the ${backend} backend (its fields: backend, ${known.join(", ")})`,
+      );
+  }
+  if (backend === "grub") return { backend, envDir: rel(pathField(file, b, "envDir")) };
+  return {
+    backend,
+    esp: rel(pathField(file, b, "esp")),
+    efivars: rel(pathField(file, b, "efivars")),
+  };
+}
+
+function pathField(file: string, b: Record<string, unknown>, k: string): string {
+  const v = b[k];
+  if (typeof v !== "string" || v === "") bad(file, `bootloader.${k}`, "must name a directory");
+  return v;
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -132,9 +176,6 @@ export function parseAgentSection(
   const dir = path.dirname(path.resolve(file));
   const rel = (p: string): string => path.resolve(dir, p);
   const machine = str(file, d, "machine", true)!;
-  const boot = d.bootloader as Record<string, unknown> | undefined;
-  if (typeof boot !== "object" || boot === null || typeof boot.grubenvDir !== "string")
-    bad(file, "bootloader.grubenvDir", "must name the directory of grubenv and grubenv2");
   const kubeconfig = str(file, d, "kubeconfig", false);
   if (d.direct !== undefined && typeof d.direct !== "boolean")
     bad(file, "direct", "must be true or false");
@@ -145,7 +186,7 @@ export function parseAgentSection(
     cluster: str(file, d, "cluster", true)!,
     nodeName: str(file, d, "nodeName", false) ?? machine,
     ...(kubeconfig === undefined ? {} : { kubeconfig: rel(kubeconfig) }),
-    grubenvDir: rel(boot.grubenvDir),
+    bootloader: parseBootloader(file, d.bootloader, rel),
     cmdline: rel(str(file, d, "cmdline", false) ?? "/proc/cmdline"),
     reboot: parseReboot(file, d.reboot),
     heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,

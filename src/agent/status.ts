@@ -20,12 +20,20 @@ export interface StatusExtras {
   now: Date;
   progress?: DownloadProgress;
   drainBlocker?: DrainBlocker;
-  /** The last download or slot failure of the target, said for a person. */
-  problem?: { reason: string; message: string };
+  /** The last failure on the way to the target (download, drain, slot check, reboot), with its code. */
+  problem?: Problem;
+}
+
+/** A failure said for a person: a CamelCase reason, and a message that names the error's code. */
+export interface Problem {
+  reason: string;
+  message: string;
 }
 
 /** The release a turn is asked for or held for: staged in the other slot, or on trial now. */
-export function turnRelease(o: Observed): ReleaseRef | undefined {
+export function turnRelease(
+  o: Pick<Observed, "boot" | "running" | "other">,
+): ReleaseRef | undefined {
   if (o.boot.kind === "on-trial") return o.running.release;
   return o.other.state === "staged" ? o.other.release : undefined;
 }

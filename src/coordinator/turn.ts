@@ -11,11 +11,27 @@
 import { rfc3339 } from "../api/time.js";
 import {
   sameRelease,
+  type Approval,
   type Cluster,
   type ReleaseRef,
   type RebootTurn,
   type TurnRequest,
 } from "../api/types.js";
+
+/**
+ * Whether spec.approval approves `release` (for a Manual machine): exactly its version, and its
+ * digest when the approval names one. An approval of an older target never carries over.
+ */
+export function approves(
+  approval: Pick<Approval, "version" | "digest"> | undefined,
+  release: ReleaseRef | undefined,
+): boolean {
+  return (
+    release !== undefined &&
+    approval?.version === release.version &&
+    (approval.digest === undefined || approval.digest === release.digest)
+  );
+}
 
 /** The record that grants `machine` a turn for `release`, if the Cluster holds one. */
 export function findTurn(

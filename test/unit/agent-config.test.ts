@@ -9,7 +9,7 @@ machine: node-4
 cluster: lab
 slots: { a: { device: /dev/vda2 }, b: { device: /dev/vda3 } }
 stateDir: /var/lib/liken
-bootloader: { grubenvDir: /boot/efi/EFI/liken }
+bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }
 `;
 
 function parse(extra: string) {
@@ -25,7 +25,7 @@ describe("agent config", () => {
       cluster: "lab",
       nodeName: "node-4",
       cmdline: "/proc/cmdline",
-      grubenvDir: "/boot/efi/EFI/liken",
+      bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
       reboot: { command: ["systemctl", "reboot"] },
       heartbeatMs: 10_000,
       loopMs: 5_000,
@@ -75,9 +75,64 @@ timeouts: { proveMs: 8000, drainMs: 1000 }
     expect(() => parseAgentSection(text, FILE, parseAgentConfig(text, FILE))).toThrow(
       /machine must be a non-empty string/,
     );
-    const t2 = BASE.replace("bootloader: { grubenvDir: /boot/efi/EFI/liken }\n", "");
+    const t2 = BASE.replace("bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }\n", "");
     expect(() => parseAgentSection(t2, FILE, parseAgentConfig(t2, FILE))).toThrow(
-      /bootloader.grubenvDir/,
+      /bootloader must be a mapping: write `bootloader: \{backend: grub, envDir/,
     );
+  });
+
+  /** The config with its bootloader section replaced by `section`. */
+  function withBootloader(section: string) {
+    const text = BASE.replace(
+      "bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }\n",
+      section,
+    );
+    return parseAgentSection(text, FILE, parseAgentConfig(text, FILE));
+  }
+
+  it("builds the bootloader from backend and its fields; the first spelling still means grub", () => {
+    expect(
+      withBootloader(
+        "bootloader: { backend: systemd-boot, esp: esp, efivars: /sys/firmware/efi/efivars }\n",
+      ).bootloader,
+    ).toEqual({
+      backend: "systemd-boot",
+      esp: "/etc/liken/esp",
+      efivars: "/sys/firmware/efi/efivars",
+    });
+    expect(withBootloader("bootloader: { grubenvDir: /boot/efi/EFI/liken }\n").bootloader).toEqual({
+      backend: "grub",
+      envDir: "/boot/efi/EFI/liken",
+    });
+  });
+
+  it.each([
+    [
+      "an unknown key",
+      "bootloader: { backend: grub, envDir: /e, grubenvDir: /e }\n",
+      /bootloader.grubenvDir is not a field of the grub backend/,
+    ],
+    [
+      "a typo beside the first spelling",
+      "bootloader: { grubenvDir: /e, timeout: 5 }\n",
+      /bootloader.backend must be grub or systemd-boot/,
+    ],
+    [
+      "an unknown backend",
+      "bootloader: { backend: lilo }\n",
+      /bootloader.backend must be grub or systemd-boot/,
+    ],
+    [
+      "a grub field on systemd-boot",
+      "bootloader: { backend: systemd-boot, esp: /e, efivars: /v, envDir: /e }\n",
+      /bootloader.envDir is not a field of the systemd-boot backend/,
+    ],
+    [
+      "systemd-boot without efivars",
+      "bootloader: { backend: systemd-boot, esp: /e }\n",
+      /bootloader.efivars must name a directory/,
+    ],
+  ])("refuses a bootloader section with %s", (_name, section, re) => {
+    expect(() => withBootloader(section)).toThrow(re);
   });
 });

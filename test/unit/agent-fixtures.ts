@@ -15,7 +15,7 @@ export function observed(over: Partial<Observed> = {}): Observed {
     other: { slot: "b", state: "empty" },
     target: V2,
     policy: "Auto",
-    approved: false,
+    approval: undefined,
     turn: false,
     download: undefined,
     downloadIdleSince: undefined,

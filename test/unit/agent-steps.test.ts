@@ -146,7 +146,7 @@ const rows: Row[] = [
   },
   {
     name: "Manual, approved: ask for a turn",
-    o: base({ other: stagedV2, policy: "Manual", approved: true }),
+    o: base({ other: stagedV2, policy: "Manual", approval: { version: V2.version } }),
     phase: "AwaitingTurn",
     step: "UpdatePending",
     action: "request-turn",
@@ -326,7 +326,14 @@ describe("decide", () => {
         for (const drainedDigest of [undefined, V2.digest]) {
           for (const policy of ["Auto", "Manual"] as const) {
             const got = decide(
-              base({ boot, apiReachable, drainedDigest, policy, approved: true, other: stagedV2 }),
+              base({
+                boot,
+                apiReachable,
+                drainedDigest,
+                policy,
+                approval: { version: V2.version },
+                other: stagedV2,
+              }),
             );
             expect(["reboot", "check-and-reboot"]).not.toContain(got.action.kind);
           }
