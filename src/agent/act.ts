@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import { rfc3339 } from "../api/time.js";
 import type { DrainBlocker, ReleaseRef } from "../api/types.js";
 import type { Bootloader, Slot } from "../bootloader/types.js";
-import { drainNode, uncordonNode } from "../drain/index.js";
+import { drainNode, uncordonNode, type DriverPodSelectors } from "../drain/index.js";
 import { errorCode, errorText } from "../errors.js";
 import { sdNotify } from "../native/index.js";
 import { verifyStagedSlot } from "../slots/check.js";
@@ -138,7 +138,7 @@ export class Actions {
     const { cfg, kc, log, signal, memory } = this.p;
     await phase(log, "drain", () =>
       drainNode(kc, cfg.nodeName, {
-        timeoutMs: cfg.timeouts.drainMs,
+        ...drainOptions(cfg),
         signal,
         onProgress: (p) => {
           sdNotify("WATCHDOG=1");
@@ -267,6 +267,14 @@ export class Actions {
     });
     await memory.update(turnGivenBack);
   }
+}
+
+/** What the agent's config says about its drain: the deadline, and who runs each DRA driver. */
+export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">): {
+  timeoutMs: number;
+  driverPods: DriverPodSelectors;
+} {
+  return { timeoutMs: cfg.timeouts.drainMs, driverPods: cfg.driverPods };
 }
 
 function toTurnLook(l: Look<boolean>): TurnLook {

@@ -5,7 +5,9 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
+import type { V1LabelSelector } from "@kubernetes/client-node";
 import type { BootloaderConfig } from "../bootloader/index.js";
+import type { DriverPodSelectors } from "../drain/index.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -33,6 +35,8 @@ export interface AgentConfig {
   kubeconfig?: string;
   /** Which bootloader backend, and where its state lives (createBootloader() builds it). */
   bootloader: BootloaderConfig;
+  /** Driver name -> the pods that run it, for the drain's DRA ordering (docs/drain.md). */
+  driverPods: DriverPodSelectors;
   /** Where `liken.slot=` is read from (default /proc/cmdline). */
   cmdline: string;
   reboot: RebootConfig;
@@ -60,6 +64,7 @@ const KNOWN = new Set([
   "loopSeconds",
   "direct",
   "timeouts",
+  "drain",
 ]);
 
 function bad(file: string, field: string, what: string): never {
@@ -166,6 +171,82 @@ function pathField(file: string, b: Record<string, unknown>, k: string): string 
   return v;
 }
 
+/** `drain: {driverPods: {DRIVER: {namespace?, selector: {matchLabels?, matchExpressions?}}}}`. */
+function parseDrain(file: string, v: unknown): DriverPodSelectors {
+  if (v === undefined) return {};
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, "drain", "must be a mapping");
+  const out: Record<string, DriverPodSelectors[string]> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k !== "driverPods") bad(file, `drain.${k}`, "is not a known field (known: driverPods)");
+    if (typeof x !== "object" || x === null || Array.isArray(x))
+      bad(file, "drain.driverPods", "must map driver names to {namespace?, selector}");
+    for (const [driver, sel] of Object.entries(x)) out[driver] = driverPods(file, driver, sel);
+  }
+  return out;
+}
+
+function driverPods(file: string, driver: string, v: unknown): DriverPodSelectors[string] {
+  const at = `drain.driverPods.${driver}`;
+  const e = mapping(file, at, v, ["namespace", "selector"]);
+  if (e.namespace !== undefined && (typeof e.namespace !== "string" || e.namespace === ""))
+    bad(file, `${at}.namespace`, "must be a namespace name");
+  return {
+    ...(typeof e.namespace === "string" ? { namespace: e.namespace } : {}),
+    selector: labelSelector(file, `${at}.selector`, e.selector),
+  };
+}
+
+/** A mapping with only the `known` keys. */
+function mapping(
+  file: string,
+  at: string,
+  v: unknown,
+  known: readonly string[],
+): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, at, `must be a mapping {${known.join(", ")}}`);
+  for (const k of Object.keys(v))
+    if (!known.includes(k))
+      bad(file, `${at}.${k}`, `is not a known field (known: ${known.join(", ")})`);
+  return v as Record<string, unknown>;
+}
+
+/** A metav1.LabelSelector with matchLabels, matchExpressions or both (never empty). */
+function labelSelector(file: string, at: string, v: unknown): V1LabelSelector {
+  const s = mapping(file, at, v, ["matchLabels", "matchExpressions"]);
+  const labels = s.matchLabels;
+  if (
+    labels !== undefined &&
+    (typeof labels !== "object" ||
+      labels === null ||
+      !Object.values(labels).every((x) => typeof x === "string"))
+  )
+    bad(file, `${at}.matchLabels`, "must map label keys to string values");
+  const exprs = s.matchExpressions;
+  if (exprs !== undefined && !(Array.isArray(exprs) && exprs.every(isExpression)))
+    bad(
+      file,
+      `${at}.matchExpressions`,
+      "must be a list of {key, operator: In|NotIn|Exists|DoesNotExist, values?}",
+    );
+  if (labels === undefined && exprs === undefined)
+    bad(file, at, "must name matchLabels or matchExpressions (an empty one matches every pod)");
+  return s as V1LabelSelector;
+}
+
+function isExpression(x: unknown): boolean {
+  const r = x as { key?: unknown; operator?: unknown; values?: unknown } | null;
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    typeof r.key === "string" &&
+    ["In", "NotIn", "Exists", "DoesNotExist"].includes(r.operator as string) &&
+    (r.values === undefined ||
+      (Array.isArray(r.values) && r.values.every((v) => typeof v === "string")))
+  );
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -187,6 +268,7 @@ export function parseAgentSection(
     nodeName: str(file, d, "nodeName", false) ?? machine,
     ...(kubeconfig === undefined ? {} : { kubeconfig: rel(kubeconfig) }),
     bootloader: parseBootloader(file, d.bootloader, rel),
+    driverPods: parseDrain(file, d.drain),
     cmdline: rel(str(file, d, "cmdline", false) ?? "/proc/cmdline"),
     reboot: parseReboot(file, d.reboot),
     heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,

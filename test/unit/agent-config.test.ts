@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { drainOptions } from "../../src/agent/act.js";
 import { parseAgentSection } from "../../src/agent/config.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
@@ -26,6 +27,7 @@ describe("agent config", () => {
       nodeName: "node-4",
       cmdline: "/proc/cmdline",
       bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
+      driverPods: {},
       reboot: { command: ["systemctl", "reboot"] },
       heartbeatMs: 10_000,
       loopMs: 5_000,
@@ -134,5 +136,54 @@ timeouts: { proveMs: 8000, drainMs: 1000 }
     ],
   ])("refuses a bootloader section with %s", (_name, section, re) => {
     expect(() => withBootloader(section)).toThrow(re);
+  });
+
+  it("reads drain.driverPods, the names the drain's advice tells people to write", () => {
+    const c = parse(`
+drain:
+  driverPods:
+    gpu.example.com:
+      namespace: gpu-system
+      selector: { matchLabels: { app: gpu-kubelet-plugin } }
+    net.example.com:
+      selector:
+        matchExpressions: [{ key: app, operator: In, values: [net-plugin] }]
+`);
+    expect(drainOptions(c).driverPods).toBe(c.driverPods);
+    expect(c.driverPods).toEqual({
+      "gpu.example.com": {
+        namespace: "gpu-system",
+        selector: { matchLabels: { app: "gpu-kubelet-plugin" } },
+      },
+      "net.example.com": {
+        selector: { matchExpressions: [{ key: "app", operator: "In", values: ["net-plugin"] }] },
+      },
+    });
+  });
+
+  it.each([
+    ["an unknown drain key", "drain: { driverPod: {} }\n", /drain.driverPod is not a known field/],
+    [
+      "a driver without a selector",
+      "drain: { driverPods: { d: { namespace: x } } }\n",
+      /drain.driverPods.d.selector must be a mapping/,
+    ],
+    [
+      "an empty selector",
+      "drain: { driverPods: { d: { selector: {} } } }\n",
+      /drain.driverPods.d.selector must name matchLabels or matchExpressions/,
+    ],
+    [
+      "a selector typo",
+      "drain: { driverPods: { d: { selector: { matchLabel: { a: b } } } } }\n",
+      /drain.driverPods.d.selector.matchLabel is not a known field/,
+    ],
+    [
+      "a bad operator",
+      "drain: { driverPods: { d: { selector: { matchExpressions: [{ key: a, operator: Has }] } } } }\n",
+      /matchExpressions must be a list/,
+    ],
+  ])("refuses %s", (_name, extra, re) => {
+    expect(() => parse(extra)).toThrow(re);
   });
 });
