@@ -37,10 +37,6 @@ export function microTime(now: Date): string {
   return now.toISOString().replace(/Z$/, "000Z");
 }
 
-export function nodeIsReady(n: NodeView | undefined): boolean {
-  return (n?.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-}
-
 export class AgentApi {
   readonly rest: Rest;
   readonly machines: RestResource<Machine>;

@@ -12,7 +12,8 @@ import type { ApiError } from "../api/errors.js";
 import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
-import { nodeIsReady, type AgentApi, type NodeView } from "./api.js";
+import type { AgentApi, NodeView } from "./api.js";
+import { readyOf } from "./observe.js";
 
 /**
  * A fresh list of each object this often, even when no watch failed. Why at all: a watch can
@@ -75,7 +76,7 @@ export class ApiView {
         }
         if (key === "node") {
           // kwok and the kubelet rewrite the Node often; only readiness matters here.
-          const ready = nodeIsReady(ev.object as unknown as NodeView);
+          const ready = readyOf(ev.object as unknown as NodeView);
           if (ready === this.lastReady) return;
           this.lastReady = ready;
         }
@@ -127,7 +128,8 @@ export class ApiView {
   }
 
   get nodeReady(): boolean {
-    return nodeIsReady(this.nodes.get(this.t.nodeName));
+    const node = this.nodes.get(this.t.nodeName);
+    return node !== undefined && readyOf(node);
   }
 
   /** What the server returned for this agent's own write of its Machine. */

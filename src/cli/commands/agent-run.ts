@@ -4,6 +4,7 @@
 // child, run by the same CLI) never loads it.
 import type { Command } from "commander";
 import { DEFAULT_CONFIG } from "../../slots/config.js";
+import { likenEntry } from "../entry.js";
 
 export function addAgentRunCommand(agent: Command): void {
   agent
@@ -21,7 +22,7 @@ export function addAgentRunCommand(agent: Command): void {
         base: { machine: cfg.machine },
         level: process.env.LIKEN_LOG_LEVEL ?? "info",
       });
-      const daemon = new AgentDaemon(cfg, log);
+      const daemon = new AgentDaemon(cfg, log, { entry: likenEntry() });
       const stop = (sig: string): void => {
         log.info({ signal: sig }, "stopping");
         daemon.stop();
