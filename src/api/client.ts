@@ -12,7 +12,7 @@ import {
   setHeaderOptions,
   Watch,
 } from "@kubernetes/client-node";
-import { ApiError, API_ERROR_CODES, toApiError } from "./errors.js";
+import { toApiError, unlessNotFound } from "./errors.js";
 import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
 import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
 import type { WatchQuery } from "./watch.js";
@@ -107,13 +107,8 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   /** get, or undefined when the object does not exist. */
-  async find(name: string): Promise<T | undefined> {
-    try {
-      return await this.get(name);
-    } catch (e) {
-      if (e instanceof ApiError && e.code === API_ERROR_CODES.notFound) return undefined;
-      throw e;
-    }
+  find(name: string): Promise<T | undefined> {
+    return unlessNotFound(this.get(name));
   }
 
   async list(opts: ListOptions = {}): Promise<ListResult<T>> {

@@ -1,7 +1,7 @@
 // One kind over the lean REST client (rest.ts): the reads, writes and watches the agent makes,
 // with the same rules as ResourceClient (client.ts) has over client-node: every failure is an
 // ApiError, a status write is conditioned on the resourceVersion it was computed from.
-import { API_ERROR_CODES, ApiError } from "./errors.js";
+import { unlessNotFound } from "./errors.js";
 import type { KubeObject, ListOptions, ListResult } from "./client.js";
 import type { Rest } from "./rest.js";
 import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
@@ -34,13 +34,8 @@ export class RestResource<
   }
 
   /** get, or undefined when the object does not exist. */
-  async find(name: string): Promise<T | undefined> {
-    try {
-      return await this.get(name);
-    } catch (e) {
-      if (e instanceof ApiError && e.code === API_ERROR_CODES.notFound) return undefined;
-      throw e;
-    }
+  find(name: string): Promise<T | undefined> {
+    return unlessNotFound(this.get(name));
   }
 
   async list(opts: ListOptions = {}): Promise<ListResult<T>> {
