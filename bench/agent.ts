@@ -200,22 +200,24 @@ async function bench(lab: Lab): Promise<void> {
   await sleep(5_000); // every stopped agent has renewed its heartbeat again
 
   // ---- react
-  // First without the co-located download children, for the diagnosis: the channel answers
-  // nothing, so each agent reports Downloading, fails its release check at once and starts no
-  // child. Then as specified: with the channel, 20 agents each start a download child (a Node
-  // process, about half a second of CPU) on the 2 cores that also run the API server that must
-  // accept the writes being timed; on a fleet each child runs on its own machine.
-  const source = lab.channel.url;
-  await lab.api.clusters.patch(LAB_CLUSTER, { spec: { releases: { source: DEAD_CHANNEL } } });
-  const quiet = await react(lab, v2!.version);
-  log(`react without download children: ${summary(quiet)}`);
-  await lab.api.clusters.patch(LAB_CLUSTER, {
-    spec: { version: v1!.version, releases: { source } },
+  const seen = new Map<string, number>();
+  let written = 0;
+  const moving = new Set(["Downloading", "RebootPending", "UpdatePending", "Updating"]);
+  const watcher = new ResourceWatcher<Machine>(lab.api.machines, {
+    onChange: (ev) => {
+      const m = ev.object;
+      if (written === 0 || seen.has(m.metadata.name)) return;
+      if (moving.has(m.status?.step ?? "")) seen.set(m.metadata.name, Date.now() - written);
+    },
   });
-  await waitFor("every Machine is Ready again", () => allReady(lab), 120_000);
-  const reacts = await react(lab, v2!.version);
+  await watcher.start();
+  written = Date.now();
+  await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v2!.version } });
+  await waitFor("every Machine shows Downloading", () => seen.size === N, 120_000);
+  watcher.stop();
+  const reacts = [...seen.values()];
   const reactP99 = percentile(reacts, 99);
-  log(`react: ${summary(reacts)}`);
+  log(`react: p50 ${percentile(reacts, 50)} ms, p99 ${reactP99} ms, max ${Math.max(...reacts)} ms`);
   await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v1!.version } });
 
   // ---- download: one machine, a cluster of its own, a 256 MiB release
@@ -247,42 +249,6 @@ async function buildBigRelease(channelDir: string): Promise<{ digest: string }> 
       { name: "rootfs", file: rootfs },
     ],
   });
-}
-
-const DEAD_CHANNEL = "http://127.0.0.1:9/";
-
-function summary(xs: number[]): string {
-  return `p50 ${percentile(xs, 50)} ms, p99 ${percentile(xs, 99)} ms, max ${Math.max(...xs)} ms`;
-}
-
-async function allReady(lab: Lab): Promise<boolean> {
-  const { items } = await lab.api.machines.list();
-  return items
-    .filter((m) => m.spec.cluster === LAB_CLUSTER)
-    .every((m) => m.status?.step === "Ready");
-}
-
-/** Sets spec.version; per Machine, ms from that write until its status shows the move. */
-async function react(lab: Lab, version: string): Promise<number[]> {
-  const seen = new Map<string, number>();
-  let written = 0;
-  const moving = new Set(["Downloading", "RebootPending", "UpdatePending", "Updating"]);
-  const watcher = new ResourceWatcher<Machine>(lab.api.machines, {
-    onChange: (ev) => {
-      const m = ev.object;
-      if (written === 0 || seen.has(m.metadata.name) || m.spec.cluster !== LAB_CLUSTER) return;
-      if (moving.has(m.status?.step ?? "")) seen.set(m.metadata.name, Date.now() - written);
-    },
-  });
-  await watcher.start();
-  try {
-    written = Date.now();
-    await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version } });
-    await waitFor("every Machine shows Downloading", () => seen.size === N, 120_000);
-  } finally {
-    watcher.stop();
-  }
-  return [...seen.values()];
 }
 
 async function benchDownload(lab: Lab, current: { version: string; digest: string }) {
