@@ -55,6 +55,15 @@ export function heartbeatLeaseName(machine: string): string {
   return machine;
 }
 
+/** The metadata of a new heartbeat Lease: its name and the labels the operator selects by. */
+export function heartbeatLeaseMetadata(
+  name: string,
+  machine: string,
+  cluster: string,
+): { name: string; labels: Record<string, string> } {
+  return { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } };
+}
+
 /** A machine silent this long reads Lost (the page: "40 seconds pass with no heartbeat"). */
 export const LOST_AFTER_SECONDS = 40;
 /** A freshly started operator grants nothing this long (the page: "its first 40 seconds"). */
@@ -119,6 +128,11 @@ export interface ReleaseRef {
   version: string;
   /** `sha256:` + 64 lowercase hex: the SHA-256 of the release's release.yaml. */
   digest: string;
+}
+
+/** Both name the same release: the same version and the same digest (undefined matches nothing). */
+export function sameRelease(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
+  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
 }
 
 // ---------------------------------------------------------------------------------------

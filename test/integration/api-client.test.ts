@@ -304,4 +304,30 @@ describe("heartbeats", () => {
     expect(spec).toMatchObject({ holderIdentity: machine, leaseDurationSeconds: 40 });
     expect(spec.renewTime).toBe("2026-12-02T12:00:10.456000Z");
   });
+
+  it("renews from the Lease it last wrote: one PUT, no GET; a newer or deleted Lease is re-read once", async () => {
+    const hb = new HeartbeatClient(kubeConfig());
+    const machine = uniqueName("node");
+    const cluster = uniqueName("lab");
+    cleanup.push(() => kubectl(["-n", "liken-heartbeats", "delete", "lease", machine]));
+    await hb.renew(machine, cluster); // first use: GET (404) and create
+    expect(hb.requests).toBe(2);
+    const second = await hb.renew(machine, cluster);
+    const third = await hb.renew(machine, cluster);
+    expect(hb.requests).toBe(4);
+    expect(Number(third.resourceVersion)).toBeGreaterThan(Number(second.resourceVersion));
+    // Someone else wrote the Lease: the PUT meets a 409, the Lease is read once and written.
+    await kubectl(["-n", "liken-heartbeats", "annotate", "lease", machine, "touched=yes"]);
+    const after = await hb.renew(machine, cluster, new Date("2026-12-02T12:01:00Z"));
+    expect(hb.requests).toBe(7);
+    expect(after.renewTime?.toISOString()).toBe("2026-12-02T12:01:00.000Z");
+    const lease = await kubectl(["-n", "liken-heartbeats", "get", "lease", machine, "-o", "json"]);
+    const meta = (JSON.parse(lease.stdout) as { metadata: { annotations?: object } }).metadata;
+    expect(meta.annotations).toMatchObject({ touched: "yes" });
+    // Deleted: the PUT meets a 404; read (404) and created again.
+    await kubectl(["-n", "liken-heartbeats", "delete", "lease", machine]);
+    await hb.renew(machine, cluster);
+    expect(hb.requests).toBe(10);
+    expect(await hb.list(cluster)).toHaveLength(1);
+  });
 });
