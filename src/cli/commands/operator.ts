@@ -104,6 +104,9 @@ export function registerOperator(program: Command): void {
         leaderElection: o.leaderElect,
         log,
       });
+      if (o.webhookUrl !== undefined && o.webhookListen === undefined) {
+        throw new InvalidArgumentError("--webhook-url needs --webhook-listen (where to serve it)");
+      }
       const webhook =
         o.webhookListen === undefined
           ? undefined
