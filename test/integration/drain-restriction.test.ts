@@ -41,10 +41,12 @@ const DIGEST = `sha256:${"a".repeat(64)}`;
 const VERSION = "2026.10.10-001";
 const cleanups: (() => Promise<unknown>)[] = [];
 const logLines: string[] = [];
+const say = (line: string): string => (process.stderr.write(`webhook: ${line}\n`), line);
 const log: Logger = {
   info: (o, m) => void logLines.push(`info ${m} ${JSON.stringify(o)}`),
-  warn: (o, m) => void logLines.push(`warn ${m} ${JSON.stringify(o)}`),
-  error: (o, m) => void logLines.push(`error ${m} ${JSON.stringify(o)}`),
+  // Warnings also to stderr: what the webhook met is what a failing run needs to show.
+  warn: (o, m) => void logLines.push(say(`warn ${m} ${JSON.stringify(o)}`)),
+  error: (o, m) => void logLines.push(say(`error ${m} ${JSON.stringify(o)}`)),
 };
 
 let cluster: string;

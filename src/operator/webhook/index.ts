@@ -112,7 +112,7 @@ export class EvictionWebhook {
     if (tls === undefined) return;
     const server = createWebhookServer(tls, new FactReader(this.kc), this.opts.log);
     const listening = await this.retrying("listening", () => listen(server, host, port));
-    if (listening === undefined) return;
+    if (listening !== "listening") return;
     this.server = server;
     this.opts.log.info(
       { listen: `${host}:${this.port}`, url: this.opts.url ?? "(the Service)" },
@@ -131,7 +131,7 @@ export class EvictionWebhook {
   }
 }
 
-function listen(server: Server, host: string, port: number): Promise<void> {
+function listen(server: Server, host: string, port: number): Promise<"listening"> {
   return new Promise((resolve, reject) => {
     const onError = (e: Error): void => {
       server.off("listening", onListening);
@@ -144,7 +144,7 @@ function listen(server: Server, host: string, port: number): Promise<void> {
     };
     const onListening = (): void => {
       server.off("error", onError);
-      resolve();
+      resolve("listening");
     };
     server.once("error", onError);
     server.once("listening", onListening);
