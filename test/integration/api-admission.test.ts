@@ -154,6 +154,11 @@ describe("an agent (CN=liken:machine:<name>, O=liken:machines)", () => {
 
     const e1 = await refused(agent.machines.create(machine(self, { approval })));
     expect(e1.message).toContain("may create its Machine (without an approval)");
+    // Its Machine names its own Node: the node it cordons, and the one its evictions follow.
+    const e0 = await refused(agent.machines.create(machine(self, { nodeName: "elsewhere" })));
+    expect(e0.message).toContain(
+      `agent liken:machine:${self} may register Machine ${self} only for its own Node ${self}, not for Node elsewhere`,
+    );
 
     await agent.machines.create(machine(self));
     cleanup.push(() => admin.machines.delete(self));
