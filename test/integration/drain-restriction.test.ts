@@ -6,12 +6,13 @@
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig, type V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LikenApi, type Cluster, type RebootTurn } from "../../src/api/index.js";
+import { LikenApi, type Cluster, type RebootTurn, type ReleaseRef } from "../../src/api/index.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { DrainError, drainNode, type DrainProgress } from "../../src/drain/index.js";
 import { DrainApi, type EvictionOutcome } from "../../src/drain/kube.js";
 import type { Logger } from "../../src/operator/operator.js";
 import { EVICTION_PATH, EvictionWebhook } from "../../src/operator/webhook/index.js";
+import { Fleet } from "./agent-harness.js";
 import {
   apply,
   claimTemplateYaml,
@@ -372,4 +373,70 @@ describe("when the webhook is down", () => {
     );
     expect(done.evicted).toContain(`${ns}/${second.metadata!.name}`);
   });
+});
+
+describe("a machine's agent on its own certificate, end to end", () => {
+  const fleet = new Fleet();
+  afterAll(() => fleet.stop(), 60_000);
+
+  it("while no webhook answers its drain is blocked, visibly; once one does, it finishes its turn", async () => {
+    await webhook?.stop();
+    webhook = undefined;
+    await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
+    const [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
+    const name = uniqueName("evict-e");
+    const { kubeconfig } = mintClientCert({
+      user: `liken:machine:${name}`,
+      groups: ["liken:machines"],
+    });
+    await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Auto" }, {}, kubeconfig);
+    cleanups.push(
+      () => admin.machines.delete(name),
+      () => remove(["node", name]),
+    );
+    const ns = await createNamespace("evict-e");
+    cleanups.push(() => remove(["namespace", ns]));
+    const pod = await podOn(ns, name);
+    fleet.startOperatorStandIn(); // grants turns; serves no webhook
+    fleet.powerOnAll();
+    await fleet.waitAll(
+      "the machine runs the first release",
+      (m) => m.status?.version === v1.version,
+    );
+    await fleet.setTarget(v2);
+
+    // Its turn, its node, and still no eviction: the check fails closed, and says so.
+    const blocked = await waitFor(
+      "the Machine to show the refused eviction as its drain blocker",
+      async () => {
+        const m = await admin.machines.get(name);
+        const c = m.status?.conditions?.find((x) => x.type === "DrainBlocked");
+        return m.status?.drainBlocker !== undefined && c?.status === "True" ? m : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    expect(blocked.status?.step).toBe("Updating");
+    expect(blocked.status?.drainBlocker?.pod).toBe(`${ns}/${pod.metadata!.name}`);
+    expect(blocked.status?.drainBlocker?.message).toContain(
+      "admission check of this eviction did not answer",
+    );
+    expect(blocked.status?.drainBlocker?.message).toContain(
+      'failed calling webhook "eviction.liken.sh"',
+    );
+    expect(await podExists(pod)).toBe(true);
+
+    await startWebhook();
+    await fleet.waitAll(
+      "the machine to finish its turn on the new release",
+      (m) => m.status?.step === "Ready" && m.status.version === v2.version,
+      180_000,
+    );
+    expect(await podExists(pod)).toBe(false);
+    expect(
+      logLines.some((l) =>
+        l.includes(`liken:machine:${name} evicts pod ${ns}/${pod.metadata!.name}`),
+      ),
+    ).toBe(true);
+    expect(fleet.operatorErrors.filter((e) => !/conflict/i.test(e))).toEqual([]);
+  }, 400_000);
 });
