@@ -12,7 +12,14 @@ import {
   type Cluster,
   type Machine,
 } from "../../src/api/index.js";
-import { kubeConfig, kubectl, mintClientCert, uniqueName, waitFor } from "../support/kube.js";
+import {
+  kubeConfig,
+  kubectl,
+  mintClientCert,
+  serviceAccountKubeConfig,
+  uniqueName,
+  waitFor,
+} from "../support/kube.js";
 
 const admin = new LikenApi(kubeConfig());
 const DIGEST_A = `sha256:${"a".repeat(64)}`;
@@ -283,16 +290,7 @@ describe("the other roles", () => {
   });
 
   it("cluster-operator's ServiceAccount writes Cluster status, not spec", async () => {
-    const token = await kubectl(["-n", "liken-system", "create", "token", "cluster-operator"]);
-    expect(token.code).toBe(0);
-    const base = kubeConfig();
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [base.getCurrentCluster()!],
-      users: [{ name: "operator", token: token.stdout.trim() }],
-      contexts: [{ name: "operator", cluster: base.getCurrentCluster()!.name, user: "operator" }],
-      currentContext: "operator",
-    });
+    const kc = await serviceAccountKubeConfig("liken-system", "cluster-operator");
     const operator = new LikenApi(kc, "cluster-operator");
     const c = await operator.clusters.get(clusterName);
     c.status = { phase: "Ready", machines: "0/0" };

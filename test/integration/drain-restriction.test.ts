@@ -31,6 +31,7 @@ import {
   createNamespace,
   kubeConfig,
   kubectl,
+  serviceAccountKubeConfig,
   mintClientCert,
   uniqueName,
   waitFor,
@@ -151,16 +152,7 @@ beforeAll(async () => {
     /validatingwebhookconfiguration\.admissionregistration\.k8s\.io\/liken-eviction-restriction /,
   );
   // cluster-operator's own identity (its ServiceAccount's token), so its RBAC is tested too.
-  const token = await kubectl(["-n", "liken-system", "create", "token", "cluster-operator"]);
-  expect(token.code, token.stderr).toBe(0);
-  const base = kubeConfig();
-  operatorKc = new KubeConfig();
-  operatorKc.loadFromOptions({
-    clusters: [base.getCurrentCluster()!],
-    users: [{ name: "operator", token: token.stdout.trim() }],
-    contexts: [{ name: "operator", cluster: base.getCurrentCluster()!.name, user: "operator" }],
-    currentContext: "operator",
-  });
+  operatorKc = await serviceAccountKubeConfig("liken-system", "cluster-operator");
   // The API server runs on loopback: the URL switch (--webhook-url in `liken operator`).
   webhookUrl = `https://127.0.0.1:${await freePort()}${EVICTION_PATH}`;
   await startWebhook();
