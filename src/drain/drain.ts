@@ -280,7 +280,7 @@ class DrainRun {
       message:
         by === "budget"
           ? message
-          : `the API server's admission check of this eviction did not answer, and it refuses the eviction until it does (for liken's eviction check: is cluster-operator running and registered?): ${message}`,
+          : `the admission check of this eviction could not decide (it did not answer, or could not read what it needs), so the API server refuses the eviction until it can (for liken's eviction check: is a cluster-operator copy serving it?): ${message}`,
       attempts: (previous?.attempts ?? 0) + 1,
       since: previous?.since ?? new Date().toISOString(),
     };

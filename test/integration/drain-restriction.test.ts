@@ -345,10 +345,10 @@ describe("when the webhook is down", () => {
     const blockers = progress.flatMap((p) => (p.kind === "blocked" ? [p.blocker] : []));
     expect(blockers.length).toBeGreaterThan(0);
     expect(blockers[0]).toMatchObject({ by: "admission", pdbs: [] });
-    expect(blockers[0]!.message).toContain("admission check of this eviction did not answer");
+    expect(blockers[0]!.message).toContain("admission check of this eviction could not decide");
     expect(blockers[0]!.message).toContain('failed calling webhook "eviction.liken.sh"');
     expect((err as DrainError).message).toContain(
-      "admission check of this eviction did not answer",
+      "admission check of this eviction could not decide",
     );
     expect(await podExists(first)).toBe(true);
     expect(await podExists(second)).toBe(true);
@@ -410,7 +410,7 @@ describe("a machine's agent on its own certificate, end to end", () => {
     expect(blocked.status?.step).toBe("Updating");
     expect(blocked.status?.drainBlocker?.pod).toBe(`${ns}/${pod.metadata!.name}`);
     expect(blocked.status?.drainBlocker?.message).toContain(
-      "admission check of this eviction did not answer",
+      "admission check of this eviction could not decide",
     );
     expect(blocked.status?.drainBlocker?.message).toContain(
       'failed calling webhook "eviction.liken.sh"',
