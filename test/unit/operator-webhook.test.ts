@@ -6,7 +6,10 @@ import type { Cluster, Machine, RebootTurn } from "../../src/api/index.js";
 import { issueTlsMaterial, uncoveredHosts } from "../../src/operator/webhook/certs.js";
 import { parseListen } from "../../src/operator/webhook/index.js";
 import { servingHosts } from "../../src/operator/webhook/names.js";
-import { desiredClientConfig } from "../../src/operator/webhook/registration.js";
+import {
+  desiredClientConfig,
+  recordUrlAsApplied,
+} from "../../src/operator/webhook/registration.js";
 import { reviewEviction, type EvictionFacts } from "../../src/operator/webhook/review.js";
 
 const machine = (name: string, nodeName = name): Machine => ({
@@ -149,5 +152,35 @@ describe("the webhook's certificate", () => {
       "10.9.9.9",
       "elsewhere.example",
     ]);
+  });
+});
+
+describe("recordUrlAsApplied", () => {
+  const LAST = "kubectl.kubernetes.io/last-applied-configuration";
+  const applied = {
+    webhooks: [
+      { name: "other.example", clientConfig: { service: { name: "x" } } },
+      {
+        name: "eviction.liken.sh",
+        clientConfig: { service: { name: "cluster-operator-webhook" } },
+      },
+    ],
+  };
+  it("makes kubectl's record name the URL, so a re-apply swaps it for the Service", () => {
+    const vwc = { metadata: { annotations: { [LAST]: JSON.stringify(applied) } } };
+    recordUrlAsApplied(vwc, "https://127.0.0.1:9/validate-eviction");
+    const after = JSON.parse(vwc.metadata.annotations[LAST]) as typeof applied;
+    expect(after.webhooks[1]!.clientConfig).toEqual({
+      url: "https://127.0.0.1:9/validate-eviction",
+    });
+    expect(after.webhooks[0]).toEqual(applied.webhooks[0]);
+  });
+  it("leaves an object kubectl apply never wrote alone", () => {
+    const vwc = { metadata: { annotations: { [LAST]: "not json" } } };
+    recordUrlAsApplied(vwc, "https://127.0.0.1:9/");
+    expect(vwc.metadata.annotations[LAST]).toBe("not json");
+    const bare = { metadata: {} };
+    recordUrlAsApplied(bare, "https://127.0.0.1:9/");
+    expect(bare).toEqual({ metadata: {} });
   });
 });

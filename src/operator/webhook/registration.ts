@@ -91,6 +91,7 @@ export async function ensureRegistration(
         : want;
     if (sameConfig(entry.clientConfig, wantHere)) return "unchanged";
     entry.clientConfig = wantHere;
+    if (url !== undefined) recordUrlAsApplied(vwc, url);
     try {
       // vwc carries its resourceVersion: a concurrent writer makes this a 409, and we re-read.
       await api.replaceValidatingWebhookConfiguration({ name: WEBHOOK_CONFIGURATION, body: vwc });
@@ -101,6 +102,31 @@ export async function ensureRegistration(
       }
     }
   }
+}
+
+/** kubectl's record of what `kubectl apply` last applied to an object. */
+const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
+
+/**
+ * In URL mode, writes the URL into kubectl's last-applied record as well. Without it, the
+ * next `kubectl apply -k config/` would add config/'s `service` beside the live `url` (its
+ * three-way merge removes only what it applied itself) and the API server would refuse the
+ * object: "exactly one of url or service is required". With it, that apply swaps the URL for
+ * the Service cleanly, and the operator puts its URL back at its next look (within a minute).
+ */
+export function recordUrlAsApplied(vwc: V1ValidatingWebhookConfiguration, url: string): void {
+  const text = vwc.metadata?.annotations?.[LAST_APPLIED];
+  if (text === undefined) return;
+  let applied: { webhooks?: { name?: string; clientConfig?: Record<string, unknown> }[] };
+  try {
+    applied = JSON.parse(text) as typeof applied;
+  } catch {
+    return; // not kubectl's record: leave it alone
+  }
+  const hook = applied.webhooks?.find((w) => w.name === WEBHOOK_NAME);
+  if (hook === undefined) return;
+  hook.clientConfig = { url };
+  vwc.metadata!.annotations![LAST_APPLIED] = JSON.stringify(applied);
 }
 
 function failure(what: string, e: unknown): WebhookError {
