@@ -44,6 +44,8 @@ export interface DrainOptions {
 /** A pod whose eviction the API server refuses, and the budgets that match it. */
 export interface Blocker {
   pod: string;
+  /** "budget": a PodDisruptionBudget; "admission": an admission webhook that fails closed. */
+  by: "budget" | "admission";
   pdbs: string[];
   message: string;
   attempts: number;
@@ -240,7 +242,7 @@ class DrainRun {
         this.blockers.delete(planned.uid);
         return;
       case "blocked":
-        return this.blocked(planned, pod, outcome.message);
+        return this.blocked(planned, pod, outcome.by, outcome.message);
       case "conflict":
         // The next look shows whether the pod is gone or replaced (its UID no longer on the
         // node) or still there to evict again.
@@ -264,13 +266,22 @@ class DrainRun {
     }
   }
 
-  private async blocked(planned: PlannedPod, pod: V1Pod, message: string): Promise<void> {
-    const pdbs = await this.budgetsOf(pod);
+  private async blocked(
+    planned: PlannedPod,
+    pod: V1Pod,
+    by: Blocker["by"],
+    message: string,
+  ): Promise<void> {
+    const pdbs = by === "budget" ? await this.budgetsOf(pod) : [];
     const previous = this.blockers.get(planned.uid);
     const blocker: Blocker = {
       pod: planned.pod,
+      by,
       pdbs,
-      message,
+      message:
+        by === "budget"
+          ? message
+          : `the admission check of this eviction could not decide (it did not answer, or could not read what it needs), so the API server refuses the eviction until it can (for liken's eviction check: is a cluster-operator copy serving it?): ${message}`,
       attempts: (previous?.attempts ?? 0) + 1,
       since: previous?.since ?? new Date().toISOString(),
     };
@@ -372,6 +383,7 @@ class DrainRun {
 }
 
 export function blockerText(b: Blocker): string {
+  if (b.by === "admission") return `pod ${b.pod}: ${b.message}`;
   const by =
     b.pdbs.length === 0
       ? "no PodDisruptionBudget that liken can see"

@@ -27,10 +27,21 @@ export type EvictionOutcome =
   | { kind: "accepted" }
   /** Not there any more, or replaced by a pod of the same name (the UID precondition). */
   | { kind: "gone" }
-  /** 429: a budget allows no disruption now. 500 with several budgets matching is too. */
-  | { kind: "blocked"; status: number; message: string }
+  /**
+   * by "budget": 429, a budget allows no disruption now (500 with several budgets matching is
+   * too). by "admission": an admission webhook did not answer or could not check (5xx), e.g.
+   * liken's eviction check while cluster-operator is down; it fails closed, so wait and retry.
+   */
+  | { kind: "blocked"; by: "budget" | "admission"; status: number; message: string }
   | { kind: "conflict"; message: string }
   | { kind: "failed"; status: number; message: string; retryable: boolean };
+
+/**
+ * How the API server words a webhook that could not be called ("failed calling webhook",
+ * with failurePolicy Fail) or that answered it could not decide ("admission webhook ...
+ * denied the request" with a 5xx code).
+ */
+const ADMISSION_FAILURE = /failed calling webhook|admission webhook/i;
 
 export class DrainApi {
   private readonly core: CoreV1Api;
@@ -124,7 +135,10 @@ export class DrainApi {
       // 500 "too many PodDisruptionBudgets" is how the API server answers a pod matched by
       // two budgets; it stays until a person fixes the budgets, so report it like a 429.
       if (code === 429 || (code === 500 && /DisruptionBudget/i.test(message))) {
-        return { kind: "blocked", status: code, message };
+        return { kind: "blocked", by: "budget", status: code, message };
+      }
+      if (code >= 500 && ADMISSION_FAILURE.test(message)) {
+        return { kind: "blocked", by: "admission", status: code, message };
       }
       return { kind: "failed", status: code, message, retryable: code >= 500 };
     }

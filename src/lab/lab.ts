@@ -56,7 +56,10 @@ async function kubectl(lab: Pick<Lab, "binDir">, args: string[]): Promise<string
   return stdout;
 }
 
-/** Installs liken's API the way the README tells a cluster owner: CRDs, RBAC, admission. */
+/**
+ * Installs liken's API the way the README tells a cluster owner: CRDs, RBAC, the admission
+ * policy and the eviction webhook (its operator copies are started by processes.ts).
+ */
 async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
   const config = path.join(REPO_ROOT, "config");
   // Namespaces first: the RBAC files name them (kustomize orders this by itself).
@@ -69,6 +72,8 @@ async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
     path.join(config, "rbac"),
     "-f",
     path.join(config, "admission"),
+    "-f",
+    path.join(config, "webhook"),
   ]);
   await kubectl(lab, [
     "wait",

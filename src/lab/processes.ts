@@ -14,6 +14,8 @@ import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
 import { SimulatedMachine, type LabFault, type SimulatedMachineOptions } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
 import { likenEntry } from "../cli/entry.js";
+import { EVICTION_PATH } from "../operator/webhook/names.js";
+import { startWebhookService } from "./webhook-service.js";
 
 const run = promisify(execFile);
 
@@ -66,12 +68,37 @@ async function operatorKubeconfig(lab: Lab): Promise<string> {
   return file;
 }
 
-export function startOperator(lab: Lab, kubeconfig: string, id: string): number {
+/**
+ * Where a copy serves the eviction check, and the URL registered for it: the API server runs
+ * on loopback, so it reaches the copies through the lab's stand-in for their Service.
+ */
+export interface OperatorWebhook {
+  port: number;
+  url: string;
+}
+
+export function startOperator(
+  lab: Lab,
+  kubeconfig: string,
+  id: string,
+  webhook: OperatorWebhook,
+): number {
   const logFile = path.join(LAB_DIR, "lab", `operator-${id}.log`);
   const fd = openSync(logFile, "a");
   const child = spawn(
     process.execPath,
-    [likenEntry(), "operator", "--kubeconfig", kubeconfig, "--identity", id],
+    [
+      likenEntry(),
+      "operator",
+      "--kubeconfig",
+      kubeconfig,
+      "--identity",
+      id,
+      "--webhook-listen",
+      `127.0.0.1:${webhook.port}`,
+      "--webhook-url",
+      webhook.url,
+    ],
     {
       stdio: ["ignore", fd, fd],
     },
@@ -155,8 +182,14 @@ export async function startFleet(
   // The operator starts once the machines heartbeat, as it would join a running fleet: a
   // machine still booting must not read Lost for its first 40 s.
   const opKubeconfig = await operatorKubeconfig(lab);
+  const service = await startWebhookService(OPERATOR_COPIES.length);
+  lab.stoppers.push(() => service.close());
+  const url = `https://127.0.0.1:${service.port}${EVICTION_PATH}`;
   const operators = new Map(
-    OPERATOR_COPIES.map((id) => [id, startOperator(lab, opKubeconfig, id)]),
+    OPERATOR_COPIES.map((id, i) => [
+      id,
+      startOperator(lab, opKubeconfig, id, { port: service.backends[i]!, url }),
+    ]),
   );
   log(`  cluster-operator started (${OPERATOR_COPIES.join(", ")})`);
   return { machines: new Map(machines.map((m) => [m.opts.name, m])), operators };

@@ -25,6 +25,9 @@ import {
   waitFor,
 } from "../support/kube.js";
 import { likenEntry } from "../../src/cli/entry.js";
+import { freePort } from "../../src/controlplane/ports.js";
+import { REPO_ROOT as REPO } from "../../src/controlplane/paths.js";
+import { EVICTION_PATH } from "../../src/operator/webhook/names.js";
 
 export interface Observation {
   at: number;
@@ -87,6 +90,7 @@ export class Fleet {
     for (const v of versions) this.releases.push(await makeRelease(this.dir, this.channelDir, v));
     this.channel = await serveChannel(this.channelDir);
     await kubectl(["create", "namespace", "liken-heartbeats"]);
+    await kubectl(["create", "namespace", "liken-system"]); // the operator's webhook Secret
     const first = this.releases[0]!;
     await this.api.clusters.create({
       apiVersion: "liken.sh/v1alpha1",
@@ -190,7 +194,10 @@ export class Fleet {
    * The real cluster-operator (`liken operator`) as its own process, with the start-up grace
    * shortened (the page's 40 s is the operator's own test's business).
    */
-  startRealOperator(): void {
+  async startRealOperator(): Promise<void> {
+    // It serves the eviction check as in the lab: by URL, since the API server runs on loopback.
+    await kubectl(["apply", "-f", path.join(REPO, "config", "webhook")]);
+    const port = await freePort();
     const args = [
       likenEntry(),
       "operator",
@@ -198,6 +205,10 @@ export class Fleet {
       kubeconfigPath(),
       "--start-grace",
       "1s",
+      "--webhook-listen",
+      `127.0.0.1:${port}`,
+      "--webhook-url",
+      `https://127.0.0.1:${port}${EVICTION_PATH}`,
     ];
     args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
     this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });

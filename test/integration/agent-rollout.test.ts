@@ -50,7 +50,7 @@ describe("agent rollout on the real control plane", () => {
     await fleet.addMachine({ name: L1, role: "Leader", rebootPolicy: "Auto" });
     await fleet.addMachine({ name: L2, role: "Leader", rebootPolicy: "Auto" });
     await fleet.addMachine({ name: W1, role: "Worker", rebootPolicy: "Manual" });
-    fleet.startRealOperator();
+    await fleet.startRealOperator();
     fleet.powerOnAll();
     await fleet.waitAll("every machine reports Ready on the first release", runs(v1), 240_000);
   }, 400_000);

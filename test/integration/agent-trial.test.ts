@@ -23,7 +23,7 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: TAMPERED, role: "Worker", rebootPolicy: "Manual" });
     await fleet.addMachine({ name: NONET, role: "Worker", rebootPolicy: "Auto" });
-    fleet.startRealOperator();
+    await fleet.startRealOperator();
     fleet.powerOnAll();
     await fleet.waitAll("both machines report Ready", (m) => m.status?.version === v1.version);
   }, 300_000);

@@ -3,11 +3,18 @@
 // going through authentication, RBAC and the liken-machine-restriction admission policy.
 // No impersonation: an impersonated request would prove nothing about a stolen certificate.
 import { fileURLToPath } from "node:url";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HeartbeatClient, LikenApi, type ApiError, type Machine } from "../../src/api/index.js";
 import { createCluster } from "../support/clusters.js";
-import { kubeConfig, kubectl, mintClientCert, uniqueName, waitFor } from "../support/kube.js";
+import {
+  kubeConfig,
+  kubectl,
+  mintClientCert,
+  serviceAccountKubeConfig,
+  uniqueName,
+  waitFor,
+} from "../support/kube.js";
 
 const admin = new LikenApi(kubeConfig());
 const cleanup: (() => Promise<unknown>)[] = [];
@@ -137,6 +144,11 @@ describe("an agent (CN=liken:machine:<name>, O=liken:machines)", () => {
 
     const e1 = await refused(agent.machines.create(machine(self, { approval })));
     expect(e1.message).toContain("may create its Machine (without an approval)");
+    // Its Machine names its own Node: the node it cordons, and the one its evictions follow.
+    const e0 = await refused(agent.machines.create(machine(self, { nodeName: "elsewhere" })));
+    expect(e0.message).toContain(
+      `agent liken:machine:${self} may register Machine ${self} only for its own Node ${self}, not for Node elsewhere`,
+    );
 
     await agent.machines.create(machine(self));
     cleanup.push(() => admin.machines.delete(self));
@@ -208,19 +220,12 @@ describe("an agent (CN=liken:machine:<name>, O=liken:machines)", () => {
     await createNode(other);
     const { kc } = identity(`liken:machine:${self}`, ["liken:machines"]);
     const core = kc.makeApiClient(CoreV1Api);
-    const cordon = async (name: string): Promise<unknown> => {
-      for (let attempt = 1; ; attempt++) {
-        const node = await core.readNode({ name });
-        node.spec = { ...node.spec, unschedulable: true };
-        try {
-          return await core.replaceNode({ name, body: node });
-        } catch (e) {
-          // The node lifecycle controller taints a new Node right after it is created; a
-          // 409 means read again and retry, as every client does.
-          if ((e as { code?: number }).code !== 409 || attempt >= 5) throw e;
-        }
-      }
-    };
+    // A merge patch, as the drain cordons (RBAC gives agents patch on nodes, not update).
+    const cordon = (name: string): Promise<unknown> =>
+      core.patchNode(
+        { name, body: { spec: { unschedulable: true } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
     await cordon(self);
     expect(
       (await kubeConfig().makeApiClient(CoreV1Api).readNode({ name: self })).spec?.unschedulable,
@@ -268,16 +273,7 @@ describe("the other roles", () => {
   });
 
   it("cluster-operator's ServiceAccount writes Cluster status, not spec", async () => {
-    const token = await kubectl(["-n", "liken-system", "create", "token", "cluster-operator"]);
-    expect(token.code).toBe(0);
-    const base = kubeConfig();
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [base.getCurrentCluster()!],
-      users: [{ name: "operator", token: token.stdout.trim() }],
-      contexts: [{ name: "operator", cluster: base.getCurrentCluster()!.name, user: "operator" }],
-      currentContext: "operator",
-    });
+    const kc = await serviceAccountKubeConfig("liken-system", "cluster-operator");
     const operator = new LikenApi(kc, "cluster-operator");
     const c = await operator.clusters.get(clusterName);
     c.status = { phase: "Ready", machines: "0/0" };

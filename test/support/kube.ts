@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
@@ -174,4 +174,23 @@ export async function createKwokNode(
     const n = await core.readNode({ name });
     return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
   });
+}
+
+/** A KubeConfig that authenticates with a fresh token of a ServiceAccount (as its pod would). */
+export async function serviceAccountKubeConfig(
+  namespace: string,
+  name: string,
+): Promise<KubeConfig> {
+  const token = await kubectl(["-n", namespace, "create", "token", name]);
+  if (token.code !== 0)
+    throw new Error(`kubectl create token ${namespace}/${name}: ${token.stderr}`);
+  const cluster = kubeConfig().getCurrentCluster()!;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name, token: token.stdout.trim() }],
+    contexts: [{ name, cluster: cluster.name, user: name }],
+    currentContext: name,
+  });
+  return kc;
 }

@@ -7,6 +7,7 @@ import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../a
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { Operator } from "../../operator/operator.js";
+import { EvictionWebhook, WEBHOOK_CONFIGURATION } from "../../operator/webhook/index.js";
 
 interface Options {
   kubeconfig?: string;
@@ -17,6 +18,8 @@ interface Options {
   channelInterval: number;
   endpoint?: string;
   leaderElect: boolean;
+  webhookListen?: string;
+  webhookUrl?: string;
 }
 
 /** "90s", "10m", "1h", "500ms", or plain seconds. */
@@ -73,6 +76,14 @@ export function registerOperator(program: Command): void {
       "--no-leader-elect",
       "act even without holding the liken-system/cluster-operator Lease (correctness never depends on it)",
     )
+    .option(
+      "--webhook-listen <host:port>",
+      `serve the eviction check (who may evict which pod; the Deployment: 0.0.0.0:9443); without it this copy serves none`,
+    )
+    .option(
+      "--webhook-url <url>",
+      `register the eviction check in ValidatingWebhookConfiguration ${WEBHOOK_CONFIGURATION} by this URL instead of the Service (an API server outside the cluster network, e.g. on loopback)`,
+    )
     .action(async (o: Options) => {
       const kc = loadKubeConfig(o.kubeconfig);
       const identity =
@@ -93,13 +104,25 @@ export function registerOperator(program: Command): void {
         leaderElection: o.leaderElect,
         log,
       });
+      if (o.webhookUrl !== undefined && o.webhookListen === undefined) {
+        throw new InvalidArgumentError("--webhook-url needs --webhook-listen (where to serve it)");
+      }
+      const webhook =
+        o.webhookListen === undefined
+          ? undefined
+          : new EvictionWebhook(kc, {
+              listen: o.webhookListen,
+              ...(o.webhookUrl === undefined ? {} : { url: o.webhookUrl }),
+              log,
+            });
+      webhook?.start();
       await op.start();
       const signal = await new Promise<string>((resolve) => {
         process.once("SIGTERM", () => resolve("SIGTERM"));
         process.once("SIGINT", () => resolve("SIGINT"));
       });
       log.info({ signal }, "stopping");
-      await op.stop();
+      await Promise.all([op.stop(), webhook?.stop()]);
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();
     });
