@@ -19,6 +19,7 @@ import { bundleModule } from "../cli/entry.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { ensureTool } from "../controlplane/tools.js";
 import { BASE, BASE_TAG, ensureBase } from "./base.js";
+import { IMAGE_BUNDLE } from "./bundle.js";
 import { operatorImage } from "./reference.js";
 import { phase, run, type Log } from "./run.js";
 
@@ -39,7 +40,7 @@ async function appTree(dir: string, version: string): Promise<void> {
   const app = path.join(dir, APP_DIR);
   // The bundle sits two levels under the app root, as src/cli/main.ts does under the checkout.
   const bundle = path.join(app, "dist", "cli", "liken.mjs");
-  await bundleModule(path.join(REPO_ROOT, "src", "cli", "main.ts"), bundle, { standalone: true });
+  await bundleModule(path.join(REPO_ROOT, "src", "cli", "main.ts"), bundle, IMAGE_BUNDLE);
   chmodSync(bundle, 0o755);
   mkdirSync(path.join(app, "build", "Release"), { recursive: true });
   copyFileSync(
