@@ -1,6 +1,7 @@
 #!/bin/sh
-# Installs, with apt-get, exactly the Debian packages the QEMU testbed and the bootloader golden
-# files need, and only those that are missing. Idempotent and fast when everything is present
+# Installs, with apt-get, exactly the Debian packages the QEMU testbed, the bootloader golden
+# files and the operator image (mmdebstrap: its root filesystem) need, and only those that are
+# missing. Idempotent and fast when everything is present
 # (dpkg-query and a file test, no apt). `.ci/run` calls it before `npm test`.
 set -eu
 
@@ -14,6 +15,7 @@ dosfstools
 gdisk
 e2fsprogs
 busybox-static
+mmdebstrap
 "
 
 missing=""

@@ -1,0 +1,165 @@
+// The operator image, run as its Deployment runs it: `npm run image`'s archive, unpacked by
+// umoci and started by runc (both built from the Go module proxy) against the real control
+// plane, authenticated only by a ServiceAccount token from the TokenRequest API mounted where
+// a pod has it, with the RBAC of config/. The test plays one Machine; the operator in the
+// container grants it a turn; its /metrics exposition must pass `promtool check metrics`.
+import { execFile } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { ensureTool } from "../../src/controlplane/tools.js";
+import { buildImage, IMAGE_UID, type BuiltImage } from "../../src/image/build.js";
+import { operatorImage } from "../../src/image/reference.js";
+import {
+  Fleet,
+  Heartbeats,
+  createCluster,
+  createMachine,
+  deleteAll,
+  ensureNamespaces,
+  stagedStatus,
+  tempDir,
+  writeStatus,
+} from "../integration/operator-fleet.js";
+import {
+  SERVICE_ACCOUNT_DIR,
+  podSpec,
+  runContainer,
+  unpackImage,
+  type Container,
+} from "../support/container.js";
+import { controlPlane, kubeConfig, kubectl, uniqueName, waitFor } from "../support/kube.js";
+
+const exec = promisify(execFile);
+const log = (l: string): void => void process.stderr.write(`${l}\n`);
+
+const work = tempDir("liken-image-");
+let image: BuiltImage;
+let tools: { runc: string; umoci: string; promtool: string };
+
+/** The cluster-operator container of config/operator/deployment.yaml: its args. */
+function deploymentArgs(): string[] {
+  const text = readFileSync(path.join(REPO_ROOT, "config", "operator", "deployment.yaml"), "utf8");
+  const m = /args: (\[.*\])/.exec(text);
+  return m ? (JSON.parse(m[1]!) as string[]) : [];
+}
+
+/** What the kubelet mounts for a pod: a bound token of the ServiceAccount, the CA, the namespace. */
+async function serviceAccountVolume(dir: string): Promise<void> {
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  const tr = await core.createNamespacedServiceAccountToken({
+    name: "cluster-operator",
+    namespace: "liken-system",
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "token"), tr.status!.token);
+  copyFileSync(controlPlane().serverCaCert, path.join(dir, "ca.crt"));
+  writeFileSync(path.join(dir, "namespace"), "liken-system");
+  // The container runs as IMAGE_UID: it must read them, as a projected volume's 0644 allows.
+  for (const f of ["token", "ca.crt", "namespace"]) chmodSync(path.join(dir, f), 0o644);
+  chmodSync(dir, 0o755);
+  chmodSync(work, 0o755);
+}
+
+describe("the operator image under runc", () => {
+  let container: Container | undefined;
+  const cluster = uniqueName("img");
+  const machine = uniqueName("img-m");
+  const heartbeats = new Heartbeats(cluster, [machine]);
+
+  beforeAll(async () => {
+    // Cold, these build umoci, runc and promtool from the Go module proxy (minutes).
+    tools = {
+      umoci: await ensureTool("umoci", log),
+      runc: await ensureTool("runc", log),
+      promtool: await ensureTool("promtool", log),
+    };
+    image = await buildImage(log, { out: path.join(work, "out") });
+    await ensureNamespaces();
+    const rbac = await kubectl([
+      "apply",
+      "--server-side",
+      "-f",
+      path.join(REPO_ROOT, "config", "rbac", "namespaces.yaml"),
+      "-f",
+      path.join(REPO_ROOT, "config", "rbac", "cluster-operator.yaml"),
+    ]);
+    expect(rbac.stderr).toBe("");
+  });
+
+  afterAll(async () => {
+    heartbeats.stop();
+    await container?.stop();
+    await deleteAll(cluster, [machine]);
+    if (container) log(`operator container log:\n${container.log()}`);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it("grants a turn to a Machine with only its ServiceAccount, as a non-root user", async () => {
+    const ref = operatorImage(REPO_ROOT);
+    expect(image.ref).toBe(ref.ref);
+    const sa = path.join(work, "serviceaccount");
+    await serviceAccountVolume(sa);
+    const bundle = await unpackImage(
+      tools.umoci,
+      image.archive,
+      ref.tag,
+      path.join(work, "unpacked"),
+    );
+    const server = new URL(controlPlane().server);
+    const podName = uniqueName("cluster-operator");
+    const spec = podSpec(bundle, {
+      // The Deployment's args, with the 40 s start-up grace shortened for a test.
+      args: [...deploymentArgs(), "--start-grace", "2s"],
+      env: {
+        POD_NAME: podName,
+        KUBERNETES_SERVICE_HOST: server.hostname,
+        KUBERNETES_SERVICE_PORT: server.port,
+      },
+      serviceAccountDir: sa,
+    });
+    expect(spec.process.args[0]).toBe("liken");
+    expect(spec.process.user.uid).toBe(IMAGE_UID);
+    expect(spec.mounts.some((m) => m.destination === SERVICE_ACCOUNT_DIR)).toBe(true);
+
+    container = runContainer(tools.runc, path.join(work, "runc"), podName, bundle);
+
+    // The process in the container is the operator, and not root.
+    const state = await waitFor(
+      "the container to run",
+      async () => {
+        const r = await exec(tools.runc, ["--root", path.join(work, "runc"), "state", podName]);
+        const s = JSON.parse(r.stdout) as { status: string; pid: number };
+        return s.status === "running" ? s : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const uid = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${state.pid}/status`, "utf8"))?.[1];
+    expect(Number(uid)).toBe(IMAGE_UID);
+
+    await createCluster(cluster);
+    await createMachine(cluster, { name: machine });
+    await heartbeats.start();
+    const fleet = new Fleet(cluster, [{ name: machine }], { heartbeats });
+    await fleet.start();
+    try {
+      await writeStatus(machine, stagedStatus());
+      await waitFor(
+        `the operator in the container to grant ${machine} its turn and see it back`,
+        async () => fleet.finished.has(machine),
+        { timeoutMs: 90_000, intervalMs: 250 },
+      );
+    } catch (e) {
+      throw new Error(`${String(e)}\noperator log:\n${container.log()}`);
+    } finally {
+      await fleet.stop();
+    }
+    expect(fleet.violations).toEqual([]);
+    expect([...fleet.grantors].every((g) => g.startsWith(`${podName}/`))).toBe(true);
+    expect(fleet.grantsSeen).toEqual([machine]);
+  });
+});
