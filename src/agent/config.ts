@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
+import { parseMetricsAddress, type ListenAddress } from "../metrics/serve.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -41,6 +42,8 @@ export interface AgentConfig {
   /** Read artifacts back with O_DIRECT (default true; false for files on tmpfs). */
   direct: boolean;
   timeouts: Timeouts;
+  /** Where to serve Prometheus metrics (docs/metrics.md); absent: not served (the default). */
+  metricsAddress?: ListenAddress;
 }
 
 const KNOWN = new Set([
@@ -59,6 +62,7 @@ const KNOWN = new Set([
   "loopSeconds",
   "direct",
   "timeouts",
+  "metricsAddress",
 ]);
 
 function bad(file: string, field: string, what: string): never {
@@ -122,6 +126,17 @@ function parseTimeouts(file: string, v: unknown): Timeouts {
   return t;
 }
 
+function parseMetrics(file: string, v: unknown): { metricsAddress?: ListenAddress } {
+  if (v === undefined) return {};
+  if (typeof v !== "string") bad(file, "metricsAddress", 'must be "host:port" or "off"');
+  try {
+    const at = parseMetricsAddress(v);
+    return at === undefined ? {} : { metricsAddress: at };
+  } catch (e) {
+    return bad(file, "metricsAddress", `${(e as Error).message}`);
+  }
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -152,6 +167,7 @@ export function parseAgentSection(
     loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,
     direct: d.direct !== false,
     timeouts: parseTimeouts(file, d.timeouts),
+    ...parseMetrics(file, d.metricsAddress),
   };
 }
 

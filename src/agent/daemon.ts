@@ -31,6 +31,7 @@ import { MemoryFile, rememberFailed, type Memory } from "./memory.js";
 import { machineStatus, sameStatus, turnRelease, type StatusExtras } from "./status.js";
 import { decide, type Action, type Decision, type Observed, type SlotView } from "./steps.js";
 import { likenEntry } from "../cli/entry.js";
+import { agentMetrics } from "./metrics.js";
 
 /** Annotation on a Machine: a new value asks the agent to forget its failed releases. */
 export const ANNOTATION_RETRY = "liken.sh/retry";
@@ -100,6 +101,7 @@ export class AgentDaemon {
     this.bootloader = new GrubBootloader(new DirEnvStore(cfg.grubenvDir));
     this.store = new SlotStore(cfg.slots);
     this.memFile = new MemoryFile(cfg.slots.stateDir);
+    agentMetrics.trialFrom(() => this.mem.lastTrial);
   }
 
   /** Runs until stop(); resolves after the current step finished or was safely abandoned. */
@@ -303,6 +305,7 @@ export class AgentDaemon {
     const p = await this.store.progress(d.slot, d.release.digest);
     const done = Object.values(p.artifacts).reduce((n, a) => n + a.offset, 0);
     if (done !== d.done) {
+      agentMetrics.downloaded(d.done, done);
       d.done = done;
       d.idleSince = bootClockMs();
     }
@@ -380,9 +383,11 @@ export class AgentDaemon {
     this.log.info({ step: name }, "begin");
     try {
       const r = await fn();
+      agentMetrics.step(name, Date.now() - t, true);
       this.log.info({ step: name, ms: Date.now() - t }, "end");
       return r;
     } catch (e) {
+      agentMetrics.step(name, Date.now() - t, false);
       this.log.warn({ step: name, ms: Date.now() - t, err: message(e) }, "failed");
       throw e;
     }
@@ -417,6 +422,7 @@ export class AgentDaemon {
       "--running",
       otherSlot(slot),
     );
+    const began = Date.now();
     const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr?.on("data", (b: Buffer) => (stderr = (stderr + b.toString("utf8")).slice(-2000)));
@@ -431,7 +437,9 @@ export class AgentDaemon {
     );
     void exited.then((code) => {
       if (this.download === d) this.download = undefined;
+      if (!child.killed) agentMetrics.step("download", Date.now() - began, code === 0);
       if (code === 0) {
+        agentMetrics.downloaded(d.done, d.total);
         this.downloadFailedAt = undefined;
         this.problem = undefined;
         this.log.info({ version: release.version, slot }, "download staged and verified");

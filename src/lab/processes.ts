@@ -71,7 +71,17 @@ export function startOperator(lab: Lab, kubeconfig: string, id: string): number 
   const fd = openSync(logFile, "a");
   const child = spawn(
     process.execPath,
-    [likenEntry(), "operator", "--kubeconfig", kubeconfig, "--identity", id],
+    // Two copies on one host: each on a free loopback port (the URL is in its log).
+    [
+      likenEntry(),
+      "operator",
+      "--kubeconfig",
+      kubeconfig,
+      "--identity",
+      id,
+      "--metrics-address",
+      "127.0.0.1:0",
+    ],
     {
       stdio: ["ignore", fd, fd],
     },

@@ -182,7 +182,17 @@ export function startOperator(
   const identity = opts.identity ?? uniqueName("op");
   const child = spawn(
     path.join(REPO, "bin", "liken.js"),
-    ["operator", "--kubeconfig", kubeconfigPath(), "--identity", identity, ...(opts.args ?? [])],
+    [
+      "operator",
+      "--kubeconfig",
+      kubeconfigPath(),
+      "--identity",
+      identity,
+      // A free port each: copies and parallel test files never fight over the default :8080.
+      "--metrics-address",
+      "127.0.0.1:0",
+      ...(opts.args ?? []),
+    ],
     { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
@@ -235,6 +245,8 @@ export interface SimOptions {
   /** Machines that stop their heartbeat while "rebooting". */
   silentWhileRebooting?: boolean;
   heartbeats?: Heartbeats;
+  /** Machines whose trial falls back: they come back on V1, step Failed, and say why. */
+  failTrial?: ReadonlySet<string>;
 }
 
 export interface Violation {
@@ -336,6 +348,23 @@ export class Fleet {
       // real machine is up again before its agent writes.
       this.acting.delete(name);
       this.done.add(name);
+      if (this.opts.failTrial?.has(name)) {
+        await writeStatus(name, {
+          version: V1,
+          digest: D1,
+          step: "Failed",
+          target: { version: V2, digest: D2 },
+          lastTrial: {
+            version: V2,
+            digest: D2,
+            slot: "b",
+            result: "Failed",
+            at: now(),
+            reason: "TrialFellBack",
+          },
+        });
+        return;
+      }
       await writeStatus(name, {
         version: V2,
         digest: D2,

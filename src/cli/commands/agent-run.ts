@@ -4,6 +4,8 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { loadConfig } from "../../agent/config.js";
 import { AgentDaemon } from "../../agent/daemon.js";
+import { agentMetrics } from "../../agent/metrics.js";
+import { parseMetricsAddress, serveMetrics, type ListenAddress } from "../../metrics/serve.js";
 import { DEFAULT_CONFIG } from "../../slots/config.js";
 
 export function addAgentRunCommand(agent: Command): void {
@@ -13,13 +15,21 @@ export function addAgentRunCommand(agent: Command): void {
       "Run the agent daemon: download, stage, take a reboot turn, trial, promote or fall back",
     )
     .option("--config <file>", "agent config (docs/agent.md)", DEFAULT_CONFIG)
-    .action(async (o: { config: string }) => {
+    .option(
+      "--metrics-address <host:port>",
+      "serve Prometheus metrics at http://<host:port>/metrics (overrides the config's metricsAddress; default off)",
+      parseMetricsAddress,
+    )
+    .action(async (o: { config: string; metricsAddress?: ListenAddress }) => {
       const cfg = await loadConfig(o.config);
       const log = pino({
         base: { machine: cfg.machine },
         level: process.env.LIKEN_LOG_LEVEL ?? "info",
       });
       const daemon = new AgentDaemon(cfg, log);
+      const at = o.metricsAddress ?? cfg.metricsAddress;
+      const metrics = at === undefined ? undefined : await serveMetrics(agentMetrics.registry, at);
+      if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
       const stop = (sig: string): void => {
         log.info({ signal: sig }, "stopping");
         daemon.stop();
@@ -27,6 +37,7 @@ export function addAgentRunCommand(agent: Command): void {
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
       await daemon.run();
+      await metrics?.close();
       log.info("stopped");
     });
 }

@@ -3,10 +3,15 @@ import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
+import { collectDefaultMetrics } from "prom-client";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { Operator } from "../../operator/operator.js";
+import { parseMetricsAddress, serveMetrics, type ListenAddress } from "../../metrics/serve.js";
+
+/** The Deployment's metrics port (config/operator/, the chart's metrics Service). */
+export const DEFAULT_OPERATOR_METRICS_ADDRESS = ":8080";
 
 interface Options {
   kubeconfig?: string;
@@ -17,6 +22,7 @@ interface Options {
   channelInterval: number;
   endpoint?: string;
   leaderElect: boolean;
+  metricsAddress: ListenAddress | undefined;
 }
 
 /** "90s", "10m", "1h", "500ms", or plain seconds. */
@@ -73,6 +79,12 @@ export function registerOperator(program: Command): void {
       "--no-leader-elect",
       "act even without holding the liken-system/cluster-operator Lease (correctness never depends on it)",
     )
+    .option(
+      "--metrics-address <host:port>",
+      "serve Prometheus metrics at http://<host:port>/metrics (docs/metrics.md); :PORT for every interface, port 0 for a free one, off to disable",
+      parseMetricsAddress,
+      parseMetricsAddress(DEFAULT_OPERATOR_METRICS_ADDRESS),
+    )
     .action(async (o: Options) => {
       const kc = loadKubeConfig(o.kubeconfig);
       const identity =
@@ -93,6 +105,12 @@ export function registerOperator(program: Command): void {
         leaderElection: o.leaderElect,
         log,
       });
+      collectDefaultMetrics({ register: op.metrics.registry });
+      const metrics =
+        o.metricsAddress === undefined
+          ? undefined
+          : await serveMetrics(op.metrics.registry, o.metricsAddress);
+      if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
       await op.start();
       const signal = await new Promise<string>((resolve) => {
         process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -100,6 +118,7 @@ export function registerOperator(program: Command): void {
       });
       log.info({ signal }, "stopping");
       await op.stop();
+      await metrics?.close();
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();
     });
