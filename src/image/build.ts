@@ -106,6 +106,9 @@ export async function buildImage(
         "PATH=/usr/local/bin:/usr/bin",
         "--config.workingdir",
         "/",
+        // The Deployment's `metrics` port (liken operator --metrics-address=:8080).
+        "--config.exposedports",
+        "8080/tcp",
         "--config.label",
         `org.opencontainers.image.version=${image.version}`,
         "--config.label",
