@@ -38,9 +38,11 @@ interface Recipe {
    * tool is built from a generated module that requires it and copies its replacements.
    */
   replaces: boolean;
+  /** The Go minor version its go.mod's `go` line asks for (GOTOOLCHAIN=local: no download). */
+  goMinor: number;
 }
 
-function prometheusModuleVersion(v: string): string {
+export function prometheusModuleVersion(v: string): string {
   const [major, minor, patch] = v.split(".");
   return `v0.${major}${minor!.padStart(2, "0")}.${patch}`;
 }
@@ -57,6 +59,7 @@ export const RECIPES: Record<Tool, Recipe> = {
     tags: [],
     cgo: false,
     replaces: false,
+    goMinor: 26,
   },
   promtool: {
     module: "github.com/prometheus/prometheus",
@@ -68,6 +71,7 @@ export const RECIPES: Record<Tool, Recipe> = {
     tags: ["remove_all_sd"],
     cgo: false,
     replaces: false,
+    goMinor: 26,
   },
   umoci: {
     module: "github.com/opencontainers/umoci",
@@ -77,6 +81,7 @@ export const RECIPES: Record<Tool, Recipe> = {
     tags: [],
     cgo: false,
     replaces: true,
+    goMinor: 24,
   },
   runc: {
     module: "github.com/opencontainers/runc",
@@ -87,11 +92,9 @@ export const RECIPES: Record<Tool, Recipe> = {
     tags: [],
     cgo: true,
     replaces: false,
+    goMinor: 25,
   },
 };
-
-/** Tool versions the Go toolchain must at least be (their go.mod directives say 1.25+). */
-const MIN_GO_MINOR = 25;
 
 function toolDir(name: Tool): string {
   return path.join(cacheRoot(), "tools", name);
@@ -102,8 +105,10 @@ export function toolPath(name: Tool): string {
   return path.join(toolDir(name), RECIPES[name].version, name);
 }
 
+/** What the binary is built from; a change to any of it builds anew. */
 function stamp(name: Tool): string {
-  return JSON.stringify(RECIPES[name]);
+  const { goMinor: _checkOnly, ...built } = RECIPES[name];
+  return JSON.stringify(built);
 }
 
 export function toolReady(name: Tool): boolean {
@@ -197,7 +202,7 @@ export async function ensureTool(name: Tool, log: Log = stderrLog): Promise<stri
   return withLock(path.join(toolDir(name), ".build.lock"), log, async () => {
     if (toolReady(name)) return bin;
     const r = RECIPES[name];
-    const goVersion = checkGo(`${name} ${r.version}`, MIN_GO_MINOR);
+    const goVersion = checkGo(`${name} ${r.version}`, r.goMinor);
     const started = Date.now();
     log(
       `liken: building ${name} ${r.version} once with ${goVersion} from the Go module proxy into ${path.dirname(bin)}`,
