@@ -164,7 +164,12 @@ describe("the lab leaves nothing running", () => {
     const next = path.join(dir, "next.log");
     const g = startLab(`npm run -s lab -- --machines ${MACHINES} > "$LAB_LOG" 2>&1`, next);
     await untilGone("the next lab to end the old one's processes", orphans, true);
-    expect(readFileSync(next, "utf8")).toMatch(/ended \d+ processes a previous lab left/);
+    // It says so once they are gone (its log line follows the kills).
+    await waitFor(
+      "the next lab to say it ended the old one's processes",
+      async () => /ended \d+ processes a previous lab left/.test(readFileSync(next, "utf8")),
+      { timeoutMs: GONE_MS, intervalMs: 200 },
+    );
     await untilRunning(next);
     const second = labPids();
     process.kill(-g.pid!, "SIGINT");
