@@ -3,7 +3,8 @@
 // so the registry is the process's: the daemon calls these hooks from where it already logs
 // a step's begin and end, and `liken agent run` serves the registry when the config's
 // metricsAddress (or --metrics-address) asks for it.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectProcessMetrics } from "../metrics/process.js";
 import { TRIAL_RESULTS, type TrialRecord } from "../api/index.js";
 
 /**
@@ -57,7 +58,7 @@ class AgentMetrics {
         if (t !== undefined) this.set(Date.parse(t.at) / 1000);
       },
     });
-    collectDefaultMetrics({ register: this.registry });
+    collectProcessMetrics(this.registry);
   }
 
   /** A download's durable byte count moved from `before` to `now` (never counts backwards). */

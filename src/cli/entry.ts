@@ -38,13 +38,14 @@ export async function useCliBundle(): Promise<string> {
 
 /**
  * One ESM file for Node 20 from a TypeScript entry point, its npm dependencies left as imports
- * (they resolve from node_modules as they would for the source), or, `standalone`, inside it. The output must sit as deep
+ * (they resolve from node_modules as they would for the source). The output must sit as deep
  * under the root as its source does: modules find the root through import.meta.url.
+ * `overrides` change esbuild's options (the operator image bundles its dependencies too).
  */
 export async function bundleModule(
   entryPoint: string,
   outfile: string,
-  opts: { standalone?: boolean } = {},
+  overrides: import("esbuild").BuildOptions = {},
 ): Promise<void> {
   const { build } = await import("esbuild");
   await build({
@@ -53,25 +54,9 @@ export async function bundleModule(
     platform: "node",
     format: "esm",
     target: "node20",
+    packages: "external",
     outfile,
     logLevel: "error",
-    ...(opts.standalone ? STANDALONE : { packages: "external" }),
+    ...overrides,
   });
 }
-
-/**
- * The operator image has no node_modules: its bundle holds the npm dependencies too. Only
- * what the image never runs stays out (the build tools, ws's optional native speed-ups).
- * CommonJS dependencies call require(), which an ES module lacks: the banner defines it.
- */
-const STANDALONE: import("esbuild").BuildOptions = {
-  external: ["esbuild", "tsx", "tsx/*", "bufferutil", "utf-8-validate"],
-  banner: {
-    js: [
-      "#!/usr/bin/node",
-      'import { createRequire as likenCreateRequire } from "node:module";',
-      "const require = likenCreateRequire(import.meta.url);",
-    ].join("\n"),
-  },
-  legalComments: "none",
-};

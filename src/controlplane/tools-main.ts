@@ -3,6 +3,7 @@
 import { Command } from "commander";
 import { ControlPlaneError } from "./errors.js";
 import { TOOLS, ensureTool, isTool, type Tool } from "./tools.js";
+import { runProgram } from "../cli/run-program.js";
 
 const err = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -40,15 +41,4 @@ program
     process.stdout.write(`${await ensureTool(tool(name), err)}\n`);
   });
 
-try {
-  await program.parseAsync(process.argv);
-} catch (e) {
-  if (e instanceof ControlPlaneError) {
-    err(`liken: ${e.message} [${e.code}]`);
-    process.exitCode = 1;
-  } else if ((e as { code?: string }).code?.startsWith("commander.")) {
-    process.exitCode = (e as { exitCode?: number }).exitCode ?? 1;
-  } else {
-    throw e;
-  }
-}
+await runProgram(program);

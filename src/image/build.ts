@@ -19,6 +19,8 @@ import { bundleModule } from "../cli/entry.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { ensureTool } from "../controlplane/tools.js";
 import { BASE, BASE_TAG, ensureBase } from "./base.js";
+import { ImageError } from "./errors.js";
+import { IMAGE_BUNDLE } from "./bundle.js";
 import { operatorImage } from "./reference.js";
 import { phase, run, type Log } from "./run.js";
 
@@ -39,7 +41,7 @@ async function appTree(dir: string, version: string): Promise<void> {
   const app = path.join(dir, APP_DIR);
   // The bundle sits two levels under the app root, as src/cli/main.ts does under the checkout.
   const bundle = path.join(app, "dist", "cli", "liken.mjs");
-  await bundleModule(path.join(REPO_ROOT, "src", "cli", "main.ts"), bundle, { standalone: true });
+  await bundleModule(path.join(REPO_ROOT, "src", "cli", "main.ts"), bundle, IMAGE_BUNDLE);
   chmodSync(bundle, 0o755);
   mkdirSync(path.join(app, "build", "Release"), { recursive: true });
   copyFileSync(
@@ -69,6 +71,14 @@ export async function buildImage(
   opts: { out?: string; refreshBase?: boolean } = {},
 ): Promise<BuiltImage> {
   const started = Date.now();
+  if (process.getuid?.() !== 0) {
+    // Every file in the image must belong to root (the image runs as 65532 and must not be
+    // able to change its own program); mmdebstrap and umoci keep owners only when run as root.
+    throw new ImageError(
+      "LIKEN_IMAGE_NOT_ROOT",
+      `building the image needs root (uid ${String(process.getuid?.())} here): mmdebstrap and umoci keep the files' owners only as root; run \`sudo npm run image\``,
+    );
+  }
   const image = operatorImage(REPO_ROOT);
   const out = opts.out ?? path.join(REPO_ROOT, "images", "out");
   const archive = path.join(out, `liken-${image.tag}.oci.tar`);
@@ -105,6 +115,9 @@ export async function buildImage(
         "PATH=/usr/local/bin:/usr/bin",
         "--config.workingdir",
         "/",
+        // The Deployment's `metrics` port (liken operator --metrics-address=:8080).
+        "--config.exposedports",
+        "8080/tcp",
         "--config.label",
         `org.opencontainers.image.version=${image.version}`,
         "--config.label",

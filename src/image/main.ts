@@ -1,8 +1,8 @@
 // `npm run image [-- --refresh-base] [-- --out <dir>]`: builds the operator image and prints the
 // path of its OCI archive. Wiring only; the work is in build.ts.
 import { Command } from "commander";
-import { LikenError } from "../errors.js";
 import { buildImage } from "./build.js";
+import { runProgram } from "../cli/run-program.js";
 
 const err = (l: string): void => void process.stderr.write(`${l}\n`);
 
@@ -19,15 +19,4 @@ const program = new Command("image")
     process.stdout.write(`${built.archive}\n`);
   });
 
-try {
-  await program.parseAsync(process.argv);
-} catch (e) {
-  if (e instanceof LikenError) {
-    err(`liken: ${e.message} [${e.code}]`);
-    process.exitCode = 1;
-  } else if ((e as { code?: string }).code?.startsWith("commander.")) {
-    process.exitCode = (e as { exitCode?: number }).exitCode ?? 1;
-  } else {
-    throw e;
-  }
-}
+await runProgram(program);

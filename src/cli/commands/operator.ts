@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
-import { collectDefaultMetrics } from "prom-client";
+import { collectProcessMetrics } from "../../metrics/process.js";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
@@ -105,7 +105,7 @@ export function registerOperator(program: Command): void {
         leaderElection: o.leaderElect,
         log,
       });
-      collectDefaultMetrics({ register: op.metrics.registry });
+      collectProcessMetrics(op.metrics.registry);
       const metrics =
         o.metricsAddress === undefined
           ? undefined
