@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { clustersDir, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER } from "../../src/lab/lab.js";
-import { LAB_PID_FILE } from "../../src/lab/paths.js";
+import { LAB_PID_FILE, LAB_REAPER_LOG } from "../../src/lab/paths.js";
 import { labProcesses, readClaim, startTimeOf } from "../../src/lab/reap.js";
 import { waitFor } from "../support/kube.js";
 
@@ -116,6 +116,12 @@ async function untilGone(what: string, procs: Proc[], newLabRuns = false): Promi
   });
 }
 
+/** Whether the reaper of the lab with this pid had to end what it left. */
+function reaped(labPid: number): boolean {
+  if (!existsSync(LAB_REAPER_LOG)) return false;
+  return readFileSync(LAB_REAPER_LOG, "utf8").includes(`lab pid ${labPid} ended without stopping`);
+}
+
 const dir = mkdtempSync(path.join(tmpdir(), "liken-lab-lifecycle-"));
 
 describe("the lab leaves nothing running", () => {
@@ -134,8 +140,9 @@ describe("the lab leaves nothing running", () => {
     await untilGone("every process of the lab to end after Ctrl-C", all);
     expect(alive(lab)).toBe(false);
     expect(alive(reaper)).toBe(false);
-    // It stopped cleanly (not by its reaper): it gave its place up itself.
+    // It stopped everything itself, broken pipe and all: its reaper had nothing to do.
     expect(existsSync(LAB_PID_FILE)).toBe(false);
+    expect(reaped(lab.pid)).toBe(false);
   });
 
   it("after SIGKILL of the lab process itself: its reaper ends the rest", async () => {
@@ -147,7 +154,8 @@ describe("the lab leaves nothing running", () => {
 
     process.kill(lab.pid, "SIGKILL");
     await untilGone("every process of the SIGKILLed lab to end", all);
-    expect(alive(reaper)).toBe(false);
+    await waitFor("the reaper to exit", async () => !alive(reaper), { timeoutMs: GONE_MS });
+    expect(reaped(lab.pid)).toBe(true);
   });
 
   it("after SIGKILL of the lab and its reaper: the next start ends what they left", async () => {
@@ -164,7 +172,12 @@ describe("the lab leaves nothing running", () => {
     const next = path.join(dir, "next.log");
     const g = startLab(`npm run -s lab -- --machines ${MACHINES} > "$LAB_LOG" 2>&1`, next);
     await untilGone("the next lab to end the old one's processes", orphans, true);
-    expect(readFileSync(next, "utf8")).toMatch(/ended \d+ processes a previous lab left/);
+    // It says so once they are gone (its log line follows the kills).
+    await waitFor(
+      "the next lab to say it ended the old one's processes",
+      async () => /ended \d+ processes a previous lab left/.test(readFileSync(next, "utf8")),
+      { timeoutMs: GONE_MS, intervalMs: 200 },
+    );
     await untilRunning(next);
     const second = labPids();
     process.kill(-g.pid!, "SIGINT");

@@ -348,35 +348,20 @@ export class Fleet {
       // real machine is up again before its agent writes.
       this.acting.delete(name);
       this.done.add(name);
-      if (this.opts.failTrial?.has(name)) {
-        await writeStatus(name, {
-          version: V1,
-          digest: D1,
-          step: "Failed",
-          target: { version: V2, digest: D2 },
-          lastTrial: {
-            version: V2,
-            digest: D2,
-            slot: "b",
-            result: "Failed",
-            at: now(),
-            reason: "TrialFellBack",
-          },
-        });
-        return;
-      }
+      // A failed trial: the bootloader fell back, it runs V1 again and says why.
+      const failed = this.opts.failTrial?.has(name) ?? false;
       await writeStatus(name, {
-        version: V2,
-        digest: D2,
-        step: "Ready",
+        version: failed ? V1 : V2,
+        digest: failed ? D1 : D2,
+        step: failed ? "Failed" : "Ready",
         target: { version: V2, digest: D2 },
         lastTrial: {
           version: V2,
           digest: D2,
           slot: "b",
-          result: "Succeeded",
+          result: failed ? "Failed" : "Succeeded",
           at: now(),
-          reason: "Promoted",
+          reason: failed ? "TrialFellBack" : "Promoted",
         },
       });
     } catch (e) {

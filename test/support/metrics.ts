@@ -40,11 +40,14 @@ export function total(
     .reduce((n, s) => n + s.value, 0);
 }
 
-/** The URL a liken process logged as `"url":"…","msg":"metrics served"` (pino JSON). */
+/**
+ * The URL a liken process logged as `"url":"…","msg":"metrics served"` (pino JSON); the last
+ * one, for a log that several processes wrote in turn (an agent restarted after a reboot).
+ */
 export function metricsUrlIn(log: string): string | undefined {
+  let url: string | undefined;
   for (const line of log.split("\n")) {
-    if (!line.includes('"metrics served"')) continue;
-    return (JSON.parse(line) as { url?: string }).url;
+    if (line.includes('"metrics served"')) url = (JSON.parse(line) as { url?: string }).url;
   }
-  return undefined;
+  return url;
 }
