@@ -22,13 +22,16 @@ import {
   deleteAll,
   ensureNamespaces,
   stagedStatus,
-  tempDir,
   writeStatus,
 } from "../integration/operator-fleet.js";
 import {
   SERVICE_ACCOUNT_DIR,
+  containerId,
   podSpec,
   runContainer,
+  scratchDir,
+  sweepContainers,
+  sweepScratch,
   unpackImage,
   type Container,
 } from "../support/container.js";
@@ -38,7 +41,10 @@ import { metricsUrlIn, parseExposition, total } from "../support/metrics.js";
 const exec = promisify(execFile);
 const log = (l: string): void => void process.stderr.write(`${l}\n`);
 
-const work = tempDir("liken-image-");
+sweepScratch("liken-image");
+const work = scratchDir("liken-image");
+/** runc's state, in one place for every run, so a run sweeps what a killed one left. */
+const RUNC_STATE = path.join(REPO_ROOT, ".lab", "runc");
 let image: BuiltImage;
 let tools: { runc: string; umoci: string; promtool: string };
 
@@ -102,6 +108,7 @@ describe("the operator image under runc", () => {
       runc: await ensureTool("runc", log),
       promtool: await ensureTool("promtool", log),
     };
+    await sweepContainers(tools.runc, RUNC_STATE, log);
     image = await buildImage(log, { out: path.join(work, "out") });
     await ensureNamespaces();
     const rbac = await kubectl([
@@ -134,7 +141,7 @@ describe("the operator image under runc", () => {
       path.join(work, "unpacked"),
     );
     const server = new URL(controlPlane().server);
-    const podName = uniqueName("cluster-operator");
+    const podName = containerId("cluster-operator");
     const spec = podSpec(bundle, {
       // The Deployment's args, with the 40 s start-up grace shortened for a test, and the
       // metrics on a free loopback port: the container shares this machine's network.
@@ -150,7 +157,7 @@ describe("the operator image under runc", () => {
     expect(spec.process.user.uid).toBe(IMAGE_UID);
     expect(spec.mounts.some((m) => m.destination === SERVICE_ACCOUNT_DIR)).toBe(true);
 
-    container = runContainer(tools.runc, path.join(work, "runc"), podName, bundle);
+    container = runContainer(tools.runc, RUNC_STATE, podName, bundle);
     const running = container;
     onTestFailed(() => log(`operator container log:\n${running.log()}`));
 
@@ -158,7 +165,7 @@ describe("the operator image under runc", () => {
     const state = await waitFor(
       "the container to run",
       async () => {
-        const r = await exec(tools.runc, ["--root", path.join(work, "runc"), "state", podName]);
+        const r = await exec(tools.runc, ["--root", RUNC_STATE, "state", podName]);
         const s = JSON.parse(r.stdout) as { status: string; pid: number };
         return s.status === "running" ? s : undefined;
       },

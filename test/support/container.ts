@@ -4,10 +4,12 @@
 // args, its env, the ServiceAccount volume, a read-only root, no capabilities. The container
 // shares the host's network namespace, so it reaches the API server on loopback.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { execFile } from "node:child_process";
+import { pidAlive } from "../../src/controlplane/lock.js";
 import { waitFor } from "./kube.js";
 
 const run = promisify(execFile);
@@ -127,4 +129,44 @@ export function runContainer(
       await run(runc, ["--root", stateDir, "delete", "--force", id]).catch(() => undefined);
     },
   };
+}
+
+/** A container id that names the process that owns it, so a later run can sweep it. */
+export function containerId(prefix: string): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}`;
+}
+
+/**
+ * Deletes (SIGKILL first) every container in `stateDir` whose owning test runner is gone:
+ * runc's containers outlive a runner that was killed before its afterAll.
+ */
+export async function sweepContainers(
+  runc: string,
+  stateDir: string,
+  log: (l: string) => void,
+): Promise<void> {
+  const r = await run(runc, ["--root", stateDir, "list", "--format", "json"]).catch(() => ({
+    stdout: "null",
+  }));
+  const list = (JSON.parse(r.stdout || "null") as { id: string }[] | null) ?? [];
+  for (const { id } of list) {
+    const owner = Number(/-(\d+)-[a-z0-9]+$/.exec(id)?.[1]);
+    if (pidAlive(owner)) continue;
+    await run(runc, ["--root", stateDir, "delete", "--force", id]).catch(() => undefined);
+    log(`liken: removed container ${id} left by a killed test run (pid ${owner})`);
+  }
+}
+
+/** A scratch directory named after this process, so a later run can remove it if it is killed. */
+export function scratchDir(prefix: string): string {
+  return mkdtempSync(path.join(tmpdir(), `${prefix}-${process.pid}-`));
+}
+
+/** Removes the scratch directories (unpacked images: 130 MiB each) of killed runs. */
+export function sweepScratch(prefix: string): void {
+  for (const name of readdirSync(tmpdir())) {
+    const owner = Number(new RegExp(`^${prefix}-(\\d+)-`).exec(name)?.[1]);
+    if (owner && !pidAlive(owner))
+      rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
+  }
 }
