@@ -39,6 +39,18 @@ export default defineConfig({
         },
       },
       {
+        // The operator image (npm run image) run under runc against a real control plane.
+        test: {
+          name: "image",
+          include: ["test/image/**/*.test.ts"],
+          globalSetup: ["test/support/controlplane-setup.ts"],
+          testTimeout: 300_000,
+          // Cold, the setup builds umoci, runc and promtool and the image's base layer.
+          hookTimeout: 3_600_000,
+          fileParallelism: false,
+        },
+      },
+      {
         test: {
           name: "qemu",
           include: ["test/qemu/**/*.test.ts"],

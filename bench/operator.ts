@@ -205,6 +205,8 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
       "--start-grace",
       "1s",
       "--no-leader-elect",
+      "--metrics-address",
+      "off",
     ],
     { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "pipe"] },
   );

@@ -31,6 +31,7 @@ import {
   turnGivenBack,
   type MemoryKeeper,
 } from "./memory.js";
+import { NO_METER, type AgentMeter } from "./meter.js";
 import type { Look } from "./observe.js";
 import {
   afterSlotCheck,
@@ -49,6 +50,8 @@ export interface ActionParts {
   bootloader: Bootloader;
   memory: MemoryKeeper;
   downloads: DownloadSupervisor;
+  /** Step durations for the metrics (silent unless metrics are served). */
+  meter?: AgentMeter;
   /** Reads the turn record for `release` again, fresh from the API server. */
   turnHeld: (release: ReleaseRef) => Promise<Look<boolean>>;
   /** Writes the status that says why the machine goes down, right before a reboot. */
@@ -62,14 +65,21 @@ export interface ActionParts {
 }
 
 /** Runs `fn` as a named phase: one log line at its begin, one at its end (or failure). */
-export async function phase<T>(log: Logger, name: string, fn: () => Promise<T>): Promise<T> {
+export async function phase<T>(
+  p: { log: Logger; meter?: AgentMeter },
+  name: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const { log, meter = NO_METER } = p;
   const t = Date.now();
   log.info({ step: name }, "begin");
   try {
     const r = await fn();
+    meter.step(name, Date.now() - t, true);
     log.info({ step: name, ms: Date.now() - t }, "end");
     return r;
   } catch (e) {
+    meter.step(name, Date.now() - t, false);
     log.warn({ step: name, ms: Date.now() - t, err: errorText(e), code: errorCode(e) }, "failed");
     throw e;
   }
@@ -86,14 +96,14 @@ export class Actions {
   }
 
   withdraw(slot: Slot): Promise<void> {
-    return phase(this.p.log, "withdraw", async () => {
+    return phase(this.p, "withdraw", async () => {
       await this.p.store.transition(slot, { type: "withdraw" });
       await this.p.store.clearProgress(slot);
     });
   }
 
   disarm(): Promise<void> {
-    return phase(this.p.log, "disarm", () => this.p.bootloader.disarm());
+    return phase(this.p, "disarm", () => this.p.bootloader.disarm());
   }
 
   async stopDownload(why: string): Promise<void> {
@@ -140,10 +150,10 @@ export class Actions {
   }
 
   async drain(release: ReleaseRef): Promise<void> {
-    const { cfg, log, signal, memory } = this.p;
+    const { cfg, signal, memory } = this.p;
     const { drainNode } = await import("../drain/index.js");
     const kc = await this.p.kc();
-    await phase(log, "drain", () =>
+    await phase(this.p, "drain", () =>
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
         signal,
@@ -169,7 +179,7 @@ export class Actions {
    * afterSlotCheck(): arm and reboot, reboot without the trial, or leave it to the next tick.
    */
   async checkAndReboot(o: Observed, slot: Slot, release: ReleaseRef): Promise<void> {
-    const check = await phase(this.p.log, "check slot", () => this.checkSlot(slot, o.running.slot));
+    const check = await phase(this.p, "check slot", () => this.checkSlot(slot, o.running.slot));
     const turn = toTurnLook(await this.p.turnHeld(release));
     const verdict = afterSlotCheck(check, turn, this.p.signal.aborted, slot, release);
     await this.follow(verdict, slot, release);
@@ -192,7 +202,7 @@ export class Actions {
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
         await memory.update((m) => armed(m, release, slot, at));
-        await phase(log, "arm trial", () => bootloader.armTrial(slot));
+        await phase(this.p, "arm trial", () => bootloader.armTrial(slot));
         await this.p.reportRebooting(v.why);
         return this.reboot(v.why);
       case "skip-trial":
@@ -246,7 +256,7 @@ export class Actions {
   }
 
   async promote(o: Observed, slot: Slot): Promise<void> {
-    await phase(this.p.log, "promote", () => this.p.bootloader.confirm(slot));
+    await phase(this.p, "promote", () => this.p.bootloader.confirm(slot));
     const at = rfc3339(new Date());
     await this.p.memory.update((m) => promoted(m, o.running.release, slot, at));
   }
@@ -269,7 +279,7 @@ export class Actions {
 
   async releaseTurn(reason: string): Promise<void> {
     const { cfg, log, memory } = this.p;
-    await phase(log, "give the turn back", async () => {
+    await phase(this.p, "give the turn back", async () => {
       const { uncordonNode } = await import("../drain/index.js");
       const r = await uncordonNode(await this.p.kc(), cfg.nodeName);
       log.info({ uncordon: r, reason }, "turn given back");

@@ -8,6 +8,7 @@ import { parse } from "yaml";
 import type { V1LabelSelector } from "@kubernetes/client-node";
 import type { BootloaderConfig } from "../bootloader/index.js";
 import type { DriverPodSelectors } from "../drain/index.js";
+import { parseMetricsAddress, type ListenAddress } from "../metrics/serve.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -46,6 +47,8 @@ export interface AgentConfig {
   /** Read artifacts back with O_DIRECT (default true; false for files on tmpfs). */
   direct: boolean;
   timeouts: Timeouts;
+  /** Where to serve Prometheus metrics (docs/metrics.md); absent: not served (the default). */
+  metricsAddress?: ListenAddress;
 }
 
 const KNOWN = new Set([
@@ -65,6 +68,7 @@ const KNOWN = new Set([
   "direct",
   "timeouts",
   "drain",
+  "metricsAddress",
 ]);
 
 function bad(file: string, field: string, what: string): never {
@@ -247,6 +251,17 @@ function isExpression(x: unknown): boolean {
   );
 }
 
+function parseMetrics(file: string, v: unknown): { metricsAddress?: ListenAddress } {
+  if (v === undefined) return {};
+  if (typeof v !== "string") bad(file, "metricsAddress", 'must be "host:port" or "off"');
+  try {
+    const at = parseMetricsAddress(v);
+    return at === undefined ? {} : { metricsAddress: at };
+  } catch (e) {
+    return bad(file, "metricsAddress", `${(e as Error).message}`);
+  }
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -275,6 +290,7 @@ export function parseAgentSection(
     loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,
     direct: d.direct !== false,
     timeouts: parseTimeouts(file, d.timeouts),
+    ...parseMetrics(file, d.metricsAddress),
   };
 }
 

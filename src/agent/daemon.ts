@@ -25,6 +25,7 @@ import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
+import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
 import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
@@ -39,6 +40,8 @@ type Handlers = { [K in Action["kind"]]: (a: Extract<Action, { kind: K }>) => Pr
 export interface DaemonOptions {
   /** The script that starts liken with process.execPath (for the download child). */
   entry: string;
+  /** The metrics to tell (agent/metrics.ts when they are served; silent otherwise). */
+  meter?: AgentMeter;
 }
 
 export class AgentDaemon {
@@ -76,11 +79,14 @@ export class AgentDaemon {
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
-    this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end));
+    const meter = opts.meter ?? NO_METER;
+    this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
+    meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
     this.observer = new Observer({ ...parts, api: this.api, view: this.view });
     this.actions = new Actions({
       ...parts,
+      meter,
       kc: () => this.kube(),
       turnHeld: (r) => this.observer.turnHeld(r),
       reportRebooting: (reason) => this.reportRebooting(reason),

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootClockMs } from "./clock.js";
+import { NO_METER, type AgentMeter } from "./meter.js";
 
 /** What `liken agent download` needs (src/cli/commands/agent-slots.ts defines its options). */
 export interface DownloadRequest {
@@ -83,6 +84,7 @@ export class DownloadSupervisor {
   constructor(
     private readonly entry: string,
     private readonly onEnd: (end: DownloadEnd) => void,
+    private readonly meter: AgentMeter = NO_METER,
   ) {}
 
   /** The download in progress, if any. */
@@ -125,10 +127,13 @@ export class DownloadSupervisor {
       idleSince: bootClockMs(),
     };
     this.running = d;
+    const began = Date.now();
     void exited.then((code) => {
       if (this.running === d) this.running = undefined;
       const base = { release: d.release, slot };
+      if (!child.killed) this.meter.step("download", Date.now() - began, code === 0);
       if (code === 0) {
+        this.meter.downloaded(d.done, d.total);
         this.lastFailedAt = undefined;
         this.onEnd({ kind: "staged", ...base });
       } else if (child.killed) {
@@ -163,6 +168,7 @@ export class DownloadSupervisor {
     if (d === undefined) return Promise.resolve(undefined);
     return durable(d.slot, d.release.digest).then((done) => {
       if (done !== d.done) {
+        this.meter.downloaded(d.done, done);
         d.done = done;
         d.idleSince = bootClockMs();
       }

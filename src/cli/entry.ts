@@ -43,11 +43,12 @@ export async function useCliBundle(): Promise<string> {
  * One ESM file for Node 20 from a TypeScript entry point, its npm dependencies left as imports
  * (they resolve from node_modules as they would for the source). The output must sit as deep
  * under the root as its source does: modules find the root through import.meta.url.
+ * `overrides` change esbuild's options (the operator image bundles its dependencies too).
  */
 export async function bundleModule(
   entryPoint: string,
   outfile: string,
-  opts: { splitting?: boolean } = {},
+  opts: { splitting?: boolean; overrides?: import("esbuild").BuildOptions } = {},
 ): Promise<void> {
   const { build } = await import("esbuild");
   const common = {
@@ -58,6 +59,7 @@ export async function bundleModule(
     target: "node20",
     packages: "external",
     logLevel: "error",
+    ...opts.overrides,
   } as const;
   if (opts.splitting !== true) {
     await build({ ...common, outfile });

@@ -4,18 +4,19 @@
 // their replace directives, so each is built from a small generated module that requires
 // it and pins every replaced module to its published version
 // (docs/adr/control-plane-for-tests.md, "What the build relies on").
-import { spawn, spawnSync } from "node:child_process";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ControlPlaneError } from "./errors.js";
+import {
+  checkGo,
+  goModCache,
+  goModule,
+  runGo as go,
+  stampMatches,
+  stderrLog,
+  toolsFile,
+  writeStamp,
+  type Log,
+} from "./gobuild.js";
 import { binDir, k8sCacheDir } from "./paths.js";
 import { withLock } from "./lock.js";
 import {
@@ -27,11 +28,8 @@ import {
   STAGING_MODULES,
 } from "./versions.js";
 
-const STAMP = ".complete";
 /** Go version k8s.io/kubernetes 1.35 requires. */
 const MIN_GO_MINOR = 25;
-
-type Log = (line: string) => void;
 
 function stamp(): string {
   return JSON.stringify({
@@ -60,8 +58,7 @@ const KWOK_STAGES = [
 ];
 
 function copyKwokStages(staging: string): void {
-  const modcache = spawnSync("go", ["env", "GOMODCACHE"], { encoding: "utf8" }).stdout.trim();
-  const src = path.join(modcache, `sigs.k8s.io/kwok@v${KWOK_VERSION}`, "kustomize", "stage");
+  const src = path.join(goModCache(), `sigs.k8s.io/kwok@v${KWOK_VERSION}`, "kustomize", "stage");
   const out = path.join(staging, KWOK_STAGES_DIR);
   mkdirSync(out, { recursive: true });
   for (const f of KWOK_STAGES) {
@@ -75,32 +72,7 @@ export function kwokStageFiles(): string[] {
 
 /** True when every binary of the pinned versions is in the cache. */
 export function binariesReady(): boolean {
-  const dir = binDir();
-  const file = path.join(dir, STAMP);
-  if (!existsSync(file) || readFileSync(file, "utf8") !== stamp()) return false;
-  return (
-    BINARIES.every((b) => existsSync(path.join(dir, b))) &&
-    kwokStageFiles().every((f) => existsSync(f))
-  );
-}
-
-function checkGo(): string {
-  const r = spawnSync("go", ["env", "GOVERSION"], { encoding: "utf8" });
-  if (r.error || r.status !== 0) {
-    throw new ControlPlaneError(
-      "LIKEN_CLUSTER_NO_GO",
-      `the Go toolchain is needed once to build Kubernetes ${KUBERNETES_VERSION} from the Go module proxy, and \`go\` was not found on PATH; install Go 1.${MIN_GO_MINOR} or newer (Debian: golang-go from backports, or the official tarball) and run again`,
-    );
-  }
-  const version = r.stdout.trim();
-  const minor = Number(/^go1\.(\d+)/.exec(version)?.[1] ?? "0");
-  if (minor < MIN_GO_MINOR) {
-    throw new ControlPlaneError(
-      "LIKEN_CLUSTER_OLD_GO",
-      `Kubernetes ${KUBERNETES_VERSION} needs Go 1.${MIN_GO_MINOR} or newer to build, and \`go\` on PATH is ${version}; install a newer Go and run again`,
-    );
-  }
-  return version;
+  return stampMatches(binDir(), stamp(), [...BINARIES, ...kwokStageFiles()]);
 }
 
 function ldflags(): string {
@@ -121,112 +93,37 @@ function ldflags(): string {
 
 function kubernetesModule(): string {
   const v0 = `v0.${KUBERNETES_VERSION.split(".").slice(1).join(".")}`;
-  return [
-    "module liken.local/k8sbuild",
-    "",
-    "go 1.25",
-    "",
-    `require k8s.io/kubernetes v${KUBERNETES_VERSION}`,
-    "",
-    ...STAGING_MODULES.map((m) => `replace k8s.io/${m} => k8s.io/${m} ${v0}`),
-    "",
-  ].join("\n");
+  return goModule(
+    "liken.local/k8sbuild",
+    { "k8s.io/kubernetes": `v${KUBERNETES_VERSION}` },
+    Object.fromEntries(STAGING_MODULES.map((m) => [`k8s.io/${m}`, `k8s.io/${m} ${v0}`])),
+  );
 }
 
 function etcdModule(): string {
-  return [
-    "module liken.local/etcdbuild",
-    "",
-    "go 1.25",
-    "",
-    `require go.etcd.io/etcd/server/v3 v${ETCD_VERSION}`,
-    "",
-    ...ETCD_SIBLING_MODULES.map(
-      (m) => `replace go.etcd.io/etcd/${m} => go.etcd.io/etcd/${m} v${ETCD_VERSION}`,
+  return goModule(
+    "liken.local/etcdbuild",
+    { "go.etcd.io/etcd/server/v3": `v${ETCD_VERSION}` },
+    Object.fromEntries(
+      ETCD_SIBLING_MODULES.map((m) => [
+        `go.etcd.io/etcd/${m}`,
+        `go.etcd.io/etcd/${m} v${ETCD_VERSION}`,
+      ]),
     ),
-    "",
-  ].join("\n");
-}
-
-function toolsFile(imports: string[]): string {
-  return [
-    "//go:build tools",
-    "",
-    "package tools",
-    "",
-    "import (",
-    ...imports.map((i) => `\t_ "${i}"`),
-    ")",
-    "",
-  ].join("\n");
-}
-
-/** Runs one go command; a failure names the step and quotes the tail of Go's own message. */
-async function go(
-  step: string,
-  args: string[],
-  cwd: string,
-  log: Log,
-  env: NodeJS.ProcessEnv = {},
-): Promise<void> {
-  const started = Date.now();
-  let compiled = 0;
-  let tail: string[] = [];
-  const child = spawn("go", args, {
-    cwd,
-    env: { ...process.env, GOFLAGS: "-mod=mod", GOTOOLCHAIN: "local", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const onData = (chunk: Buffer): void => {
-    const lines = chunk.toString("utf8").split("\n").filter(Boolean);
-    compiled += lines.length;
-    tail = [...tail, ...lines].slice(-20);
-  };
-  child.stdout.on("data", onData);
-  child.stderr.on("data", onData);
-  const ticker = setInterval(() => {
-    const s = Math.round((Date.now() - started) / 1000);
-    log(`  ${step}: ${s} s, ${compiled} packages so far`);
-  }, 30_000);
-  const code = await new Promise<number>((resolve) => {
-    child.on("error", () => resolve(127));
-    child.on("close", (c) => resolve(c ?? 1));
-  });
-  clearInterval(ticker);
-  if (code !== 0) {
-    const detail = tail
-      .filter((l) => !l.startsWith("go: downloading"))
-      .slice(-6)
-      .join(" | ");
-    const network = /dial tcp|proxy\.golang\.org|TLS handshake|no such host|i\/o timeout/.test(
-      detail,
-    );
-    throw new ControlPlaneError(
-      network ? "LIKEN_CLUSTER_MODULE_DOWNLOAD" : "LIKEN_CLUSTER_BUILD_FAILED",
-      `${step} failed (go ${args[0]} exited ${code}): ${detail || "no output"}; ${
-        network
-          ? "the Go module proxy could not be reached: check GOPROXY and the network, then run again"
-          : "read Go's message above; the cache was left without the failing binary, so the next run builds again"
-      }`,
-      { retryable: network },
-    );
-  }
-  log(`  ${step}: done in ${Math.round((Date.now() - started) / 1000)} s`);
+  );
 }
 
 /**
  * Makes sure every pinned binary is in the cache; builds what is missing (cold: tens of
  * minutes on two cores, printed as it goes). Concurrent callers wait for one build.
  */
-export async function ensureBinaries(
-  log: Log = (l) => process.stderr.write(`${l}\n`),
-): Promise<string> {
+export async function ensureBinaries(log: Log = stderrLog): Promise<string> {
   if (binariesReady()) return binDir();
   const root = k8sCacheDir();
   mkdirSync(root, { recursive: true });
   return withLock(path.join(root, ".build.lock"), log, async () => {
     if (binariesReady()) return binDir();
-    const goVersion = checkGo();
+    const goVersion = checkGo(`Kubernetes ${KUBERNETES_VERSION}`, MIN_GO_MINOR);
     const started = Date.now();
     log(
       `liken: building the control plane once (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) with ${goVersion} from the Go module proxy; a cold build takes about 15-30 minutes on 2 cores and is cached in ${root}`,
@@ -309,7 +206,7 @@ export async function ensureBinaries(
     rmSync(path.join(dir, KWOK_STAGES_DIR), { recursive: true, force: true });
     renameSync(path.join(staging, KWOK_STAGES_DIR), path.join(dir, KWOK_STAGES_DIR));
     for (const b of BINARIES) renameSync(path.join(staging, b), path.join(dir, b));
-    writeFileSync(path.join(dir, STAMP), stamp());
+    writeStamp(dir, stamp());
     rmSync(staging, { recursive: true, force: true });
     log(`liken: control plane built in ${Math.round((Date.now() - started) / 1000)} s into ${dir}`);
     return dir;

@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { ensureBinaries } from "./build.js";
 import { ControlPlaneError } from "./errors.js";
 import { down, listStates, readState, running, up } from "./instance.js";
+import { runProgram } from "../cli/run-program.js";
 
 const err = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -95,15 +96,4 @@ program
     }
   });
 
-try {
-  await program.parseAsync(process.argv);
-} catch (e) {
-  if (e instanceof ControlPlaneError) {
-    err(`liken: ${e.message} [${e.code}]`);
-    process.exitCode = 1;
-  } else if ((e as { code?: string }).code?.startsWith("commander.")) {
-    process.exitCode = (e as { exitCode?: number }).exitCode ?? 1;
-  } else {
-    throw e;
-  }
-}
+await runProgram(program);

@@ -54,3 +54,13 @@ export const BINARIES = [
   "kwok",
 ] as const;
 export type Binary = (typeof BINARIES)[number];
+
+/**
+ * The tools built from the Go module proxy into the same cache (tools.ts): Helm for the chart,
+ * promtool to check the operator's metrics, umoci to pack the operator image, runc to run it.
+ * Prometheus publishes its Go module as v0.<major><minor>.<patch>: 3.16.0 is v0.316.0.
+ */
+export const HELM_VERSION = "4.3.2";
+export const PROMETHEUS_VERSION = "3.16.0";
+export const UMOCI_VERSION = "0.6.0";
+export const RUNC_VERSION = "1.5.3";

@@ -11,6 +11,8 @@ import { loadKubeConfig } from "../api/kubeconfig.js";
 import { useCliBundle } from "../cli/entry.js";
 import { ensureBinaries } from "../controlplane/build.js";
 import { down, up, type ControlPlaneState } from "../controlplane/instance.js";
+import { setTimeout as sleep } from "node:timers/promises";
+import { claimLab, reapLab, releaseClaim, startReaper } from "./reap.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { serveChannel, type ChannelServer } from "../release/serve.js";
 import {
@@ -20,14 +22,12 @@ import {
   defaultFleet,
   type LabMachineSpec,
 } from "./fleet.js";
+import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG } from "./paths.js";
 import { buildLabRelease, type LabRelease } from "./releases.js";
 
 const run = promisify(execFile);
 
-/** Where the lab keeps everything; the README names .lab/kubeconfig. */
-export const LAB_DIR = path.join(REPO_ROOT, ".lab");
-export const LAB_KUBECONFIG = path.join(LAB_DIR, "kubeconfig");
-export const LAB_CLUSTER = "lab";
+export { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG } from "./paths.js";
 /** The releases the lab channel announces, oldest first; the fleet starts on the first. */
 export const LAB_VERSIONS = ["2026.10.10-001", "2026.10.12-001"] as const;
 
@@ -47,6 +47,8 @@ export interface Lab {
   binDir: string;
   /** Processes and servers to stop, last started first. */
   stoppers: (() => Promise<void>)[];
+  /** After the stoppers: kill what is left, give the place up, stop the reaper (reap.ts). */
+  finish: () => Promise<void>;
 }
 
 async function kubectl(lab: Pick<Lab, "binDir">, args: string[]): Promise<string> {
@@ -86,11 +88,20 @@ async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
 
 export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   const log = opts.log ?? (() => {});
+  // First of all: from here on, whatever ends this process, the reaper ends what it started.
+  claimLab();
+  const stopReaper = startReaper();
+  const finish = async (): Promise<void> => {
+    await reapLab(log);
+    releaseClaim();
+    stopReaper();
+  };
+  // A lab from an earlier run that was not stopped cleanly: its agents, operators and
+  // control plane go, then its files.
+  await reapLab(log);
   const binDir = await ensureBinaries(log);
   // The machines, their downloads and the operators run from one bundle of the CLI.
   await useCliBundle();
-  // A lab from an earlier run that was not stopped cleanly: start over.
-  await down(LAB_CLUSTER);
   rmSync(path.join(LAB_DIR, "lab"), { recursive: true, force: true });
   mkdirSync(path.join(LAB_DIR, "lab"), { recursive: true });
   const cp = await up({ name: LAB_CLUSTER, log });
@@ -122,21 +133,34 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
       fleet,
       binDir,
       stoppers,
+      finish,
     };
   } catch (e) {
     for (const s of stoppers.reverse()) await s().catch(() => {});
+    await finish();
     throw e;
   }
 }
 
+/**
+ * How long the stoppers get in all: an agent finishes or abandons its step on SIGTERM within
+ * seconds; past this, whatever still runs is killed (a lab must never hang on its way out).
+ */
+const STOP_DEADLINE_MS = 30_000;
+
 export async function stopLab(lab: Lab): Promise<void> {
-  for (const s of [...lab.stoppers].reverse()) {
-    try {
-      await s();
-    } catch {
-      // keep stopping the rest: nothing may be left running
-    }
-  }
+  const stoppers = [...lab.stoppers].reverse();
   lab.stoppers.length = 0;
+  const inOrder = async (): Promise<void> => {
+    for (const s of stoppers) {
+      try {
+        await s();
+      } catch {
+        // keep stopping the rest: nothing may be left running
+      }
+    }
+  };
+  await Promise.race([inOrder(), sleep(STOP_DEADLINE_MS, undefined, { ref: false })]);
+  await lab.finish();
   if (existsSync(LAB_KUBECONFIG)) rmSync(LAB_KUBECONFIG);
 }

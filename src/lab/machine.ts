@@ -124,6 +124,9 @@ export class SimulatedMachine {
       loopSeconds: o.loopSeconds ?? 1,
       heartbeatSeconds: o.heartbeatSeconds ?? 5,
       ...(o.timeouts ? { timeouts: o.timeouts } : {}),
+      // Every simulated machine shares one host: each agent's metrics on a free loopback port
+      // (its agent.log says which; docs/metrics.md).
+      metricsAddress: "127.0.0.1:0",
     };
     await writeFile(file, stringify(cfg));
   }

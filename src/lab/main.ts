@@ -9,7 +9,11 @@ import { FAULT_ACTIONS, sendFault, serveControl, type FaultAction } from "./cont
 import { buildLabRelease } from "./releases.js";
 import { startFleet } from "./processes.js";
 
-const err = (l: string): void => void process.stderr.write(`${l}\n`);
+/** Set once stdout or stderr is a broken pipe (`npm run lab | tee`, then Ctrl-C kills tee). */
+let quiet = false;
+const err = (l: string): void => {
+  if (!quiet) process.stderr.write(`${l}\n`);
+};
 
 /** Commands with their comments lined up in one column. */
 function commandLines(rows: [command: string, comment?: string][]): string {
@@ -80,10 +84,18 @@ const program = new Command("lab")
 
 program.action(async (o: { demo?: boolean; machines: number }) => {
   const started = Date.now();
-  const lab = await startLab({ machines: o.machines, log: err });
+  /** Set once started; a signal before that only exits (the reaper does the rest). */
+  const running: { lab?: Lab } = {};
   let stopping = false;
   const stop = async (code: number): Promise<void> => {
-    if (stopping) return;
+    const lab = running.lab;
+    // Still starting: exit at once; the lab's reaper (src/lab/reap.ts) ends what it started.
+    if (lab === undefined) process.exit(code);
+    if (stopping) {
+      // A second Ctrl-C: no more waiting on agents to finish their step.
+      await lab.finish();
+      process.exit(code);
+    }
     stopping = true;
     err("liken lab: stopping everything it started");
     await stopLab(lab);
@@ -91,6 +103,17 @@ program.action(async (o: { demo?: boolean; machines: number }) => {
   };
   process.on("SIGINT", () => void stop(130));
   process.on("SIGTERM", () => void stop(143));
+  process.on("SIGHUP", () => void stop(129));
+  // A reader that went away (tee killed by the same Ctrl-C, `| head`) must not end the lab
+  // before it stopped what it started: an unhandled EPIPE would. Stop, and write no more.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (e: NodeJS.ErrnoException) => {
+      quiet = true;
+      void stop(e.code === "EPIPE" ? 141 : 1);
+    });
+  }
+  const lab = await startLab({ machines: o.machines, log: err });
+  running.lab = lab;
   try {
     const fleet = await startFleet(lab, err);
     lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));

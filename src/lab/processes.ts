@@ -87,6 +87,7 @@ export function startOperator(
   const fd = openSync(logFile, "a");
   const child = spawn(
     process.execPath,
+    // Two copies on one host: each on a free loopback port for its metrics (the URL is in its log).
     [
       likenEntry(),
       "operator",
@@ -98,6 +99,8 @@ export function startOperator(
       `127.0.0.1:${webhook.port}`,
       "--webhook-url",
       webhook.url,
+      "--metrics-address",
+      "127.0.0.1:0",
     ],
     {
       stdio: ["ignore", fd, fd],

@@ -31,6 +31,7 @@ import { LeaseElector } from "./election.js";
 import { KubeEvents, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector } from "./liveness.js";
+import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
 
 export interface Logger {
@@ -88,6 +89,8 @@ export class Operator {
     stalls: 0,
     wakeUps: 0,
   };
+  /** Prometheus metrics of this copy; `liken operator` serves its registry. */
+  readonly metrics: OperatorMetrics;
   private readonly api: LikenApi;
   private readonly settings: DecideSettings;
   private readonly clusters: ResourceWatcher<Cluster>;
@@ -153,6 +156,11 @@ export class Operator {
     this.pause = new PauseDetector((ms, now) => this.wake(ms, now));
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
+    this.metrics = new OperatorMetrics({
+      clusters: () => this.clusters.list(),
+      machines: () => this.machines.list(),
+      leading: () => !this.stopped && (this.elector?.isLeader() ?? true),
+    });
     if (opts.leaderElection ?? true) {
       this.elector = new LeaseElector(
         kc,
@@ -330,6 +338,7 @@ export class Operator {
 
   private announce(cluster: Cluster, d: Decision): void {
     const log = this.opts.log;
+    this.metrics.decided(cluster.metadata.name, d, (m) => this.machines.get(m));
     for (const g of d.grants) {
       this.stats.grants++;
       const msg = `granted a reboot turn to Machine ${g.machine} for ${g.version}${g.leader ? " (a leader)" : ""}; budget ${d.budget.text}; deadline ${g.deadline ?? "none"}`;
@@ -417,12 +426,16 @@ export class Operator {
     state.lastPollAt = new Date();
     readChannel(cluster, () => new Date())
       .then((view) => {
+        this.metrics.channelRead(name, view.condition.reason);
         this.channelViews.set(name, view);
         if (view.condition.status !== "True") {
           this.opts.log.warn({ cluster: name }, view.condition.message);
         }
       })
-      .catch((e: unknown) => this.opts.log.error({ cluster: name, err: String(e) }, "channel"))
+      .catch((e: unknown) => {
+        this.metrics.channelRead(name, "Error");
+        this.opts.log.error({ cluster: name, err: String(e) }, "channel");
+      })
       .finally(() => {
         state.inFlight = false;
         this.schedule(name);

@@ -211,6 +211,8 @@ export class Fleet {
       `https://127.0.0.1:${port}${EVICTION_PATH}`,
     ];
     args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
+    // Parallel test files each run an operator: never the default :8080.
+    args.push("--metrics-address", "127.0.0.1:0");
     this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });
     this.operatorExit = new Promise((resolve) => this.operator!.on("exit", () => resolve()));
   }

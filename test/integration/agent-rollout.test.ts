@@ -3,10 +3,12 @@
 // a bad release that fails its trial on one machine, and a retarget mid-download with a
 // reboot in between. Every check reads the API objects an independent watcher recorded (or
 // the supervisor's boot record, which is what the firmware did), never the agent's logs.
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine, ReleaseRef } from "../../src/api/types.js";
 import { HeartbeatClient } from "../../src/api/heartbeat.js";
 import { kubeConfig, waitFor } from "../support/kube.js";
+import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
 
 const VERSIONS = [
@@ -95,6 +97,18 @@ describe("agent rollout on the real control plane", () => {
       expect(s.turnRequest).toBeUndefined();
     }
     expect(fleet.machineHistory(W1).map((h) => h.step)).toContain("RebootPending");
+
+    // The agent that proved the trial (the one started after the reboot) says so in its metrics.
+    const url = metricsUrlIn(readFileSync(fleet.machines.get(L2)!.logFile, "utf8"));
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const m = await scrape(url!);
+    expect(total(m, "liken_agent_last_trial", { result: "Succeeded", version: v2.version })).toBe(
+      1,
+    );
+    expect(total(m, "liken_agent_last_trial", { result: "Failed" })).toBe(0);
+    expect(
+      total(m, "liken_agent_step_duration_seconds_count", { step: "promote", result: "ok" }),
+    ).toBe(1);
   }, 800_000);
 
   it("a release whose kernel panics on its trial falls back by itself, is reported, and is not retried", async () => {

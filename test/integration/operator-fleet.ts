@@ -182,7 +182,17 @@ export function startOperator(
   const identity = opts.identity ?? uniqueName("op");
   const child = spawn(
     path.join(REPO, "bin", "liken.js"),
-    ["operator", "--kubeconfig", kubeconfigPath(), "--identity", identity, ...(opts.args ?? [])],
+    [
+      "operator",
+      "--kubeconfig",
+      kubeconfigPath(),
+      "--identity",
+      identity,
+      // A free port each: copies and parallel test files never fight over the default :8080.
+      "--metrics-address",
+      "127.0.0.1:0",
+      ...(opts.args ?? []),
+    ],
     { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
@@ -235,6 +245,8 @@ export interface SimOptions {
   /** Machines that stop their heartbeat while "rebooting". */
   silentWhileRebooting?: boolean;
   heartbeats?: Heartbeats;
+  /** Machines whose trial falls back: they come back on V1, step Failed, and say why. */
+  failTrial?: ReadonlySet<string>;
 }
 
 export interface Violation {
@@ -336,18 +348,20 @@ export class Fleet {
       // real machine is up again before its agent writes.
       this.acting.delete(name);
       this.done.add(name);
+      // A failed trial: the bootloader fell back, it runs V1 again and says why.
+      const failed = this.opts.failTrial?.has(name) ?? false;
       await writeStatus(name, {
-        version: V2,
-        digest: D2,
-        step: "Ready",
+        version: failed ? V1 : V2,
+        digest: failed ? D1 : D2,
+        step: failed ? "Failed" : "Ready",
         target: { version: V2, digest: D2 },
         lastTrial: {
           version: V2,
           digest: D2,
           slot: "b",
-          result: "Succeeded",
+          result: failed ? "Failed" : "Succeeded",
           at: now(),
-          reason: "Promoted",
+          reason: failed ? "TrialFellBack" : "Promoted",
         },
       });
     } catch (e) {

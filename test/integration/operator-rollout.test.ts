@@ -2,6 +2,7 @@
 // budget, one leader at a time, the start-up grace, and what `kubectl get clusters` shows.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import {
   Fleet,
   Heartbeats,
@@ -117,5 +118,95 @@ describe("a rollout", () => {
     expect(wide.stdout).toContain("6/6");
     expect(wide.stdout).toContain(V2);
     expect(V1).not.toBe(V2);
+  });
+
+  it("exposes metrics that move with it: grants, releases by reason, a failed trial, machines by step", async () => {
+    const cluster = uniqueName("metrics");
+    const plans: MachinePlan[] = [
+      { name: uniqueName("w1") },
+      { name: uniqueName("w2") },
+      { name: uniqueName("w3") },
+    ];
+    const names = plans.map((p) => p.name);
+    const failing = names[1]!;
+    cleanups.push(() => deleteAll(cluster, names));
+    await createCluster(cluster, { maxUnavailable: 1 });
+    for (const p of plans) await createMachine(cluster, p);
+    const beats = new Heartbeats(cluster, names);
+    await beats.start();
+    cleanups.push(async () => beats.stop());
+    // Each machine stays down long enough for a 100 ms sampler to see its turn in flight.
+    const fleet = new Fleet(cluster, plans, {
+      downMs: [1500, 2000],
+      heartbeats: beats,
+      failTrial: new Set([failing]),
+    });
+    await fleet.start();
+    cleanups.push(() => fleet.stop());
+
+    const op = startOperator({ args: ["--start-grace", "2s", "--lost-after", "10s"] });
+    cleanups.push(() => op.stop());
+    await waitForLog(op, "cluster-operator started", 90_000);
+    const url = metricsUrlIn(op.log());
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const of = { cluster };
+
+    // The copy takes the Lease just after it starts; until then it acts on nothing.
+    const before = await waitFor("this copy leads, per its metrics", async () => {
+      const s = await scrape(url!);
+      return total(s, "liken_operator_leading") === 1 ? s : undefined;
+    });
+    expect(total(before, "liken_operator_turns_granted_total", of)).toBe(0);
+
+    for (const p of plans) await writeStatus(p.name, stagedStatus());
+    await waitFor("3 machines UpdatePending in the metrics", async () => {
+      const s = await scrape(url!);
+      return total(s, "liken_operator_machines", { cluster, step: "UpdatePending" }) === 3;
+    });
+
+    let maxInFlight = 0;
+    const sampler = setInterval(() => {
+      scrape(url!).then(
+        (s) =>
+          (maxInFlight = Math.max(maxInFlight, total(s, "liken_operator_turns_in_flight", of))),
+        () => undefined,
+      );
+    }, 100);
+    cleanups.push(async () => clearInterval(sampler));
+    await waitFor("every machine took its turn", async () => fleet.finished.size === 3, {
+      timeoutMs: 60_000,
+    });
+    const after = await waitFor("no turn in flight and 3 releases counted", async () => {
+      const s = await scrape(url!);
+      const released = total(s, "liken_operator_turns_released_total", of);
+      return total(s, "liken_operator_turns_in_flight", of) === 0 && released === 3 ? s : undefined;
+    });
+    clearInterval(sampler);
+    await fleet.stop();
+    expect(fleet.violations).toEqual([]);
+
+    expect(maxInFlight).toBe(1);
+    expect(total(after, "liken_operator_turns_granted_total", of)).toBe(3);
+    expect(
+      total(after, "liken_operator_turns_released_total", { cluster, reason: "Returned" }),
+    ).toBe(2);
+    expect(
+      total(after, "liken_operator_turns_released_total", { cluster, reason: "RolledBack" }),
+    ).toBe(1);
+    expect(total(after, "liken_operator_failed_trials_total", { cluster, result: "Failed" })).toBe(
+      1,
+    );
+    expect(total(after, "liken_operator_grant_latency_seconds_count", of)).toBe(3);
+    // Each machine asked at once; the last waited for two turns of at least 1.5 s each.
+    expect(total(after, "liken_operator_grant_latency_seconds_sum", of)).toBeGreaterThan(3);
+    expect(total(after, "liken_operator_machines", { cluster, step: "Ready" })).toBe(2);
+    expect(total(after, "liken_operator_machines", { cluster, step: "Failed" })).toBe(1);
+    expect(total(after, "liken_operator_machines", { cluster, step: "UpdatePending" })).toBe(0);
+    // The Cluster's channel (127.0.0.1:9) answers nothing: the read is counted as such.
+    expect(
+      total(after, "liken_operator_channel_reads_total", { cluster, result: "ChannelUnreachable" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(total(after, "liken_operator_rollout_stalled", of)).toBe(0);
+    expect(total(after, "process_resident_memory_bytes")).toBeGreaterThan(0);
   });
 });

@@ -35,6 +35,7 @@ describe("agent config", () => {
       timeouts: DEFAULT_TIMEOUTS,
     });
     expect(c.kubeconfig).toBeUndefined();
+    expect(c.metricsAddress).toBeUndefined();
   });
 
   it("reads every field, relative paths against the file's directory", () => {
@@ -47,6 +48,7 @@ heartbeatSeconds: 2
 loopSeconds: 0.5
 direct: false
 timeouts: { proveMs: 8000, drainMs: 1000 }
+metricsAddress: "127.0.0.1:9101"
 `);
     expect(c).toMatchObject({
       nodeName: "n4",
@@ -56,6 +58,7 @@ timeouts: { proveMs: 8000, drainMs: 1000 }
       heartbeatMs: 2000,
       loopMs: 500,
       direct: false,
+      metricsAddress: { host: "127.0.0.1", port: 9101 },
     });
     expect(c.timeouts).toEqual({ ...DEFAULT_TIMEOUTS, proveMs: 8000, drainMs: 1000 });
   });
@@ -68,6 +71,16 @@ timeouts: { proveMs: 8000, drainMs: 1000 }
     ["an exit code of 1", "reboot: { exitCode: 1 }\n", /reboot needs command/],
     ["an empty reboot command", "reboot: { command: [] }\n", /reboot.command must be/],
     ["a string loop", "loopSeconds: fast\n", /loopSeconds must be a positive number/],
+    [
+      "a metrics port alone",
+      "metricsAddress: 9101\n",
+      /metricsAddress must be "host:port" or "off"/,
+    ],
+    [
+      "a metrics URL",
+      "metricsAddress: http://x:1\n",
+      /metricsAddress metrics address .* is not host:port/,
+    ],
   ])("refuses %s", (_name, extra, re) => {
     expect(() => parse(extra)).toThrow(re);
   });

@@ -3,6 +3,7 @@
 // The daemon is imported by the action, so `liken agent download` (the daemon's own download
 // child, run by the same CLI) never loads it.
 import type { Command } from "commander";
+import { parseMetricsAddress, type ListenAddress } from "../../metrics/serve.js";
 import { DEFAULT_CONFIG } from "../../slots/config.js";
 import { likenEntry } from "../entry.js";
 
@@ -13,7 +14,12 @@ export function addAgentRunCommand(agent: Command): void {
       "Run the agent daemon: download, stage, take a reboot turn, trial, promote or fall back",
     )
     .option("--config <file>", "agent config (docs/agent.md)", DEFAULT_CONFIG)
-    .action(async (o: { config: string }) => {
+    .option(
+      "--metrics-address <host:port>",
+      "serve Prometheus metrics at http://<host:port>/metrics (overrides the config's metricsAddress; default off)",
+      parseMetricsAddress,
+    )
+    .action(async (o: { config: string; metricsAddress?: ListenAddress }) => {
       const { pino } = await import("pino");
       const { loadConfig } = await import("../../agent/config.js");
       const { AgentDaemon } = await import("../../agent/daemon.js");
@@ -22,7 +28,19 @@ export function addAgentRunCommand(agent: Command): void {
         base: { machine: cfg.machine },
         level: process.env.LIKEN_LOG_LEVEL ?? "info",
       });
-      const daemon = new AgentDaemon(cfg, log, { entry: likenEntry() });
+      // prom-client is loaded only when metrics are asked for (the idle agent's memory).
+      const at = o.metricsAddress ?? cfg.metricsAddress;
+      const meter =
+        at === undefined ? undefined : (await import("../../agent/metrics.js")).agentMetrics;
+      const metrics =
+        meter === undefined
+          ? undefined
+          : await (await import("../../metrics/serve.js")).serveMetrics(meter.registry, at!);
+      if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
+      const daemon = new AgentDaemon(cfg, log, {
+        entry: likenEntry(),
+        ...(meter === undefined ? {} : { meter }),
+      });
       const stop = (sig: string): void => {
         log.info({ signal: sig }, "stopping");
         daemon.stop();
@@ -30,6 +48,7 @@ export function addAgentRunCommand(agent: Command): void {
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
       await daemon.run();
+      await metrics?.close();
       log.info("stopped");
     });
 }

@@ -3,11 +3,16 @@ import { InvalidArgumentError, type Command } from "commander";
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
+import { collectProcessMetrics } from "../../metrics/process.js";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { Operator } from "../../operator/operator.js";
 import { EvictionWebhook, WEBHOOK_CONFIGURATION } from "../../operator/webhook/index.js";
+import { parseMetricsAddress, serveMetrics, type ListenAddress } from "../../metrics/serve.js";
+
+/** The Deployment's metrics port (config/operator/, the chart's metrics Service). */
+export const DEFAULT_OPERATOR_METRICS_ADDRESS = ":8080";
 
 interface Options {
   kubeconfig?: string;
@@ -20,6 +25,7 @@ interface Options {
   leaderElect: boolean;
   webhookListen?: string;
   webhookUrl?: string;
+  metricsAddress: ListenAddress | undefined;
 }
 
 /** "90s", "10m", "1h", "500ms", or plain seconds. */
@@ -84,6 +90,12 @@ export function registerOperator(program: Command): void {
       "--webhook-url <url>",
       `register the eviction check in ValidatingWebhookConfiguration ${WEBHOOK_CONFIGURATION} by this URL instead of the Service (an API server outside the cluster network, e.g. on loopback)`,
     )
+    .option(
+      "--metrics-address <host:port>",
+      "serve Prometheus metrics at http://<host:port>/metrics (docs/metrics.md); :PORT for every interface, port 0 for a free one, off to disable",
+      parseMetricsAddress,
+      parseMetricsAddress(DEFAULT_OPERATOR_METRICS_ADDRESS),
+    )
     .action(async (o: Options) => {
       const kc = loadKubeConfig(o.kubeconfig);
       const identity =
@@ -116,6 +128,12 @@ export function registerOperator(program: Command): void {
               log,
             });
       webhook?.start();
+      collectProcessMetrics(op.metrics.registry);
+      const metrics =
+        o.metricsAddress === undefined
+          ? undefined
+          : await serveMetrics(op.metrics.registry, o.metricsAddress);
+      if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
       await op.start();
       const signal = await new Promise<string>((resolve) => {
         process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -123,6 +141,7 @@ export function registerOperator(program: Command): void {
       });
       log.info({ signal }, "stopping");
       await Promise.all([op.stop(), webhook?.stop()]);
+      await metrics?.close();
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();
     });

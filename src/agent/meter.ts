@@ -1,0 +1,19 @@
+// What the agent tells its metrics, as an interface with a silent default: the Prometheus
+// registry (metrics.ts, which loads prom-client) is loaded only when the config or
+// --metrics-address asks for metrics, so an agent without them never pays for the library.
+import type { TrialRecord } from "../api/index.js";
+
+export interface AgentMeter {
+  /** A download's durable byte count moved from `before` to `now` (never counts backwards). */
+  downloaded(before: number, now: number): void;
+  /** A step (download, drain, arm trial, promote, ...) took `ms` and ended ok or failed. */
+  step(step: string, ms: number, ok: boolean): void;
+  /** Where the last trial's record lives (the agent's memory file, as loaded). */
+  trialFrom(read: () => TrialRecord | undefined): void;
+}
+
+export const NO_METER: AgentMeter = {
+  downloaded: () => undefined,
+  step: () => undefined,
+  trialFrom: () => undefined,
+};

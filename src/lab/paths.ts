@@ -1,0 +1,24 @@
+// Where the lab keeps its files. Its own module so the reaper (src/lab/reaper.ts) can find a
+// lab's leftovers without loading the lab itself.
+import path from "node:path";
+import { clustersDir, REPO_ROOT } from "../controlplane/paths.js";
+
+/** Where the lab keeps everything; the README names .lab/kubeconfig. */
+export const LAB_DIR = path.join(REPO_ROOT, ".lab");
+export const LAB_KUBECONFIG = path.join(LAB_DIR, "kubeconfig");
+export const LAB_CLUSTER = "lab";
+/** One run's files: machines, channel, logs, operator kubeconfig. Wiped at every start. */
+export const LAB_RUN_DIR = path.join(LAB_DIR, "lab");
+/** What the reaper of a lab that did not stop by itself did, one line per reap. */
+export const LAB_REAPER_LOG = path.join(LAB_DIR, "reaper.log");
+/** The running lab's pid and start time (see reap.ts). */
+export const LAB_PID_FILE = path.join(LAB_DIR, "lab.pid");
+
+/**
+ * Text that the command line of every process a lab starts contains, and no other process's:
+ * agents, their downloads and operators name a file under LAB_RUN_DIR; the control plane's
+ * components name its data directory.
+ */
+export function labMarks(): string[] {
+  return [`${LAB_RUN_DIR}${path.sep}`, `${path.join(clustersDir(), LAB_CLUSTER)}${path.sep}`];
+}

@@ -1,0 +1,141 @@
+// cluster-operator's Prometheus metrics (docs/metrics.md names each one). Two kinds:
+//   - events, counted where the operator announces them: turns granted and released (by
+//     reason), the latency from a machine's turn request to its grant, failed trials (a turn
+//     released because its machine rolled back), channel reads by result;
+//   - state, read at scrape time from the operator's own watch caches: turns in flight,
+//     machines by step, stalled rollouts, whether this copy leads. Reading at scrape time
+//     means a gauge can never drift from the objects the operator decides on.
+// Each Operator owns its registry, so two copies in one test process never share counters.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { MACHINE_STEPS, type Cluster, type Machine } from "../api/index.js";
+import { RELEASE_REASONS, type Decision } from "./decide.js";
+
+/** What the state gauges read when scraped. */
+export interface FleetView {
+  clusters(): readonly Cluster[];
+  machines(): readonly Machine[];
+  /** Whether this copy acts (holds the Lease, or runs without leader election). */
+  leading(): boolean;
+}
+
+/**
+ * Grant latency buckets, in seconds: a grant normally follows the request within the
+ * operator's 1 s tick; tens of seconds mean the budget was full; minutes to hours mean a
+ * machine waited behind a slow drain or a stalled rollout.
+ */
+const LATENCY_BUCKETS = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
+
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  private readonly granted: Counter<"cluster">;
+  private readonly released: Counter<"cluster" | "reason">;
+  private readonly latency: Histogram<"cluster">;
+  private readonly failedTrials: Counter<"cluster" | "result">;
+  private readonly channelReads: Counter<"cluster" | "result">;
+
+  constructor(view: FleetView) {
+    const registers = [this.registry];
+    this.granted = new Counter({
+      name: "liken_operator_turns_granted_total",
+      help: "Reboot turns this copy granted (recorded in Cluster status.rebootTurns).",
+      labelNames: ["cluster"],
+      registers,
+    });
+    this.released = new Counter({
+      name: "liken_operator_turns_released_total",
+      help: `Reboot turns this copy took back, by reason (${RELEASE_REASONS.join(", ")}).`,
+      labelNames: ["cluster", "reason"],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: "liken_operator_grant_latency_seconds",
+      help: "From a machine's turn request (status.turnRequest.at) to the grant of its turn.",
+      labelNames: ["cluster"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.failedTrials = new Counter({
+      name: "liken_operator_failed_trials_total",
+      help: "Turns released because the machine rolled back: its trial fell back (Failed) or was skipped (Skipped).",
+      labelNames: ["cluster", "result"],
+      registers,
+    });
+    this.channelReads = new Counter({
+      name: "liken_operator_channel_reads_total",
+      help: "Reads of a Cluster's release channel, by result (ChannelRead, ChannelUnreachable, ChannelMalformed).",
+      labelNames: ["cluster", "result"],
+      registers,
+    });
+    new Gauge({
+      name: "liken_operator_turns_in_flight",
+      help: "Reboot turns recorded in each Cluster's status.rebootTurns now.",
+      labelNames: ["cluster"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters())
+          this.set({ cluster: c.metadata.name }, c.status?.rebootTurns?.length ?? 0);
+      },
+    });
+    new Gauge({
+      name: "liken_operator_machines",
+      help: `Machines of each Cluster by status.step (${MACHINE_STEPS.join(", ")}; Unknown before the agent's first report).`,
+      labelNames: ["cluster", "step"],
+      registers,
+      collect() {
+        this.reset();
+        const clusters = view.clusters().map((c) => c.metadata.name);
+        // Every step of every Cluster gets a series, 0 included, so an alert on one step
+        // compares with a number instead of a missing series.
+        for (const cluster of clusters)
+          for (const step of MACHINE_STEPS) this.set({ cluster, step }, 0);
+        for (const m of view.machines())
+          this.inc({ cluster: m.spec.cluster, step: m.status?.step ?? "Unknown" });
+      },
+    });
+    new Gauge({
+      name: "liken_operator_rollout_stalled",
+      help: "1 while a Cluster's Progressing condition reads RolloutStalled (no turn is granted until a person resumes).",
+      labelNames: ["cluster"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters()) {
+          const p = c.status?.conditions?.find((x) => x.type === "Progressing");
+          this.set({ cluster: c.metadata.name }, p?.reason === "RolloutStalled" ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: "liken_operator_leading",
+      help: "1 while this copy acts on Clusters (holds the liken-system/cluster-operator Lease).",
+      registers,
+      collect() {
+        this.set(view.leading() ? 1 : 0);
+      },
+    });
+  }
+
+  /** After a status write succeeded: what it granted, released and stalled. */
+  decided(cluster: string, d: Decision, machine: (name: string) => Machine | undefined): void {
+    for (const g of d.grants) {
+      this.granted.inc({ cluster });
+      const asked = machine(g.machine)?.status?.turnRequest?.at;
+      if (asked !== undefined)
+        this.latency.observe({ cluster }, Math.max(0, seconds(asked, g.grantedAt)));
+    }
+    for (const r of d.releases) {
+      this.released.inc({ cluster, reason: r.reason });
+      if (r.reason === "RolledBack") {
+        const result = machine(r.turn.machine)?.status?.lastTrial?.result ?? "Unknown";
+        this.failedTrials.inc({ cluster, result });
+      }
+    }
+  }
+
+  channelRead(cluster: string, result: string): void {
+    this.channelReads.inc({ cluster, result });
+  }
+}

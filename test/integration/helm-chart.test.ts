@@ -1,0 +1,140 @@
+// The Helm chart (deploy/helm/liken) against config/ and a real API server: `helm lint`
+// passes; with default values `helm template` renders exactly the objects `kubectl kustomize
+// config/` does; the API server's dry run accepts the rendered chart; the values change what
+// they say. Helm is the pinned v4 from src/controlplane/tools.ts.
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { ensureTool } from "../../src/controlplane/tools.js";
+import { CHART_DIR, generateChart } from "../../src/deploy/chart.js";
+import { kubectl } from "../support/kube.js";
+
+const exec = promisify(execFile);
+let helmBin = "";
+
+beforeAll(async () => {
+  helmBin = await ensureTool("helm");
+}, 1_800_000);
+
+async function helm(args: string[]): Promise<string> {
+  const r = await exec(helmBin, args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });
+  return r.stdout;
+}
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+}
+
+const key = (o: K8sObject): string =>
+  `${o.apiVersion} ${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+
+function objects(stream: string): Map<string, K8sObject> {
+  const out = new Map<string, K8sObject>();
+  for (const doc of parseAllDocuments(stream)) {
+    const o = doc.toJS() as K8sObject | null;
+    if (o === null) continue;
+    expect(out.has(key(o)), `${key(o)} twice`).toBe(false);
+    out.set(key(o), o);
+  }
+  return out;
+}
+
+const template = (...set: string[]): Promise<string> =>
+  helm(["template", "liken", CHART_DIR, "--include-crds", ...set.flatMap((s) => ["--set", s])]);
+
+describe("the Helm chart", () => {
+  it("carries config/'s files as they are (npm run helm:generate is up to date)", () => {
+    expect(generateChart(true)).toEqual([]);
+    const pkg = JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as {
+      version: string;
+    };
+    const chart = readFileSync(path.join(CHART_DIR, "Chart.yaml"), "utf8");
+    expect(chart).toContain(`version: ${pkg.version}\n`);
+    expect(chart).toContain(`appVersion: "${pkg.version}"\n`);
+  });
+
+  it("passes helm lint", async () => {
+    const out = await helm(["lint", CHART_DIR]);
+    expect(out).toContain("0 chart(s) failed");
+  });
+
+  it("renders with default values exactly what kubectl kustomize config/ does, object by object", async () => {
+    const chart = objects(await template());
+    const k = await kubectl(["kustomize", path.join(REPO_ROOT, "config")]);
+    expect(k.code, k.stderr).toBe(0);
+    const config = objects(k.stdout);
+    expect([...chart.keys()].sort()).toEqual([...config.keys()].sort());
+    for (const [id, o] of config) expect(chart.get(id), id).toEqual(o);
+    expect(config.size).toBeGreaterThan(10);
+  });
+
+  it("is accepted by the API server's dry run", async () => {
+    // The chart's namespaced objects need their namespaces to exist for a dry run (an
+    // install creates them first); other tests may have created them already.
+    for (const ns of ["liken-system", "liken-heartbeats"]) {
+      if ((await kubectl(["get", "namespace", ns])).code !== 0)
+        await kubectl(["create", "namespace", ns]);
+    }
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], { input: await template() });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /deployment.apps\/cluster-operator (created|configured|unchanged) \(server dry run\)/,
+    );
+    expect(r.stdout).toMatch(
+      /customresourcedefinition.apiextensions.k8s.io\/machines.liken.sh .*\(server dry run\)/,
+    );
+    expect(r.stdout).toMatch(/validatingadmissionpolicy.* \(server dry run\)/);
+  });
+
+  it("takes image, replicas, resources and metrics from values; the ServiceMonitor on request", async () => {
+    const all = objects(
+      await template(
+        "image.repository=registry.example/liken",
+        "image.tag=1.2.3",
+        "replicas=3",
+        "resources.limits.memory=1Gi",
+        "metrics.port=9100",
+        "metrics.serviceMonitor.enabled=true",
+        "metrics.serviceMonitor.labels.release=prom",
+      ),
+    );
+    const d = all.get("apps/v1 Deployment liken-system/cluster-operator") as unknown as {
+      spec: {
+        replicas: number;
+        template: {
+          spec: {
+            containers: {
+              image: string;
+              args: string[];
+              ports: { containerPort: number }[];
+              resources: { limits: { memory: string } };
+            }[];
+          };
+        };
+      };
+    };
+    expect(d.spec.replicas).toBe(3);
+    const c = d.spec.template.spec.containers[0]!;
+    expect(c.image).toBe("registry.example/liken:1.2.3");
+    expect(c.args).toEqual(["operator", "--metrics-address=:9100"]);
+    expect(c.ports[0]!.containerPort).toBe(9100);
+    expect(c.resources.limits.memory).toBe("1Gi");
+    const sm = all.get("monitoring.coreos.com/v1 ServiceMonitor liken-system/cluster-operator") as
+      | { metadata: { labels: Record<string, string> }; spec: { endpoints: { port: string }[] } }
+      | undefined;
+    expect(sm?.metadata.labels.release).toBe("prom");
+    expect(sm?.spec.endpoints[0]!.port).toBe("metrics");
+
+    const off = objects(await template("metrics.service.enabled=false"));
+    expect(off.has("v1 Service liken-system/cluster-operator-metrics")).toBe(false);
+    await expect(
+      template("metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"),
+    ).rejects.toThrow(/needs metrics.service.enabled/);
+  });
+});
