@@ -71,7 +71,25 @@ export function releaseClaim(owner: ProcessStamp = selfStamp()): void {
   if (cur?.pid === owner.pid && cur.start === owner.start) rmSync(LAB_PID_FILE, { force: true });
 }
 
-/** Every process but this one whose command line names the lab's files. */
+/**
+ * The programs a lab runs: node (agents, their downloads, operators) and the control plane's
+ * components. A person's `tail -f .lab/lab/machines/node-1/agent.log` names the lab's files
+ * too, and is none of the lab's business.
+ */
+const LAB_PROGRAMS = new Set([
+  "node",
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kwok",
+]);
+
+function isLabProgram(argv0: string): boolean {
+  return argv0 === process.execPath || LAB_PROGRAMS.has(path.basename(argv0));
+}
+
+/** Every process but this one that runs a lab program and names the lab's files. */
 export function labProcesses(): number[] {
   const marks = labMarks();
   const found: number[] = [];
@@ -84,7 +102,8 @@ export function labProcesses(): number[] {
     } catch {
       continue; // gone while we looked
     }
-    if (marks.some((m) => cmdline.includes(m))) found.push(pid);
+    if (isLabProgram(cmdline.split("\0")[0] ?? "") && marks.some((m) => cmdline.includes(m)))
+      found.push(pid);
   }
   return found;
 }

@@ -1,6 +1,6 @@
 // cluster-operator as a real process on the real control plane: a rollout within the
 // budget, one leader at a time, the start-up grace, and what `kubectl get clusters` shows.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { kubectl, uniqueName, waitFor } from "../support/kube.js";
 import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import {
@@ -22,8 +22,10 @@ import {
 } from "./operator-fleet.js";
 
 const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
+// After each test, not all: a test's operator copy must not stay and hold the leader Lease
+// (and act on the next test's Cluster) while the next test runs its own.
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
 });
 beforeAll(ensureNamespaces);
 
