@@ -177,10 +177,11 @@ export class Actions {
         log.warn({ why: v.why }, "not arming the trial");
         return;
       case "retry":
-        throw new AgentError("LIKEN_AGENT_SLOT_CHECK_FAILED", `${v.why}; tried again next`, {
-          retryable: true,
-          context: { slot, version: release.version, cause: v.code },
-        });
+        throw new AgentError(
+          "LIKEN_AGENT_SLOT_CHECK_FAILED",
+          `${v.why}${v.code ? ` [${v.code}]` : ""}; nothing is remembered, tried again at the next look`,
+          { retryable: true, context: { slot, version: release.version, cause: v.code } },
+        );
       case "arm":
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
@@ -200,14 +201,17 @@ export class Actions {
     }
   }
 
-  /** The read-back of the slot against its staged release. */
+  /**
+   * The read-back of the slot against its staged release. A throw (EIO, the slot not staged) is
+   * "could not look", never a mismatch: only bytes that read back wrong condemn a release.
+   */
   private async checkSlot(slot: Slot, running: Slot): Promise<SlotCheck> {
     const { cfg } = this.p;
     try {
       const r = await verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
       return r.ok ? { kind: "matched" } : { kind: "mismatch", problems: r.problems };
     } catch (e) {
-      return { kind: "mismatch", problems: [errorText(e)] };
+      return { kind: "unread", code: errorCode(e), message: errorText(e) };
     }
   }
 
@@ -278,5 +282,6 @@ export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">):
 }
 
 function toTurnLook(l: Look<boolean>): TurnLook {
-  return l.ok && l.value ? { kind: "held" } : { kind: "gone" };
+  if (l.ok) return l.value ? { kind: "held" } : { kind: "gone" };
+  return { kind: "unread", code: l.error.code, message: l.error.message };
 }

@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { LikenApi } from "../api/client.js";
-import { toApiError, type ApiError } from "../api/errors.js";
+import { API_ERROR_CODES, toApiError, type ApiError } from "../api/errors.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -143,7 +143,13 @@ export class Observer {
       return { cluster, machine };
     });
     if (r.ok) return r.value;
-    log.warn({ err: r.error.message }, "API server not reachable");
+    // No answer is the network or the server; any other failure (403, a bug) is not
+    // "unreachable", and the log must say which, with the cause's code.
+    const unreachable = r.error.code === API_ERROR_CODES.unavailable;
+    log.warn(
+      { err: r.error.message, code: r.error.code },
+      unreachable ? "API server not reachable" : "could not read the Cluster or the Machine",
+    );
     return undefined;
   }
 

@@ -3,6 +3,7 @@ import {
   DEFAULT_TIMEOUTS,
   PHASES,
   PHASE_TIMEOUT,
+  afterSlotCheck,
   decide,
   timedOut,
   type Observed,
@@ -369,5 +370,26 @@ describe("timeouts", () => {
     expect(timedOut("Draining", 0, 100, t)).toBe(true);
     expect(timedOut("AwaitingTurn", 0, 1e12, t)).toBe(false);
     expect(timedOut("Draining", undefined, 1e12, t)).toBe(false);
+  });
+});
+
+describe("afterSlotCheck: only a real mismatch condemns a release", () => {
+  const held = { kind: "held" } as const;
+  const gone = { kind: "gone" } as const;
+  const unreadTurn = { kind: "unread", code: "LIKEN_API_FORBIDDEN", message: "403" } as const;
+  const matched = { kind: "matched" } as const;
+  const mismatch = { kind: "mismatch", problems: ["artifact kernel reads back as x"] } as const;
+  const eio = { kind: "unread", code: "LIKEN_NATIVE_IO", message: "EIO" } as const;
+  it.each([
+    ["matched, turn held", matched, held, false, "arm"],
+    ["mismatch, turn held", mismatch, held, false, "skip-trial"],
+    ["could not read the slot", eio, held, false, "retry"],
+    ["could not read the turn", matched, unreadTurn, false, "retry"],
+    ["could not read the turn, mismatch", mismatch, unreadTurn, false, "retry"],
+    ["turn gone", matched, gone, false, "stand-down"],
+    ["turn gone, mismatch", mismatch, gone, false, "stand-down"],
+    ["stopping", matched, held, true, "stand-down"],
+  ] as const)("%s -> %s", (_name, check, turn, stopping, want) => {
+    expect(afterSlotCheck(check, turn, stopping, "b", V2).kind).toBe(want);
   });
 });
