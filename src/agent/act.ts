@@ -25,6 +25,7 @@ import {
   armed,
   drained,
   fellBack,
+  gaveUp,
   promoted,
   skipped,
   turnGivenBack,
@@ -239,6 +240,12 @@ export class Actions {
       );
     }
     await this.p.pause(cfg.timeouts.rebootMs);
+  }
+
+  /** The trial boot did not prove itself in time: say why for the report, then reboot. */
+  async giveUpTrial(reason: string): Promise<void> {
+    await this.p.memory.update((m) => gaveUp(m, reason));
+    return this.reboot(reason);
   }
 
   async promote(o: Observed, slot: Slot): Promise<void> {

@@ -99,7 +99,7 @@ export class Observer {
       downloadFailedAt: downloads.failedAt,
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
-      nodeReady: node?.ok === true && node.value,
+      ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
     };
     return { o, cluster: api?.cluster, machine, progress };
@@ -164,13 +164,25 @@ export class Observer {
     });
   }
 
-  /** Node Ready (any failure to read it counts as not Ready). */
+  /** Node Ready, or why the Node could not be read (a 403 is not "not Ready"). */
   private async readNode(): Promise<Look<boolean>> {
-    const { core, cfg } = this.p;
-    return look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
+    const { core, cfg, log } = this.p;
+    const r = await look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
       readyOf(await core.readNode({ name: cfg.nodeName })),
     );
+    if (!r.ok) log.warn({ err: r.error.message, code: r.error.code }, "could not read the Node");
+    return r;
   }
+}
+
+/** Node Ready as a verdict, or why there is none (not looked at while the API is down). */
+export function nodeFacts(
+  node: Look<boolean> | undefined,
+): Pick<Observed, "nodeReady" | "nodeUnread"> {
+  if (node === undefined) return { nodeReady: false, nodeUnread: undefined };
+  return node.ok
+    ? { nodeReady: node.value, nodeUnread: undefined }
+    : { nodeReady: false, nodeUnread: `${node.error.message} [${node.error.code}]` };
 }
 
 /** The Cluster's spec.version with its catalog digest. */

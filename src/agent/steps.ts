@@ -134,6 +134,8 @@ export interface Observed {
   drainedDigest: string | undefined;
   /** The node object reports Ready=True. */
   nodeReady: boolean;
+  /** Why the Node could not be read (then nodeReady is false for want of a look, not a verdict). */
+  nodeUnread: string | undefined;
   /** When this boot was first seen as a trial boot (for the prove timeout). */
   trialSeenAt: number | undefined;
 }
@@ -208,13 +210,17 @@ function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
   if (o.apiReachable && o.nodeReady) {
     return d("Proving", "Updating", { kind: "promote", slot }, "the trial rejoined", stage);
   }
+  const why = !o.apiReachable
+    ? "API server not reachable"
+    : o.nodeUnread !== undefined
+      ? `cannot read the Node: ${o.nodeUnread}`
+      : "waiting for the node to report Ready";
   if (timedOut("Proving", o.trialSeenAt, o.now, t)) {
     // The turn is still held (its record stays until we give it back), so this reboot is
     // covered; next_entry was consumed, so the bootloader boots the old default.
-    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms`;
+    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms (${why})`;
     return d("Proving", "Updating", { kind: "reboot", reason }, reason, stage);
   }
-  const why = o.apiReachable ? "waiting for the node to report Ready" : "API server not reachable";
   return d("Proving", "Updating", WAIT, why, stage);
 }
 

@@ -356,6 +356,29 @@ describe("decide", () => {
   });
 });
 
+describe("the trial boot and a Node that cannot be read", () => {
+  const onTrial = {
+    boot: { kind: "on-trial", slot: "b" } as const,
+    running: { slot: "b" as const, state: "staged" as const, release: V2 },
+    nodeReady: false,
+    nodeUnread: "get Node m1: nodes is forbidden (HTTP 403) [LIKEN_API_FORBIDDEN]",
+  };
+
+  it("waits and says it could not look, not that the node is not Ready", () => {
+    const got = decide(base({ ...onTrial, trialSeenAt: 1_000_000 }));
+    expect(got.action.kind).toBe("wait");
+    expect(got.why).toMatch(/cannot read the Node: .*LIKEN_API_FORBIDDEN/);
+  });
+
+  it("past proveMs, the reboot's reason carries the cause", () => {
+    const got = decide(base({ ...onTrial, trialSeenAt: 1_000_000 - DEFAULT_TIMEOUTS.proveMs }));
+    expect(got.action).toMatchObject({
+      kind: "reboot",
+      reason: expect.stringMatching(/did not rejoin within .*LIKEN_API_FORBIDDEN/),
+    });
+  });
+});
+
 describe("timeouts", () => {
   it("every phase names a timeout or none, and the names exist", () => {
     for (const p of PHASES) {
