@@ -34,6 +34,7 @@ import {
 import type { Look } from "./observe.js";
 import {
   afterSlotCheck,
+  phaseTimeoutMs,
   type CheckVerdict,
   type Observed,
   type SlotCheck,
@@ -74,8 +75,19 @@ export async function phase<T>(log: Logger, name: string, fn: () => Promise<T>):
   }
 }
 
+/** Resolves with `p`, or rejects with `onTimeout()` after `ms` (p keeps running). */
+export function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export class Actions {
   private blocker: DrainBlocker | undefined;
+  /** A slot read-back still running past its deadline; no second one starts beside it. */
+  private checking: Promise<unknown> | undefined;
 
   constructor(private readonly p: ActionParts) {}
 
@@ -203,15 +215,32 @@ export class Actions {
   }
 
   /**
-   * The read-back of the slot against its staged release. A throw (EIO, the slot not staged) is
-   * "could not look", never a mismatch: only bytes that read back wrong condemn a release.
+   * The read-back of the slot against its staged release, within slotCheckMs. A throw (EIO, the
+   * slot not staged) or the deadline is "could not look", never a mismatch: only bytes that read
+   * back wrong condemn a release.
    */
   private async checkSlot(slot: Slot, running: Slot): Promise<SlotCheck> {
     const { cfg } = this.p;
+    if (this.checking !== undefined) {
+      // The native read cannot be cancelled: a second one beside it would only compete for the disk.
+      const message = "the previous read-back, past its deadline, still runs";
+      return { kind: "unread", code: "LIKEN_AGENT_SLOT_CHECK_TIMEOUT", message };
+    }
+    const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts) ?? cfg.timeouts.slotCheckMs;
+    const reading = verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+    const late = (): Error =>
+      new AgentError(
+        "LIKEN_AGENT_SLOT_CHECK_TIMEOUT",
+        `reading slot ${slot} back took longer than timeouts.slotCheckMs (${ms} ms)`,
+        { retryable: true },
+      );
     try {
-      const r = await verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+      const r = await withDeadline(reading, ms, late);
       return r.ok ? { kind: "matched" } : { kind: "mismatch", problems: r.problems };
     } catch (e) {
+      if (errorCode(e) === "LIKEN_AGENT_SLOT_CHECK_TIMEOUT") {
+        this.checking = reading.catch(() => undefined).finally(() => (this.checking = undefined));
+      }
       return { kind: "unread", code: errorCode(e), message: errorText(e) };
     }
   }

@@ -54,6 +54,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 async function machine(
   turn: Look<boolean>,
   stage: "empty" | "staged" | "tampered",
+  opts: { slotCheckMs?: number; kernelBytes?: number } = {},
 ): Promise<Machine> {
   const esp = path.join(dir, "esp");
   const state = path.join(dir, "state");
@@ -65,7 +66,9 @@ async function machine(
     stateDir: state,
     file: path.join(dir, "agent.yaml"),
   };
-  for (const s of ["a", "b"] as const) writeFileSync(slots.slots[s].device, Buffer.alloc(1 << 20));
+  const kernelBytes = opts.kernelBytes ?? 64 * 1024;
+  for (const s of ["a", "b"] as const)
+    writeFileSync(slots.slots[s].device, Buffer.alloc(kernelBytes + (1 << 20)));
   const cfg = {
     file: slots.file,
     slots,
@@ -79,10 +82,13 @@ async function machine(
     heartbeatMs: 10_000,
     loopMs: 1_000,
     direct: false,
-    timeouts: DEFAULT_TIMEOUTS,
+    timeouts: {
+      ...DEFAULT_TIMEOUTS,
+      slotCheckMs: opts.slotCheckMs ?? DEFAULT_TIMEOUTS.slotCheckMs,
+    },
   } satisfies AgentConfig;
   const store = new SlotStore(slots);
-  const release = await stageInto(store, slots.slots.b.device, stage);
+  const release = await stageInto(store, slots.slots.b.device, stage, kernelBytes);
   const memory = new MemoryKeeper(new MemoryFile(state));
   await memory.load();
   const bootloader = createBootloader(cfg.bootloader);
@@ -110,8 +116,9 @@ async function stageInto(
   store: SlotStore,
   device: string,
   stage: "empty" | "staged" | "tampered",
+  kernelBytes: number,
 ): Promise<{ version: string; digest: string }> {
-  const kernel = randomBytes(64 * 1024);
+  const kernel = randomBytes(kernelBytes);
   const src = path.join(dir, "kernel.img");
   writeFileSync(src, kernel);
   const channel = path.join(dir, "channel");
@@ -190,5 +197,22 @@ describe("check-and-reboot", () => {
     expect(await check(m)).toBeUndefined();
     expect(m.memory.now.trial).toBeUndefined();
     expect((await m.bootloader.read()).armed).toBeNull();
+  });
+
+  it("a read-back past timeouts.slotCheckMs: no verdict, retried, no second read beside it", async () => {
+    // 64 MiB hashed and compared take far longer than 1 ms on any disk or page cache.
+    const m = await machine({ ok: true, value: true }, "staged", {
+      slotCheckMs: 1,
+      kernelBytes: 64 << 20,
+    });
+    const e = await check(m);
+    expect(e).toMatchObject({ code: "LIKEN_AGENT_SLOT_CHECK_FAILED" });
+    expect((e as Error).message).toMatch(/LIKEN_AGENT_SLOT_CHECK_TIMEOUT/);
+    expect((e as Error).message).toMatch(/timeouts.slotCheckMs \(1 ms\)/);
+    expect(m.memory.now.failed).toEqual([]);
+    expect(m.memory.now.trial).toBeUndefined();
+    expect((await m.bootloader.read()).armed).toBeNull();
+    const again = await check(m);
+    expect((again as Error).message).toMatch(/previous read-back, past its deadline, still runs/);
   });
 });
