@@ -226,7 +226,7 @@ export class Actions {
       const message = "the previous read-back, past its deadline, still runs";
       return { kind: "unread", code: "LIKEN_AGENT_SLOT_CHECK_TIMEOUT", message };
     }
-    const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts) ?? cfg.timeouts.slotCheckMs;
+    const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts);
     const reading = verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
     const late = (): Error =>
       new AgentError(
@@ -268,7 +268,16 @@ export class Actions {
         { retryable: true },
       );
     }
-    await this.p.pause(cfg.timeouts.rebootMs);
+    // The machine goes down while this waits; still running after the Rebooting phase's
+    // timeout, the reboot failed, and the status must say so.
+    const ms = phaseTimeoutMs("Rebooting", cfg.timeouts);
+    await this.p.pause(ms);
+    if (this.p.signal.aborted) return;
+    throw new AgentError(
+      "LIKEN_AGENT_REBOOT_FAILED",
+      `${cmd.join(" ")} succeeded but the machine still runs ${ms} ms later (timeouts.rebootMs)`,
+      { retryable: true },
+    );
   }
 
   /** The trial boot did not prove itself in time: say why for the report, then reboot. */
@@ -314,7 +323,7 @@ export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">):
   timeoutMs: number;
   driverPods: DriverPodSelectors;
 } {
-  return { timeoutMs: cfg.timeouts.drainMs, driverPods: cfg.driverPods };
+  return { timeoutMs: phaseTimeoutMs("Draining", cfg.timeouts), driverPods: cfg.driverPods };
 }
 
 function toTurnLook(l: Look<boolean>): TurnLook {

@@ -81,7 +81,7 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 };
 
 /** The named timeout of each phase (null: the phase waits for people or for the target). */
-export const PHASE_TIMEOUT: Record<Phase, keyof Timeouts | null> = {
+export const PHASE_TIMEOUT = {
   Idle: null,
   Disconnected: null,
   Withdrawing: null,
@@ -94,7 +94,12 @@ export const PHASE_TIMEOUT: Record<Phase, keyof Timeouts | null> = {
   Proving: "proveMs",
   FallingBack: null,
   Failed: null,
-};
+} as const satisfies Record<Phase, keyof Timeouts | null>;
+
+/** The phases that have a timeout. */
+export type TimedPhase = {
+  [P in Phase]: (typeof PHASE_TIMEOUT)[P] extends null ? never : P;
+}[Phase];
 
 /** A slot as the slot store's marker describes it. */
 export interface SlotView {
@@ -187,10 +192,13 @@ function d(
   };
 }
 
-/** The named timeout of a phase in milliseconds; undefined when the phase has none. */
-export function phaseTimeoutMs(phase: Phase, t: Timeouts): number | undefined {
-  const name = PHASE_TIMEOUT[phase];
-  return name === null ? undefined : t[name];
+/** The named timeout of a phase in milliseconds: the one place a timeout is read. */
+export function phaseTimeoutMs(phase: TimedPhase, t: Timeouts): number {
+  return t[PHASE_TIMEOUT[phase]];
+}
+
+function isTimed(phase: Phase): phase is TimedPhase {
+  return PHASE_TIMEOUT[phase] !== null;
 }
 
 /** The elapsed time of a phase against its named timeout. */
@@ -200,8 +208,7 @@ export function timedOut(
   now: number,
   t: Timeouts,
 ): boolean {
-  const ms = phaseTimeoutMs(phase, t);
-  return ms !== undefined && since !== undefined && now - since >= ms;
+  return isTimed(phase) && since !== undefined && now - since >= phaseTimeoutMs(phase, t);
 }
 
 /** The trial boot: prove it (API + node Ready) within proveMs, else reboot to fall back. */

@@ -45,7 +45,10 @@ interface Machine {
 }
 
 let dir: string;
+/** Every wait the actions asked for, in ms. */
+let paused: number[];
 beforeEach(() => {
+  paused = [];
   dir = mkdtempSync(path.join(tmpdir(), "liken-agent-check-"));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -54,7 +57,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 async function machine(
   turn: Look<boolean>,
   stage: "empty" | "staged" | "tampered",
-  opts: { slotCheckMs?: number; kernelBytes?: number } = {},
+  opts: { slotCheckMs?: number; kernelBytes?: number; reboot?: string[] } = {},
 ): Promise<Machine> {
   const esp = path.join(dir, "esp");
   const state = path.join(dir, "state");
@@ -78,7 +81,7 @@ async function machine(
     bootloader: { backend: "grub", envDir: esp },
     driverPods: {},
     cmdline: path.join(dir, "cmdline"),
-    reboot: { exitCode: 194 },
+    reboot: opts.reboot ? { command: opts.reboot } : { exitCode: 194 },
     heartbeatMs: 10_000,
     loopMs: 1_000,
     direct: false,
@@ -103,7 +106,10 @@ async function machine(
     turnHeld: () => Promise.resolve(turn),
     reportRebooting: () => Promise.resolve(),
     signal: new AbortController().signal,
-    pause: () => Promise.resolve(),
+    pause: (ms) => {
+      paused.push(ms);
+      return Promise.resolve();
+    },
     exit: (code) => {
       throw new Rebooted(code);
     },
@@ -214,5 +220,24 @@ describe("check-and-reboot", () => {
     expect((await m.bootloader.read()).armed).toBeNull();
     const again = await check(m);
     expect((again as Error).message).toMatch(/previous read-back, past its deadline, still runs/);
+  });
+});
+
+describe("reboot with a command", () => {
+  it("a command that fails: LIKEN_AGENT_REBOOT_FAILED with its exit code", async () => {
+    const m = await machine({ ok: true, value: true }, "empty", { reboot: ["false"] });
+    await expect(m.actions.reboot("test")).rejects.toMatchObject({
+      code: "LIKEN_AGENT_REBOOT_FAILED",
+      message: expect.stringMatching(/false exited with 1/),
+    });
+  });
+
+  it("still running rebootMs after the command: LIKEN_AGENT_REBOOT_FAILED, said with the timeout", async () => {
+    const m = await machine({ ok: true, value: true }, "empty", { reboot: ["true"] });
+    await expect(m.actions.reboot("test")).rejects.toMatchObject({
+      code: "LIKEN_AGENT_REBOOT_FAILED",
+      message: expect.stringMatching(/still runs 600000 ms later \(timeouts.rebootMs\)/),
+    });
+    expect(paused).toEqual([DEFAULT_TIMEOUTS.rebootMs]);
   });
 });
