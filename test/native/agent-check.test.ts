@@ -67,6 +67,7 @@ async function machine(
   const slots = {
     slots: { a: { device: path.join(dir, "a.img") }, b: { device: path.join(dir, "b.img") } },
     stateDir: state,
+    cmdline: path.join(dir, "cmdline"),
     file: path.join(dir, "agent.yaml"),
   };
   const kernelBytes = opts.kernelBytes ?? 64 * 1024;
@@ -80,7 +81,7 @@ async function machine(
     nodeName: "m1",
     bootloader: { backend: "grub", envDir: esp },
     driverPods: {},
-    cmdline: path.join(dir, "cmdline"),
+    cmdline: slots.cmdline,
     reboot: opts.reboot ? { command: opts.reboot } : { exitCode: 194 },
     heartbeatMs: 10_000,
     loopMs: 1_000,
