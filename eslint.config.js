@@ -1,6 +1,6 @@
 // ESLint with type information: floating promises are bugs in a daemon that must never
 // lose track of an in-flight write; the complexity budget keeps decisions in small pure
-// functions (STYLE.md, "State machines are data").
+// functions (docs/style.md, "State machines are data").
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import globals from "globals";

@@ -1,6 +1,6 @@
 import { defineConfig } from "vitest/config";
 
-// One project per test tier (STYLE.md, "Tests"). Each tier has its own npm script; `npm test`
+// One project per test tier (docs/style.md, "Tests"). Each tier has its own npm script; `npm test`
 // runs them all. Integration tests share one real control plane started by globalSetup and
 // isolate themselves by namespace or by unique object names.
 export default defineConfig({

@@ -28,7 +28,7 @@ void ThrowErrno(Napi::Env env, const char* syscall, const std::string& path, int
 
 Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  // The TypeScript face validates arguments; C++ trusts them (STYLE.md).
+  // The TypeScript face validates arguments; C++ trusts them (docs/style.md, "Native code").
   const std::string path = info[0].As<Napi::String>().Utf8Value();
 
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -24,7 +24,7 @@ namespace {
 
 // What went wrong, in a form the TypeScript face maps to a stable liken code.
 struct Failure {
-  std::string code;  // "io" | "chunk-mismatch" | "beyond-size" | "short" | "state"
+  std::string code;  // "io" | "chunk-mismatch" | "beyond-size" | "short" | "state" | "aborted"
   std::string message;
   int err = 0;
   int64_t chunk = -1;
@@ -75,7 +75,8 @@ class Pipeline {
   bool Open(Failure* f) {
     int flags = O_WRONLY | O_CLOEXEC;
     dfd_ = open(o_.path.c_str(), flags | (o_.direct ? O_DIRECT : 0));
-    if (dfd_ < 0) return SetOpenFailure(f, "open(O_DIRECT)");
+    // Name the call that was made: O_DIRECT is off for media that refuse it (tmpfs).
+    if (dfd_ < 0) return SetOpenFailure(f, o_.direct ? "open(O_DIRECT)" : "open");
     // The unaligned tail goes through the page cache: O_DIRECT cannot write it without
     // padding, and padding would overwrite whatever follows the artifact in the slot.
     bfd_ = open(o_.path.c_str(), flags);
@@ -358,7 +359,7 @@ Napi::Error ToError(Napi::Env env, const Failure& f) {
 }
 
 // One async step of a writer: runs on the libuv pool, never touches N-API in Execute(),
-// and settles its promise in OnOK/OnError (STYLE.md, "Native code").
+// and settles its promise in OnOK/OnError (docs/style.md, "Native code").
 class Step : public Napi::AsyncWorker {
  public:
   enum Kind { kSpace, kCheckpoint, kFinish };

@@ -1,4 +1,4 @@
-// The shape every liken error shares (STYLE.md, "Errors carry a stable code and their
+// The shape every liken error shares (docs/style.md, "Errors carry a stable code and their
 // context"). Each module defines its own family by extending LikenError with its own codes;
 // this file is the one piece of liken that even the bottom layers may import.
 

@@ -5,19 +5,20 @@
 //
 // Must never: arm a trial before the slot read back and matched and the turn was read again;
 // reboot when the agent is stopping; remember a release as failed because a look failed.
+//
+// What only a step needs is imported when the step runs, so the idle agent never loads it:
+// the drain and uncordon (with @kubernetes/client-node), the slot check, and the HTTP client
+// and release parser of the release check (docs/agent.md, "Memory").
 import { spawn } from "node:child_process";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { rfc3339 } from "../api/time.js";
 import type { DrainBlocker, ReleaseRef } from "../api/types.js";
 import type { Bootloader, Slot } from "../bootloader/types.js";
-import { drainNode, uncordonNode, type DriverPodSelectors } from "../drain/index.js";
+import type { DriverPodSelectors } from "../drain/index.js";
 import { errorCode, errorText } from "../errors.js";
 import { sdNotify } from "../native/index.js";
-import { verifyStagedSlot } from "../slots/check.js";
 import type { SlotStore } from "../slots/store.js";
-import { fetchDocument } from "../verify/fetch.js";
-import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadSupervisor } from "./download.js";
 import { AgentError } from "./errors.js";
@@ -44,7 +45,8 @@ import {
 export interface ActionParts {
   cfg: AgentConfig;
   log: Logger;
-  kc: KubeConfig;
+  /** client-node's config, for the drain and uncordon: loaded on the first turn. */
+  kc: () => Promise<KubeConfig>;
   store: SlotStore;
   bootloader: Bootloader;
   memory: MemoryKeeper;
@@ -126,6 +128,9 @@ export class Actions {
   ): Promise<void> {
     let total: number;
     try {
+      const { fetchDocument } = await import("../verify/fetch.js");
+      const { MAX_RELEASE_BYTES, releaseBase, verifyRelease } =
+        await import("../verify/release.js");
       const bytes = await fetchDocument(
         new URL("release.yaml", releaseBase(source, release.version)),
         MAX_RELEASE_BYTES,
@@ -148,7 +153,9 @@ export class Actions {
   }
 
   async drain(release: ReleaseRef): Promise<void> {
-    const { cfg, kc, log, signal, memory } = this.p;
+    const { cfg, log, signal, memory } = this.p;
+    const { drainNode } = await import("../drain/index.js");
+    const kc = await this.p.kc();
     await phase(log, "drain", () =>
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
@@ -227,7 +234,10 @@ export class Actions {
       return { kind: "unread", code: "LIKEN_AGENT_SLOT_CHECK_TIMEOUT", message };
     }
     const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts);
-    const reading = verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+    // Loaded when it runs: the agent's idle loop does not need the slot check's modules.
+    const reading = import("../slots/check.js").then(({ verifyStagedSlot }) =>
+      verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct }),
+    );
     const late = (): Error =>
       new AgentError(
         "LIKEN_AGENT_SLOT_CHECK_TIMEOUT",
@@ -309,9 +319,10 @@ export class Actions {
   }
 
   async releaseTurn(reason: string): Promise<void> {
-    const { kc, cfg, log, memory } = this.p;
+    const { cfg, log, memory } = this.p;
     await phase(log, "give the turn back", async () => {
-      const r = await uncordonNode(kc, cfg.nodeName);
+      const { uncordonNode } = await import("../drain/index.js");
+      const r = await uncordonNode(await this.p.kc(), cfg.nodeName);
       log.info({ uncordon: r, reason }, "turn given back");
     });
     await memory.update(turnGivenBack);

@@ -1,16 +1,18 @@
 // The agent daemon: observe (observe.ts), decide (steps.ts), report (status.ts), act (act.ts);
-// again every loopMs. This file only wires those parts and runs the loop.
+// again every loopMs, and at once when a watch of its Machine, Cluster or Node sees a change
+// (view.ts). This file only wires those parts and runs the loop.
+//
+// What it loads: the idle agent reaches the API server through the lean client (api.ts) and
+// never loads @kubernetes/client-node; the drain loads it on a turn (docs/agent.md, "Memory").
 //
 // Must never: reboot unless decide() said so, which needs a turn record read from the API
 // server (check-and-reboot re-reads it right before arming); arm a trial before the slot was
 // read back and matched; change the default slot other than by bootloader.confirm() after the
 // trial boot rejoined.
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { LikenApi } from "../api/client.js";
-import { HeartbeatClient } from "../api/heartbeat.js";
-import { loadKubeConfig } from "../api/kubeconfig.js";
+import { API_ERROR_CODES, type ApiError } from "../api/errors.js";
 import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
@@ -18,6 +20,7 @@ import { errorCode, errorText } from "../errors.js";
 import { sdNotify } from "../native/index.js";
 import { SlotStore } from "../slots/store.js";
 import { Actions } from "./act.js";
+import { AgentApi } from "./api.js";
 import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
@@ -25,6 +28,7 @@ import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { Observer, type Observation } from "./observe.js";
 import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
+import { ApiView } from "./view.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set(["fall-back-report"]);
@@ -38,8 +42,10 @@ export interface DaemonOptions {
 }
 
 export class AgentDaemon {
-  private readonly kc: KubeConfig;
-  private readonly api: LikenApi;
+  /** client-node's config, loaded with the drain on the first turn (see the header). */
+  private kc: KubeConfig | undefined;
+  private readonly api: AgentApi;
+  private readonly view: ApiView;
   private readonly memory: MemoryKeeper;
   private readonly downloads: DownloadSupervisor;
   private readonly observer: Observer;
@@ -49,6 +55,8 @@ export class AgentDaemon {
   private problem: (Problem & { action: Action["kind"] }) | undefined;
   private phase = "";
   private wake: (() => void) | undefined;
+  /** A watch saw a change since the current tick began: tick again at once. */
+  private dirty = false;
   private lastTick = bootClockMs();
   private acting = false;
   private heartbeat: HeartbeatLoop | undefined;
@@ -58,18 +66,26 @@ export class AgentDaemon {
     private readonly log: Logger,
     opts: DaemonOptions,
   ) {
-    this.kc = loadKubeConfig(cfg.kubeconfig);
-    this.api = new LikenApi(this.kc, `liken-agent-${cfg.machine}`);
+    this.api = new AgentApi(cfg.kubeconfig, cfg.machine);
+    this.view = new ApiView(
+      this.api,
+      { machine: cfg.machine, cluster: cfg.cluster, nodeName: cfg.nodeName },
+      (why) => this.poke(why),
+      // No answer or an expired resourceVersion is routine; anything else (a 403) says why.
+      (e: ApiError) =>
+        e.code === API_ERROR_CODES.unavailable || e.code === API_ERROR_CODES.gone
+          ? log.debug({ err: e.message, code: e.code }, "watch failed; listing again")
+          : log.warn({ err: e.message, code: e.code }, "watch refused; listing again"),
+    );
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
     this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end));
-    const core = this.kc.makeApiClient(CoreV1Api);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
-    this.observer = new Observer({ ...parts, api: this.api, core });
+    this.observer = new Observer({ ...parts, api: this.api, view: this.view });
     this.actions = new Actions({
       ...parts,
-      kc: this.kc,
+      kc: () => this.kube(),
       turnHeld: (r) => this.observer.turnHeld(r),
       reportRebooting: (reason) => this.reportRebooting(reason),
       signal: this.abort.signal,
@@ -84,8 +100,21 @@ export class AgentDaemon {
   /** Runs until stop(); resolves after the current step finished or was safely abandoned. */
   async run(): Promise<void> {
     await this.memory.load();
+    this.view.start();
+    const { api, view } = this;
     this.heartbeat = startHeartbeat(
-      new HeartbeatClient(this.kc),
+      {
+        // Each outcome also tells the view whether the API server answers (view.ts).
+        renew: async (m, c) => {
+          try {
+            await api.renew(m, c);
+            view.heartbeat(undefined);
+          } catch (e) {
+            view.heartbeat(e);
+            throw e;
+          }
+        },
+      },
       this.cfg.machine,
       this.cfg.cluster,
       this.cfg.heartbeatMs,
@@ -111,6 +140,7 @@ export class AgentDaemon {
       }
     } finally {
       this.heartbeat.stop();
+      this.view.stop();
       clearInterval(watchdog);
       await this.actions.stopDownload("the agent stops");
       sdNotify("STOPPING=1");
@@ -123,7 +153,24 @@ export class AgentDaemon {
     this.wake?.();
   }
 
+  /** A watch saw a change: tick now (or right after the tick under way). */
+  private poke(why: string): void {
+    this.log.debug({ why }, "woken");
+    this.dirty = true;
+    this.wake?.();
+  }
+
+  /** client-node's config for the drain and uncordon, loaded when first needed. */
+  private async kube(): Promise<KubeConfig> {
+    if (this.kc === undefined) {
+      const { loadKubeConfig } = await import("../api/kubeconfig.js");
+      this.kc = loadKubeConfig(this.cfg.kubeconfig);
+    }
+    return this.kc;
+  }
+
   private pause(ms: number): Promise<void> {
+    if (this.dirty || this.abort.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(resolve, ms);
       this.wake = () => {
@@ -135,6 +182,7 @@ export class AgentDaemon {
 
   private async tick(): Promise<void> {
     this.lastTick = bootClockMs();
+    this.dirty = false;
     let seen = await this.observer.observe();
     let dec = this.decideAndLog(seen);
     if (RECORD_BEFORE_REPORT.has(dec.action.kind)) {
@@ -239,14 +287,20 @@ export class AgentDaemon {
     const mem = this.memory.now;
     if (sameStatus(machine.status, machineStatus(machine.status, o, dec, mem, extras))) return;
     try {
-      // Conditioned on the resourceVersion just read; a conflict is retried with a fresh read.
-      await this.api.machines.updateStatus(this.cfg.machine, (cur) => ({
-        ...cur,
-        status: {
-          ...machineStatus(cur.status, o, dec, mem, extras),
-          lastHeartbeatTime: rfc3339(new Date()),
-        },
-      }));
+      // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
+      // write) has it, with no read first; a conflict is retried with a fresh read.
+      const written = await this.api.machines.updateStatus(
+        this.cfg.machine,
+        (cur) => ({
+          ...cur,
+          status: {
+            ...machineStatus(cur.status, o, dec, mem, extras),
+            lastHeartbeatTime: rfc3339(new Date()),
+          },
+        }),
+        machine,
+      );
+      if (written) this.view.wrote(written);
     } catch (e) {
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }

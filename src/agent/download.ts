@@ -20,6 +20,15 @@ export interface DownloadRequest {
   running: Slot;
 }
 
+/**
+ * Node flags of the download child. It streams the release through 64 KiB buffers that die
+ * young; V8's default young generation (16 MiB semi-spaces) lets tens of MiB of them pile up
+ * between scavenges. A 1 MiB semi-space collects them sooner: the child's peak RSS for a
+ * 256 MiB release went from 146-150 to 109-130 MiB (three runs each), at no measurable cost in
+ * time (the disk and the hash bound the write, not the scavenger).
+ */
+export const DOWNLOAD_NODE_FLAGS = ["--max-semi-space-size=1"];
+
 /** The arguments after the entry script: one builder for the agent and the lab's factory. */
 export function downloadArgv(r: DownloadRequest): string[] {
   return [
@@ -94,9 +103,13 @@ export class DownloadSupervisor {
 
   /** Starts the child for `r`; `total` is the release's size in bytes, for the progress. */
   start(r: DownloadRequest, slot: Slot, total: number): number | undefined {
-    const child = spawn(process.execPath, [this.entry, ...downloadArgv(r)], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [...DOWNLOAD_NODE_FLAGS, this.entry, ...downloadArgv(r)],
+      {
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
     let said = "";
     child.stderr?.on("data", (b: Buffer) => (said = (said + b.toString("utf8")).slice(-2000)));
     const exited = new Promise<number | null>((resolve) =>

@@ -2,11 +2,14 @@
 // bootloader's record, both slot markers, the Cluster, its Machine and its Node, and what the
 // agent remembers. It returns a complete Observed for decide(), plus the objects the report
 // writes against. A failed look at the API says why in the log; it is never read as a verdict.
+//
+// The Cluster, the Machine and the Node come from the agent's watches (view.ts), not from a
+// read per tick: an idle agent asks the API server nothing here. Only the turn record right
+// before arming is read fresh (turnHeld).
 import { readFile } from "node:fs/promises";
-import type { CoreV1Api } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { LikenApi } from "../api/client.js";
-import { API_ERROR_CODES, toApiError, type ApiError } from "../api/errors.js";
+import type { AgentApi } from "./api.js";
+import { toApiError, type ApiError } from "../api/errors.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -18,6 +21,7 @@ import type { DownloadBytes, DownloadSupervisor } from "./download.js";
 import { retried, trialSeen, type MemoryKeeper } from "./memory.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
+import type { ApiView } from "./view.js";
 
 export interface Observation {
   o: Observed;
@@ -56,8 +60,8 @@ export function readyOf(node: {
 export interface ObserverParts {
   cfg: AgentConfig;
   log: Logger;
-  api: LikenApi;
-  core: CoreV1Api;
+  api: AgentApi;
+  view: ApiView;
   bootloader: Bootloader;
   store: SlotStore;
   memory: MemoryKeeper;
@@ -65,6 +69,9 @@ export interface ObserverParts {
 }
 
 export class Observer {
+  /** What the last look said about the API server, to log only its changes. */
+  private reachable = false;
+
   constructor(private readonly p: ObserverParts) {}
 
   async observe(): Promise<Observation> {
@@ -79,7 +86,7 @@ export class Observer {
     const api = await this.readApi();
     const machine = api?.machine;
     await this.retryIfAsked(machine);
-    const node = api === undefined ? undefined : await this.readNode();
+    const node = api === undefined ? undefined : this.p.view.node;
     const running = await this.slotView(runningSlot);
     const other = await this.slotView(otherSlot(runningSlot));
     const mem = memory.now;
@@ -134,23 +141,37 @@ export class Observer {
     };
   }
 
-  /** The Cluster and this Machine (registered when absent); undefined when they cannot be read. */
+  /**
+   * The Cluster and this Machine as the watches have them (the Machine registered when the
+   * watch listed none); undefined while the API is not reachable (view.ts says when).
+   */
   private async readApi(): Promise<{ cluster: Cluster | undefined; machine: Machine } | undefined> {
-    const { api, cfg, log } = this.p;
-    const r = await look({ verb: "get", kind: "Cluster", name: cfg.cluster }, async () => {
-      const cluster = await api.clusters.find(cfg.cluster);
-      const machine = (await api.machines.find(cfg.machine)) ?? (await this.register());
-      return { cluster, machine };
-    });
-    if (r.ok) return r.value;
-    // No answer is the network or the server; any other failure (403, a bug) is not
-    // "unreachable", and the log must say which, with the cause's code.
-    const unreachable = r.error.code === API_ERROR_CODES.unavailable;
-    log.warn(
-      { err: r.error.message, code: r.error.code },
-      unreachable ? "API server not reachable" : "could not read the Cluster or the Machine",
-    );
-    return undefined;
+    const { view, log } = this.p;
+    const reachable = view.reachable;
+    if (reachable !== this.reachable) {
+      // The cause and its code: no answer is the network or the server; a 403 or a bug is not
+      // "unreachable", and the log must say which.
+      const e = view.failure;
+      if (reachable) log.info("API server reachable");
+      else log.warn({ err: e?.message, code: e?.code }, "cannot read the Cluster or the Machine");
+      this.reachable = reachable;
+    }
+    if (!reachable) return undefined;
+    const cluster = view.cluster;
+    let machine = view.machine;
+    if (machine === undefined) {
+      if (!view.machineMissing) return undefined;
+      const r = await look({ verb: "create", kind: "Machine", name: this.p.cfg.machine }, () =>
+        this.register(),
+      );
+      if (!r.ok) {
+        log.warn({ err: r.error.message }, "Machine not registered");
+        return undefined;
+      }
+      machine = r.value;
+      view.wrote(machine);
+    }
+    return { cluster, machine };
   }
 
   private register(): Promise<Machine> {
@@ -162,16 +183,6 @@ export class Observer {
       metadata: { name: cfg.machine },
       spec: { cluster: cfg.cluster, nodeName: cfg.nodeName },
     });
-  }
-
-  /** Node Ready, or why the Node could not be read (a 403 is not "not Ready"). */
-  private async readNode(): Promise<Look<boolean>> {
-    const { core, cfg, log } = this.p;
-    const r = await look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
-      readyOf(await core.readNode({ name: cfg.nodeName })),
-    );
-    if (!r.ok) log.warn({ err: r.error.message, code: r.error.code }, "could not read the Node");
-    return r;
   }
 }
 

@@ -10,9 +10,12 @@ import {
   type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  Watch,
 } from "@kubernetes/client-node";
-import { ApiError, API_ERROR_CODES, isConflict, toApiError } from "./errors.js";
+import { toApiError, unlessNotFound } from "./errors.js";
+import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
 import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
+import type { WatchQuery } from "./watch.js";
 import {
   CLUSTER_KIND,
   CLUSTER_PLURAL,
@@ -76,6 +79,15 @@ export class ResourceClient<T extends KubeObject> {
     return `/apis/${GROUP}/${VERSION}/${this.plural}`;
   }
 
+  /** A watch of the collection (ResourceWatcher's source). */
+  watch(
+    query: WatchQuery,
+    onEvent: (phase: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return new Watch(this.kubeConfig).watch(this.path, { ...query }, onEvent, onDone);
+  }
+
   private base(): { group: string; version: string; plural: string } {
     return { group: GROUP, version: VERSION, plural: this.plural };
   }
@@ -95,13 +107,8 @@ export class ResourceClient<T extends KubeObject> {
   }
 
   /** get, or undefined when the object does not exist. */
-  async find(name: string): Promise<T | undefined> {
-    try {
-      return await this.get(name);
-    } catch (e) {
-      if (e instanceof ApiError && e.code === API_ERROR_CODES.notFound) return undefined;
-      throw e;
-    }
+  find(name: string): Promise<T | undefined> {
+    return unlessNotFound(this.get(name));
   }
 
   async list(opts: ListOptions = {}): Promise<ListResult<T>> {
@@ -197,17 +204,12 @@ export class ResourceClient<T extends KubeObject> {
     decide: (current: T) => T | undefined | Promise<T | undefined>,
     opts: WriteOptions & { attempts?: number } = {},
   ): Promise<T | undefined> {
-    const attempts = opts.attempts ?? 5;
-    for (let attempt = 1; ; attempt++) {
-      const current = await this.get(name);
-      const next = await decide(current);
-      if (next === undefined) return undefined;
-      try {
-        return await this.replaceStatus(next, opts);
-      } catch (e) {
-        if (!isConflict(e) || attempt >= attempts) throw e;
-      }
-    }
+    return updateStatusLoop(
+      { get: (n) => this.get(n), replaceStatus: (o) => this.replaceStatus(o, opts) },
+      name,
+      decide,
+      opts.attempts ?? 5,
+    );
   }
 
   private writeParams(opts: WriteOptions): { fieldManager: string; dryRun?: string } {
@@ -216,19 +218,6 @@ export class ResourceClient<T extends KubeObject> {
       ...(opts.dryRun === true ? { dryRun: "All" } : {}),
     };
   }
-}
-
-function requireResourceVersion(obj: KubeObject, kind: string, verb: string): string {
-  const name = obj.metadata.name;
-  if (!obj.metadata.resourceVersion) {
-    throw new ApiError(
-      API_ERROR_CODES.usage,
-      `${verb} ${kind} ${name}: the object has no metadata.resourceVersion; ` +
-        "write only what was read from the server, so a concurrent change is detected",
-      { context: { kind, name, verb } },
-    );
-  }
-  return name;
 }
 
 function withResourceVersion(patch: MergePatch, resourceVersion: string | undefined): MergePatch {

@@ -78,6 +78,16 @@ export function isNotFound(e: unknown): e is ApiError {
   return e instanceof ApiError && e.code === API_ERROR_CODES.notFound;
 }
 
+/** What `read` returns, or undefined when the object does not exist (any other error throws). */
+export async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
 /** Parse a response body (client-node keeps it as raw text) into a metav1.Status. */
 export function parseStatus(body: unknown): KubeStatus | undefined {
   let value: unknown = body;

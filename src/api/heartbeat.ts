@@ -5,8 +5,10 @@
 // watches these Leases and marks a Machine Lost after LOST_AFTER_SECONDS of silence.
 import { CoordinationV1Api, KubeConfig, V1MicroTime, type V1Lease } from "@kubernetes/client-node";
 import { toApiError } from "./errors.js";
+import { LeaseRenewal } from "./lease-renewal.js";
 import {
   HEARTBEAT_NAMESPACE,
+  heartbeatLeaseMetadata,
   LABEL_CLUSTER,
   LABEL_MACHINE,
   LOST_AFTER_SECONDS,
@@ -23,44 +25,48 @@ export interface Heartbeat {
 
 export class HeartbeatClient {
   private readonly api: CoordinationV1Api;
+  private readonly renewal: LeaseRenewal<V1Lease>;
 
   constructor(kubeConfig: KubeConfig) {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
-  }
-
-  /** Renew (or create on first use) the Lease of `machine`, stamped `now`. */
-  async renew(machine: string, cluster: string, now: Date = new Date()): Promise<Heartbeat> {
-    const name = heartbeatLeaseName(machine);
-    const op = { verb: "renew heartbeat of", kind: "Machine", name: machine };
-    let lease: V1Lease | undefined;
-    try {
-      lease = await this.api.readNamespacedLease({ name, namespace: HEARTBEAT_NAMESPACE });
-    } catch (e) {
-      const err = toApiError(e, op);
-      if (err.httpStatus !== 404) throw err;
-    }
-    try {
-      if (lease === undefined) {
-        const created = await this.api.createNamespacedLease({
-          namespace: HEARTBEAT_NAMESPACE,
+    const namespace = HEARTBEAT_NAMESPACE;
+    this.renewal = new LeaseRenewal<V1Lease>({
+      read: async (name) => {
+        try {
+          return await this.api.readNamespacedLease({ name, namespace });
+        } catch (e) {
+          const err = toApiError(e, { verb: "read heartbeat", kind: "Lease", name });
+          if (err.httpStatus === 404) return undefined;
+          throw err;
+        }
+      },
+      create: (name, machine, cluster, now) =>
+        this.api.createNamespacedLease({
+          namespace,
           body: {
-            metadata: { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } },
+            metadata: heartbeatLeaseMetadata(name, machine, cluster),
             spec: this.spec(machine, now),
           },
-        });
-        return toHeartbeat(created);
-      }
-      // PUT with the resourceVersion just read: a racing renewal is a 409, not a lost write.
-      lease.spec = { ...lease.spec, ...this.spec(machine, now) };
-      const replaced = await this.api.replaceNamespacedLease({
-        name,
-        namespace: HEARTBEAT_NAMESPACE,
-        body: lease,
-      });
-      return toHeartbeat(replaced);
-    } catch (e) {
-      throw toApiError(e, op);
-    }
+        }),
+      renew: (name, base, machine, now) =>
+        this.api.replaceNamespacedLease({
+          name,
+          namespace,
+          body: { ...base, spec: { ...base.spec, ...this.spec(machine, now) } },
+        }),
+    });
+  }
+
+  /** API requests renew() made, for tests. */
+  get requests(): number {
+    return this.renewal.requests;
+  }
+
+  /** Renew (or create on first use) the Lease of `machine`, stamped `now` (lease-renewal.ts). */
+  async renew(machine: string, cluster: string, now: Date = new Date()): Promise<Heartbeat> {
+    return toHeartbeat(
+      await this.renewal.renew(heartbeatLeaseName(machine), machine, cluster, now),
+    );
   }
 
   /** Every heartbeat, or those of one cluster. */

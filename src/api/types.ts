@@ -55,6 +55,15 @@ export function heartbeatLeaseName(machine: string): string {
   return machine;
 }
 
+/** The metadata of a new heartbeat Lease: its name and the labels the operator selects by. */
+export function heartbeatLeaseMetadata(
+  name: string,
+  machine: string,
+  cluster: string,
+): { name: string; labels: Record<string, string> } {
+  return { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } };
+}
+
 /** A machine silent this long reads Lost (the page: "40 seconds pass with no heartbeat"). */
 export const LOST_AFTER_SECONDS = 40;
 /** A freshly started operator grants nothing this long (the page: "its first 40 seconds"). */

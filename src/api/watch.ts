@@ -10,9 +10,30 @@
 //     └──────────┘ any other error: list again after a backoff (200 ms doubling to 30 s)
 // and every `resyncMs` a fresh list replaces the cache (deletes and changes missed for any
 // reason are reported then), so the cache never drifts from the server for long.
-import { Watch } from "@kubernetes/client-node";
+//
+// The watcher itself loads no HTTP client: its source does the list and the watch
+// (ResourceClient over client-node for the operator, RestResource over node:https for the
+// agent, which must stay small).
 import { ApiError, API_ERROR_CODES, parseStatus, toApiError } from "./errors.js";
-import type { KubeObject, ListOptions, ResourceClient } from "./client.js";
+import type { KubeObject, ListOptions, ListResult } from "./client.js";
+
+/** Query of a watch request: where to start, and which objects. */
+export interface WatchQuery extends ListOptions {
+  resourceVersion: string;
+  allowWatchBookmarks: boolean;
+}
+
+/** What a ResourceWatcher lists and watches. */
+export interface WatchSource<T> {
+  readonly kind: string;
+  list(opts: ListOptions): Promise<ListResult<T>>;
+  /** Opens a watch; `onDone` once when it ends by itself (null: closed normally). */
+  watch(
+    query: WatchQuery,
+    onEvent: (phase: string, object: unknown) => void,
+    onDone: (err: unknown) => void,
+  ): Promise<{ abort(): void }>;
+}
 
 export type WatchEventType = "added" | "modified" | "deleted";
 
@@ -52,10 +73,10 @@ const DEFAULT_MAX_BACKOFF_MS = 30_000;
 /** A watch that ends sooner than this after it began counts as a failure (no hot loop). */
 const MIN_HEALTHY_WATCH_MS = 1_000;
 
-export class ResourceWatcher<T extends KubeObject> {
+export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
   private readonly cache = new Map<string, T>();
   private resourceVersion = "";
-  private abort: AbortController | undefined;
+  private abort: { abort(): void } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private backoffMs: number;
@@ -68,7 +89,7 @@ export class ResourceWatcher<T extends KubeObject> {
   lists = 0;
 
   constructor(
-    private readonly client: ResourceClient<T>,
+    private readonly client: WatchSource<T>,
     private readonly handlers: WatchHandlers<T> = {},
     private readonly opts: WatcherOptions = {},
   ) {
@@ -162,14 +183,12 @@ export class ResourceWatcher<T extends KubeObject> {
   private async watch(epoch: number): Promise<void> {
     const began = Date.now();
     this.relistAfterWatch = false;
-    const query = {
+    const query: WatchQuery = {
       resourceVersion: this.resourceVersion,
       allowWatchBookmarks: true,
       ...this.selectors(),
     };
-    const w = new Watch(this.client.kubeConfig);
-    const controller = await w.watch(
-      this.client.path,
+    const controller = await this.client.watch(
       query,
       (phase: string, obj: unknown) => {
         if (epoch === this.epoch) this.onWatchEvent(phase, obj);

@@ -24,14 +24,17 @@ export function likenEntry(): string {
 }
 
 /**
- * Bundles src/cli/main.ts into CLI_BUNDLE (esbuild, dependencies left as imports, about a
- * second), points LIKEN_ENTRY at it for this process and its children, and returns its path.
+ * Bundles src/cli/main.ts into CLI_BUNDLE and its chunks (esbuild, dependencies left as
+ * imports, about a second), points LIKEN_ENTRY at it for this process and its children, and returns its path.
  * Only from a source checkout: a built tree already runs compiled JavaScript.
  */
 export async function useCliBundle(): Promise<string> {
   const source = path.join(ROOT, "src", "cli", "main.ts");
   if (!existsSync(source)) return likenEntry();
-  await bundleModule(source, CLI_BUNDLE);
+  // Split: what the CLI imports dynamically (the agent's lean entry, the full CLI, the drain
+  // the agent loads on a turn) becomes a chunk of its own beside the bundle, so a process
+  // loads only the chunks it runs; one file would load every dependency at start-up.
+  await bundleModule(source, CLI_BUNDLE, { splitting: true });
   process.env[ENTRY_ENV] = CLI_BUNDLE;
   return CLI_BUNDLE;
 }
@@ -41,16 +44,34 @@ export async function useCliBundle(): Promise<string> {
  * (they resolve from node_modules as they would for the source). The output must sit as deep
  * under the root as its source does: modules find the root through import.meta.url.
  */
-export async function bundleModule(entryPoint: string, outfile: string): Promise<void> {
+export async function bundleModule(
+  entryPoint: string,
+  outfile: string,
+  opts: { splitting?: boolean } = {},
+): Promise<void> {
   const { build } = await import("esbuild");
-  await build({
-    entryPoints: [entryPoint],
+  const common = {
+    entryPoints: [entryPoint] as string[],
     bundle: true,
     platform: "node",
     format: "esm",
     target: "node20",
     packages: "external",
-    outfile,
     logLevel: "error",
+  } as const;
+  if (opts.splitting !== true) {
+    await build({ ...common, outfile });
+    return;
+  }
+  // Chunks sit beside the entry (same depth, for import.meta.url) and are named by content
+  // hash: a process started from an earlier bundle still finds the chunks it imports later.
+  const ext = path.extname(outfile);
+  await build({
+    ...common,
+    splitting: true,
+    outdir: path.dirname(outfile),
+    entryNames: path.basename(outfile, ext),
+    chunkNames: "chunk-[hash]",
+    outExtension: { ".js": ext },
   });
 }

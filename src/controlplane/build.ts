@@ -2,7 +2,8 @@
 //
 // `go install pkg@version` refuses k8s.io/kubernetes and etcd's server module because of
 // their replace directives, so each is built from a small generated module that requires
-// it and pins every replaced module to its published version (notes/kubernetes.md).
+// it and pins every replaced module to its published version
+// (docs/adr/control-plane-for-tests.md, "What the build relies on").
 import { spawn, spawnSync } from "node:child_process";
 import {
   copyFileSync,
@@ -27,7 +28,7 @@ import {
 } from "./versions.js";
 
 const STAMP = ".complete";
-/** Go version k8s.io/kubernetes 1.35 requires (notes/kubernetes.md). */
+/** Go version k8s.io/kubernetes 1.35 requires. */
 const MIN_GO_MINOR = 25;
 
 type Log = (line: string) => void;

@@ -21,7 +21,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import { kwokStageFiles } from "./build.js";
 import { kubeconfigYaml } from "./kubeconfig.js";
+import { KWOK_NODE_ANNOTATION } from "./kwok.js";
 import { makeCerts, type ControlPlaneCerts } from "./certs.js";
+import { isLikenError } from "../errors.js";
 import { ControlPlaneError } from "./errors.js";
 import { pidAlive } from "./lock.js";
 import { binDir, binaryPath, clustersDir } from "./paths.js";
@@ -77,13 +79,72 @@ function stateFile(dataDir: string): string {
   return path.join(dataDir, "state.json");
 }
 
+export function stateFileOf(name: string): string {
+  return stateFile(dataDirOf(name));
+}
+
+/**
+ * The record of control plane `name`, or undefined when there is none. A record that exists
+ * but cannot be read is an error, never "no record": treating it as absent would let the
+ * cleanup delete the directory while the processes it lists run on, unowned.
+ */
 export function readState(name: string): ControlPlaneState | undefined {
-  const f = stateFile(dataDirOf(name));
+  const f = stateFileOf(name);
   if (!existsSync(f)) return undefined;
+  let parsed: unknown;
   try {
-    return JSON.parse(readFileSync(f, "utf8")) as ControlPlaneState;
-  } catch {
-    return undefined;
+    parsed = JSON.parse(readFileSync(f, "utf8"));
+  } catch (e) {
+    // Both throw Errors: a SyntaxError for a record cut short, an errno error for a bad file.
+    throw unreadable(name, f, (e as Error).message, e);
+  }
+  const s = parsed as Partial<ControlPlaneState> | null;
+  if (
+    typeof s?.dataDir !== "string" ||
+    !Array.isArray(s.processes) ||
+    !s.processes.every((p) => Number.isInteger((p as Partial<ProcessRecord> | null)?.pid))
+  ) {
+    throw unreadable(name, f, "it lacks dataDir or a list of processes with their pids");
+  }
+  return s as ControlPlaneState;
+}
+
+function unreadable(name: string, file: string, why: string, cause?: unknown): ControlPlaneError {
+  return new ControlPlaneError(
+    "LIKEN_CLUSTER_STATE_UNREADABLE",
+    `control plane "${name}": its record ${file} cannot be read (${why}); ` +
+      `stop it with: npm run -s cluster -- down --name ${name} ` +
+      `(it stops the processes that name ${dataDirOf(name)} on their command line)`,
+    { context: { name, file }, ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
+/** The processes a cleanup stops, and the directory they must name to be ours. */
+interface Doomed {
+  dataDir: string;
+  pids: number[];
+  /** The record they came from; absent when it could not be read. */
+  state?: ControlPlaneState;
+}
+
+/**
+ * What the cleanup of `name` stops: the pids its record lists, or, when the record cannot be
+ * read, every process that names the data directory on its command line (each component is
+ * started with paths inside it). A corrupt record never leaves processes running unowned.
+ */
+function doomed(name: string, log: (l: string) => void): Doomed | undefined {
+  try {
+    const s = readState(name);
+    return s && { dataDir: s.dataDir, pids: s.processes.map((p) => p.pid), state: s };
+  } catch (e) {
+    if (!isLikenError(e, "LIKEN_CLUSTER_STATE_UNREADABLE")) throw e;
+    const dataDir = dataDirOf(name);
+    const pids = pidsNaming(dataDir);
+    log(
+      `liken: control plane "${name}": its record ${stateFileOf(name)} cannot be read; ` +
+        `stopping the processes that name ${dataDir} on their command line: ${pids.join(", ") || "none"}`,
+    );
+    return { dataDir, pids };
   }
 }
 
@@ -94,21 +155,46 @@ function writeState(s: ControlPlaneState): void {
   renameSync(`${file}.tmp`, file);
 }
 
-/** True when pid runs one of our binaries with this data directory on its command line. */
+/**
+ * True when pid runs with this data directory, or a path inside it, as one of its arguments
+ * (`--data-dir=<dir>/etcd`, `--kubeconfig=<dir>/kubeconfig`): a whole path, so the cleanup of
+ * "test-1" never takes a process of "test-10" for its own.
+ */
 function ours(pid: number, dataDir: string): boolean {
   if (!pidAlive(pid)) return false;
+  let cmdline: string;
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(dataDir);
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
   } catch {
     return false;
   }
+  return cmdline.split("\0").some((arg) => {
+    const value = arg.slice(arg.indexOf("=") + 1);
+    return value === dataDir || value.startsWith(`${dataDir}${path.sep}`);
+  });
 }
 
-export function listStates(): ControlPlaneState[] {
+/** Every process that names dataDir on its command line, oldest pid first. */
+function pidsNaming(dataDir: string): number[] {
+  return readdirSync("/proc")
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && ours(pid, dataDir))
+    .sort((a, b) => a - b);
+}
+
+/** Every readable record; each unreadable one is reported through log and left alone. */
+export function listStates(log: (l: string) => void = () => {}): ControlPlaneState[] {
   if (!existsSync(clustersDir())) return [];
-  return readdirSync(clustersDir())
-    .map((n) => readState(n))
-    .filter((s): s is ControlPlaneState => s !== undefined);
+  return readdirSync(clustersDir()).flatMap((n) => {
+    try {
+      return readState(n) ?? [];
+    } catch (e) {
+      if (!isLikenError(e, "LIKEN_CLUSTER_STATE_UNREADABLE")) throw e;
+      log(`liken: ${e.message}`);
+      return [];
+    }
+  });
 }
 
 export function running(s: ControlPlaneState): ProcessRecord[] {
@@ -213,17 +299,16 @@ export async function cleanStale(
 ): Promise<boolean> {
   const dir = dataDirOf(name);
   if (!existsSync(dir)) return false;
-  const s = readState(name);
-  if (s) {
-    const alive = running(s);
-    if (
-      alive.length === s.processes.length &&
-      alive.length > 0 &&
-      (!s.ownerPid || pidAlive(s.ownerPid))
-    )
-      return false;
-    await stopProcesses(s);
-  }
+  const d = doomed(name, log);
+  const s = d?.state;
+  if (
+    s &&
+    running(s).length === s.processes.length &&
+    s.processes.length > 0 &&
+    (!s.ownerPid || pidAlive(s.ownerPid))
+  )
+    return false;
+  if (d) await stopProcesses(d);
   rmSync(dir, { recursive: true, force: true });
   log(`liken: removed a stale control plane "${name}" left by a killed run (${dir})`);
   return true;
@@ -231,7 +316,7 @@ export async function cleanStale(
 
 /** Cleans every test control plane whose owner process is gone. */
 export async function sweepOrphans(log: (l: string) => void = () => {}): Promise<void> {
-  for (const s of listStates()) {
+  for (const s of listStates(log)) {
     if (s.ownerPid !== undefined && !pidAlive(s.ownerPid)) await cleanStale(s.name, log);
   }
 }
@@ -254,7 +339,13 @@ function isPortRace(e: unknown): boolean {
 export async function up(opts: UpOptions = {}): Promise<ControlPlaneState> {
   const name = opts.name ?? "default";
   const log = opts.log ?? (() => {});
-  const existing = readState(name);
+  let existing: ControlPlaneState | undefined;
+  try {
+    existing = readState(name);
+  } catch (e) {
+    // An unreadable record is stale by definition: cleanStale below stops what it ran.
+    if (!isLikenError(e, "LIKEN_CLUSTER_STATE_UNREADABLE")) throw e;
+  }
   if (
     existing &&
     running(existing).length === existing.processes.length &&
@@ -391,7 +482,7 @@ async function startAll(
   const kwok = start(s, "kwok", [
     `--kubeconfig=${s.kubeconfig}`,
     "--manage-all-nodes=false",
-    "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+    `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${KWOK_NODE_ANNOTATION.value}`,
     `--server-address=127.0.0.1:${ports.kwok}`,
     "--node-lease-duration-seconds=40",
     ...kwokStageFiles().map((f) => `--config=${f}`),
@@ -417,34 +508,40 @@ async function startAll(
   log("  kube-controller-manager, kube-scheduler and kwok ready");
 }
 
-async function stopProcesses(s: ControlPlaneState): Promise<void> {
+async function stopProcesses({ dataDir, pids }: Doomed): Promise<void> {
   // Reverse start order: the datastore goes last.
-  const procs = [...s.processes].reverse().filter((p) => ours(p.pid, s.dataDir));
-  for (const p of procs) {
+  const procs = [...pids].reverse().filter((pid) => ours(pid, dataDir));
+  for (const pid of procs) {
     try {
-      process.kill(p.pid, "SIGTERM");
+      process.kill(pid, "SIGTERM");
     } catch {
       // already gone
     }
   }
   const deadline = Date.now() + STOP_GRACE_MS;
-  while (Date.now() < deadline && procs.some((p) => ours(p.pid, s.dataDir))) await sleep(100);
-  for (const p of procs) {
-    if (ours(p.pid, s.dataDir)) {
+  while (Date.now() < deadline && procs.some((pid) => ours(pid, dataDir))) await sleep(100);
+  for (const pid of procs) {
+    if (ours(pid, dataDir)) {
       try {
-        process.kill(p.pid, "SIGKILL");
+        process.kill(pid, "SIGKILL");
       } catch {
         // gone between the check and the kill
       }
     }
   }
-  while (procs.some((p) => pidAlive(p.pid) && ours(p.pid, s.dataDir))) await sleep(50);
+  while (procs.some((pid) => ours(pid, dataDir))) await sleep(50);
 }
 
-/** Stops exactly the processes this control plane started and removes its data directory. */
-export async function down(name = "default"): Promise<boolean> {
-  const s = readState(name);
-  if (s) await stopProcesses(s);
+/**
+ * Stops exactly the processes this control plane started (found by their command line when
+ * its record cannot be read) and removes its data directory.
+ */
+export async function down(
+  name = "default",
+  log: (l: string) => void = () => {},
+): Promise<boolean> {
+  const d = doomed(name, log);
+  if (d) await stopProcesses(d);
   const dir = dataDirOf(name);
   const existed = existsSync(dir);
   rmSync(dir, { recursive: true, force: true });

@@ -56,7 +56,7 @@ program
   .option("--name <name>", "instance name", "default")
   .action(async (o: { name: string }) => {
     err(
-      (await down(o.name))
+      (await down(o.name, err))
         ? `liken: control plane "${o.name}" stopped and removed`
         : `liken: no control plane "${o.name}" here`,
     );
@@ -67,8 +67,14 @@ program
   .description("what runs where")
   .option("--name <name>", "only this instance")
   .action((o: { name?: string }) => {
-    const states = o.name ? [readState(o.name)].filter((s) => s !== undefined) : listStates();
-    if (states.length === 0) {
+    let unreadable = 0;
+    const states = o.name
+      ? [readState(o.name)].filter((s) => s !== undefined)
+      : listStates((line) => {
+          unreadable++;
+          err(line);
+        });
+    if (states.length === 0 && unreadable === 0) {
       process.stdout.write(
         "no control plane is running; start one with: npm run -s cluster -- up\n",
       );

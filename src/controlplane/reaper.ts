@@ -1,7 +1,8 @@
 // Stops a control plane when the process that owns it dies (a test runner killed with
 // SIGKILL cannot clean up after itself). Usage: reaper.ts OWNER_PID NAME
 import { setTimeout as sleep } from "node:timers/promises";
-import { down, readState } from "./instance.js";
+import { existsSync } from "node:fs";
+import { down, stateFileOf } from "./instance.js";
 import { pidAlive } from "./lock.js";
 
 const owner = Number(process.argv[2]);
@@ -11,4 +12,5 @@ const POLL_MS = 1000;
 
 // Started before the control plane, so a runner killed halfway through `up` is covered too.
 while (pidAlive(owner)) await sleep(POLL_MS);
-if (readState(name) !== undefined) await down(name);
+// A record that cannot be read is still a control plane to stop: down() finds its processes.
+if (existsSync(stateFileOf(name))) await down(name);

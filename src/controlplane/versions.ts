@@ -8,7 +8,7 @@ export const KWOK_VERSION = "0.8.0";
 /**
  * The staging modules k8s.io/kubernetes requires at v0.0.0 and replaces with local paths.
  * A module that requires k8s.io/kubernetes must map each to its published v0.<minor>.<patch>
- * (notes/kubernetes.md).
+ * (docs/adr/control-plane-for-tests.md, "What the build relies on").
  */
 export const STAGING_MODULES = [
   "api",

@@ -1,7 +1,11 @@
 // The agent's heartbeat while it is alive: renew its Lease every `intervalMs`. A failed renewal
 // is logged and retried at the next tick; the agent keeps serving (the operator reads the
 // silence as Lost after 40 s, which is the truth about a machine that cannot reach the API).
-import type { HeartbeatClient } from "../api/heartbeat.js";
+
+/** Whatever renews the Lease (api/heartbeat.ts over client-node, agent/api.ts over https). */
+export interface Renewer {
+  renew(machine: string, cluster: string): Promise<unknown>;
+}
 
 export interface HeartbeatLoop {
   stop(): void;
@@ -10,7 +14,7 @@ export interface HeartbeatLoop {
 }
 
 export function startHeartbeat(
-  client: HeartbeatClient,
+  client: Renewer,
   machine: string,
   cluster: string,
   intervalMs: number,

@@ -1,4 +1,4 @@
-// The drain's error family (STYLE.md, "Errors carry a stable code and their context").
+// The drain's error family (docs/style.md, "Errors carry a stable code and their context").
 import { LikenError, type LikenErrorOptions } from "../errors.js";
 
 export type DrainErrorCode =

@@ -14,6 +14,7 @@ import {
 } from "../api/types.js";
 import { mintClientCert } from "../controlplane/certs.js";
 import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
+import { kwokNode } from "../controlplane/kwok.js";
 import type { ControlPlaneState } from "../controlplane/instance.js";
 import type { LabRelease } from "./releases.js";
 import { writeFileSync } from "node:fs";
@@ -60,21 +61,11 @@ export async function createCluster(
 
 export async function createNode(kc: KubeConfig, name: string): Promise<void> {
   const core = kc.makeApiClient(CoreV1Api);
-  const capacity = { cpu: "8", memory: "32Gi", pods: "110" };
   await core.createNode({
-    body: {
-      metadata: {
-        name,
-        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
-        labels: {
-          "kubernetes.io/hostname": name,
-          "kubernetes.io/os": "linux",
-          "liken.sh/lab": "true",
-        },
-      },
-      spec: {},
-      status: { capacity, allocatable: capacity },
-    },
+    body: kwokNode(name, {
+      labels: { "liken.sh/lab": "true" },
+      capacity: { cpu: "8", memory: "32Gi", pods: "110" },
+    }),
   });
 }
 

@@ -217,6 +217,11 @@ export class SimulatedMachine {
     return code;
   }
 
+  /** The running agent's process id (undefined between runs), for benches reading /proc. */
+  get agentPid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** Kills the agent without warning (a crash); systemd starts it again in the same boot. */
   crashAgent(): void {
     this.child?.kill("SIGKILL");

@@ -11,7 +11,7 @@ import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
 import type { Slot } from "../bootloader/types.js";
 import { agentKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
-import { SimulatedMachine, type LabFault } from "./machine.js";
+import { SimulatedMachine, type LabFault, type SimulatedMachineOptions } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
 import { likenEntry } from "../cli/entry.js";
 
@@ -115,13 +115,24 @@ async function waitForReports(lab: Lab, version: string): Promise<void> {
   }
 }
 
-export async function startFleet(lab: Lab, log: (l: string) => void): Promise<Fleet> {
+/** What a caller may set on every machine of the fleet (a bench: the production loop timings). */
+export type FleetMachineOptions = Pick<
+  SimulatedMachineOptions,
+  "loopSeconds" | "heartbeatSeconds" | "slotSize" | "env"
+>;
+
+export async function startFleet(
+  lab: Lab,
+  log: (l: string) => void,
+  machineOptions: FleetMachineOptions = {},
+): Promise<Fleet> {
   const current = lab.releases[0]!;
   const machines: SimulatedMachine[] = [];
   for (const spec of lab.fleet) {
     const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
     mkdirSync(dir, { recursive: true });
     const m = new SimulatedMachine({
+      ...machineOptions,
       name: spec.name,
       dir,
       cluster: LAB_CLUSTER,

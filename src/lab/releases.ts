@@ -19,8 +19,11 @@ export interface LabRelease {
   behaviour: LabKernelBehaviour;
 }
 
-/** Deterministic filler, so two builds of one version are byte-identical. */
-function filler(seed: string, size: number): Buffer {
+/**
+ * Deterministic filler (a SHA-256 chain from the seed), so two builds of one version are
+ * byte-identical and two versions differ in every block. The agent's fleet tests use it too.
+ */
+export function filler(seed: string, size: number): Buffer {
   const out = Buffer.alloc(size);
   let block = createHash("sha256").update(seed).digest();
   for (let off = 0; off < size; off += block.length) {

@@ -1,8 +1,9 @@
 // The turn decision, pure: from what the operator observed (the Cluster, its Machines, the
 // heartbeats, the time, its own start) to what it should do (grant, release, mark stalled,
-// mark Lost or alive) and the Cluster status that records it. All I/O lives in
-// reconcile.ts; every rule of the page about turns lives here and in machine-view.ts, and
-// test/unit/operator-decide.test.ts checks it table by table.
+// mark Lost or alive) and the Cluster status that records it. All I/O (watches, the
+// resourceVersion-guarded writes, Events) lives in operator.ts; every rule of the page about
+// turns lives here and in machine-view.ts, and test/unit/operator-decide.test.ts checks it
+// table by table.
 //
 // The rules (the page, sections 3 and 4):
 //   - a turn goes to a machine that staged the target and asks (Auto, or Manual approved

@@ -10,9 +10,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   LikenApi,
-  LOST_AFTER_SECONDS,
   ResourceWatcher,
-  START_GRACE_SECONDS,
   isConflict,
   isNotFound,
   type Cluster,
@@ -22,7 +20,7 @@ import {
 import { pollDue, readChannel, DEFAULT_CHANNEL_INTERVAL_MS, type PollState } from "./channel.js";
 import { setCondition } from "./conditions.js";
 import {
-  DEFAULT_TURN_DEADLINE_SECONDS,
+  DEFAULT_SETTINGS,
   decide,
   type ChannelView,
   type Decision,
@@ -118,9 +116,9 @@ export class Operator {
     this.api = new LikenApi(kc, FIELD_MANAGER);
     this.settings = {
       identity: opts.identity,
-      startGraceSeconds: opts.startGraceSeconds ?? START_GRACE_SECONDS,
-      lostAfterSeconds: opts.lostAfterSeconds ?? LOST_AFTER_SECONDS,
-      turnDeadlineSeconds: opts.turnDeadlineSeconds ?? DEFAULT_TURN_DEADLINE_SECONDS,
+      startGraceSeconds: opts.startGraceSeconds ?? DEFAULT_SETTINGS.startGraceSeconds,
+      lostAfterSeconds: opts.lostAfterSeconds ?? DEFAULT_SETTINGS.lostAfterSeconds,
+      turnDeadlineSeconds: opts.turnDeadlineSeconds ?? DEFAULT_SETTINGS.turnDeadlineSeconds,
       ...(opts.endpoint === undefined ? {} : { endpoint: opts.endpoint }),
     };
     const onError = (what: string) => (e: unknown) =>
@@ -240,11 +238,12 @@ export class Operator {
     if (this.running || this.timer !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      void this.drain();
+      void this.reconcileDirty();
     }, DEBOUNCE_MS);
   }
 
-  private async drain(): Promise<void> {
+  /** Reconciles the dirty Clusters one at a time until none is left (one run at a time). */
+  private async reconcileDirty(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {

@@ -58,14 +58,23 @@ async function phase<T>(
   return r;
 }
 
+/**
+ * Refuses a release whose artifacts end beyond the slot device, before anything is downloaded
+ * or written (the marker is not even withdrawn): a slot image larger than the partition must
+ * leave the machine exactly as it was.
+ */
 export function checkFits(release: Release, device: string, slot: SlotName): void {
   const { size } = deviceInfo(device);
   for (const a of release.artifacts) {
-    if (a.offset + a.size > size) {
+    const need = a.offset + a.size;
+    if (need > size) {
       throw new SlotError(
         "LIKEN_SLOT_TOO_SMALL",
-        `artifact ${a.name} needs bytes ${a.offset}..${a.offset + a.size} of slot ${slot}, but ${device} has ${size}; nothing was written`,
-        { context: { slot, device, artifact: a.name, need: a.offset + a.size, size } },
+        `release ${release.version}: artifact ${a.name} (${a.size} bytes at offset ${a.offset}) needs ` +
+          `${need} bytes of slot ${slot}, but ${device} holds ${size} bytes (${need - size} too few); ` +
+          `nothing was written. Build the release from an image that fits the slot partition, ` +
+          `or give the slots partitions of at least ${need} bytes`,
+        { context: { slot, device, artifact: a.name, need, size } },
       );
     }
   }

@@ -7,7 +7,6 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { createHash } from "node:crypto";
 import { spawn, type ChildProcess } from "node:child_process";
 import { LikenApi } from "../../src/api/client.js";
 import { ResourceWatcher } from "../../src/api/watch.js";
@@ -15,6 +14,7 @@ import type { Cluster, Machine, RebootTurn, ReleaseRef } from "../../src/api/typ
 import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { SimulatedMachine } from "../../src/lab/machine.js";
+import { filler } from "../../src/lab/releases.js";
 import type { Timeouts } from "../../src/agent/steps.js";
 import {
   createKwokNode,
@@ -38,16 +38,6 @@ export interface Observation {
   object: Machine | Cluster;
 }
 
-function bytes(seed: string, size: number): Buffer {
-  const out = Buffer.alloc(size);
-  let block = createHash("sha256").update(seed).digest();
-  for (let off = 0; off < size; off += block.length) {
-    block.copy(out, off);
-    block = createHash("sha256").update(block).digest();
-  }
-  return out;
-}
-
 export async function makeRelease(
   dir: string,
   channel: string,
@@ -55,8 +45,8 @@ export async function makeRelease(
 ): Promise<ReleaseRef> {
   const src = path.join(dir, "src", version);
   await mkdir(src, { recursive: true });
-  await writeFile(path.join(src, "kernel"), bytes(`kernel ${version}`, 64 * 1024));
-  await writeFile(path.join(src, "rootfs"), bytes(`rootfs ${version}`, 192 * 1024));
+  await writeFile(path.join(src, "kernel"), filler(`kernel ${version}`, 64 * 1024));
+  await writeFile(path.join(src, "rootfs"), filler(`rootfs ${version}`, 192 * 1024));
   const built = await buildRelease({
     version,
     out: channel,

@@ -5,17 +5,11 @@
 import { fileURLToPath } from "node:url";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  HeartbeatClient,
-  LikenApi,
-  type ApiError,
-  type Cluster,
-  type Machine,
-} from "../../src/api/index.js";
+import { HeartbeatClient, LikenApi, type ApiError, type Machine } from "../../src/api/index.js";
+import { createCluster } from "../support/clusters.js";
 import { kubeConfig, kubectl, mintClientCert, uniqueName, waitFor } from "../support/kube.js";
 
 const admin = new LikenApi(kubeConfig());
-const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const cleanup: (() => Promise<unknown>)[] = [];
 
 function machine(name: string, extra: Partial<Machine["spec"]> = {}): Machine {
@@ -90,18 +84,7 @@ beforeAll(async () => {
   expect(install.stdout).toMatch(/clusterrole\.rbac\.authorization\.k8s\.io\/liken:agent /);
 
   clusterName = uniqueName("lab");
-  await admin.clusters.create({
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Cluster",
-    metadata: { name: clusterName },
-    spec: {
-      version: "2026.10.10-001",
-      releases: {
-        source: "https://releases.liken.sh",
-        catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }],
-      },
-    },
-  } satisfies Cluster);
+  await createCluster(admin, clusterName);
   cleanup.push(() => admin.clusters.delete(clusterName));
 
   // A new policy takes effect once the API server has loaded it: wait until it refuses.

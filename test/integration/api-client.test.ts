@@ -13,10 +13,10 @@ import {
   type Machine,
   type WatchEvent,
 } from "../../src/api/index.js";
+import { createCluster } from "../support/clusters.js";
 import { kubeConfig, kubectl, uniqueName, waitFor } from "../support/kube.js";
 
 const api = new LikenApi(kubeConfig());
-const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const cleanup: (() => Promise<unknown>)[] = [];
 
 afterAll(async () => {
@@ -25,18 +25,7 @@ afterAll(async () => {
 
 async function newCluster(): Promise<Cluster> {
   const name = uniqueName("lab");
-  const c = await api.clusters.create({
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Cluster",
-    metadata: { name },
-    spec: {
-      version: "2026.10.10-001",
-      releases: {
-        source: "https://releases.liken.sh",
-        catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }],
-      },
-    },
-  });
+  const c = await createCluster(api, name);
   cleanup.push(() => api.clusters.delete(name));
   return c;
 }
@@ -314,5 +303,31 @@ describe("heartbeats", () => {
     const spec = (JSON.parse(lease.stdout) as { spec: Record<string, unknown> }).spec;
     expect(spec).toMatchObject({ holderIdentity: machine, leaseDurationSeconds: 40 });
     expect(spec.renewTime).toBe("2026-12-02T12:00:10.456000Z");
+  });
+
+  it("renews from the Lease it last wrote: one PUT, no GET; a newer or deleted Lease is re-read once", async () => {
+    const hb = new HeartbeatClient(kubeConfig());
+    const machine = uniqueName("node");
+    const cluster = uniqueName("lab");
+    cleanup.push(() => kubectl(["-n", "liken-heartbeats", "delete", "lease", machine]));
+    await hb.renew(machine, cluster); // first use: GET (404) and create
+    expect(hb.requests).toBe(2);
+    const second = await hb.renew(machine, cluster);
+    const third = await hb.renew(machine, cluster);
+    expect(hb.requests).toBe(4);
+    expect(Number(third.resourceVersion)).toBeGreaterThan(Number(second.resourceVersion));
+    // Someone else wrote the Lease: the PUT meets a 409, the Lease is read once and written.
+    await kubectl(["-n", "liken-heartbeats", "annotate", "lease", machine, "touched=yes"]);
+    const after = await hb.renew(machine, cluster, new Date("2026-12-02T12:01:00Z"));
+    expect(hb.requests).toBe(7);
+    expect(after.renewTime?.toISOString()).toBe("2026-12-02T12:01:00.000Z");
+    const lease = await kubectl(["-n", "liken-heartbeats", "get", "lease", machine, "-o", "json"]);
+    const meta = (JSON.parse(lease.stdout) as { metadata: { annotations?: object } }).metadata;
+    expect(meta.annotations).toMatchObject({ touched: "yes" });
+    // Deleted: the PUT meets a 404; read (404) and created again.
+    await kubectl(["-n", "liken-heartbeats", "delete", "lease", machine]);
+    await hb.renew(machine, cluster);
+    expect(hb.requests).toBe(10);
+    expect(await hb.list(cluster)).toHaveLength(1);
   });
 });

@@ -5,27 +5,16 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LikenApi, type Cluster, type Machine } from "../../src/api/index.js";
+import { createCluster, DIGEST_A } from "../support/clusters.js";
 import { kubeConfig, kubectl, uniqueName, waitFor } from "../support/kube.js";
 
 const api = new LikenApi(kubeConfig());
-const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const DIGEST_B = `sha256:${"b".repeat(64)}`;
 const created: { kind: "clusters" | "machines"; name: string }[] = [];
 const tempDirs: string[] = [];
 
 async function newCluster(name: string): Promise<Cluster> {
-  const c = await api.clusters.create({
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Cluster",
-    metadata: { name },
-    spec: {
-      version: "2026.10.10-001",
-      releases: {
-        source: "https://releases.liken.sh",
-        catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }],
-      },
-    },
-  });
+  const c = await createCluster(api, name);
   created.push({ kind: "clusters", name });
   return c;
 }

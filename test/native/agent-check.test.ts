@@ -99,7 +99,7 @@ async function machine(
   const parts: ActionParts = {
     cfg,
     log: pino({ level: "silent" }),
-    kc: new KubeConfig(),
+    kc: () => Promise.resolve(new KubeConfig()),
     store,
     bootloader,
     memory,

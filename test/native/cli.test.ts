@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Command } from "commander";
 import { registerAgent } from "../../src/cli/commands/agent.js";
-import { parseSize, registerRelease } from "../../src/cli/commands/release.js";
+import { registerRelease } from "../../src/cli/commands/release.js";
+import { parseSize } from "../../src/cli/commands/size.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { digestOf } from "../../src/verify/digest.js";
 

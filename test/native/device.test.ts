@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync, rmSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { deviceInfo, NativeError } from "../../src/native/index.js";
-import { attachLoop, detachLoop, loopAvailable } from "./loop.js";
+import { loopAvailable, withLoopDevice } from "./loop.js";
 
 describe("deviceInfo", () => {
   const dir = mkdtempSync(path.join(tmpdir(), "liken-native-"));
@@ -16,20 +16,15 @@ describe("deviceInfo", () => {
     expect(deviceInfo(f).size).toBe(3 * 1024 ** 3);
   });
 
-  // /dev/loop* needs root and the loop module; where neither exists the file case above still
-  // covers the function, and the runner reports this case as skipped.
-  it.skipIf(!loopAvailable)("reads a block device's size through BLKGETSIZE64", () => {
+  it.skipIf(!loopAvailable)("reads a block device's size through BLKGETSIZE64", async () => {
     const f = path.join(dir, "loop.img");
     writeFileSync(f, Buffer.alloc(8 * 1024 * 1024));
-    const loop = attachLoop(f);
-    try {
+    await withLoopDevice(f, (loop) => {
       const info = deviceInfo(loop);
       expect(info.kind).toBe("block");
       expect(info.size).toBe(8 * 1024 * 1024);
       expect([512, 4096]).toContain(info.logicalBlockSize);
-    } finally {
-      detachLoop(loop);
-    }
+    });
   });
 
   it("refuses what is neither a file nor a block device, with the errno", () => {

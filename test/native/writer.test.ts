@@ -1,11 +1,20 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  chmodSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { NativeError } from "../../src/native/index.js";
 import { readback, SlotWriter } from "../../src/native/writer.js";
-import { attachLoop, detachLoop, loopAvailable } from "./loop.js";
+import { loopAvailable, withLoopDevice } from "./loop.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "liken-writer-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,6 +38,32 @@ function slotFile(name: string, size: number, fill = 0xee): string {
   const f = path.join(dir, name);
   writeFileSync(f, Buffer.alloc(size, fill));
   return f;
+}
+
+/**
+ * Makes f refuse O_WRONLY: mode 0444 for a user, the immutable attribute for root (who
+ * ignores modes). False when neither holds here (root without CAP_LINUX_IMMUTABLE).
+ */
+function makeUnwritable(f: string): boolean {
+  chmodSync(f, 0o444);
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync("chattr", ["+i", f], { stdio: "ignore" });
+    } catch {
+      return false;
+    }
+  }
+  try {
+    closeSync(openSync(f, "r+"));
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function makeWritable(f: string): void {
+  if (process.getuid?.() === 0) execFileSync("chattr", ["-i", f], { stdio: "ignore" });
+  chmodSync(f, 0o644);
 }
 
 async function rejection(p: Promise<unknown>): Promise<NativeError> {
@@ -109,6 +144,33 @@ describe("SlotWriter, whole-stream mode", () => {
     ).toThrowError(expect.objectContaining({ code: "LIKEN_NATIVE_BAD_STATE" }) as Error);
   });
 
+  it("names the open call it made: O_DIRECT only when direct writes are on", async (ctx) => {
+    const f = slotFile("read-only.img", MiB);
+    if (!makeUnwritable(f)) {
+      await ctx.annotate(
+        "cannot make a file unwritable here (chattr +i); open failure not exercised",
+      );
+      return;
+    }
+    try {
+      for (const direct of [true, false]) {
+        let e: unknown;
+        try {
+          SlotWriter.open({ path: f, size: 10, direct }).abort();
+        } catch (caught) {
+          e = caught;
+        }
+        expect(e).toBeInstanceOf(NativeError);
+        expect((e as NativeError).code).toBe("LIKEN_NATIVE_IO");
+        expect((e as NativeError).message).toContain(
+          `${direct ? "open(O_DIRECT)" : "open"} ${f}: `,
+        );
+      }
+    } finally {
+      makeWritable(f);
+    }
+  });
+
   it("refuses an unaligned offset before touching the medium", () => {
     const f = slotFile("align.img", 2 * MiB);
     expect(() => SlotWriter.open({ path: f, offset: 512, size: 10 })).toThrowError(
@@ -169,27 +231,26 @@ describe("SlotWriter, chunk mode", () => {
   });
 });
 
-// Needs root and the loop module; the runner reports it as skipped where neither exists.
-describe.skipIf(!loopAvailable)("on a loop device", () => {
-  it("writes with O_DIRECT, reads back, and fails clearly when the device is too small", async () => {
-    const img = path.join(dir, "loop.img");
-    writeFileSync(img, Buffer.alloc(4 * MiB));
-    const loop = attachLoop(img);
-    try {
-      const data = randomBytes(3 * MiB + 333);
-      const w = SlotWriter.open({ path: loop, offset: 4096, size: data.length, bufferSize: MiB });
-      await feed(w, data);
-      expect((await w.finish()).digest).toBe(sha(data));
-      expect(await readback(loop, { offset: 4096, size: data.length })).toBe(sha(data));
+describe("on a loop device", () => {
+  it.skipIf(!loopAvailable)(
+    "writes with O_DIRECT, reads back, and fails clearly when the device is too small",
+    async () => {
+      const img = path.join(dir, "loop.img");
+      writeFileSync(img, Buffer.alloc(4 * MiB));
+      await withLoopDevice(img, async (loop) => {
+        const data = randomBytes(3 * MiB + 333);
+        const w = SlotWriter.open({ path: loop, offset: 4096, size: data.length, bufferSize: MiB });
+        await feed(w, data);
+        expect((await w.finish()).digest).toBe(sha(data));
+        expect(await readback(loop, { offset: 4096, size: data.length })).toBe(sha(data));
 
-      const big = SlotWriter.open({ path: loop, size: 5 * MiB, bufferSize: MiB });
-      const e = await rejection(feed(big, randomBytes(5 * MiB)).then(() => big.finish()));
-      expect(e.code).toBe("LIKEN_NATIVE_IO");
-      expect(e.message).toMatch(/medium ends before the artifact does|No space/);
-      const r = await rejection(readback(loop, { size: 5 * MiB }));
-      expect(r.code).toBe("LIKEN_NATIVE_SHORT");
-    } finally {
-      detachLoop(loop);
-    }
-  });
+        const big = SlotWriter.open({ path: loop, size: 5 * MiB, bufferSize: MiB });
+        const e = await rejection(feed(big, randomBytes(5 * MiB)).then(() => big.finish()));
+        expect(e.code).toBe("LIKEN_NATIVE_IO");
+        expect(e.message).toMatch(/medium ends before the artifact does|No space/);
+        const r = await rejection(readback(loop, { size: 5 * MiB }));
+        expect(r.code).toBe("LIKEN_NATIVE_SHORT");
+      });
+    },
+  );
 });

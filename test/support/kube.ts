@@ -9,6 +9,7 @@ import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
 import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
+import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export interface ControlPlaneInfo {
   server: string;
@@ -163,26 +164,11 @@ export async function createKwokNode(
   opts: { labels?: Record<string, string>; cpu?: string; memory?: string; pods?: string } = {},
 ): Promise<void> {
   const core = kubeConfig().makeApiClient(CoreV1Api);
-  const capacity = {
-    cpu: opts.cpu ?? "32",
-    memory: opts.memory ?? "256Gi",
-    pods: opts.pods ?? "110",
-  };
   await core.createNode({
-    body: {
-      metadata: {
-        name,
-        annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
-        labels: {
-          "kubernetes.io/hostname": name,
-          "kubernetes.io/os": "linux",
-          type: "kwok",
-          ...opts.labels,
-        },
-      },
-      spec: {},
-      status: { capacity, allocatable: capacity },
-    },
+    body: kwokNode(name, {
+      labels: { type: "kwok", ...opts.labels },
+      capacity: { cpu: opts.cpu ?? "32", memory: opts.memory ?? "256Gi", pods: opts.pods ?? "110" },
+    }),
   });
   await waitFor(`node ${name} Ready (kwok)`, async () => {
     const n = await core.readNode({ name });

@@ -4,7 +4,7 @@
 // simulated as GRUB would find the sectors: the first k bytes of the write are new, the rest old.
 import { describe, expect, it } from "vitest";
 import { MemoryEnvStore, type EnvCopy } from "../../src/bootloader/envstore.js";
-import { grubBoot } from "../../src/bootloader/firmware.js";
+import { grubBoot, type GrubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
 import { ENVBLK_SIZE } from "../../src/bootloader/grubenv.js";
 import type { BootRecord, Slot } from "../../src/bootloader/types.js";
@@ -130,18 +130,48 @@ describe("power cut at every byte of every write", () => {
   );
 
   it(
-    "a cut in GRUB's own save_env still boots a good slot and leaves a readable state",
+    "a cut in GRUB's own save_env boots the normal slot now, and next time exactly what the torn bytes name",
     async () => {
       const start = await prepared(armed);
+      // save_env rewrites copy 0 with next_entry emptied and liken_trial=b. Its bytes first
+      // differ where liken_trial's empty value gains the "b"; everything after moves by one
+      // byte until next_entry's "b" is dropped, and from there old and new bytes line up again.
+      const old = start[0]!.toString("latin1");
+      const firstChange = old.indexOf("liken_trial=\n") + "liken_trial=".length;
+      const newEquals = old.indexOf("next_entry=b\n") + "next_entry".length + 1;
+      expect(start[1]).toEqual(start[0]);
+      const mustBoot = (keep: number): Pick<GrubBoot, "slot" | "trial" | "envCopy"> => {
+        // Not one byte changed: the trial is still armed in copy 0.
+        if (keep <= firstChange) return { slot: "b", trial: true, envCopy: 0 };
+        // Copy 0 holds the line "next_entryb" (new bytes up to the "=", old from its "b"): a
+        // line without "=", so GRUB refuses copy 0 and reads copy 1, armed as before.
+        if (keep === newEquals) return { slot: "b", trial: true, envCopy: 1 };
+        // Copy 0 is readable and next_entry is gone ("liken_trial=bnext_entry=b",
+        // "ext_entry=b", "nextentry=b"...) or empty: the default slot, no trial.
+        return { slot: "a", trial: false, envCopy: 0 };
+      };
+      const seen = new Set<string>();
       for (let keep = 0; keep <= ENVBLK_SIZE; keep++) {
         const store = new CuttingStore([Buffer.from(start[0]!), Buffer.from(start[1]!)], 0, keep);
-        // GRUB's write is cut: the machine never booted the trial kernel.
-        await expect(grubBoot(store)).resolves.toBeDefined();
+        // GRUB could not record that the trial started, so it must not boot the trial kernel.
+        const now = await grubBoot(store);
+        expect({ keep, slot: now.slot, trial: now.trial }).toEqual({
+          keep,
+          slot: "a",
+          trial: false,
+        });
         const next = await grubBoot(new MemoryEnvStore(store.copies));
-        expect(["a", "b"]).toContain(next.slot);
+        const want = mustBoot(keep);
+        expect({ keep, slot: next.slot, trial: next.trial, envCopy: next.envCopy }).toEqual({
+          keep,
+          ...want,
+        });
+        seen.add(JSON.stringify(want));
         const r = await new GrubBootloader(new MemoryEnvStore(store.copies)).read();
         expect(r.defaultSlot).toBe("a");
       }
+      // Every branch of mustBoot was met.
+      expect(seen.size).toBe(3);
     },
     CUT_TIMEOUT_MS,
   );

@@ -9,6 +9,9 @@ import path from "node:path";
 import net from "node:net";
 import {
   cleanStale,
+  down,
+  listStates,
+  readState,
   sweepOrphans,
   type ControlPlaneState,
 } from "../../src/controlplane/instance.js";
@@ -29,17 +32,24 @@ afterEach(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** A stand-in process whose command line names the data directory, as etcd's does. */
+/** A stand-in process whose command line names a path in the data directory, as etcd's does. */
 function fakeComponent(dataDir: string): ChildProcess {
   const c = spawn(
     process.execPath,
-    ["-e", "setInterval(() => {}, 1000)", `--data-dir=${dataDir}`],
-    {
-      stdio: "ignore",
-    },
+    // "--": without it node reads --data-dir as its own option and exits at once with 9.
+    ["-e", "setInterval(() => {}, 1000)", "--", `--data-dir=${path.join(dataDir, "etcd")}`],
+    { stdio: "ignore" },
   );
   children.push(c);
   return c;
+}
+
+/** A record cut short, as a power cut before the page cache reached the disk leaves it. */
+function corruptRecord(name: string): string {
+  const dataDir = path.join(root, name);
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(path.join(dataDir, "state.json"), '{"name":"' + name + '","processes":[{"pi');
+  return dataDir;
 }
 
 function record(name: string, ownerPid: number, pids: number[]): ControlPlaneState {
@@ -62,10 +72,12 @@ function record(name: string, ownerPid: number, pids: number[]): ControlPlaneSta
   return s;
 }
 
-async function exited(c: ChildProcess): Promise<boolean> {
+/** True once c has been ended by a signal (ours), not by exiting on its own. */
+async function killed(c: ChildProcess): Promise<boolean> {
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if (c.exitCode !== null || c.signalCode !== null) return true;
+    if (c.exitCode !== null) return false;
+    if (c.signalCode !== null) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
   return false;
@@ -78,7 +90,7 @@ describe("stale control planes", () => {
     // An owner pid that cannot be alive: pid_max on Linux is at most 2^22.
     record("test-1", 4_194_305, [c.pid!]);
     await sweepOrphans();
-    expect(await exited(c)).toBe(true);
+    expect(await killed(c)).toBe(true);
     expect(existsSync(dataDir)).toBe(false);
   });
 
@@ -99,6 +111,67 @@ describe("stale control planes", () => {
     record("test-3", 4_194_305, [stranger.pid!]);
     expect(await cleanStale("test-3")).toBe(true);
     expect(pidAlive(stranger.pid!)).toBe(true);
+  });
+});
+
+describe("a record that cannot be read", () => {
+  it("is an error that names the file and what to do, never 'no control plane'", () => {
+    const dataDir = corruptRecord("test-4");
+    let caught: unknown;
+    try {
+      readState("test-4");
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(ControlPlaneError);
+    expect((caught as ControlPlaneError).code).toBe("LIKEN_CLUSTER_STATE_UNREADABLE");
+    expect((caught as Error).message).toContain(path.join(dataDir, "state.json"));
+    expect((caught as Error).message).toContain("npm run -s cluster -- down --name test-4");
+  });
+
+  it("refuses a record without the pids it must list", () => {
+    const dataDir = path.join(root, "test-5");
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(path.join(dataDir, "state.json"), JSON.stringify({ name: "test-5", dataDir }));
+    expect(() => readState("test-5")).toThrowError(/lacks dataDir or a list of processes/);
+  });
+
+  it("is cleaned up by stopping the processes that name its directory, and only those", async () => {
+    const dataDir = corruptRecord("test-1");
+    const c = fakeComponent(dataDir);
+    // A neighbour whose directory name starts with the same characters, and a stranger.
+    const neighbour = fakeComponent(path.join(root, "test-10"));
+    const stranger = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], {
+      stdio: "ignore",
+    });
+    children.push(stranger);
+    const lines: string[] = [];
+    expect(await cleanStale("test-1", (l) => lines.push(l))).toBe(true);
+    expect(await killed(c)).toBe(true);
+    expect(existsSync(dataDir)).toBe(false);
+    expect(lines.join("\n")).toContain(`stopping the processes that name ${dataDir}`);
+    expect(lines.join("\n")).toContain(String(c.pid));
+    expect(pidAlive(neighbour.pid!)).toBe(true);
+    expect(pidAlive(stranger.pid!)).toBe(true);
+  });
+
+  it("is taken down by down(), its processes with it", async () => {
+    const dataDir = corruptRecord("test-6");
+    const c = fakeComponent(dataDir);
+    expect(await down("test-6")).toBe(true);
+    expect(await killed(c)).toBe(true);
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it("is reported by listStates and left alone by the sweep, whose owner it cannot know", async () => {
+    const dataDir = corruptRecord("test-7");
+    const c = fakeComponent(dataDir);
+    const lines: string[] = [];
+    expect(listStates((l) => lines.push(l))).toEqual([]);
+    expect(lines.join("\n")).toMatch(/control plane "test-7": its record .* cannot be read/);
+    await sweepOrphans();
+    expect(pidAlive(c.pid!)).toBe(true);
+    expect(existsSync(dataDir)).toBe(true);
   });
 });
 

@@ -1,9 +1,8 @@
 // `liken agent run --config F`: the daemon. Wiring only: load the config, make the logger,
 // run the loop, turn SIGTERM/SIGINT into a safe stop (finish or abandon the current step).
+// The daemon is imported by the action, so `liken agent download` (the daemon's own download
+// child, run by the same CLI) never loads it.
 import type { Command } from "commander";
-import { pino } from "pino";
-import { loadConfig } from "../../agent/config.js";
-import { AgentDaemon } from "../../agent/daemon.js";
 import { DEFAULT_CONFIG } from "../../slots/config.js";
 import { likenEntry } from "../entry.js";
 
@@ -15,6 +14,9 @@ export function addAgentRunCommand(agent: Command): void {
     )
     .option("--config <file>", "agent config (docs/agent.md)", DEFAULT_CONFIG)
     .action(async (o: { config: string }) => {
+      const { pino } = await import("pino");
+      const { loadConfig } = await import("../../agent/config.js");
+      const { AgentDaemon } = await import("../../agent/daemon.js");
       const cfg = await loadConfig(o.config);
       const log = pino({
         base: { machine: cfg.machine },

@@ -1,11 +1,12 @@
 // `liken agent download|status|verify`: one-shot slot commands for people and tests.
+// `download` is also the agent's download child: each action loads what it runs when it runs
+// (HTTP, the writer and the release check for a download), so the child loads nothing else.
 import type { Command } from "commander";
-import { verifyStagedSlot, slotStatus, type SlotStatus } from "../../slots/check.js";
+import type { SlotStatus } from "../../slots/check.js";
 import { DEFAULT_CONFIG, loadAgentConfig } from "../../slots/config.js";
 import { SlotError } from "../../slots/errors.js";
-import { downloadRelease } from "../../slots/stage.js";
 import { DIGEST_RE } from "../../verify/digest.js";
-import { parseSize } from "./release.js";
+import { parseSize } from "./size.js";
 
 function statusTable(rows: SlotStatus[]): string {
   const head = ["SLOT", "RUNNING", "STATE", "VERSION", "VERIFIED", "DEVICE"];
@@ -65,6 +66,7 @@ export function addAgentSlotCommands(agent: Command): void {
             `--digest ${o.digest}: must be sha256: and 64 lowercase hex digits`,
           );
         }
+        const { downloadRelease } = await import("../../slots/stage.js");
         const r = await downloadRelease({
           config: await loadAgentConfig(o.config),
           source: o.source,
@@ -90,6 +92,7 @@ export function addAgentSlotCommands(agent: Command): void {
     .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
     .option("-o, --output <format>", "table or json", "table")
     .action(async (o: { config: string; running?: string; output: string }) => {
+      const { slotStatus } = await import("../../slots/check.js");
       const rows = await slotStatus(await loadAgentConfig(o.config), o.running);
       process.stdout.write(
         o.output === "json" ? `${JSON.stringify(rows, null, 2)}\n` : statusTable(rows),
@@ -104,6 +107,7 @@ export function addAgentSlotCommands(agent: Command): void {
     .option("--config <file>", "agent config", DEFAULT_CONFIG)
     .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
     .action(async (o: { config: string; running?: string }) => {
+      const { verifyStagedSlot } = await import("../../slots/check.js");
       const r = await verifyStagedSlot(
         await loadAgentConfig(o.config),
         o.running ? { running: o.running } : {},

@@ -10,16 +10,7 @@ import {
 import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
-
-/** "4M", "512MiB", "2G", "65536" -> bytes. */
-export function parseSize(v: string): number {
-  const m = /^(\d+)\s*([KMGT]?)(i?B)?$/i.exec(v.trim());
-  if (!m) throw new InvalidArgumentError(`"${v}" is not a size (for example 4M, 512MiB, 2G)`);
-  const unit = { "": 1, K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 }[
-    m[2]!.toUpperCase() as "" | "K"
-  ]!;
-  return Number(m[1]) * unit;
-}
+import { parseSize } from "./size.js";
 
 function parseArtifact(v: string, prev: ArtifactInput[] = []): ArtifactInput[] {
   const m = /^([a-z0-9][a-z0-9-]*)=([^@]+)(?:@(\d+))?$/.exec(v);

@@ -1,0 +1,308 @@
+// bench:agent — what an idle agent costs, how fast it reacts, what its download child weighs.
+//
+// The lab's parts, for real: a private control plane (etcd, kube-apiserver, controller-manager,
+// kwok), liken's API installed as the README says, a release channel, both copies of
+// cluster-operator, and N simulated machines (default 20), each the real `liken agent run` from
+// the lab's CLI bundle, with file-backed slots and the firmware model, at the production loop
+// timings (loopSeconds 5, heartbeatSeconds 10). Measured:
+//   idle requests  API requests per second per agent over an idle window of IDLE_MS, from the
+//                  API server's apiserver_request_total on /metrics. That counter also counts
+//                  kwok's node heartbeats, the operators' leader election and the API server's
+//                  own leases, and it has no user label; so the agents are then stopped
+//                  (SIGSTOP) for BACKGROUND_MS, well inside the 40 s after which a silent
+//                  machine reads Lost, and the rate of that window is subtracted:
+//                  (idle rate - background rate) / N. A watch is counted when it ends, so an
+//                  open watch shows here only when the server closes it (every 30-60 min).
+//   rss            median VmRSS of the agent processes at the end of the idle window;
+//   idle cpu       utime+stime of the agent processes over the idle window, ms per minute
+//                  per agent;
+//   react          spec.version set on the Cluster; from that write until each Machine's
+//                  status shows Downloading (or any later step), p99 over the N machines;
+//   download rss   one more machine, in a Cluster of its own, whose target is a 256 MiB
+//                  release: the peak RSS (VmHWM) of its agent's download child.
+// Last line:
+//   agent: machines=<N> idle-requests-per-second=<x> rss=<MiB> idle-cpu-ms-per-minute=<n> react-p99=<ms> download-rss=<MiB>
+// It runs the lab of this checkout (.lab/, control plane "lab"): a lab left running here is
+// stopped first, as `npm run lab` does.
+import { execFile } from "node:child_process";
+import { randomFillSync } from "node:crypto";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { ResourceWatcher } from "../src/api/watch.js";
+import { API_VERSION, type Machine } from "../src/api/types.js";
+import { agentKubeconfig, createMachine, createNode } from "../src/lab/fleet.js";
+import { LAB_CLUSTER, LAB_DIR, startLab, stopLab, type Lab } from "../src/lab/lab.js";
+import { SimulatedMachine } from "../src/lab/machine.js";
+import { startFleet } from "../src/lab/processes.js";
+import { labKernel } from "../src/lab/releases.js";
+import { buildRelease } from "../src/release/build.js";
+
+const N = Number(process.env.BENCH_MACHINES ?? 20);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 60_000);
+/** Agents stopped this long stay well inside the operator's 40 s Lost threshold. */
+const BACKGROUND_MS = 20_000;
+/** After the fleet reported and the operators started: start-up work, first writes, JIT. */
+const SETTLE_MS = 15_000;
+const BIG_BYTES = 256 * 1024 * 1024;
+const BIG_VERSION = "2026.10.20-001";
+const BIG_CLUSTER = "bench-big";
+const BIG_MACHINE = "big-1";
+/** The production loop timings (src/agent/config.ts defaults), not the lab's quick ones. */
+const AGENT_TIMINGS = { loopSeconds: 5, heartbeatSeconds: 10 };
+const MiB = 1024 * 1024;
+const run = promisify(execFile);
+const log = (l: string): void => void process.stderr.write(`bench: ${l}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
+}
+
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(stat[11]) + Number(stat[12])) * 1000) / 100; // utime + stime, 100 Hz ticks
+}
+
+function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
+      readFileSync(`/proc/${pid}/status`, "utf8"),
+    );
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined; // gone
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim();
+    return text === "" ? [] : text.split(/\s+/).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Sum of apiserver_request_total over every label set, and per verb/resource for the log. */
+async function requestTotals(lab: Lab): Promise<{ total: number; by: Map<string, number> }> {
+  const { stdout } = await run(path.join(lab.binDir, "kubectl"), ["get", "--raw", "/metrics"], {
+    env: { ...process.env, KUBECONFIG: lab.controlPlane.kubeconfig },
+    maxBuffer: 256 * MiB,
+  });
+  let total = 0;
+  const by = new Map<string, number>();
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    const value = Number(line.slice(line.lastIndexOf(" ") + 1));
+    total += value;
+    const label = (k: string) => new RegExp(`${k}="([^"]*)"`).exec(line)?.[1] ?? "";
+    const sub = label("subresource");
+    const key = `${label("verb")} ${label("resource")}${sub ? `/${sub}` : ""}`;
+    by.set(key, (by.get(key) ?? 0) + value);
+  }
+  return { total, by };
+}
+
+function delta(a: Map<string, number>, b: Map<string, number>): string {
+  return [...b]
+    .map(([k, v]) => [k, v - (a.get(k) ?? 0)] as const)
+    .filter(([, v]) => v > 0)
+    .sort((x, y) => y[1] - x[1])
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+}
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, ms: number) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`bench: ${what}: not within ${ms / 1000} s`);
+    await sleep(100);
+  }
+}
+
+async function main(): Promise<void> {
+  const lab = await startLab({ machines: N, log });
+  try {
+    await bench(lab);
+  } finally {
+    await stopLab(lab);
+  }
+}
+
+async function bench(lab: Lab): Promise<void> {
+  const [v1, v2] = lab.releases;
+  // The next release in the catalog from the start: the react step only sets spec.version.
+  const cluster = await lab.api.clusters.get(LAB_CLUSTER);
+  await lab.api.clusters.patch(LAB_CLUSTER, {
+    spec: {
+      releases: {
+        ...cluster.spec.releases,
+        catalog: [
+          ...(cluster.spec.releases.catalog ?? []),
+          { version: v2!.version, digest: v2!.digest },
+        ],
+      },
+    },
+  });
+  const fleet = await startFleet(lab, log, AGENT_TIMINGS);
+  const machines = [...fleet.machines.values()];
+  const pids = () => machines.map((m) => m.agentPid).filter((p): p is number => p !== undefined);
+  await sleep(SETTLE_MS);
+
+  // ---- idle
+  const p0 = pids();
+  if (p0.length !== N) throw new Error(`bench: ${p0.length} of ${N} agents run`);
+  const r0 = await requestTotals(lab);
+  const c0 = p0.map(cpuMs);
+  const t0 = Date.now();
+  await sleep(IDLE_MS);
+  const r1 = await requestTotals(lab);
+  const t1 = Date.now();
+  const c1 = p0.map(cpuMs);
+  const rss =
+    percentile(
+      p0.map((p) => statusKiB(p, "VmRSS") ?? NaN),
+      50,
+    ) / 1024;
+  const cpuPerMin = (c1.reduce((n, c, i) => n + c - c0[i]!, 0) / N / (t1 - t0)) * 60_000;
+  log(`idle window ${((t1 - t0) / 1000).toFixed(0)} s: ${delta(r0.by, r1.by)}`);
+
+  // ---- background: the same control plane with every agent stopped
+  for (const p of p0) process.kill(p, "SIGSTOP");
+  let b0, b1, tb0, tb1;
+  try {
+    b0 = await requestTotals(lab);
+    tb0 = Date.now();
+    await sleep(BACKGROUND_MS);
+    b1 = await requestTotals(lab);
+    tb1 = Date.now();
+  } finally {
+    for (const p of p0) process.kill(p, "SIGCONT");
+  }
+  log(`background window ${((tb1 - tb0) / 1000).toFixed(0)} s: ${delta(b0.by, b1.by)}`);
+  const idleRate = ((r1.total - r0.total) * 1000) / (t1 - t0);
+  const bgRate = ((b1.total - b0.total) * 1000) / (tb1 - tb0);
+  const perAgent = (idleRate - bgRate) / N;
+  log(
+    `requests/s: ${idleRate.toFixed(2)} with the agents, ${bgRate.toFixed(2)} without; ` +
+      `per agent ${perAgent.toFixed(3)}; rss median ${rss.toFixed(1)} MiB; cpu ${cpuPerMin.toFixed(0)} ms/min per agent`,
+  );
+  await sleep(5_000); // every stopped agent has renewed its heartbeat again
+
+  // ---- react
+  const seen = new Map<string, number>();
+  let written = 0;
+  const moving = new Set(["Downloading", "RebootPending", "UpdatePending", "Updating"]);
+  const watcher = new ResourceWatcher<Machine>(lab.api.machines, {
+    onChange: (ev) => {
+      const m = ev.object;
+      if (written === 0 || seen.has(m.metadata.name)) return;
+      if (moving.has(m.status?.step ?? "")) seen.set(m.metadata.name, Date.now() - written);
+    },
+  });
+  await watcher.start();
+  written = Date.now();
+  await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v2!.version } });
+  await waitFor("every Machine shows Downloading", () => seen.size === N, 120_000);
+  watcher.stop();
+  const reacts = [...seen.values()];
+  const reactP99 = percentile(reacts, 99);
+  log(`react: p50 ${percentile(reacts, 50)} ms, p99 ${reactP99} ms, max ${Math.max(...reacts)} ms`);
+  await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v1!.version } });
+
+  // ---- download: one machine, a cluster of its own, a 256 MiB release
+  const downloadRss = await benchDownload(lab, v1!);
+  log(`download child peak RSS ${downloadRss.toFixed(1)} MiB`);
+
+  process.stdout.write(
+    `agent: machines=${N} idle-requests-per-second=${perAgent.toFixed(3)} rss=${rss.toFixed(0)} ` +
+      `idle-cpu-ms-per-minute=${cpuPerMin.toFixed(0)} react-p99=${reactP99} download-rss=${downloadRss.toFixed(0)}\n`,
+  );
+}
+
+/** A lab kernel and BIG_BYTES of random rootfs (the lab's hash-chain filler is too slow here). */
+async function buildBigRelease(channelDir: string): Promise<{ digest: string }> {
+  const src = path.join(LAB_DIR, "lab", "artifacts", BIG_VERSION);
+  mkdirSync(src, { recursive: true });
+  const kernel = path.join(src, "vmlinuz");
+  const rootfs = path.join(src, "rootfs.img");
+  writeFileSync(kernel, labKernel(BIG_VERSION, "ok"));
+  const fd = openSync(rootfs, "w");
+  const block = Buffer.alloc(16 * MiB);
+  for (let off = 0; off < BIG_BYTES; off += block.length) writeSync(fd, randomFillSync(block));
+  closeSync(fd);
+  return buildRelease({
+    version: BIG_VERSION,
+    out: channelDir,
+    artifacts: [
+      { name: "kernel", file: kernel },
+      { name: "rootfs", file: rootfs },
+    ],
+  });
+}
+
+async function benchDownload(lab: Lab, current: { version: string; digest: string }) {
+  const t = Date.now();
+  const big = await buildBigRelease(lab.channelDir);
+  log(`built ${BIG_VERSION} (${BIG_BYTES / MiB} MiB) in ${((Date.now() - t) / 1000).toFixed(0)} s`);
+  await lab.api.clusters.create({
+    apiVersion: API_VERSION,
+    kind: "Cluster",
+    metadata: { name: BIG_CLUSTER },
+    spec: {
+      version: BIG_VERSION,
+      releases: {
+        source: lab.channel.url,
+        catalog: [current, { version: BIG_VERSION, digest: big.digest }],
+      },
+      disruption: { maxUnavailable: 1 },
+    },
+  });
+  await createNode(lab.kubeConfig, BIG_MACHINE);
+  await createMachine(lab.api, BIG_CLUSTER, {
+    name: BIG_MACHINE,
+    role: "Worker",
+    rebootPolicy: "Manual",
+  });
+  const dir = path.join(LAB_DIR, "lab", "machines", BIG_MACHINE);
+  if (!existsSync(dir)) mkdirSync(dir, { recursive: true });
+  const m = new SimulatedMachine({
+    ...AGENT_TIMINGS,
+    name: BIG_MACHINE,
+    dir,
+    cluster: BIG_CLUSTER,
+    kubeconfig: agentKubeconfig(lab.controlPlane, dir, BIG_MACHINE),
+    slotSize: BIG_BYTES + 64 * MiB,
+  });
+  await m.create();
+  await m.install(lab.channel.url, current.version, current.digest);
+  m.powerOn();
+  lab.stoppers.push(() => m.stop());
+  let peakKiB = 0;
+  const watched = new Set<number>();
+  await waitFor(
+    `${BIG_MACHINE} staged ${BIG_VERSION}`,
+    async () => {
+      const agent = m.agentPid;
+      if (agent !== undefined) for (const c of childrenOf(agent)) watched.add(c);
+      for (const c of watched) peakKiB = Math.max(peakKiB, statusKiB(c, "VmHWM") ?? 0);
+      const s = (await lab.api.machines.get(BIG_MACHINE)).status;
+      return s?.staged?.version === BIG_VERSION;
+    },
+    600_000,
+  );
+  if (watched.size === 0) throw new Error("bench: no download child was seen");
+  return peakKiB / 1024;
+}
+
+await main();

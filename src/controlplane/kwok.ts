@@ -1,0 +1,31 @@
+// The Nodes kwok plays. There is no kubelet here: kwok, started by instance.ts, keeps every
+// Node that carries KWOK_NODE_ANNOTATION Ready with lease heartbeats, marks the pods placed on
+// it Running and Ready, and removes pods that are being deleted, so the real scheduler,
+// disruption controller and Eviction API behave as they do in production.
+import type { V1Node } from "@kubernetes/client-node";
+
+/** The annotation kwok selects its Nodes by (its --manage-nodes-with-annotation-selector). */
+export const KWOK_NODE_ANNOTATION = { key: "kwok.x-k8s.io/node", value: "fake" } as const;
+
+export interface KwokNodeOptions {
+  /** Added to kubernetes.io/hostname and kubernetes.io/os. */
+  labels?: Record<string, string>;
+  /** Capacity and allocatable alike: what the scheduler may place on the Node. */
+  capacity: { cpu: string; memory: string; pods: string };
+}
+
+export function kwokNode(name: string, opts: KwokNodeOptions): V1Node {
+  return {
+    metadata: {
+      name,
+      annotations: {
+        [KWOK_NODE_ANNOTATION.key]: KWOK_NODE_ANNOTATION.value,
+        // No kubelet caches objects for this Node: nothing to keep alive (kwok's own examples).
+        "node.alpha.kubernetes.io/ttl": "0",
+      },
+      labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", ...opts.labels },
+    },
+    spec: {},
+    status: { capacity: opts.capacity, allocatable: opts.capacity },
+  };
+}
