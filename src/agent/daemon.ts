@@ -12,7 +12,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ApiError } from "../api/errors.js";
+import { API_ERROR_CODES, type ApiError } from "../api/errors.js";
 import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
@@ -74,7 +74,11 @@ export class AgentDaemon {
       this.api,
       { machine: cfg.machine, cluster: cfg.cluster, nodeName: cfg.nodeName },
       (why) => this.poke(why),
-      (e: ApiError) => log.debug({ err: e.message, code: e.code }, "watch failed; listing again"),
+      // No answer or an expired resourceVersion is routine; anything else (a 403) says why.
+      (e: ApiError) =>
+        e.code === API_ERROR_CODES.unavailable || e.code === API_ERROR_CODES.gone
+          ? log.debug({ err: e.message, code: e.code }, "watch failed; listing again")
+          : log.warn({ err: e.message, code: e.code }, "watch refused; listing again"),
     );
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
@@ -250,7 +254,8 @@ export class AgentDaemon {
       },
       drain: (a) => acts.drain(a.release),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
-      reboot: (a) => acts.reboot(a.reason),
+      reboot: (a) =>
+        o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason) : acts.reboot(a.reason),
       disarm: () => acts.disarm(),
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),

@@ -86,7 +86,7 @@ export class Observer {
     const api = await this.readApi();
     const machine = api?.machine;
     await this.retryIfAsked(machine);
-    const nodeReady = api !== undefined && this.p.view.nodeReady;
+    const node = api === undefined ? undefined : this.p.view.node;
     const running = await this.slotView(runningSlot);
     const other = await this.slotView(otherSlot(runningSlot));
     const mem = memory.now;
@@ -106,7 +106,7 @@ export class Observer {
       downloadFailedAt: downloads.failedAt,
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
-      nodeReady,
+      ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
     };
     return { o, cluster: api?.cluster, machine, progress };
@@ -149,8 +149,11 @@ export class Observer {
     const { view, log } = this.p;
     const reachable = view.reachable;
     if (reachable !== this.reachable) {
+      // The cause and its code: no answer is the network or the server; a 403 or a bug is not
+      // "unreachable", and the log must say which.
+      const e = view.failure;
       if (reachable) log.info("API server reachable");
-      else log.warn("API server not reachable");
+      else log.warn({ err: e?.message, code: e?.code }, "cannot read the Cluster or the Machine");
       this.reachable = reachable;
     }
     if (!reachable) return undefined;
@@ -181,6 +184,16 @@ export class Observer {
       spec: { cluster: cfg.cluster, nodeName: cfg.nodeName },
     });
   }
+}
+
+/** Node Ready as a verdict, or why there is none (not looked at while the API is down). */
+export function nodeFacts(
+  node: Look<boolean> | undefined,
+): Pick<Observed, "nodeReady" | "nodeUnread"> {
+  if (node === undefined) return { nodeReady: false, nodeUnread: undefined };
+  return node.ok
+    ? { nodeReady: node.value, nodeUnread: undefined }
+    : { nodeReady: false, nodeUnread: `${node.error.message} [${node.error.code}]` };
 }
 
 /** The Cluster's spec.version with its catalog digest. */

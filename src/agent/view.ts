@@ -13,7 +13,7 @@ import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
-import { readyOf } from "./observe.js";
+import { readyOf, type Look } from "./observe.js";
 
 /**
  * A fresh list of each object this often, even when no watch failed. Why at all: a watch can
@@ -40,6 +40,8 @@ export class ApiView {
   private readonly nodes: ResourceWatcher<NodeView>;
   /** Watches that have listed and not failed since. */
   private readonly healthy = new Set<Key>();
+  /** The last failure of each watch, kept until it lists again: the cause a person needs. */
+  private readonly failures = new Map<Key, ApiError>();
   private heartbeatOk = true;
   /** The Machine as this agent last wrote it (newer than the watch's copy until its event). */
   private written: Machine | undefined;
@@ -64,6 +66,7 @@ export class ApiView {
     return {
       onSync: () => {
         this.healthy.add(key);
+        this.failures.delete(key);
         this.onChange(`${key} listed`);
       },
       onChange: (ev: { object: T }) => {
@@ -84,6 +87,7 @@ export class ApiView {
       },
       onError: (e: ApiError) => {
         this.healthy.delete(key);
+        this.failures.set(key, e);
         this.onError(e);
       },
     };
@@ -107,8 +111,25 @@ export class ApiView {
     this.heartbeatOk = (e as ApiError | undefined)?.code !== API_ERROR_CODES.unavailable;
   }
 
+  /**
+   * The Machine and the Cluster are watched and the server answers. The Node's watch is not
+   * part of it: a Node that cannot be read (a 403) is said as such (`node`), not as an
+   * unreachable server.
+   */
   get reachable(): boolean {
-    return this.healthy.size === 3 && this.heartbeatOk;
+    return this.healthy.has("machine") && this.healthy.has("cluster") && this.heartbeatOk;
+  }
+
+  /** Why the Machine or the Cluster cannot be read now, if a watch said. */
+  get failure(): ApiError | undefined {
+    return this.failures.get("machine") ?? this.failures.get("cluster");
+  }
+
+  /** Node Ready as its watch has it, or why the watch cannot tell (never "not Ready" for a 403). */
+  get node(): Look<boolean> {
+    const e = this.failures.get("node");
+    if (!this.healthy.has("node") && e !== undefined) return { ok: false, error: e };
+    return { ok: true, value: this.nodeReady };
   }
 
   /** Listed, and the Machine does not exist (the agent registers it). */
