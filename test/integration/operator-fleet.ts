@@ -23,6 +23,7 @@ import {
 } from "../../src/api/index.js";
 import { parseBudget } from "../../src/operator/budget.js";
 import { kubeConfig, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { seeded } from "../support/seed.js";
 
 export const V1 = "2026.10.10-001";
 export const V2 = "2026.10.12-001";
@@ -235,6 +236,10 @@ export interface SimOptions {
   /** Machines that stop their heartbeat while "rebooting". */
   silentWhileRebooting?: boolean;
   heartbeats?: Heartbeats;
+  /** Where the downtimes come from; by default a generator seeded (and logged) per Fleet. */
+  random?: () => number;
+  /** A machine that stays down until this settles, instead of a drawn downtime. */
+  downUntil?: (machine: string) => Promise<void> | undefined;
 }
 
 export interface Violation {
@@ -260,12 +265,14 @@ export class Fleet {
   private readonly roles = new Map<string, Role>();
   private stopped = false;
   private readonly pending: Promise<unknown>[] = [];
+  private readonly random: () => number;
 
   constructor(
     readonly cluster: string,
     plans: MachinePlan[],
     private readonly opts: SimOptions = {},
   ) {
+    this.random = opts.random ?? seeded(`fleet ${cluster} downtimes`).random;
     for (const p of plans) this.roles.set(p.name, p.role ?? "Worker");
     this.watcher = new ResourceWatcher(
       api.clusters,
@@ -330,7 +337,7 @@ export class Fleet {
       await patchMachineStatus(name, { step: "Updating", updateStage: "Draining" });
       const [lo, hi] = this.opts.downMs ?? [100, 400];
       if (this.opts.silentWhileRebooting) this.opts.heartbeats?.silent.add(name);
-      await sleepMs(lo + Math.random() * (hi - lo));
+      await (this.opts.downUntil?.(name) ?? sleepMs(lo + this.random() * (hi - lo)));
       this.opts.heartbeats?.silent.delete(name);
       // Back: running V2 and Ready. It stops counting itself down BEFORE it says so, as a
       // real machine is up again before its agent writes.
