@@ -178,13 +178,14 @@ export function startOperator(
   opts: {
     identity?: string;
     args?: string[];
+    env?: NodeJS.ProcessEnv;
   } = {},
 ): OperatorProcess {
   const identity = opts.identity ?? uniqueName("op");
   const child = spawn(
     path.join(REPO, "bin", "liken.js"),
     ["operator", "--kubeconfig", kubeconfigPath(), "--identity", identity, ...(opts.args ?? [])],
-    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...opts.env } },
   );
   let out = "";
   child.stdout?.on("data", (b: Buffer) => (out += b.toString()));
@@ -257,6 +258,8 @@ export class Fleet {
   readonly violations: Violation[] = [];
   readonly maxSeen = { turns: 0, acting: 0, leadersActing: 0 };
   readonly grantsSeen: string[] = [];
+  /** When this process first saw each machine's turn recorded (its own clock, ms). */
+  readonly grantSeenAt = new Map<string, number>();
   /** Which operator copies granted the turns seen (grantedBy). */
   readonly grantors = new Set<string>();
   private readonly acting = new Set<string>();
@@ -316,6 +319,7 @@ export class Fleet {
       if (this.acting.has(t.machine) || this.done.has(t.machine)) continue;
       if (!this.roles.has(t.machine) || t.version !== V2) continue;
       this.grantsSeen.push(t.machine);
+      this.grantSeenAt.set(t.machine, Date.now());
       this.grantors.add(t.grantedBy);
       this.pending.push(this.takeTurn(t.machine, budget));
     }

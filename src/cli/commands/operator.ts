@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
+import { holdFirstTurnWrite } from "../../operator/hold.js";
 import { Operator } from "../../operator/operator.js";
 
 interface Options {
@@ -83,6 +84,7 @@ export function registerOperator(program: Command): void {
         pino.destination(2),
       );
       const endpoint = o.endpoint ?? kc.getCurrentCluster()?.server;
+      const hold = holdFirstTurnWrite(process.env, log);
       const op = new Operator(kc, {
         identity,
         startGraceSeconds: o.startGrace,
@@ -92,6 +94,7 @@ export function registerOperator(program: Command): void {
         ...(endpoint === undefined ? {} : { endpoint }),
         leaderElection: o.leaderElect,
         log,
+        ...(hold === undefined ? {} : { beforeTurnWrite: hold }),
       });
       await op.start();
       const signal = await new Promise<string>((resolve) => {
