@@ -78,6 +78,7 @@ it("a copy paused between its read and its write meets a 409, decides again, and
   });
   await fleet.start();
   cleanups.push(() => fleet.stop());
+  cleanups.push(async () => bringBack()); // a failed run must not leave lead-2 down for ever
 
   // Copy A reads a Cluster where only lead-1 asks, decides its turn, and is held there.
   const a = start("copy-a", { LIKEN_TEST_HOLD_TURN_WRITE: "1" });
