@@ -5,6 +5,9 @@
 // a module scores under the goal (docs/testing.md lists the survivors known to be equivalent).
 //
 //   LIKEN_MUTATION_CONCURRENCY  test runners at once (default 1: the machine is shared)
+//   LIKEN_MUTATION_TYPECHECK=0  skip the TypeScript checker: mutants that do not compile are
+//                               then run (and mostly killed) instead of set aside; several
+//                               times faster on a busy 2-core machine, a slightly different score
 import path from "node:path";
 import { Stryker } from "@stryker-mutator/core";
 
@@ -65,14 +68,14 @@ export function scoreOf(module: string, results: readonly MutantResult[]): Score
   };
 }
 
-function options(module: string, concurrency: number): PartialStrykerOptions {
+function options(module: string, concurrency: number, typecheck: boolean): PartialStrykerOptions {
   const slug = path.basename(module, ".ts");
   const dir = path.basename(path.dirname(module));
   return {
     mutate: [module],
     testRunner: "vitest",
     vitest: { configFile: "test/mutation/vitest.config.ts" },
-    checkers: ["typescript"],
+    checkers: typecheck ? ["typescript"] : [],
     // The checker type-checks this smaller program (src and the unit tests) for every mutant.
     tsconfigFile: "test/mutation/tsconfig.json",
     coverageAnalysis: "perTest",
@@ -106,11 +109,14 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const concurrency = Number(process.env.LIKEN_MUTATION_CONCURRENCY ?? "1");
+  const typecheck = process.env.LIKEN_MUTATION_TYPECHECK !== "0";
   const scores: Score[] = [];
   for (const module of modules) {
     const started = Date.now();
-    console.log(`\n=== ${module}: mutating (concurrency ${concurrency}) ===`);
-    const results = await new Stryker(options(module, concurrency)).runMutationTest();
+    console.log(
+      `\n=== ${module}: mutating (concurrency ${concurrency}, type check ${typecheck ? "on" : "off"}) ===`,
+    );
+    const results = await new Stryker(options(module, concurrency, typecheck)).runMutationTest();
     const score = scoreOf(module, results);
     scores.push(score);
     const secs = Math.round((Date.now() - started) / 1000);
