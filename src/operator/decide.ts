@@ -27,7 +27,7 @@ import {
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { summarize } from "./summary.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 import {
   isLeader,
   isLost,

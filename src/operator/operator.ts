@@ -34,7 +34,7 @@ import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector } from "./liveness.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 export interface Logger {
   info(obj: object, msg?: string): void;

@@ -11,7 +11,8 @@ import type {
 import type { BudgetParse } from "./budget.js";
 import { findCondition } from "./conditions.js";
 import { turnAsk } from "./machine-view.js";
-import { duration, rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
+import { duration } from "./text.js";
 
 /** Why the operator granted no (further) turn. */
 export type GrantBlock =

@@ -8,7 +8,7 @@ import { isConflict, type Cluster, type Machine } from "../../api/index.js";
 import { parseBudget } from "../../operator/budget.js";
 import { OperatorError } from "../../operator/errors.js";
 import { stallDetail } from "../../operator/progress.js";
-import { rfc3339 } from "../../operator/text.js";
+import { rfc3339 } from "../../api/time.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 export function registerRollout(program: Command): void {
