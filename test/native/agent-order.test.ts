@@ -7,7 +7,15 @@
 // Each case takes well under a second; the integration tests cover the same rules end to end.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -21,7 +29,8 @@ import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
 import { buildRelease } from "../../src/release/build.js";
-import { parseAgentConfig } from "../../src/slots/config.js";
+import { parseAgentConfig, type SlotName } from "../../src/slots/config.js";
+import type { Marker, MarkerEvent } from "../../src/slots/marker.js";
 import { downloadRelease } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
@@ -49,6 +58,19 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
+/** A slot store that notes what the memory file holds when a slot transition begins. */
+class WatchedStore extends SlotStore {
+  readonly memoryAtTransition: (Memory | undefined)[] = [];
+
+  override async transition(slot: SlotName, e: MarkerEvent): Promise<Marker> {
+    const file = path.join(this.config.stateDir, "agent.json");
+    this.memoryAtTransition.push(
+      existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Memory) : undefined,
+    );
+    return super.transition(slot, e);
+  }
+}
+
 /** The exit that plays the reboot: stops the action where the process would end. */
 class Rebooted extends Error {}
 
@@ -57,6 +79,7 @@ interface Machine {
   actions: Actions;
   bootloader: GrubBootloader;
   memory: MemoryKeeper;
+  store: WatchedStore;
   /** What the memory file held, on disk, each time the status before a reboot was written. */
   reports: { reason: string; onDisk: Memory }[];
 }
@@ -100,11 +123,12 @@ async function machine(): Promise<Machine> {
   await memory.load();
   const bootloader = new GrubBootloader(new DirEnvStore(path.join(dir, "grub")));
   const reports: Machine["reports"] = [];
+  const store = new WatchedStore(slots);
   const actions = new Actions({
     cfg,
     log: pino({ level: "silent" }),
     kc: new KubeConfig(),
-    store: new SlotStore(slots),
+    store,
     bootloader,
     memory,
     downloads: new DownloadSupervisor("unused", () => undefined),
@@ -118,7 +142,7 @@ async function machine(): Promise<Machine> {
       throw new Rebooted();
     },
   });
-  return { dir, actions, bootloader, memory, reports };
+  return { dir, actions, bootloader, memory, store, reports };
 }
 
 const release = (): { version: string; digest: string } => ({ version: VERSION, digest });
@@ -156,7 +180,7 @@ it("arms no trial when one byte of the slot reads back wrong, and saves the fail
   expect(disk.lastTrial).toMatchObject({ ...release(), result: "Skipped" });
 });
 
-it("falls back: the failed trial is on disk when fallBack returns, before any status reads it", async () => {
+it("falls back: the failed trial is on disk before the slot is withdrawn and before any status reads it", async () => {
   await expect(m.actions.checkAndReboot(observed(), "b", release())).rejects.toBeInstanceOf(
     Rebooted,
   );
@@ -168,6 +192,9 @@ it("falls back: the failed trial is on disk when fallBack returns, before any st
     }),
     "b",
   );
+  // Remembered first: when the slot's withdrawal began, the record was already on disk.
+  expect(m.store.memoryAtTransition).toHaveLength(1);
+  expect(m.store.memoryAtTransition[0]?.lastTrial).toMatchObject({ result: "Failed" });
   const disk = await new MemoryFile(path.join(m.dir, "state")).load();
   expect(disk.failed).toMatchObject([{ ...release(), reason: "TrialFellBack" }]);
   expect(disk.lastTrial).toMatchObject({ ...release(), result: "Failed", reason: "TrialFellBack" });
