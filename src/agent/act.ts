@@ -25,6 +25,7 @@ import {
   armed,
   drained,
   fellBack,
+  gaveUp,
   promoted,
   skipped,
   turnGivenBack,
@@ -33,6 +34,7 @@ import {
 import type { Look } from "./observe.js";
 import {
   afterSlotCheck,
+  phaseTimeoutMs,
   type CheckVerdict,
   type Observed,
   type SlotCheck,
@@ -73,8 +75,19 @@ export async function phase<T>(log: Logger, name: string, fn: () => Promise<T>):
   }
 }
 
+/** Resolves with `p`, or rejects with `onTimeout()` after `ms` (p keeps running). */
+export function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 export class Actions {
   private blocker: DrainBlocker | undefined;
+  /** A slot read-back still running past its deadline; no second one starts beside it. */
+  private checking: Promise<unknown> | undefined;
 
   constructor(private readonly p: ActionParts) {}
 
@@ -177,10 +190,11 @@ export class Actions {
         log.warn({ why: v.why }, "not arming the trial");
         return;
       case "retry":
-        throw new AgentError("LIKEN_AGENT_SLOT_CHECK_FAILED", `${v.why}; tried again next`, {
-          retryable: true,
-          context: { slot, version: release.version, cause: v.code },
-        });
+        throw new AgentError(
+          "LIKEN_AGENT_SLOT_CHECK_FAILED",
+          `${v.why}${v.code ? ` [${v.code}]` : ""}; nothing is remembered, tried again at the next look`,
+          { retryable: true, context: { slot, version: release.version, cause: v.code } },
+        );
       case "arm":
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
@@ -200,14 +214,34 @@ export class Actions {
     }
   }
 
-  /** The read-back of the slot against its staged release. */
+  /**
+   * The read-back of the slot against its staged release, within slotCheckMs. A throw (EIO, the
+   * slot not staged) or the deadline is "could not look", never a mismatch: only bytes that read
+   * back wrong condemn a release.
+   */
   private async checkSlot(slot: Slot, running: Slot): Promise<SlotCheck> {
     const { cfg } = this.p;
+    if (this.checking !== undefined) {
+      // The native read cannot be cancelled: a second one beside it would only compete for the disk.
+      const message = "the previous read-back, past its deadline, still runs";
+      return { kind: "unread", code: "LIKEN_AGENT_SLOT_CHECK_TIMEOUT", message };
+    }
+    const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts);
+    const reading = verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+    const late = (): Error =>
+      new AgentError(
+        "LIKEN_AGENT_SLOT_CHECK_TIMEOUT",
+        `reading slot ${slot} back took longer than timeouts.slotCheckMs (${ms} ms)`,
+        { retryable: true },
+      );
     try {
-      const r = await verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+      const r = await withDeadline(reading, ms, late);
       return r.ok ? { kind: "matched" } : { kind: "mismatch", problems: r.problems };
     } catch (e) {
-      return { kind: "mismatch", problems: [errorText(e)] };
+      if (errorCode(e) === "LIKEN_AGENT_SLOT_CHECK_TIMEOUT") {
+        this.checking = reading.catch(() => undefined).finally(() => (this.checking = undefined));
+      }
+      return { kind: "unread", code: errorCode(e), message: errorText(e) };
     }
   }
 
@@ -234,7 +268,22 @@ export class Actions {
         { retryable: true },
       );
     }
-    await this.p.pause(cfg.timeouts.rebootMs);
+    // The machine goes down while this waits; still running after the Rebooting phase's
+    // timeout, the reboot failed, and the status must say so.
+    const ms = phaseTimeoutMs("Rebooting", cfg.timeouts);
+    await this.p.pause(ms);
+    if (this.p.signal.aborted) return;
+    throw new AgentError(
+      "LIKEN_AGENT_REBOOT_FAILED",
+      `${cmd.join(" ")} succeeded but the machine still runs ${ms} ms later (timeouts.rebootMs)`,
+      { retryable: true },
+    );
+  }
+
+  /** The trial boot did not prove itself in time: say why for the report, then reboot. */
+  async giveUpTrial(reason: string): Promise<void> {
+    await this.p.memory.update((m) => gaveUp(m, reason));
+    return this.reboot(reason);
   }
 
   async promote(o: Observed, slot: Slot): Promise<void> {
@@ -274,9 +323,10 @@ export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">):
   timeoutMs: number;
   driverPods: DriverPodSelectors;
 } {
-  return { timeoutMs: cfg.timeouts.drainMs, driverPods: cfg.driverPods };
+  return { timeoutMs: phaseTimeoutMs("Draining", cfg.timeouts), driverPods: cfg.driverPods };
 }
 
 function toTurnLook(l: Look<boolean>): TurnLook {
-  return l.ok && l.value ? { kind: "held" } : { kind: "gone" };
+  if (l.ok) return l.value ? { kind: "held" } : { kind: "gone" };
+  return { kind: "unread", code: l.error.code, message: l.error.message };
 }

@@ -49,16 +49,16 @@ export interface AgentConfig {
 }
 
 const KNOWN = new Set([
-  // src/slots/config.ts owns these three.
+  // src/slots/config.ts owns these four.
   "slots",
   "stateDir",
   "running",
+  "cmdline",
   "machine",
   "cluster",
   "nodeName",
   "kubeconfig",
   "bootloader",
-  "cmdline",
   "reboot",
   "heartbeatSeconds",
   "loopSeconds",
@@ -269,7 +269,7 @@ export function parseAgentSection(
     ...(kubeconfig === undefined ? {} : { kubeconfig: rel(kubeconfig) }),
     bootloader: parseBootloader(file, d.bootloader, rel),
     driverPods: parseDrain(file, d.drain),
-    cmdline: rel(str(file, d, "cmdline", false) ?? "/proc/cmdline"),
+    cmdline: slots.cmdline,
     reboot: parseReboot(file, d.reboot),
     heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,
     loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,

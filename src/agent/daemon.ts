@@ -200,7 +200,8 @@ export class AgentDaemon {
       },
       drain: (a) => acts.drain(a.release),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
-      reboot: (a) => acts.reboot(a.reason),
+      reboot: (a) =>
+        o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason) : acts.reboot(a.reason),
       disarm: () => acts.disarm(),
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),

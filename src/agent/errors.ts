@@ -10,7 +10,9 @@ export type AgentCode =
   /** The channel's release.yaml could not be fetched or does not match the catalog digest. */
   | "LIKEN_AGENT_RELEASE_REFUSED"
   /** The slot or the turn could not be read before the trial: nothing decided, tried again. */
-  | "LIKEN_AGENT_SLOT_CHECK_FAILED";
+  | "LIKEN_AGENT_SLOT_CHECK_FAILED"
+  /** Reading the slot back took longer than timeouts.slotCheckMs. */
+  | "LIKEN_AGENT_SLOT_CHECK_TIMEOUT";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

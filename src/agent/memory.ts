@@ -28,6 +28,8 @@ export interface Memory {
 export interface ArmedTrial extends ReleaseRef {
   slot: SlotName;
   armedAt: string;
+  /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
+  gaveUp?: string;
 }
 
 export const EMPTY_MEMORY: Memory = { failed: [] };
@@ -121,6 +123,11 @@ export function armed(m: Memory, release: ReleaseRef, slot: SlotName, at: string
   return { ...without(m, "trialSeenAt"), trial };
 }
 
+/** The trial boot did not prove itself: say why, for the report after the fallback. */
+export function gaveUp(m: Memory, why: string): Memory {
+  return m.trial === undefined ? m : { ...m, trial: { ...m.trial, gaveUp: why } };
+}
+
 /**
  * The slot read back did not match the staged release: remembered as failed (so the machine
  * does not download and fail the same bytes in a loop) and reported as a skipped trial.
@@ -184,6 +191,7 @@ export function fellBack(
   const release = t ?? marker ?? { version: "unknown", digest: "" };
   const ref = { version: release.version, digest: release.digest };
   const how =
+    t?.gaveUp ??
     "the trial boot panicked, hung until the watchdog reset it, or did not rejoin in time";
   const message =
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +

@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { LikenApi } from "../api/client.js";
-import { toApiError, type ApiError } from "../api/errors.js";
+import { API_ERROR_CODES, toApiError, type ApiError } from "../api/errors.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -99,7 +99,7 @@ export class Observer {
       downloadFailedAt: downloads.failedAt,
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
-      nodeReady: node?.ok === true && node.value,
+      ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
     };
     return { o, cluster: api?.cluster, machine, progress };
@@ -143,7 +143,13 @@ export class Observer {
       return { cluster, machine };
     });
     if (r.ok) return r.value;
-    log.warn({ err: r.error.message }, "API server not reachable");
+    // No answer is the network or the server; any other failure (403, a bug) is not
+    // "unreachable", and the log must say which, with the cause's code.
+    const unreachable = r.error.code === API_ERROR_CODES.unavailable;
+    log.warn(
+      { err: r.error.message, code: r.error.code },
+      unreachable ? "API server not reachable" : "could not read the Cluster or the Machine",
+    );
     return undefined;
   }
 
@@ -158,13 +164,25 @@ export class Observer {
     });
   }
 
-  /** Node Ready (any failure to read it counts as not Ready). */
+  /** Node Ready, or why the Node could not be read (a 403 is not "not Ready"). */
   private async readNode(): Promise<Look<boolean>> {
-    const { core, cfg } = this.p;
-    return look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
+    const { core, cfg, log } = this.p;
+    const r = await look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
       readyOf(await core.readNode({ name: cfg.nodeName })),
     );
+    if (!r.ok) log.warn({ err: r.error.message, code: r.error.code }, "could not read the Node");
+    return r;
   }
+}
+
+/** Node Ready as a verdict, or why there is none (not looked at while the API is down). */
+export function nodeFacts(
+  node: Look<boolean> | undefined,
+): Pick<Observed, "nodeReady" | "nodeUnread"> {
+  if (node === undefined) return { nodeReady: false, nodeUnread: undefined };
+  return node.ok
+    ? { nodeReady: node.value, nodeUnread: undefined }
+    : { nodeReady: false, nodeUnread: `${node.error.message} [${node.error.code}]` };
 }
 
 /** The Cluster's spec.version with its catalog digest. */

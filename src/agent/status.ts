@@ -79,14 +79,22 @@ function condition(
 
 type NewCondition = Omit<MachineCondition, "lastTransitionTime">;
 
-function upToDate(o: Observed, dec: Decision): NewCondition {
+/**
+ * UpToDate=False names the step, or the last failure on the way: a drain or reboot failure
+ * happens with the release staged (ReleaseStaged=True), so this is where it shows.
+ */
+function upToDate(o: Observed, dec: Decision, x: StatusExtras): NewCondition {
   if (o.target === undefined || sameRelease(o.running.release, o.target)) {
     const message = "runs the Cluster's spec.version";
     return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
   }
   const running = o.running.release?.version ?? "an unknown release";
-  const message = `runs ${running}, target ${o.target.version}: ${dec.why}`;
-  return { type: "UpToDate", status: "False", reason: dec.step, message };
+  const now = `runs ${running}, target ${o.target.version}: ${dec.why}`;
+  if (x.problem === undefined) {
+    return { type: "UpToDate", status: "False", reason: dec.step, message: now };
+  }
+  const message = `${now}; last failure: ${x.problem.message}`;
+  return { type: "UpToDate", status: "False", reason: x.problem.reason, message };
 }
 
 function releaseStaged(o: Observed, x: StatusExtras): NewCondition {
@@ -108,7 +116,7 @@ function conditions(
   x: StatusExtras,
   now: string,
 ): MachineCondition[] {
-  const wanted: NewCondition[] = [upToDate(o, dec), releaseStaged(o, x)];
+  const wanted: NewCondition[] = [upToDate(o, dec, x), releaseStaged(o, x)];
   const t = mem.lastTrial;
   if (t !== undefined) {
     const status = t.result === "Succeeded" ? "True" : "False";

@@ -81,7 +81,7 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 };
 
 /** The named timeout of each phase (null: the phase waits for people or for the target). */
-export const PHASE_TIMEOUT: Record<Phase, keyof Timeouts | null> = {
+export const PHASE_TIMEOUT = {
   Idle: null,
   Disconnected: null,
   Withdrawing: null,
@@ -94,7 +94,12 @@ export const PHASE_TIMEOUT: Record<Phase, keyof Timeouts | null> = {
   Proving: "proveMs",
   FallingBack: null,
   Failed: null,
-};
+} as const satisfies Record<Phase, keyof Timeouts | null>;
+
+/** The phases that have a timeout. */
+export type TimedPhase = {
+  [P in Phase]: (typeof PHASE_TIMEOUT)[P] extends null ? never : P;
+}[Phase];
 
 /** A slot as the slot store's marker describes it. */
 export interface SlotView {
@@ -134,6 +139,8 @@ export interface Observed {
   drainedDigest: string | undefined;
   /** The node object reports Ready=True. */
   nodeReady: boolean;
+  /** Why the Node could not be read (then nodeReady is false for want of a look, not a verdict). */
+  nodeUnread: string | undefined;
   /** When this boot was first seen as a trial boot (for the prove timeout). */
   trialSeenAt: number | undefined;
 }
@@ -185,10 +192,13 @@ function d(
   };
 }
 
-/** The named timeout of a phase in milliseconds; undefined when the phase has none. */
-export function phaseTimeoutMs(phase: Phase, t: Timeouts): number | undefined {
-  const name = PHASE_TIMEOUT[phase];
-  return name === null ? undefined : t[name];
+/** The named timeout of a phase in milliseconds: the one place a timeout is read. */
+export function phaseTimeoutMs(phase: TimedPhase, t: Timeouts): number {
+  return t[PHASE_TIMEOUT[phase]];
+}
+
+function isTimed(phase: Phase): phase is TimedPhase {
+  return PHASE_TIMEOUT[phase] !== null;
 }
 
 /** The elapsed time of a phase against its named timeout. */
@@ -198,8 +208,7 @@ export function timedOut(
   now: number,
   t: Timeouts,
 ): boolean {
-  const ms = phaseTimeoutMs(phase, t);
-  return ms !== undefined && since !== undefined && now - since >= ms;
+  return isTimed(phase) && since !== undefined && now - since >= phaseTimeoutMs(phase, t);
 }
 
 /** The trial boot: prove it (API + node Ready) within proveMs, else reboot to fall back. */
@@ -208,13 +217,17 @@ function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
   if (o.apiReachable && o.nodeReady) {
     return d("Proving", "Updating", { kind: "promote", slot }, "the trial rejoined", stage);
   }
+  const why = !o.apiReachable
+    ? "API server not reachable"
+    : o.nodeUnread !== undefined
+      ? `cannot read the Node: ${o.nodeUnread}`
+      : "waiting for the node to report Ready";
   if (timedOut("Proving", o.trialSeenAt, o.now, t)) {
     // The turn is still held (its record stays until we give it back), so this reboot is
     // covered; next_entry was consumed, so the bootloader boots the old default.
-    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms`;
+    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms (${why})`;
     return d("Proving", "Updating", { kind: "reboot", reason }, reason, stage);
   }
-  const why = o.apiReachable ? "waiting for the node to report Ready" : "API server not reachable";
   return d("Proving", "Updating", WAIT, why, stage);
 }
 

@@ -7,6 +7,7 @@ import { parse } from "yaml";
 import { SlotError } from "./errors.js";
 
 export const DEFAULT_CONFIG = "/etc/liken/agent.yaml";
+export const DEFAULT_CMDLINE = "/proc/cmdline";
 export const SLOT_NAMES = ["a", "b"] as const;
 export type SlotName = (typeof SLOT_NAMES)[number];
 
@@ -17,8 +18,10 @@ export interface SlotConfig {
 
 export interface AgentSlotsConfig {
   slots: Record<SlotName, SlotConfig>;
-  /** The running slot if the config names it; else /proc/cmdline `liken.slot=` decides. */
+  /** The running slot if the config names it; else `liken.slot=` in `cmdline` decides. */
   running?: SlotName;
+  /** The kernel command line to read `liken.slot=` from (config key `cmdline`, default /proc/cmdline). */
+  cmdline: string;
   /** Slot metadata: markers, stored release documents, download progress. */
   stateDir: string;
   /** Where the file was read from; relative paths in it resolve against its directory. */
@@ -51,6 +54,14 @@ function parseSlot(
   return { device: path.resolve(dir, s.device) };
 }
 
+/** The `cmdline` key: the file to read `liken.slot=` from, relative to the config's directory. */
+function cmdlineFile(file: string, dir: string, v: unknown): string {
+  if (v === undefined) return DEFAULT_CMDLINE;
+  if (typeof v !== "string" || v === "")
+    invalid(file, "cmdline", "must name the file holding the kernel command line");
+  return path.resolve(dir, v);
+}
+
 export function parseAgentConfig(text: string, file: string): AgentSlotsConfig {
   let doc: unknown;
   try {
@@ -79,6 +90,7 @@ export function parseAgentConfig(text: string, file: string): AgentSlotsConfig {
   return {
     slots: out,
     ...(isSlotName(d.running) ? { running: d.running } : {}),
+    cmdline: cmdlineFile(file, dir, d.cmdline),
     stateDir: path.resolve(dir, d.stateDir),
     file,
   };
@@ -104,7 +116,7 @@ export function slotFromCmdline(cmdline: string): SlotName | undefined {
   return m && isSlotName(m[1]) ? m[1] : undefined;
 }
 
-/** Which slot runs: an explicit override, else the config, else /proc/cmdline. */
+/** Which slot runs: an explicit override, else the config's `running`, else its `cmdline` file. */
 export async function runningSlot(c: AgentSlotsConfig, override?: string): Promise<SlotName> {
   if (override !== undefined) {
     if (!isSlotName(override))
@@ -112,12 +124,12 @@ export async function runningSlot(c: AgentSlotsConfig, override?: string): Promi
     return override;
   }
   if (c.running) return c.running;
-  const cmdline = await readFile("/proc/cmdline", "utf8").catch(() => "");
+  const cmdline = await readFile(c.cmdline, "utf8").catch(() => "");
   const s = slotFromCmdline(cmdline);
   if (!s) {
     throw new SlotError(
       "LIKEN_SLOT_RUNNING_UNKNOWN",
-      `cannot tell which slot runs: ${c.file} sets no "running" and /proc/cmdline has no liken.slot=a|b; set one of them`,
+      `cannot tell which slot runs: ${c.file} sets no "running" and ${c.cmdline} has no liken.slot=a|b; set one of them`,
     );
   }
   return s;

@@ -94,6 +94,10 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
       result: "Failed",
       reason: "TrialFellBack",
     });
+    // The agent on the trial boot said why it gave up, and the report after the fallback keeps it.
+    expect(n.lastTrial?.message).toMatch(
+      /did not rejoin within \d+ ms \(API server not reachable\)/,
+    );
     expect(n.failedReleases?.map((f) => f.digest)).toEqual([v2.digest]);
     // The trial of b came up without a network; the agent's deadline rebooted it into a.
     const nboots = fleet.machines.get(NONET)!.boots.map((x) => `${x.slot}:${x.trial}:${x.fault}`);

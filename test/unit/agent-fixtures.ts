@@ -23,6 +23,7 @@ export function observed(over: Partial<Observed> = {}): Observed {
     failedDigests: [],
     drainedDigest: undefined,
     nodeReady: true,
+    nodeUnread: undefined,
     trialSeenAt: undefined,
     ...over,
   };

@@ -91,4 +91,19 @@ describe("machineStatus", () => {
     expect(sameStatus(first, { ...second, lastHeartbeatTime: "2026-12-02T12:05:00Z" })).toBe(true);
     expect(sameStatus(first, { ...second, step: "Updating" })).toBe(false);
   });
+
+  it("a failure with the release staged (drain, reboot) reaches the status with its code", () => {
+    const o = obs({ turn: true });
+    const problem = {
+      reason: "DrainFailed",
+      message: "drain: node m1 not drained within 3600000 ms [LIKEN_DRAIN_TIMEOUT]",
+    };
+    const s = machineStatus(undefined, o, decide(o), { failed: [] }, { now, problem });
+    expect(s.conditions?.find((c) => c.type === "ReleaseStaged")?.status).toBe("True");
+    expect(s.conditions?.find((c) => c.type === "UpToDate")).toMatchObject({
+      status: "False",
+      reason: "DrainFailed",
+      message: expect.stringMatching(/last failure: drain: .*\[LIKEN_DRAIN_TIMEOUT\]/),
+    });
+  });
 });

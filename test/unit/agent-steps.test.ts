@@ -3,6 +3,7 @@ import {
   DEFAULT_TIMEOUTS,
   PHASES,
   PHASE_TIMEOUT,
+  afterSlotCheck,
   decide,
   timedOut,
   type Observed,
@@ -355,6 +356,29 @@ describe("decide", () => {
   });
 });
 
+describe("the trial boot and a Node that cannot be read", () => {
+  const onTrial = {
+    boot: { kind: "on-trial", slot: "b" } as const,
+    running: { slot: "b" as const, state: "staged" as const, release: V2 },
+    nodeReady: false,
+    nodeUnread: "get Node m1: nodes is forbidden (HTTP 403) [LIKEN_API_FORBIDDEN]",
+  };
+
+  it("waits and says it could not look, not that the node is not Ready", () => {
+    const got = decide(base({ ...onTrial, trialSeenAt: 1_000_000 }));
+    expect(got.action.kind).toBe("wait");
+    expect(got.why).toMatch(/cannot read the Node: .*LIKEN_API_FORBIDDEN/);
+  });
+
+  it("past proveMs, the reboot's reason carries the cause", () => {
+    const got = decide(base({ ...onTrial, trialSeenAt: 1_000_000 - DEFAULT_TIMEOUTS.proveMs }));
+    expect(got.action).toMatchObject({
+      kind: "reboot",
+      reason: expect.stringMatching(/did not rejoin within .*LIKEN_API_FORBIDDEN/),
+    });
+  });
+});
+
 describe("timeouts", () => {
   it("every phase names a timeout or none, and the names exist", () => {
     for (const p of PHASES) {
@@ -369,5 +393,26 @@ describe("timeouts", () => {
     expect(timedOut("Draining", 0, 100, t)).toBe(true);
     expect(timedOut("AwaitingTurn", 0, 1e12, t)).toBe(false);
     expect(timedOut("Draining", undefined, 1e12, t)).toBe(false);
+  });
+});
+
+describe("afterSlotCheck: only a real mismatch condemns a release", () => {
+  const held = { kind: "held" } as const;
+  const gone = { kind: "gone" } as const;
+  const unreadTurn = { kind: "unread", code: "LIKEN_API_FORBIDDEN", message: "403" } as const;
+  const matched = { kind: "matched" } as const;
+  const mismatch = { kind: "mismatch", problems: ["artifact kernel reads back as x"] } as const;
+  const eio = { kind: "unread", code: "LIKEN_NATIVE_IO", message: "EIO" } as const;
+  it.each([
+    ["matched, turn held", matched, held, false, "arm"],
+    ["mismatch, turn held", mismatch, held, false, "skip-trial"],
+    ["could not read the slot", eio, held, false, "retry"],
+    ["could not read the turn", matched, unreadTurn, false, "retry"],
+    ["could not read the turn, mismatch", mismatch, unreadTurn, false, "retry"],
+    ["turn gone", matched, gone, false, "stand-down"],
+    ["turn gone, mismatch", mismatch, gone, false, "stand-down"],
+    ["stopping", matched, held, true, "stand-down"],
+  ] as const)("%s -> %s", (_name, check, turn, stopping, want) => {
+    expect(afterSlotCheck(check, turn, stopping, "b", V2).kind).toBe(want);
   });
 });

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { wholeStreamBuffer } from "../../src/slots/artifact.js";
-import { parseAgentConfig, slotFromCmdline } from "../../src/slots/config.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseAgentConfig, runningSlot, slotFromCmdline } from "../../src/slots/config.js";
 import {
   decodeMarker,
   encodeMarker,
@@ -68,6 +71,23 @@ describe("agent config", () => {
     expect(c.slots).toEqual({ a: { device: "/dev/sda2" }, b: { device: "/etc/liken/b.img" } });
     expect(c.stateDir).toBe("/etc/liken/state");
     expect(c.running).toBeUndefined();
+    expect(c.cmdline).toBe("/proc/cmdline");
+  });
+  it("reads the running slot from the config's cmdline file, the agent's setting", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-cmdline-"));
+    try {
+      writeFileSync(path.join(dir, "cmdline"), "root=/dev/vda2 liken.slot=b quiet\n");
+      const c = parseAgentConfig(
+        "slots:\n  a: { device: a.img }\n  b: { device: b.img }\nstateDir: s\ncmdline: ./cmdline\n",
+        path.join(dir, "agent.yaml"),
+      );
+      expect(c.cmdline).toBe(path.join(dir, "cmdline"));
+      expect(await runningSlot(c)).toBe("b");
+      writeFileSync(path.join(dir, "cmdline"), "quiet\n");
+      await expect(runningSlot(c)).rejects.toThrow(/cmdline has no liken.slot=a\|b/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   it.each([
     ["slots:\n  a: { device: x }\nstateDir: s\n", /slots\.b\.device must name/],

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import {
+  armed,
+  drained,
+  EMPTY_MEMORY,
+  fellBack,
+  gaveUp,
+  promoted,
+  retried,
+  skipped,
+  trialSeen,
+  turnGivenBack,
+  type Memory,
+} from "../../src/agent/memory.js";
+import { V1, V2 } from "./agent-fixtures.js";
+
+const AT = "2026-12-02T12:00:00Z";
+
+describe("memory transitions", () => {
+  it("never change the memory they were given", () => {
+    const m: Memory = { ...EMPTY_MEMORY, drainedDigest: V2.digest, trialSeenAt: 5 };
+    const frozen = JSON.stringify(m);
+    armed(m, V2, "b", AT);
+    promoted(armed(m, V2, "b", AT), V2, "b", AT);
+    fellBack(m, "b", "a", V2, AT);
+    turnGivenBack(m);
+    skipped(m, V2, "b", AT, "why");
+    expect(JSON.stringify(m)).toBe(frozen);
+  });
+
+  it("armed, then promoted: the trial is forgotten and reported Succeeded", () => {
+    const a = armed(trialSeen(EMPTY_MEMORY, 7), V2, "b", AT);
+    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT });
+    expect(a.trialSeenAt).toBeUndefined();
+    const p = promoted(trialSeen(a, 9), V2, "b", AT);
+    expect(p.trial).toBeUndefined();
+    expect(p.trialSeenAt).toBeUndefined();
+    expect(p.lastTrial).toMatchObject({ ...V2, result: "Succeeded", reason: "Promoted" });
+  });
+
+  it("a trial the agent gave up says why after the fallback; without that, what may have happened", () => {
+    const a = armed(EMPTY_MEMORY, V2, "b", AT);
+    const why = "trial of slot b did not rejoin within 900000 ms (cannot read the Node: 403)";
+    const given = fellBack(gaveUp(a, why), "b", "a", undefined, AT);
+    expect(given.lastTrial).toMatchObject({ ...V2, result: "Failed", reason: "TrialFellBack" });
+    expect(given.lastTrial?.message).toContain(why);
+    expect(given.failed.map((f) => f.digest)).toEqual([V2.digest]);
+    expect(given.trial).toBeUndefined();
+    expect(fellBack(a, "b", "a", undefined, AT).lastTrial?.message).toMatch(/panicked, hung/);
+  });
+
+  it("a fallback without an armed trial names the release the slot's marker holds", () => {
+    expect(fellBack(EMPTY_MEMORY, "b", "a", V1, AT).lastTrial).toMatchObject({ ...V1, slot: "b" });
+  });
+
+  it("skipped remembers the release as failed once; retried forgets, once per value", () => {
+    const s = skipped(
+      skipped(EMPTY_MEMORY, V2, "b", AT, "kernel reads back wrong"),
+      V2,
+      "b",
+      AT,
+      "again",
+    );
+    expect(s.failed).toHaveLength(1);
+    expect(s.lastTrial).toMatchObject({ result: "Skipped", reason: "SlotCheckMismatch" });
+    const r = retried(s, "t1");
+    expect(r.failed).toEqual([]);
+    expect(retried(skipped(r, V2, "b", AT, "x"), "t1").failed).toHaveLength(1);
+  });
+
+  it("drained until the turn is given back", () => {
+    expect(turnGivenBack(drained(EMPTY_MEMORY, V2.digest)).drainedDigest).toBeUndefined();
+  });
+});

@@ -1,0 +1,122 @@
+// The layering of src/ (docs/adr/layers.md), enforced: every import of every file under src/,
+// type-only and dynamic imports included, must point to a lower layer, or sideways along one of
+// the few edges listed below. The next arrow back up fails here, naming the file and the import.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "src");
+
+/** Each top-level piece of src/ and its layer: imports go to a lower number only. */
+const LAYER: Readonly<Record<string, number>> = {
+  // The shared error shape: imports nothing.
+  "errors.ts": 0,
+  // Bottom: talk to the outside world (the API server, the boot medium, the C++ addon, the
+  // control plane binaries for tests and the lab); nothing of liken's but errors.ts.
+  api: 1,
+  bootloader: 1,
+  native: 1,
+  controlplane: 1,
+  // Pieces of the product's mechanisms.
+  verify: 2,
+  slots: 2,
+  release: 2,
+  drain: 2,
+  coordinator: 2,
+  // The two programs' logic.
+  agent: 3,
+  operator: 3,
+  // What people start.
+  cli: 4,
+  lab: 4,
+};
+
+/** Imports within one layer that are allowed (from -> to); no cycle among them. */
+const SIDEWAYS: ReadonlySet<string> = new Set([
+  "slots -> verify", // a slot is verified as it is written
+  "release -> verify", // building a release writes the documents verify reads
+  "lab -> cli", // the lab starts liken through the CLI's entry
+]);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return filesUnder(p);
+    return /\.(ts|mts)$/.test(e.name) && !e.name.endsWith(".d.ts") ? [p] : [];
+  });
+}
+
+/** The top-level piece of src/ a path belongs to ("agent", "errors.ts"), or null if outside. */
+function pieceOf(file: string): string | null {
+  const rel = path.relative(SRC, file);
+  if (rel.startsWith("..")) return null;
+  // An import names the compiled file ("../errors.js"); the source is errors.ts.
+  return rel.split(path.sep)[0]?.replace(/\.js$/, ".ts") ?? null;
+}
+
+/** Every relative import of a file, static, type-only, re-exports and dynamic. */
+function importsOf(file: string): string[] {
+  const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+  return info.importedFiles.map((f) => f.fileName).filter((f) => f.startsWith("."));
+}
+
+interface Arrow {
+  file: string;
+  spec: string;
+  from: string;
+  to: string;
+}
+
+function arrows(): Arrow[] {
+  const out: Arrow[] = [];
+  for (const file of filesUnder(SRC)) {
+    const from = pieceOf(file)!;
+    for (const spec of importsOf(file)) {
+      const to = pieceOf(path.resolve(path.dirname(file), spec));
+      if (to !== null && to !== from) {
+        out.push({ file: path.relative(SRC, file), spec, from, to });
+      }
+    }
+  }
+  return out;
+}
+
+/** Whether `from` may import `to`. */
+export function allowed(from: string, to: string): boolean {
+  const a = LAYER[from];
+  const b = LAYER[to];
+  if (a === undefined || b === undefined) return false;
+  return b < a || (a === b && SIDEWAYS.has(`${from} -> ${to}`));
+}
+
+describe("layers", () => {
+  it("every piece of src/ has a layer", () => {
+    const pieces = readdirSync(SRC).filter((n) => !n.startsWith("."));
+    expect(pieces.filter((p) => LAYER[p] === undefined)).toEqual([]);
+  });
+
+  it("no import points up or sideways outside the listed edges", () => {
+    const against = arrows()
+      .filter((x) => !allowed(x.from, x.to))
+      .map((x) => `${x.file} imports ${x.spec} (${x.from} -> ${x.to})`);
+    expect(against).toEqual([]);
+  });
+
+  it("finds an arrow back up when there is one", () => {
+    expect(allowed("agent", "cli")).toBe(false);
+    expect(allowed("api", "agent")).toBe(false);
+    expect(allowed("verify", "slots")).toBe(false);
+    expect(allowed("operator", "agent")).toBe(false);
+    expect(allowed("cli", "agent")).toBe(true);
+  });
+
+  it("the sideways edges form no cycle", () => {
+    for (const edge of SIDEWAYS) {
+      const [from, to] = edge.split(" -> ");
+      expect(SIDEWAYS.has(`${to} -> ${from}`)).toBe(false);
+      expect(LAYER[from!]).toBe(LAYER[to!]);
+    }
+  });
+});
