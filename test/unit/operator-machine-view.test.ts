@@ -65,6 +65,12 @@ describe("isLost", () => {
     expect(isLost(m, hb, NOW, LOST_AFTER)).toBe(want);
   });
 
+  it("a machine with no status yet is judged from this copy's start", () => {
+    const m: Machine = { ...machine("m"), status: undefined };
+    const hb: HeartbeatView = { renewedAt: new Map(), since: at(39) };
+    expect(isLost(m, hb, NOW, LOST_AFTER)).toBe(false);
+  });
+
   it("judges each machine by its own renewal", () => {
     const hb: HeartbeatView = { renewedAt: new Map([["other", at(1)]]), since: at(600) };
     expect(isLost(machine("m"), hb, NOW, LOST_AFTER)).toBe(true);
@@ -87,6 +93,12 @@ describe("targetOf", () => {
     { version: null, want: undefined },
   ])("spec.version $version -> $want", ({ version, want }) => {
     expect(targetOf(cluster({ version }))).toEqual(want);
+  });
+
+  it("no catalog, no target", () => {
+    const c = cluster();
+    const bare = { ...c, spec: { ...c.spec, releases: { source: c.spec.releases.source } } };
+    expect(targetOf(bare)).toBeUndefined();
   });
 });
 
@@ -261,6 +273,27 @@ describe("stepAfterLost: the step a machine shows again when its heartbeat retur
         },
       }),
       want: "Ready",
+    },
+    {
+      name: "a request without a staged release",
+      m: asking("m", { status: { step: "Lost", staged: undefined } }),
+      want: "Ready",
+    },
+    {
+      name: "a target and no failed releases",
+      m: machine("m", { status: { step: "Lost", target: { version: V2, digest: D2 } } }),
+      want: "Ready",
+    },
+    {
+      name: "the target among other failed releases",
+      m: machine("m", {
+        status: {
+          step: "Lost",
+          target: { version: V2, digest: D2 },
+          failedReleases: [{ ...failed[0]!, version: V3, digest: D3 }, ...failed],
+        },
+      }),
+      want: "Failed",
     },
     { name: "nothing going on", m: machine("m", { status: { step: "Lost" } }), want: "Ready" },
     { name: "no status at all", m: { ...machine("m"), status: undefined }, want: "Ready" },
