@@ -4,8 +4,10 @@
 // look that failed changes nothing.
 import { describe, expect, it } from "vitest";
 import {
+  DEFAULT_TIMEOUTS,
   afterSlotCheck,
   rebootingDecision,
+  timedOut,
   type SlotCheck,
   type TurnLook,
 } from "../../src/agent/steps.js";
@@ -113,5 +115,27 @@ describe("rebootingDecision", () => {
       action: { kind: "reboot", reason: "trial of x" },
       why: "trial of x",
     });
+  });
+});
+
+describe("the named timeouts", () => {
+  it("are the numbers steps.ts explains", () => {
+    expect(DEFAULT_TIMEOUTS).toEqual({
+      downloadMs: 600_000,
+      downloadRetryMs: 60_000,
+      drainMs: 3_600_000,
+      slotCheckMs: 600_000,
+      rebootMs: 600_000,
+      proveMs: 900_000,
+    });
+  });
+
+  it.each([
+    { phase: "Draining" as const, since: 0, now: 3_599_999, want: false },
+    { phase: "Draining" as const, since: 0, now: 3_600_000, want: true },
+    { phase: "Draining" as const, since: undefined, now: 9e9, want: false },
+    { phase: "AwaitingTurn" as const, since: 0, now: 9e9, want: false },
+  ])("$phase since $since, now $now: timed out $want", ({ phase, since, now, want }) => {
+    expect(timedOut(phase, since, now, DEFAULT_TIMEOUTS)).toBe(want);
   });
 });
