@@ -311,3 +311,64 @@ describe("buildRelease", () => {
     }
   });
 });
+
+describe("parseRelease: the patterns are anchored, and the slot layout is exact", () => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  type Loose = Record<string, any>;
+  const edit = (f: (r: Loose) => void): Buffer => {
+    const r = good() as unknown as Loose;
+    f(r);
+    return bytes(r);
+  };
+  it.each([
+    ["a version with a bad first character", (r: Loose) => (r.version = "-1.0"), "version"],
+    ["a version with a bad last character", (r: Loose) => (r.version = "1.0/"), "version"],
+    ["a name with a bad first character", (r: Loose) => (r.artifacts[0].name = "-boot"), "name"],
+    ["a name with a bad last character", (r: Loose) => (r.artifacts[0].name = "boot!"), "name"],
+    [
+      "a path with a bad first character",
+      (r: Loose) => (r.artifacts[0].path = "~boot.img"),
+      "path",
+    ],
+    [
+      "a path with a bad last character",
+      (r: Loose) => (r.artifacts[0].path = "boot.img?x"),
+      "path",
+    ],
+  ])("refuses %s", (_name, f, field) => {
+    const e = refusal(() => parseRelease(edit(f)));
+    expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
+    expect(e.message).toContain(field);
+  });
+
+  it("accepts artifacts that touch end to start, in any order", () => {
+    const doc = edit((r) => {
+      r.artifacts[0].size = 4096;
+      r.artifacts.reverse();
+    });
+    expect(parseRelease(doc).artifacts.map((a) => a.name)).toEqual(["rootfs", "boot"]);
+  });
+
+  it("refuses artifacts that overlap by one byte, whatever their order, and says where", () => {
+    for (const reverse of [false, true]) {
+      const doc = edit((r) => {
+        r.artifacts[0].size = 4097;
+        if (reverse) r.artifacts.reverse();
+      });
+      expect(refusal(() => parseRelease(doc)).message).toBe(
+        "release.yaml: artifacts boot and rootfs overlap in the slot (boot ends at 4097, rootfs starts at 4096)",
+      );
+    }
+  });
+
+  it.each([
+    ["a URL", "http://evil/x", "is an absolute path or URL"],
+    ["an absolute path", "/etc/passwd", "is an absolute path or URL"],
+    ["a parent directory", "a/../../x", "leaves the release directory"],
+    ["the directory itself", "./x", "leaves the release directory"],
+  ])("refuses %s as an artifact path with LIKEN_VERIFY_PATH_UNSAFE", (_name, p, says) => {
+    const e = refusal(() => parseRelease(edit((r) => (r.artifacts[1].path = p))));
+    expect(e.code).toBe("LIKEN_VERIFY_PATH_UNSAFE");
+    expect(e.message).toContain(`release.yaml: artifacts[1].path "${p}" ${says}`);
+  });
+});
