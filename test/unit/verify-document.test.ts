@@ -31,6 +31,11 @@ describe("parseCappedYaml", () => {
     });
   });
 
+  it("names the parser's first line, not the whole report", () => {
+    const r = refusal(() => parseCappedYaml(bytes("a: 1\na: 2\n"), "doc", 1000));
+    expect(r.message).toMatch(/^doc: not valid YAML for liken \(Map keys must be unique/);
+  });
+
   it.each([
     ["an alias", "a: &x 1\nb: *x\n"],
     ["a duplicate key", "a: 1\na: 2\n"],
@@ -91,7 +96,10 @@ describe("Fields", () => {
     ],
     [() => doc.list("sub", 5), "release.yaml: sub must be a list"],
     [() => doc.list("list", 1), "release.yaml: list has 2 items; at most 1 are allowed"],
-    [() => doc.only(["name"]), "release.yaml: size is not a known field (known: name)"],
+    [
+      () => doc.only(["name", "text"]),
+      "release.yaml: size is not a known field (known: name, text)",
+    ],
     [() => doc.obj("name"), "release.yaml: name must be a mapping"],
     [() => doc.obj("list"), "release.yaml: list must be a mapping"],
     [() => doc.obj("missing"), "release.yaml: missing must be a mapping"],
