@@ -1,7 +1,8 @@
 // `npm run test:mutation [-- module ...]`: StrykerJS over the pure decision modules, one
 // module at a time, against the unit tests only. Each module keeps its own incremental file
 // under reports/mutation/, so a second run re-tests only the mutants whose code or tests
-// changed. Prints each module's score and its surviving mutants, then one table; exits 1 when
+// changed (for mutants of module-level constants it can reuse a stale "survived": delete the
+// module's file before recording its score, docs/testing.md). Prints each module's score and its surviving mutants, then one table; exits 1 when
 // a module scores under the goal (docs/testing.md lists the survivors known to be equivalent).
 //
 //   LIKEN_MUTATION_CONCURRENCY  test runners at once (default 1: the machine is shared)
