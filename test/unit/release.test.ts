@@ -341,6 +341,38 @@ describe("parseRelease: the patterns are anchored, and the slot layout is exact"
     expect(e.message).toContain(field);
   });
 
+  it.each([
+    [
+      "a chunk digest that is not hex",
+      (r: Loose) => (r.artifacts[1].chunks.digests[1] = "Z".repeat(64)),
+      "release.yaml: artifacts[1].chunks.digests[1] must be 64 lowercase hex digits",
+    ],
+    [
+      "a chunk digest that is not a string",
+      (r: Loose) => (r.artifacts[1].chunks.digests[0] = 7),
+      "release.yaml: artifacts[1].chunks.digests[0] must be 64 lowercase hex digits",
+    ],
+    [
+      "a chunk size that is no power of two",
+      (r: Loose) => (r.artifacts[1].chunks.size = 3 * 1024 * 1024),
+      "release.yaml: artifacts[1].chunks.size must be a power of two (for example 4194304)",
+    ],
+    [
+      "an artifact that is not a mapping",
+      (r: Loose) => (r.artifacts[0] = "boot.img"),
+      "release.yaml: artifacts[0] must be a mapping",
+    ],
+    [
+      "an artifact path that is not a string",
+      (r: Loose) => (r.artifacts[0].path = 5),
+      "release.yaml: artifacts[0].path must be a string (a relative path inside the release directory)",
+    ],
+  ])("refuses %s, and says so", (_name, f, message) => {
+    const e = refusal(() => parseRelease(edit(f)));
+    expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
+    expect(e.message).toBe(message);
+  });
+
   it("accepts artifacts that touch end to start, in any order", () => {
     const doc = edit((r) => {
       r.artifacts[0].size = 4096;
