@@ -6,7 +6,18 @@ import tseslint from "typescript-eslint";
 import globals from "globals";
 
 export default tseslint.config(
-  { ignores: ["dist/", "build/", "node_modules/", ".lab/", "images/out/", "coverage/"] },
+  {
+    ignores: [
+      "dist/",
+      "build/",
+      "node_modules/",
+      ".lab/",
+      "images/out/",
+      "coverage/",
+      "reports/",
+      ".stryker-tmp/",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -28,6 +28,7 @@ import {
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
+import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector } from "./liveness.js";
@@ -54,6 +55,8 @@ export interface OperatorOptions {
   tickMs?: number;
   log: Logger;
   events?: EventSink;
+  /** Test seam (hold.ts): runs between a decision that grants and its write. */
+  beforeTurnWrite?: BeforeTurnWrite;
 }
 
 /** What the operator did, for logs at exit and the benchmark. */
@@ -306,6 +309,7 @@ export class Operator {
         this.settings,
       );
       this.writeLostMarks(cluster, d.lostMarks);
+      if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       if (!d.changed) {
         // The channel's news is already in the status: the view is spent, and a view left
         // behind would block every later read (maybePollChannel waits for it).
@@ -313,6 +317,7 @@ export class Operator {
         return;
       }
       try {
+        await this.beforeTurnWrite(name, d);
         const written = await this.api.clusters.replaceStatus(
           { ...cluster, status: d.status },
           { fieldManager: FIELD_MANAGER },
@@ -328,12 +333,33 @@ export class Operator {
         // Another writer (a second copy, a person) changed the Cluster: decide again from
         // the Cluster as it is now. Never replay a decision onto a state it was not made for.
         this.stats.conflicts++;
+        this.logDecision(
+          cluster,
+          d,
+          "the Cluster changed since this copy read it (409 Conflict): nothing was written; deciding again",
+        );
         this.written.delete(name);
         this.stats.reads++;
         cluster = await this.api.clusters.get(name);
         if (this.pause.check()) return;
       }
     }
+  }
+
+  private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
+    const hook = this.opts.beforeTurnWrite;
+    if (hook !== undefined && d.grants.length > 0) await hook(name, d.grants);
+  }
+
+  /** A decision around a conflict, named by the resourceVersion it was made on. */
+  private logDecision(cluster: Cluster, d: Decision, msg: string): void {
+    const fields = {
+      cluster: cluster.metadata.name,
+      resourceVersion: cluster.metadata.resourceVersion,
+      grants: d.grants.map((g) => g.machine),
+      blocked: d.blocked?.kind,
+    };
+    this.opts.log.info(fields, msg);
   }
 
   private announce(cluster: Cluster, d: Decision): void {

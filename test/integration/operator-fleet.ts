@@ -23,6 +23,7 @@ import {
 } from "../../src/api/index.js";
 import { parseBudget } from "../../src/operator/budget.js";
 import { kubeConfig, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { seeded } from "../support/seed.js";
 
 export const V1 = "2026.10.10-001";
 export const V2 = "2026.10.12-001";
@@ -177,6 +178,7 @@ export function startOperator(
   opts: {
     identity?: string;
     args?: string[];
+    env?: NodeJS.ProcessEnv;
   } = {},
 ): OperatorProcess {
   const identity = opts.identity ?? uniqueName("op");
@@ -193,7 +195,7 @@ export function startOperator(
       "127.0.0.1:0",
       ...(opts.args ?? []),
     ],
-    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...opts.env } },
   );
   let out = "";
   child.stdout?.on("data", (b: Buffer) => (out += b.toString()));
@@ -247,6 +249,10 @@ export interface SimOptions {
   heartbeats?: Heartbeats;
   /** Machines whose trial falls back: they come back on V1, step Failed, and say why. */
   failTrial?: ReadonlySet<string>;
+  /** Where the downtimes come from; by default a generator seeded (and logged) per Fleet. */
+  random?: () => number;
+  /** A machine that stays down until this settles, instead of a drawn downtime. */
+  downUntil?: (machine: string) => Promise<void> | undefined;
 }
 
 export interface Violation {
@@ -264,6 +270,8 @@ export class Fleet {
   readonly violations: Violation[] = [];
   readonly maxSeen = { turns: 0, acting: 0, leadersActing: 0 };
   readonly grantsSeen: string[] = [];
+  /** When this process first saw each machine's turn recorded (its own clock, ms). */
+  readonly grantSeenAt = new Map<string, number>();
   /** Which operator copies granted the turns seen (grantedBy). */
   readonly grantors = new Set<string>();
   private readonly acting = new Set<string>();
@@ -272,12 +280,14 @@ export class Fleet {
   private readonly roles = new Map<string, Role>();
   private stopped = false;
   private readonly pending: Promise<unknown>[] = [];
+  private readonly random: () => number;
 
   constructor(
     readonly cluster: string,
     plans: MachinePlan[],
     private readonly opts: SimOptions = {},
   ) {
+    this.random = opts.random ?? seeded(`fleet ${cluster} downtimes`).random;
     for (const p of plans) this.roles.set(p.name, p.role ?? "Worker");
     this.watcher = new ResourceWatcher(
       api.clusters,
@@ -321,6 +331,7 @@ export class Fleet {
       if (this.acting.has(t.machine) || this.done.has(t.machine)) continue;
       if (!this.roles.has(t.machine) || t.version !== V2) continue;
       this.grantsSeen.push(t.machine);
+      this.grantSeenAt.set(t.machine, Date.now());
       this.grantors.add(t.grantedBy);
       this.pending.push(this.takeTurn(t.machine, budget));
     }
@@ -342,7 +353,7 @@ export class Fleet {
       await patchMachineStatus(name, { step: "Updating", updateStage: "Draining" });
       const [lo, hi] = this.opts.downMs ?? [100, 400];
       if (this.opts.silentWhileRebooting) this.opts.heartbeats?.silent.add(name);
-      await sleepMs(lo + Math.random() * (hi - lo));
+      await (this.opts.downUntil?.(name) ?? sleepMs(lo + this.random() * (hi - lo)));
       this.opts.heartbeats?.silent.delete(name);
       // Back: running V2 and Ready. It stops counting itself down BEFORE it says so, as a
       // real machine is up again before its agent writes.

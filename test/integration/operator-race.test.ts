@@ -1,12 +1,14 @@
 // Safety without a single leader: two copies of cluster-operator run at once without
 // leader election, over a handful of randomized fleets (budgets, leaders), and in each run
-// one copy is frozen with SIGSTOP while the other grants, then woken with SIGCONT. An
+// one copy is frozen with SIGSTOP while the other grants, then woken with SIGCONT. Every
+// draw comes from the run's printed seed (test/support/seed.ts), so a failure replays. An
 // independent observer (Fleet) checks every Cluster version and every instant a machine is
 // down: never more than the budget, never two leaders.
 import { writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConflictError, type RebootTurn } from "../../src/api/index.js";
 import { uniqueName, waitFor } from "../support/kube.js";
+import { seeded, seedFromEnv } from "../support/seed.js";
 import {
   Fleet,
   Heartbeats,
@@ -45,25 +47,24 @@ afterAll(async () => {
   if (dump) copies.forEach((op, i) => writeFileSync(`${dump}.${i}`, op.log()));
 }, 300_000);
 
-/** A small deterministic PRNG, so a failing run can be replayed from its seed. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
-const SEEDS = [11, 23, 47];
-/** How long one copy stays frozen in each run (PAUSE_MS is 5 s). */
-const PAUSES_MS = [1000, 6000, 6500];
+/**
+ * Each run: the seed of its fleet (size, leaders, budget, which copy freezes, downtimes) and
+ * how long one copy stays frozen (PAUSE_MS is 5 s). LIKEN_TEST_SEED replaces every run's seed,
+ * to replay a failed run with the seed it printed.
+ */
+const RUNS = [
+  { seed: 11, freezeMs: 1000 },
+  { seed: 23, freezeMs: 6000 },
+  { seed: 47, freezeMs: 6500 },
+];
 
 describe("two copies racing, one paused", () => {
   const grantors = new Set<string>();
 
-  for (const seed of SEEDS) {
-    it(`seed ${seed}: never more than the budget, never two leaders`, async () => {
-      const r = rng(seed);
+  for (const run of RUNS) {
+    const seed = seedFromEnv() ?? run.seed;
+    it(`seed ${seed}, frozen ${run.freezeMs} ms: never more than the budget, never two leaders`, async () => {
+      const r = seeded(`race frozen ${run.freezeMs} ms`, seed).random;
       const n = 5 + Math.floor(r() * 4);
       const leaders = Math.floor(r() * (n + 1)); // from none to every machine
       const budget = [1, 2, 3, "50%"][Math.floor(r() * 4)]!;
@@ -79,7 +80,7 @@ describe("two copies racing, one paused", () => {
       const beats = new Heartbeats(cluster, names, 1000);
       await beats.start();
       cleanups.push(async () => beats.stop());
-      const fleet = new Fleet(cluster, plans, { downMs: [150, 450] });
+      const fleet = new Fleet(cluster, plans, { downMs: [150, 450], random: r });
       await fleet.start();
       cleanups.push(() => fleet.stop());
 
@@ -91,7 +92,7 @@ describe("two copies racing, one paused", () => {
       const frozen = copies[Math.floor(r() * 2)]!;
       // Short freezes leave only the resourceVersion guard; long ones (past PAUSE_MS) also
       // make the woken copy start over with a grace.
-      const freezeMs = PAUSES_MS[SEEDS.indexOf(seed)]!;
+      const freezeMs = run.freezeMs;
       const frozenAt = Date.now();
       process.kill(frozen.child.pid!, "SIGSTOP");
       try {

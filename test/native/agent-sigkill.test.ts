@@ -1,4 +1,4 @@
-// SIGKILL at random points of `liken agent download`: after every kill the target slot is
+// SIGKILL at random points of `liken agent download` (seeded, see test/support/seed.ts): after every kill the target slot is
 // withdrawn (or writing) or staged and fully verified, never in between; the running slot is
 // untouched; and the next run finishes the job, resuming instead of starting over.
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -16,6 +16,7 @@ import { readBackArtifacts } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { parseRelease, type Release } from "../../src/verify/release.js";
+import { seeded } from "../support/seed.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
 
 const KiB = 1024;
@@ -30,6 +31,8 @@ const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 let server: FaultServer;
 let digest = "";
 let release: Release;
+/** Where every kill lands: a fresh seed each run, printed; LIKEN_TEST_SEED replays one. */
+const { random } = seeded("agent SIGKILL points");
 
 beforeAll(async () => {
   // Spawning through tsx costs seconds of compile per process on a busy machine; one esbuild
@@ -116,7 +119,7 @@ function download(dir: string, phase?: string): Promise<Run> {
     stderr += d.toString();
     if (target !== undefined && stderr.includes(target)) {
       target = undefined;
-      setTimeout(() => child.kill("SIGKILL"), Math.random() * 900);
+      setTimeout(() => child.kill("SIGKILL"), random() * 900);
     }
   });
   return new Promise((resolve) =>
@@ -141,7 +144,7 @@ it(`leaves the slot withdrawn or staged-and-verified after ${KILLS} SIGKILLs, th
 
   const seen = new Set<string>();
   for (let i = 0; i < KILLS; i++) {
-    const phase = i < WRITE_KILLS ? "write" : PHASES[Math.floor(Math.random() * PHASES.length)];
+    const phase = i < WRITE_KILLS ? "write" : PHASES[Math.floor(random() * PHASES.length)];
     const run = await download(dir, phase);
     const m = await store.marker("b");
     seen.add(m.state);

@@ -30,6 +30,31 @@ describe("parseBudget", () => {
   }
 });
 
+describe("parseBudget: what it says", () => {
+  it.each([
+    { value: undefined, total: 3, budget: 1, text: "1 (default)" },
+    { value: 2, total: 3, budget: 2, text: "2" },
+    { value: "12", total: 3, budget: 12, text: "12" },
+    { value: "50%", total: 5, budget: 3, text: "50% of 5 machines = 3" },
+  ])("$value of $total: budget $budget, text $text", ({ value, total, budget, text }) => {
+    expect(parseBudget(value, total)).toEqual({ ok: true, budget, text });
+  });
+
+  it.each([
+    { value: 0, want: "an integer of at least 1" },
+    { value: "10%x", want: 'an integer of at least 1 or a percentage from "1%" to "100%"' },
+    { value: "x3", want: 'an integer of at least 1 or a percentage from "1%" to "100%"' },
+    { value: "3x", want: 'an integer of at least 1 or a percentage from "1%" to "100%"' },
+  ])("refuses $value, says why, and falls back to 1", ({ value, want }) => {
+    expect(parseBudget(value, 10)).toEqual({
+      ok: false,
+      budget: 1,
+      text: "1 (fallback)",
+      problem: `spec.disruption.maxUnavailable ${JSON.stringify(value)} is not ${want}; cluster-operator uses 1 until it is fixed`,
+    });
+  });
+});
+
 describe("compareVersions", () => {
   it("orders liken versions naturally", () => {
     const vs = ["2026.10.12-001", "2026.9.30-002", "2026.10.10-010", "2026.10.10-002"];

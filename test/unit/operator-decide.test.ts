@@ -225,6 +225,22 @@ describe("decide: which machine gets a turn", () => {
     expect(d.blocked).toEqual({ kind: "leader", machine: "l1", down: "l0" });
   });
 
+  it.each([
+    { name: "Updating", status: { step: "Updating" as const, updateStage: "Rebooting" as const } },
+    { name: "Updating with no stage yet", status: { step: "Updating" as const } },
+  ])("a leader $name without a turn record (a record lost) is a leader down", ({ status }) => {
+    // What a lost record leaves behind: the leader is down, and no record says so.
+    const c = cluster({ maxUnavailable: 5, turns: [] });
+    const ms = [
+      machine("l0", { spec: { role: "Leader" }, status }),
+      asking("l1", { spec: { role: "Leader" } }),
+      asking("w1", { askedAfter: 1 }),
+    ];
+    const d = decide(observed(c, ms), SETTINGS);
+    expect(d.grants.map((g) => g.machine)).toEqual(["w1"]);
+    expect(d.blocked).toEqual({ kind: "leader", machine: "l1", down: "l0" });
+  });
+
   it("the leader rule reads the turn's record, not the machine's current role", () => {
     // l0 was a leader when granted; a role edit mid-turn must not let a second leader down.
     const c = cluster({ maxUnavailable: 5, turns: [turn("l0", { leader: true })] });

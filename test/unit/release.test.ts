@@ -311,3 +311,96 @@ describe("buildRelease", () => {
     }
   });
 });
+
+describe("parseRelease: the patterns are anchored, and the slot layout is exact", () => {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  type Loose = Record<string, any>;
+  const edit = (f: (r: Loose) => void): Buffer => {
+    const r = good() as unknown as Loose;
+    f(r);
+    return bytes(r);
+  };
+  it.each([
+    ["a version with a bad first character", (r: Loose) => (r.version = "-1.0"), "version"],
+    ["a version with a bad last character", (r: Loose) => (r.version = "1.0/"), "version"],
+    ["a name with a bad first character", (r: Loose) => (r.artifacts[0].name = "-boot"), "name"],
+    ["a name with a bad last character", (r: Loose) => (r.artifacts[0].name = "boot!"), "name"],
+    [
+      "a path with a bad first character",
+      (r: Loose) => (r.artifacts[0].path = "~boot.img"),
+      "path",
+    ],
+    [
+      "a path with a bad last character",
+      (r: Loose) => (r.artifacts[0].path = "boot.img?x"),
+      "path",
+    ],
+  ])("refuses %s", (_name, f, field) => {
+    const e = refusal(() => parseRelease(edit(f)));
+    expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
+    expect(e.message).toContain(field);
+  });
+
+  it.each([
+    [
+      "a chunk digest that is not hex",
+      (r: Loose) => (r.artifacts[1].chunks.digests[1] = "Z".repeat(64)),
+      "release.yaml: artifacts[1].chunks.digests[1] must be 64 lowercase hex digits",
+    ],
+    [
+      "a chunk digest that is not a string",
+      (r: Loose) => (r.artifacts[1].chunks.digests[0] = 7),
+      "release.yaml: artifacts[1].chunks.digests[0] must be 64 lowercase hex digits",
+    ],
+    [
+      "a chunk size that is no power of two",
+      (r: Loose) => (r.artifacts[1].chunks.size = 3 * 1024 * 1024),
+      "release.yaml: artifacts[1].chunks.size must be a power of two (for example 4194304)",
+    ],
+    [
+      "an artifact that is not a mapping",
+      (r: Loose) => (r.artifacts[0] = "boot.img"),
+      "release.yaml: artifacts[0] must be a mapping",
+    ],
+    [
+      "an artifact path that is not a string",
+      (r: Loose) => (r.artifacts[0].path = 5),
+      "release.yaml: artifacts[0].path must be a string (a relative path inside the release directory)",
+    ],
+  ])("refuses %s, and says so", (_name, f, message) => {
+    const e = refusal(() => parseRelease(edit(f)));
+    expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
+    expect(e.message).toBe(message);
+  });
+
+  it("accepts artifacts that touch end to start, in any order", () => {
+    const doc = edit((r) => {
+      r.artifacts[0].size = 4096;
+      r.artifacts.reverse();
+    });
+    expect(parseRelease(doc).artifacts.map((a) => a.name)).toEqual(["rootfs", "boot"]);
+  });
+
+  it("refuses artifacts that overlap by one byte, whatever their order, and says where", () => {
+    for (const reverse of [false, true]) {
+      const doc = edit((r) => {
+        r.artifacts[0].size = 4097;
+        if (reverse) r.artifacts.reverse();
+      });
+      expect(refusal(() => parseRelease(doc)).message).toBe(
+        "release.yaml: artifacts boot and rootfs overlap in the slot (boot ends at 4097, rootfs starts at 4096)",
+      );
+    }
+  });
+
+  it.each([
+    ["a URL", "http://evil/x", "is an absolute path or URL"],
+    ["an absolute path", "/etc/passwd", "is an absolute path or URL"],
+    ["a parent directory", "a/../../x", "leaves the release directory"],
+    ["the directory itself", "./x", "leaves the release directory"],
+  ])("refuses %s as an artifact path with LIKEN_VERIFY_PATH_UNSAFE", (_name, p, says) => {
+    const e = refusal(() => parseRelease(edit((r) => (r.artifacts[1].path = p))));
+    expect(e.code).toBe("LIKEN_VERIFY_PATH_UNSAFE");
+    expect(e.message).toContain(`release.yaml: artifacts[1].path "${p}" ${says}`);
+  });
+});

@@ -132,3 +132,39 @@ describe("wholeStreamBuffer", () => {
     expect(wholeStreamBuffer(every, start)).toBe(want);
   });
 });
+
+describe("markers: what a refusal says, and what decodes as what", () => {
+  it.each([
+    [
+      { state: "staged" },
+      { type: "begin", version: "2", releaseDigest: E },
+      "begin from staged: withdraw first",
+    ],
+    [
+      { state: "withdrawn" },
+      { type: "staged", verifiedAt: "t" },
+      "staged from withdrawn: only a finished write stages",
+    ],
+    [{ state: "writing" }, { type: "reverified", verifiedAt: "t" }, "reverified from writing"],
+    [{ state: "empty" }, { type: "bogus" }, 'unknown event {"type":"bogus"}'],
+  ] as [Marker, MarkerEvent, string][])("%j + %j: %s", (m, e, msg) => {
+    expect(() => nextMarker(m, e)).toThrowError(msg);
+  });
+
+  it("an unknown state has no stage plan", () => {
+    const bogus = { state: "bogus" } as unknown as Marker;
+    expect(() => planStage(bogus, { version: "1", releaseDigest: D })).toThrowError(
+      "unknown state bogus",
+    );
+  });
+
+  it.each([
+    ['{"state":"empty"}', { state: "empty" }],
+    ['{"state":"withdrawn"}', { state: "withdrawn" }],
+    [JSON.stringify(writing), writing],
+    ['{"state":"writing","releaseDigest":"x"}', { state: "withdrawn" }],
+    ['{"state":"writing","version":"1"}', { state: "withdrawn" }],
+    ['{"state":"staged","version":"1"}', { state: "withdrawn" }],
+    ['{"state":"staged","releaseDigest":"x"}', { state: "withdrawn" }],
+  ])("%s -> %j", (text, want) => expect(decodeMarker(text)).toEqual(want));
+});

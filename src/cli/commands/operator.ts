@@ -7,6 +7,7 @@ import { collectProcessMetrics } from "../../metrics/process.js";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
+import { holdFirstTurnWrite } from "../../operator/hold.js";
 import { Operator } from "../../operator/operator.js";
 import { EvictionWebhook, WEBHOOK_CONFIGURATION } from "../../operator/webhook/index.js";
 import { parseMetricsAddress, serveMetrics, type ListenAddress } from "../../metrics/serve.js";
@@ -106,6 +107,7 @@ export function registerOperator(program: Command): void {
         pino.destination(2),
       );
       const endpoint = o.endpoint ?? kc.getCurrentCluster()?.server;
+      const hold = holdFirstTurnWrite(process.env, log);
       const op = new Operator(kc, {
         identity,
         startGraceSeconds: o.startGrace,
@@ -115,6 +117,7 @@ export function registerOperator(program: Command): void {
         ...(endpoint === undefined ? {} : { endpoint }),
         leaderElection: o.leaderElect,
         log,
+        ...(hold === undefined ? {} : { beforeTurnWrite: hold }),
       });
       if (o.webhookUrl !== undefined && o.webhookListen === undefined) {
         throw new InvalidArgumentError("--webhook-url needs --webhook-listen (where to serve it)");
