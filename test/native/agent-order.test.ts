@@ -127,7 +127,7 @@ async function machine(): Promise<Machine> {
   const actions = new Actions({
     cfg,
     log: pino({ level: "silent" }),
-    kc: new KubeConfig(),
+    kc: () => Promise.resolve(new KubeConfig()),
     store,
     bootloader,
     memory,
