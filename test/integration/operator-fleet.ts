@@ -359,27 +359,30 @@ export class Fleet {
       // real machine is up again before its agent writes.
       this.acting.delete(name);
       this.done.add(name);
-      // A failed trial: the bootloader fell back, it runs V1 again and says why.
-      const failed = this.opts.failTrial?.has(name) ?? false;
-      await writeStatus(name, {
-        version: failed ? V1 : V2,
-        digest: failed ? D1 : D2,
-        step: failed ? "Failed" : "Ready",
-        target: { version: V2, digest: D2 },
-        lastTrial: {
-          version: V2,
-          digest: D2,
-          slot: "b",
-          result: failed ? "Failed" : "Succeeded",
-          at: now(),
-          reason: failed ? "TrialFellBack" : "Promoted",
-        },
-      });
+      await writeStatus(name, backFromTrial(this.opts.failTrial?.has(name) ?? false));
     } catch (e) {
       this.acting.delete(name);
       this.violate(`machine ${name} failed to play its turn: ${String(e)}`);
     }
   }
+}
+
+/** The status of a machine back from its trial of V2; a failed one fell back to V1 and says why. */
+function backFromTrial(failed: boolean): Parameters<typeof writeStatus>[1] {
+  return {
+    version: failed ? V1 : V2,
+    digest: failed ? D1 : D2,
+    step: failed ? "Failed" : "Ready",
+    target: { version: V2, digest: D2 },
+    lastTrial: {
+      version: V2,
+      digest: D2,
+      slot: "b",
+      result: failed ? "Failed" : "Succeeded",
+      at: now(),
+      reason: failed ? "TrialFellBack" : "Promoted",
+    },
+  };
 }
 
 export function sleepMs(ms: number): Promise<void> {

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { pino } from "pino";
 import { collectProcessMetrics } from "../../metrics/process.js";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
@@ -119,17 +120,7 @@ export function registerOperator(program: Command): void {
         log,
         ...(hold === undefined ? {} : { beforeTurnWrite: hold }),
       });
-      if (o.webhookUrl !== undefined && o.webhookListen === undefined) {
-        throw new InvalidArgumentError("--webhook-url needs --webhook-listen (where to serve it)");
-      }
-      const webhook =
-        o.webhookListen === undefined
-          ? undefined
-          : new EvictionWebhook(kc, {
-              listen: o.webhookListen,
-              ...(o.webhookUrl === undefined ? {} : { url: o.webhookUrl }),
-              log,
-            });
+      const webhook = evictionWebhook(kc, o, log);
       webhook?.start();
       collectProcessMetrics(op.metrics.registry);
       const metrics =
@@ -148,4 +139,21 @@ export function registerOperator(program: Command): void {
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();
     });
+}
+
+/** The eviction check this copy serves, if --webhook-listen asks for one. */
+function evictionWebhook(
+  kc: KubeConfig,
+  o: Options,
+  log: ConstructorParameters<typeof EvictionWebhook>[1]["log"],
+): EvictionWebhook | undefined {
+  if (o.webhookUrl !== undefined && o.webhookListen === undefined) {
+    throw new InvalidArgumentError("--webhook-url needs --webhook-listen (where to serve it)");
+  }
+  if (o.webhookListen === undefined) return undefined;
+  return new EvictionWebhook(kc, {
+    listen: o.webhookListen,
+    ...(o.webhookUrl === undefined ? {} : { url: o.webhookUrl }),
+    log,
+  });
 }
