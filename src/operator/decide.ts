@@ -11,8 +11,13 @@
 //   - never to a leader while another leader is down, whatever the budget says;
 //   - never in the first START_GRACE_SECONDS after this copy started (or woke from a pause);
 //   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
-//   - a record leaves the list when its machine is back on the release and Ready, rolled
-//     back and reported it, gave the turn back unused, was deleted, or was released.
+//   - a record leaves the list when its machine is back on the release and Ready (for
+//     spec.rollout.soakSeconds), rolled back and reported it, gave the turn back unused, was
+//     deleted, or was released.
+// And the brakes on top of the page (each in its own module, each with its table):
+//   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
+//     (brake.ts), until spec.version changes or a person resumes;
+//   - none outside every window of spec.disruption.windows (windows.ts).
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -24,10 +29,12 @@ import {
   type RebootTurn,
   type ReleaseRef,
 } from "../api/index.js";
+import { brakeOf, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "./text.js";
+import { specValidCondition, windowState } from "./windows.js";
 import {
   isLeader,
   isLost,
@@ -126,6 +133,13 @@ export interface Decision {
   budget: BudgetParse;
   /** Why no (more) turn was granted, for the condition and the logs. */
   blocked: GrantBlock | undefined;
+  /** A brake that began to hold with this decision, for an Event (once, not every tick). */
+  held: HeldNotice | undefined;
+}
+
+export interface HeldNotice {
+  reason: "ReleaseFailed" | "OutsideMaintenanceWindow";
+  message: string;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -136,6 +150,7 @@ interface Ctx {
   byName: ReadonlyMap<string, Machine>;
   lost: ReadonlySet<string>;
   target: ReleaseRef | undefined;
+  brake: BrakeView;
 }
 
 export function decide(o: Observed, s: DecideSettings): Decision {
@@ -145,7 +160,9 @@ export function decide(o: Observed, s: DecideSettings): Decision {
       .filter((m) => isLost(m, o.heartbeats, o.now, s.lostAfterSeconds))
       .map((m) => m.metadata.name),
   );
-  const ctx: Ctx = { o, s, byName, lost, target: targetOf(o.cluster) };
+  const target = targetOf(o.cluster);
+  const brake = brakeOf(o.cluster, o.machines, target);
+  const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
 
   const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
@@ -167,16 +184,19 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     graceSeconds: s.startGraceSeconds,
     target: ctx.target,
     lost,
+    brake,
   });
   let conditions = before.conditions ?? [];
   if (progressing !== undefined) conditions = upsert(conditions, progressing);
   if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
+  conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
 
   const status: ClusterStatus = {
     ...before,
     ...summary,
     rebootTurns: turns,
     turns: turns.map((t) => t.machine).join(","),
+    display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
     conditions,
   };
   if (o.cluster.metadata.generation !== undefined) {
@@ -195,7 +215,42 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     lostMarks,
     budget,
     blocked,
+    held: heldNotice(before.conditions, progressing),
   };
+}
+
+function heldNotice(
+  before: readonly ClusterCondition[] | undefined,
+  now: ClusterCondition | undefined,
+): HeldNotice | undefined {
+  if (now?.type !== "Progressing") return undefined;
+  if (now.reason !== "ReleaseFailed" && now.reason !== "OutsideMaintenanceWindow") return undefined;
+  const old = before?.find((c) => c.type === "Progressing");
+  return old?.reason === now.reason ? undefined : { reason: now.reason, message: now.message };
+}
+
+/** The STATUS column: the phase, or the reason a held rollout does not move. */
+const HELD_REASONS: ReadonlySet<string> = new Set([
+  "RolloutStalled",
+  "ReleaseFailed",
+  "OutsideMaintenanceWindow",
+]);
+
+function displayOf(phase: string, p: ClusterCondition | undefined): string {
+  return p !== undefined && HELD_REASONS.has(p.reason) ? p.reason : phase;
+}
+
+function findProgressing(list: readonly ClusterCondition[]): ClusterCondition | undefined {
+  return list.find((c) => c.type === "Progressing");
+}
+
+/** SpecValid is there while windows are configured; it leaves with them. */
+function withSpecValid(
+  list: ClusterCondition[],
+  c: ClusterCondition | undefined,
+): ClusterCondition[] {
+  if (c !== undefined) return upsert(list, c);
+  return list.filter((x) => x.type !== "SpecValid");
 }
 
 function upsert(list: ClusterCondition[], c: ClusterCondition): ClusterCondition[] {
@@ -228,11 +283,28 @@ function settleTurns(
   const kept: RebootTurn[] = [];
   const releases: TurnRelease[] = [];
   const stalls: TurnStall[] = [];
-  for (const turn of recorded) {
+  for (const recordedTurn of recorded) {
+    let turn = recordedTurn;
     const release = releaseOf(ctx, turn);
     if (release !== undefined) {
       releases.push(release);
       continue;
+    }
+    const soaking = soakOf(ctx, turn);
+    if (soaking !== undefined) {
+      if (soaking === "done") {
+        releases.push({
+          turn,
+          reason: "Returned",
+          message: `back on ${turn.version} and Ready for ${ctx.o.cluster.spec.rollout?.soakSeconds ?? 0} s (soak)`,
+        });
+        continue;
+      }
+      if (soaking.returnedAt !== undefined) {
+        kept.push(soaking); // soaking: back and Ready, it cannot stall
+        continue;
+      }
+      turn = soaking;
     }
     const deadline = turn.deadline ?? deadlineOf(turn.grantedAt, ctx.s.turnDeadlineSeconds);
     if (turn.stalledAt === undefined && ctx.o.now.getTime() > Date.parse(deadline)) {
@@ -270,16 +342,43 @@ function releaseOf(ctx: Ctx, turn: RebootTurn): TurnRelease | undefined {
   }
   // A silent machine says nothing about its turn: it keeps it (and may stall).
   if (ctx.lost.has(turn.machine)) return undefined;
+  // Back and Ready under a soak: soakOf decides when the turn ends.
+  const soak = ctx.o.cluster.spec.rollout?.soakSeconds ?? 0;
+  if (soak > 0 && isBack(m, turn)) return undefined;
   const found = returned(m, turn) ?? rolledBack(m, turn) ?? givenBack(m, turn);
   return found === undefined ? undefined : { turn, ...found };
 }
 
 type Found = { reason: ReleaseReason; message: string } | undefined;
 
+function isBack(m: Machine | undefined, turn: RebootTurn): boolean {
+  const s = m?.status;
+  return s?.version === turn.version && s.step === "Ready";
+}
+
 function returned(m: Machine, turn: RebootTurn): Found {
-  const s = m.status;
-  if (s?.version !== turn.version || s.step !== "Ready") return undefined;
+  if (!isBack(m, turn)) return undefined;
   return { reason: "Returned", message: `back on ${turn.version} and Ready` };
+}
+
+/**
+ * Soak (spec.rollout.soakSeconds > 0): a machine back and Ready keeps its turn, and so its
+ * slot of the budget, until it stayed Ready that long as this operator saw it (returnedAt,
+ * on the operator's clock). Leaving Ready restarts the soak. Undefined: not soaking (the turn
+ * goes on through the other rules); "done": release it; otherwise the turn to keep.
+ */
+function soakOf(ctx: Ctx, turn: RebootTurn): RebootTurn | "done" | undefined {
+  const soak = ctx.o.cluster.spec.rollout?.soakSeconds ?? 0;
+  if (soak <= 0) return undefined;
+  const m = ctx.byName.get(turn.machine);
+  if (!isBack(m, turn) || ctx.lost.has(turn.machine)) {
+    if (turn.returnedAt === undefined) return undefined;
+    const { returnedAt: _left, ...rest } = turn;
+    return rest; // it left Ready: the soak starts again when it is back
+  }
+  if (turn.returnedAt === undefined) return { ...turn, returnedAt: rfc3339(ctx.o.now) };
+  const done = Date.parse(turn.returnedAt) + soak * 1000 <= ctx.o.now.getTime();
+  return done ? "done" : turn;
 }
 
 function rolledBack(m: Machine, turn: RebootTurn): Found {
@@ -339,6 +438,9 @@ function grantTurns(
   }
   const stalled = kept.filter((t) => t.stalledAt !== undefined);
   if (stalled.length > 0) return { grants: [], blocked: { kind: "stalled", turns: stalled } };
+  if (ctx.brake.held) return { grants: [], blocked: { kind: "failed-release", brake: ctx.brake } };
+  const window = windowState(o.cluster.spec.disruption?.windows, o.now);
+  if (window.kind === "closed") return { grants: [], blocked: { kind: "window", window } };
 
   const down = downSet(ctx, kept);
   const grants: RebootTurn[] = [];

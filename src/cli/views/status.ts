@@ -105,6 +105,9 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
     if (c.type === "ChannelReachable" && c.status !== "True") {
       lines.push(`Channel ${c.reason}: ${c.message}`);
     }
+    if (c.type === "SpecValid" && c.status !== "True") {
+      lines.push(`Spec ${c.reason}: ${c.message}`);
+    }
   }
   return lines;
 }
@@ -113,7 +116,8 @@ function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
   return [
-    `cluster ${cluster.metadata.name}: ${st.phase ?? "Pending"}`,
+    // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
+    `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
     `machines ${st.machines ?? `?/${count}`}`,
     `target ${cluster.spec.version ?? "(none)"}`,
     `available ${st.available ?? "(unknown)"}`,
