@@ -172,6 +172,22 @@ export interface RolloutSpec {
   failedReleaseResume?: FailedReleaseResume;
   /** How long a machine back on the new release stays Ready before its turn is released. */
   soakSeconds?: number;
+  /** The first turns of each release go to a few machines; then granting pauses. */
+  canary?: CanarySpec;
+  /** Set by `liken rollout continue CLUSTER`: the canary of this release passed. */
+  canaryContinue?: CanaryContinue;
+}
+
+export interface CanarySpec {
+  /** How many machines try a new release first (workers; leaders only without workers). */
+  machines: number;
+  /** When set, the pause ends by itself once the canaries stayed Ready this long. */
+  soakSeconds?: number;
+}
+
+export interface CanaryContinue extends ReleaseRef {
+  by: string;
+  at: Time;
 }
 
 /**
@@ -245,6 +261,8 @@ export const PROGRESSING_REASONS = [
   "ReleaseFailed",
   /** True: no maintenance window is open; the message gives the next opening. */
   "OutsideMaintenanceWindow",
+  /** True: the canary machines are back and Ready; `liken rollout continue` goes on. */
+  "CanaryPaused",
 ] as const;
 export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 
@@ -291,6 +309,8 @@ export interface ClusterStatus {
    * OutsideMaintenanceWindow, RolloutStalled).
    */
   display?: string;
+  /** The canary of the current target (spec.rollout.canary): who, and when it passed. */
+  canary?: CanaryStatus;
   channel?: {
     /** The last liken.sh/check-releases value the operator acted on. */
     handledCheckReleases?: string;
@@ -300,6 +320,15 @@ export interface ClusterStatus {
     lastSuccessTime?: Time;
   };
   conditions?: ClusterCondition[];
+}
+
+export interface CanaryStatus extends ReleaseRef {
+  /** The machines granted the first turns of this release. */
+  machines: string[];
+  /** When every canary machine was first seen back on the release and Ready. */
+  readyAt?: Time;
+  /** When the canary passed (continued by a person, or its soak ended). */
+  passedAt?: Time;
 }
 
 export interface Cluster {

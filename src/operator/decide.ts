@@ -17,7 +17,9 @@
 // And the brakes on top of the page (each in its own module, each with its table):
 //   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
 //     (brake.ts), until spec.version changes or a person resumes;
-//   - none outside every window of spec.disruption.windows (windows.ts).
+//   - none outside every window of spec.disruption.windows (windows.ts);
+//   - the first turns of a release only to its canaries, then none until they passed
+//     (canary.ts).
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -31,6 +33,7 @@ import {
 } from "../api/index.js";
 import { brakeOf, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
+import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "./text.js";
@@ -138,7 +141,7 @@ export interface Decision {
 }
 
 export interface HeldNotice {
-  reason: "ReleaseFailed" | "OutsideMaintenanceWindow";
+  reason: "ReleaseFailed" | "OutsideMaintenanceWindow" | "CanaryPaused";
   message: string;
 }
 
@@ -167,7 +170,8 @@ export function decide(o: Observed, s: DecideSettings): Decision {
 
   const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
-  const { grants, blocked } = grantTurns(ctx, kept, budget.budget);
+  const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
+  const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
   const turns = [...kept, ...grants];
   const lostMarks = markLost(ctx);
 
@@ -198,6 +202,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     turns: turns.map((t) => t.machine).join(","),
     display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
     conditions,
+    canary: withCanaryGrants(canary.status, canary.gate, grants),
   };
   if (o.cluster.metadata.generation !== undefined) {
     status.observedGeneration = o.cluster.metadata.generation;
@@ -224,7 +229,13 @@ function heldNotice(
   now: ClusterCondition | undefined,
 ): HeldNotice | undefined {
   if (now?.type !== "Progressing") return undefined;
-  if (now.reason !== "ReleaseFailed" && now.reason !== "OutsideMaintenanceWindow") return undefined;
+  if (
+    now.reason !== "ReleaseFailed" &&
+    now.reason !== "OutsideMaintenanceWindow" &&
+    now.reason !== "CanaryPaused"
+  ) {
+    return undefined;
+  }
   const old = before?.find((c) => c.type === "Progressing");
   return old?.reason === now.reason ? undefined : { reason: now.reason, message: now.message };
 }
@@ -234,6 +245,7 @@ const HELD_REASONS: ReadonlySet<string> = new Set([
   "RolloutStalled",
   "ReleaseFailed",
   "OutsideMaintenanceWindow",
+  "CanaryPaused",
 ]);
 
 function displayOf(phase: string, p: ClusterCondition | undefined): string {
@@ -422,6 +434,7 @@ function grantTurns(
   ctx: Ctx,
   kept: readonly RebootTurn[],
   budget: number,
+  canary: CanaryGate,
 ): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
   const { o, s, target } = ctx;
   const holding = new Set(kept.map((t) => t.machine));
@@ -432,20 +445,17 @@ function grantTurns(
     .sort(byRequest);
   if (candidates.length === 0) return { grants: [], blocked: undefined };
   if (target === undefined) return { grants: [], blocked: { kind: "no-target" } };
-  const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
-  if (o.now.getTime() < graceEnds) {
-    return { grants: [], blocked: { kind: "grace", until: new Date(graceEnds) } };
-  }
-  const stalled = kept.filter((t) => t.stalledAt !== undefined);
-  if (stalled.length > 0) return { grants: [], blocked: { kind: "stalled", turns: stalled } };
-  if (ctx.brake.held) return { grants: [], blocked: { kind: "failed-release", brake: ctx.brake } };
-  const window = windowState(o.cluster.spec.disruption?.windows, o.now);
-  if (window.kind === "closed") return { grants: [], blocked: { kind: "window", window } };
+  const hold = holdOf(ctx, kept, canary);
+  if (hold !== undefined) return { grants: [], blocked: hold };
 
   const down = downSet(ctx, kept);
   const grants: RebootTurn[] = [];
   let blocked: GrantBlock | undefined;
   for (const { m } of candidates) {
+    if (canary.kind === "only") {
+      if (grants.length >= canary.left) break;
+      if (!canary.pool.has(m.metadata.name)) continue; // the canaries go first
+    }
     if (down.size >= budget) {
       blocked = { kind: "budget", down: down.size, budget };
       break;
@@ -468,6 +478,24 @@ function grantTurns(
     down.set(turn.machine, { machine: turn.machine, leader: turn.leader });
   }
   return { grants, blocked };
+}
+
+/**
+ * What holds every grant, in the order the Progressing condition names it: the start-up
+ * grace, a stall, the failure brake, a closed window, a canary on its way or paused.
+ */
+function holdOf(ctx: Ctx, kept: readonly RebootTurn[], canary: CanaryGate): GrantBlock | undefined {
+  const { o, s } = ctx;
+  const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
+  if (o.now.getTime() < graceEnds) return { kind: "grace", until: new Date(graceEnds) };
+  const stalled = kept.filter((t) => t.stalledAt !== undefined);
+  if (stalled.length > 0) return { kind: "stalled", turns: stalled };
+  if (ctx.brake.held) return { kind: "failed-release", brake: ctx.brake };
+  const window = windowState(o.cluster.spec.disruption?.windows, o.now);
+  if (window.kind === "closed") return { kind: "window", window };
+  if (canary.kind === "running" || canary.kind === "paused")
+    return { kind: "canary", gate: canary };
+  return undefined;
 }
 
 /** When the machine asked (ms), Infinity when its request carries no readable time. */

@@ -14,7 +14,8 @@ export type EventReason =
   | "MachineLost"
   | "MachineBack"
   | "ReleaseFailed"
-  | "OutsideMaintenanceWindow";
+  | "OutsideMaintenanceWindow"
+  | "CanaryPaused";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

@@ -10,6 +10,7 @@ import type {
 } from "../api/index.js";
 import { failedList, type BrakeView } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
+import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
 import { turnAsk } from "./machine-view.js";
 import { duration, rfc3339 } from "./text.js";
@@ -23,7 +24,8 @@ export type GrantBlock =
   | { kind: "budget"; down: number; budget: number }
   | { kind: "leader"; machine: string; down: string }
   | { kind: "failed-release"; brake: BrakeView }
-  | { kind: "window"; window: Extract<WindowState, { kind: "closed" }> };
+  | { kind: "window"; window: Extract<WindowState, { kind: "closed" }> }
+  | { kind: "canary"; gate: Extract<CanaryGate, { kind: "running" | "paused" }> };
 
 type Progressing = Extract<ClusterCondition, { type: "Progressing" }>;
 
@@ -94,6 +96,9 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
   if (p.blocked?.kind === "window") {
     return cond("True", "OutsideMaintenanceWindow", windowMessage(p, p.blocked.window));
   }
+  if (p.blocked?.kind === "canary" && p.blocked.gate.kind === "paused") {
+    return cond("True", "CanaryPaused", canaryMessage(p, p.blocked.gate));
+  }
   const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "awaiting-approval");
   if (p.turns.length === 0 && waiting.length > 0 && !anyEligible(p)) {
     const names = waiting.map((m) => m.metadata.name);
@@ -152,6 +157,9 @@ function progressingMessage(p: ProgressInput): string {
   if (b?.kind === "leader") {
     msg += `; leader ${b.machine} waits: leader ${b.down} is down (one leader at a time)`;
   }
+  if (b?.kind === "canary") {
+    msg += `; the canary (${list(b.gate.machines)}) is on its way to ${target}: no other turn until it is back and Ready`;
+  }
   if (!p.budget.ok) msg += `; ${p.budget.problem}`;
   return msg;
 }
@@ -177,6 +185,18 @@ function windowMessage(p: ProgressInput, w: Extract<WindowState, { kind: "closed
   }
   const tz = w.next.window.timeZone ?? "UTC";
   return `${head}; the next opens ${wallClock(w.next.at, tz)} (${rfc3339(w.next.at)}) for ${w.next.window.duration}`;
+}
+
+function canaryMessage(p: ProgressInput, gate: Extract<CanaryGate, { kind: "paused" }>): string {
+  const cluster = p.cluster.metadata.name;
+  const soak =
+    gate.until === undefined
+      ? ""
+      : `, or by itself at ${rfc3339(gate.until)} if they stay Ready (spec.rollout.canary.soakSeconds)`;
+  return (
+    `the canary machine(s) ${list(gate.machines)} run ${p.target?.version ?? ""} and are Ready since ${gate.readyAt}; ` +
+    `the rest of the fleet waits. Check them, then go on with \`liken rollout continue ${cluster}\`${soak}.`
+  );
 }
 
 function stalledMessage(p: ProgressInput, stalled: readonly RebootTurn[]): string {

@@ -5,7 +5,9 @@
 //     `liken rollout resume --failed-release` lets exactly one more try it; a new
 //     spec.version clears the brake and the fleet moves on;
 //   - outside every maintenance window no turn is granted while every machine downloads and
-//     stages the release; once a window is open, turns flow.
+//     stages the release; once a window is open, turns flow;
+//   - a canary of one machine: it alone takes the release, then CanaryPaused until
+//     `liken rollout continue`.
 import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -25,7 +27,7 @@ const trials = (fleet: Fleet, name: string) =>
 
 describe("rollout brakes with the real operator and agents", () => {
   const fleet = new Fleet();
-  let v1: ReleaseRef, bad: ReleaseRef, v3: ReleaseRef, v4: ReleaseRef;
+  let v1: ReleaseRef, bad: ReleaseRef, v3: ReleaseRef, v4: ReleaseRef, v5: ReleaseRef;
   let alice: string;
 
   const cluster = () => fleet.api.clusters.get(fleet.cluster);
@@ -42,8 +44,20 @@ describe("rollout brakes with the real operator and agents", () => {
 
   beforeAll(async () => {
     alice = mintClientCert({ user: "alice", groups: ["system:masters"] }).kubeconfig;
-    await fleet.start(["2026.10.10-001", "2026.10.13-001", "2026.10.14-001", "2026.10.15-001"]);
-    [v1, bad, v3, v4] = fleet.releases as [ReleaseRef, ReleaseRef, ReleaseRef, ReleaseRef];
+    await fleet.start([
+      "2026.10.10-001",
+      "2026.10.13-001",
+      "2026.10.14-001",
+      "2026.10.15-001",
+      "2026.10.16-001",
+    ]);
+    [v1, bad, v3, v4, v5] = fleet.releases as [
+      ReleaseRef,
+      ReleaseRef,
+      ReleaseRef,
+      ReleaseRef,
+      ReleaseRef,
+    ];
     for (const name of NAMES) {
       await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Auto" });
     }
@@ -194,6 +208,45 @@ describe("rollout brakes with the real operator and agents", () => {
       { timeoutMs: 60_000, intervalMs: 300 },
     );
   }, 600_000);
+
+  it("a canary of one machine takes the release alone, then the rollout pauses until `liken rollout continue`", async () => {
+    await fleet.waitAll(
+      "every machine runs the release of the window test",
+      (m) => m.status?.step === "Ready" && m.status.version === v4.version,
+      400_000,
+    );
+    await fleet.api.clusters.patch(fleet.cluster, {
+      spec: { version: v5.version, rollout: { canary: { machines: 1 } } },
+    });
+    const paused = await waitFor(
+      "CanaryPaused with one machine on the release and two staged",
+      async () => {
+        const [c, ms] = await Promise.all([cluster(), machines()]);
+        const on = ms.filter((m) => m.status?.version === v5.version && m.status.step === "Ready");
+        const staged = ms.filter((m) => m.status?.step === "UpdatePending");
+        return progressing(c)?.reason === "CanaryPaused" && on.length === 1 && staged.length === 2
+          ? { c, canary: on[0]!.metadata.name }
+          : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    );
+    expect(paused.c.status?.canary?.machines).toEqual([paused.canary]);
+    expect(progressing(paused.c)?.message).toContain(`liken rollout continue ${fleet.cluster}`);
+    expect((await kubectl(["get", "cluster", fleet.cluster])).stdout).toMatch(/\bCanaryPaused\b/);
+
+    const cont = await liken(["rollout", "continue", fleet.cluster]);
+    expect(cont.stderr).toBe("");
+    expect(cont.stdout).toContain(`continued the rollout of ${v5.version}`);
+    expect(cont.stdout).toContain(`canary: ${paused.canary}`);
+    await fleet.waitAll(
+      "every machine runs the release after the continue",
+      (m) => m.status?.step === "Ready" && m.status.version === v5.version,
+      400_000,
+    );
+    const again = await liken(["rollout", "continue", fleet.cluster]);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain("already passed");
+  }, 900_000);
 
   it("an unknown time zone is reported in SpecValid", async () => {
     await fleet.api.clusters.patch(fleet.cluster, {

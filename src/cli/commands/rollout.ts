@@ -5,7 +5,7 @@
 // turn back and grants turns again. `liken rollout resume CLUSTER --failed-release` lets
 // more machines try a release that hit the failure brake (spec.rollout.maxFailedTrials).
 import type { Command } from "commander";
-import { isConflict, type Cluster, type Machine } from "../../api/index.js";
+import { isConflict, type Cluster, type Machine, type ReleaseRef } from "../../api/index.js";
 import { brakeOf, failedList } from "../../operator/brake.js";
 import { targetOf } from "../../operator/machine-view.js";
 import { parseBudget } from "../../operator/budget.js";
@@ -30,6 +30,17 @@ export function registerRollout(program: Command): void {
       const machines = (await api.machines.list({ fieldSelector: `spec.cluster=${cluster}` }))
         .items;
       process.stdout.write(statusText(c, machines));
+    });
+
+  rollout
+    .command("continue")
+    .description(
+      "the canary of spec.version looks good: grant turns to the rest of the fleet (CanaryPaused)",
+    )
+    .argument("<cluster>", "the Cluster")
+    .option("--kubeconfig <file>", "kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
+    .action(async (cluster: string, o: { kubeconfig?: string }) => {
+      await continueCanary(cluster, o.kubeconfig);
     });
 
   rollout
@@ -116,6 +127,59 @@ async function resumeTurn(
     );
     return;
   }
+}
+
+/**
+ * Records in spec.rollout.canaryContinue that the canary of exactly the current target
+ * passed; the write is conditioned on the Cluster's resourceVersion, so it continues the
+ * release it printed and no later one.
+ */
+async function continueCanary(cluster: string, kubeconfig: string | undefined): Promise<void> {
+  const kc = loadKubeConfig(kubeconfig);
+  const api = likenApi(kc);
+  const by = await whoAmI(kc);
+  for (let attempt = 1; ; attempt++) {
+    const c = await getCluster(api.clusters.find.bind(api.clusters), cluster);
+    const { target, canary } = canaryToContinue(c);
+    const canaryContinue = { ...target, by, at: rfc3339(new Date()) };
+    try {
+      await api.clusters.patch(
+        cluster,
+        { spec: { rollout: { canaryContinue } } },
+        { resourceVersion: c.metadata.resourceVersion! },
+      );
+    } catch (e) {
+      if (isConflict(e) && attempt < 5) continue;
+      throw e;
+    }
+    const who = canary.length > 0 ? ` (canary: ${canary.join(", ")})` : "";
+    process.stdout.write(
+      `continued the rollout of ${target.version} in Cluster ${cluster} as ${by}${who}\n` +
+        `cluster-operator grants turns to the rest of the fleet within the budget.\n` +
+        `Watch with: liken rollout status ${cluster}\n`,
+    );
+    return;
+  }
+}
+
+/** The target whose canary may be continued, and its canary machines; refuses otherwise. */
+function canaryToContinue(c: Cluster): { target: ReleaseRef; canary: string[] } {
+  const cluster = c.metadata.name;
+  const target = targetOf(c);
+  if (target === undefined || c.spec.rollout?.canary === undefined) {
+    throw usage(
+      `Cluster ${cluster} has no canary to continue (spec.rollout.canary is ${c.spec.rollout?.canary === undefined ? "not set" : "set"}, spec.version ${c.spec.version ?? "unset"})`,
+    );
+  }
+  const status = c.status?.canary;
+  const current = status?.version === target.version && status.digest === target.digest;
+  if (!current) return { target, canary: [] };
+  if (status.passedAt !== undefined) {
+    throw usage(
+      `the canary of ${target.version} in Cluster ${cluster} already passed at ${status.passedAt}; turns go to the rest of the fleet`,
+    );
+  }
+  return { target, canary: status.machines };
 }
 
 function usage(message: string): OperatorError {
