@@ -28,3 +28,14 @@ export class LikenError extends Error {
 export function isLikenError(e: unknown, code?: string): e is LikenError {
   return e instanceof LikenError && (code === undefined || e.code === code);
 }
+
+/** What a thrown value says, for a log line or a status message (a throw need not be an Error). */
+export function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The stable code a thrown value carries (LikenError, Node's errno errors), if any. */
+export function errorCode(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null | undefined)?.code;
+  return typeof code === "string" ? code : undefined;
+}

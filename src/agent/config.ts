@@ -5,6 +5,9 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
+import type { V1LabelSelector } from "@kubernetes/client-node";
+import type { BootloaderConfig } from "../bootloader/index.js";
+import type { DriverPodSelectors } from "../drain/index.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -30,8 +33,10 @@ export interface AgentConfig {
   nodeName: string;
   /** Kubeconfig file of the agent's identity; absent: KUBECONFIG or in-cluster. */
   kubeconfig?: string;
-  /** Directory holding grubenv and grubenv2 (on the ESP). */
-  grubenvDir: string;
+  /** Which bootloader backend, and where its state lives (createBootloader() builds it). */
+  bootloader: BootloaderConfig;
+  /** Driver name -> the pods that run it, for the drain's DRA ordering (docs/drain.md). */
+  driverPods: DriverPodSelectors;
   /** Where `liken.slot=` is read from (default /proc/cmdline). */
   cmdline: string;
   reboot: RebootConfig;
@@ -59,6 +64,7 @@ const KNOWN = new Set([
   "loopSeconds",
   "direct",
   "timeouts",
+  "drain",
 ]);
 
 function bad(file: string, field: string, what: string): never {
@@ -122,6 +128,125 @@ function parseTimeouts(file: string, v: unknown): Timeouts {
   return t;
 }
 
+const BOOTLOADER_FIELDS: Record<BootloaderConfig["backend"], readonly string[]> = {
+  grub: ["envDir"],
+  "systemd-boot": ["esp", "efivars"],
+};
+const BOOTLOADER_EXAMPLE =
+  "write `bootloader: {backend: grub, envDir: /boot/efi/EFI/liken}` or " +
+  "`bootloader: {backend: systemd-boot, esp: /boot/efi, efivars: /sys/firmware/efi/efivars}`";
+
+function parseBootloader(file: string, v: unknown, rel: (p: string) => string): BootloaderConfig {
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, "bootloader", `must be a mapping: ${BOOTLOADER_EXAMPLE}`);
+  const b = v as Record<string, unknown>;
+  // The first spelling, `bootloader: {grubenvDir: DIR}`, keeps working on machines installed
+  // with it: it means the GRUB backend with that directory.
+  if (b.backend === undefined && Object.keys(b).join() === "grubenvDir") {
+    return { backend: "grub", envDir: rel(pathField(file, b, "grubenvDir")) };
+  }
+  const backend = b.backend;
+  if (backend !== "grub" && backend !== "systemd-boot")
+    bad(file, "bootloader.backend", `must be grub or systemd-boot: ${BOOTLOADER_EXAMPLE}`);
+  const known = BOOTLOADER_FIELDS[backend];
+  for (const k of Object.keys(b)) {
+    if (k !== "backend" && !known.includes(k))
+      bad(
+        file,
+        `bootloader.${k}`,
+        `is not a field of the ${backend} backend (its fields: backend, ${known.join(", ")})`,
+      );
+  }
+  if (backend === "grub") return { backend, envDir: rel(pathField(file, b, "envDir")) };
+  return {
+    backend,
+    esp: rel(pathField(file, b, "esp")),
+    efivars: rel(pathField(file, b, "efivars")),
+  };
+}
+
+function pathField(file: string, b: Record<string, unknown>, k: string): string {
+  const v = b[k];
+  if (typeof v !== "string" || v === "") bad(file, `bootloader.${k}`, "must name a directory");
+  return v;
+}
+
+/** `drain: {driverPods: {DRIVER: {namespace?, selector: {matchLabels?, matchExpressions?}}}}`. */
+function parseDrain(file: string, v: unknown): DriverPodSelectors {
+  if (v === undefined) return {};
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, "drain", "must be a mapping");
+  const out: Record<string, DriverPodSelectors[string]> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k !== "driverPods") bad(file, `drain.${k}`, "is not a known field (known: driverPods)");
+    if (typeof x !== "object" || x === null || Array.isArray(x))
+      bad(file, "drain.driverPods", "must map driver names to {namespace?, selector}");
+    for (const [driver, sel] of Object.entries(x)) out[driver] = driverPods(file, driver, sel);
+  }
+  return out;
+}
+
+function driverPods(file: string, driver: string, v: unknown): DriverPodSelectors[string] {
+  const at = `drain.driverPods.${driver}`;
+  const e = mapping(file, at, v, ["namespace", "selector"]);
+  if (e.namespace !== undefined && (typeof e.namespace !== "string" || e.namespace === ""))
+    bad(file, `${at}.namespace`, "must be a namespace name");
+  return {
+    ...(typeof e.namespace === "string" ? { namespace: e.namespace } : {}),
+    selector: labelSelector(file, `${at}.selector`, e.selector),
+  };
+}
+
+/** A mapping with only the `known` keys. */
+function mapping(
+  file: string,
+  at: string,
+  v: unknown,
+  known: readonly string[],
+): Record<string, unknown> {
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    bad(file, at, `must be a mapping {${known.join(", ")}}`);
+  for (const k of Object.keys(v))
+    if (!known.includes(k))
+      bad(file, `${at}.${k}`, `is not a known field (known: ${known.join(", ")})`);
+  return v as Record<string, unknown>;
+}
+
+/** A metav1.LabelSelector with matchLabels, matchExpressions or both (never empty). */
+function labelSelector(file: string, at: string, v: unknown): V1LabelSelector {
+  const s = mapping(file, at, v, ["matchLabels", "matchExpressions"]);
+  const labels = s.matchLabels;
+  if (
+    labels !== undefined &&
+    (typeof labels !== "object" ||
+      labels === null ||
+      !Object.values(labels).every((x) => typeof x === "string"))
+  )
+    bad(file, `${at}.matchLabels`, "must map label keys to string values");
+  const exprs = s.matchExpressions;
+  if (exprs !== undefined && !(Array.isArray(exprs) && exprs.every(isExpression)))
+    bad(
+      file,
+      `${at}.matchExpressions`,
+      "must be a list of {key, operator: In|NotIn|Exists|DoesNotExist, values?}",
+    );
+  if (labels === undefined && exprs === undefined)
+    bad(file, at, "must name matchLabels or matchExpressions (an empty one matches every pod)");
+  return s as V1LabelSelector;
+}
+
+function isExpression(x: unknown): boolean {
+  const r = x as { key?: unknown; operator?: unknown; values?: unknown } | null;
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    typeof r.key === "string" &&
+    ["In", "NotIn", "Exists", "DoesNotExist"].includes(r.operator as string) &&
+    (r.values === undefined ||
+      (Array.isArray(r.values) && r.values.every((v) => typeof v === "string")))
+  );
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -132,9 +257,6 @@ export function parseAgentSection(
   const dir = path.dirname(path.resolve(file));
   const rel = (p: string): string => path.resolve(dir, p);
   const machine = str(file, d, "machine", true)!;
-  const boot = d.bootloader as Record<string, unknown> | undefined;
-  if (typeof boot !== "object" || boot === null || typeof boot.grubenvDir !== "string")
-    bad(file, "bootloader.grubenvDir", "must name the directory of grubenv and grubenv2");
   const kubeconfig = str(file, d, "kubeconfig", false);
   if (d.direct !== undefined && typeof d.direct !== "boolean")
     bad(file, "direct", "must be true or false");
@@ -145,7 +267,8 @@ export function parseAgentSection(
     cluster: str(file, d, "cluster", true)!,
     nodeName: str(file, d, "nodeName", false) ?? machine,
     ...(kubeconfig === undefined ? {} : { kubeconfig: rel(kubeconfig) }),
-    grubenvDir: rel(boot.grubenvDir),
+    bootloader: parseBootloader(file, d.bootloader, rel),
+    driverPods: parseDrain(file, d.drain),
     cmdline: rel(str(file, d, "cmdline", false) ?? "/proc/cmdline"),
     reboot: parseReboot(file, d.reboot),
     heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,

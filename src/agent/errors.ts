@@ -4,7 +4,13 @@
 import { LikenError, type LikenErrorOptions } from "../errors.js";
 
 export type AgentCode =
-  "LIKEN_AGENT_CONFIG_INVALID" | "LIKEN_AGENT_REBOOT_FAILED" | "LIKEN_AGENT_DOWNLOAD_FAILED";
+  | "LIKEN_AGENT_CONFIG_INVALID"
+  | "LIKEN_AGENT_REBOOT_FAILED"
+  | "LIKEN_AGENT_DOWNLOAD_FAILED"
+  /** The channel's release.yaml could not be fetched or does not match the catalog digest. */
+  | "LIKEN_AGENT_RELEASE_REFUSED"
+  /** The slot or the turn could not be read before the trial: nothing decided, tried again. */
+  | "LIKEN_AGENT_SLOT_CHECK_FAILED";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

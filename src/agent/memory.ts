@@ -1,9 +1,12 @@
 // What the agent must remember across its own restarts and reboots, in stateDir/agent.json
 // (written atomically and synced, like the slot markers). Everything else is read fresh from
 // the slots, the bootloader and the API each time.
+//
+// Every change is a pure transition below (old memory in, new memory out, never edited in
+// place), and MemoryKeeper.update is the one place that writes the file.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import type { FailedRelease, SlotName, TrialRecord } from "../api/types.js";
+import type { FailedRelease, ReleaseRef, SlotName, TrialRecord } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 
@@ -13,7 +16,7 @@ export interface Memory {
   /** The drain finished for this digest in the turn held now (cleared when given back). */
   drainedDigest?: string;
   /** The trial armed last: which release, in which slot. */
-  trial?: { version: string; digest: string; slot: SlotName; armedAt: string };
+  trial?: ArmedTrial;
   /** When this trial boot was first seen (ms since boot, clock.ts), for the prove timeout. */
   trialSeenAt?: number;
   /** The last trial's outcome, reported in status.lastTrial until the next one. */
@@ -21,6 +24,13 @@ export interface Memory {
   /** The last `liken.sh/retry` annotation value acted on. */
   retryHandled?: string;
 }
+
+export interface ArmedTrial extends ReleaseRef {
+  slot: SlotName;
+  armedAt: string;
+}
+
+export const EMPTY_MEMORY: Memory = { failed: [] };
 
 export class MemoryFile {
   readonly file: string;
@@ -46,8 +56,141 @@ export class MemoryFile {
   }
 }
 
+/** The memory in use, and the one place that writes it: a transition, then a synced save. */
+export class MemoryKeeper {
+  private mem: Memory = EMPTY_MEMORY;
+
+  constructor(private readonly file: MemoryFile) {}
+
+  get now(): Memory {
+    return this.mem;
+  }
+
+  async load(): Promise<void> {
+    this.mem = await this.file.load();
+  }
+
+  /** Applies `transition`; writes the file only when something changed. */
+  async update(transition: (m: Memory) => Memory): Promise<void> {
+    const next = transition(this.mem);
+    if (JSON.stringify(next) === JSON.stringify(this.mem)) return;
+    await this.file.save(next);
+    this.mem = next;
+  }
+}
+
 /** Adds a failed release (once per digest), keeping the newest FAILED_RELEASES_MAX_ITEMS. */
 export function rememberFailed(list: FailedRelease[], f: FailedRelease): FailedRelease[] {
   const rest = list.filter((x) => x.digest !== f.digest);
   return [...rest, f].slice(-FAILED_RELEASES_MAX_ITEMS);
+}
+
+/** Memory without the given keys (a copy; the old object is left as it was). */
+function without(m: Memory, ...keys: (keyof Memory)[]): Memory {
+  const copy = { ...m };
+  for (const k of keys) delete copy[k];
+  return copy;
+}
+
+// ------------------------------------------------------------------ transitions
+
+/** A new `liken.sh/retry` value: forget the failed releases, once per value. */
+export function retried(m: Memory, value: string | undefined): Memory {
+  if (value === undefined || value === m.retryHandled) return m;
+  return { ...m, failed: [], retryHandled: value };
+}
+
+/** This boot is the trial: note when it was first seen, once (restarts keep the first time). */
+export function trialSeen(m: Memory, at: number): Memory {
+  return m.trialSeenAt === undefined ? { ...m, trialSeenAt: at } : m;
+}
+
+/** The drain of this turn finished for `digest`. */
+export function drained(m: Memory, digest: string): Memory {
+  return { ...m, drainedDigest: digest };
+}
+
+/** The turn was given back (uncordoned): the next turn drains again. */
+export function turnGivenBack(m: Memory): Memory {
+  return without(m, "drainedDigest");
+}
+
+/** The slot matched: the trial of `release` in `slot` is armed (written before arming). */
+export function armed(m: Memory, release: ReleaseRef, slot: SlotName, at: string): Memory {
+  const trial: ArmedTrial = { version: release.version, digest: release.digest, slot, armedAt: at };
+  return { ...without(m, "trialSeenAt"), trial };
+}
+
+/**
+ * The slot read back did not match the staged release: remembered as failed (so the machine
+ * does not download and fail the same bytes in a loop) and reported as a skipped trial.
+ */
+export function skipped(
+  m: Memory,
+  release: ReleaseRef,
+  slot: SlotName,
+  at: string,
+  why: string,
+): Memory {
+  const reason = "SlotCheckMismatch";
+  const ref = { version: release.version, digest: release.digest };
+  return {
+    ...m,
+    failed: rememberFailed(m.failed, { ...ref, at, reason }),
+    lastTrial: {
+      ...ref,
+      slot,
+      result: "Skipped",
+      at,
+      reason,
+      message: `${why}; rebooted without the trial`,
+    },
+  };
+}
+
+/** The trial boot rejoined and `slot` is the default now. */
+export function promoted(
+  m: Memory,
+  release: ReleaseRef | undefined,
+  slot: SlotName,
+  at: string,
+): Memory {
+  return {
+    ...without(m, "trial", "trialSeenAt"),
+    lastTrial: {
+      version: release?.version ?? "unknown",
+      digest: release?.digest ?? "",
+      slot,
+      result: "Succeeded",
+      at,
+      reason: "Promoted",
+      message: `booted slot ${slot} once, rejoined the cluster; it is the default now`,
+    },
+  };
+}
+
+/**
+ * The bootloader started the trial of `slot` and the machine came back on `running`. The
+ * release is the one armed for that slot, else what the slot's marker says it holds.
+ */
+export function fellBack(
+  m: Memory,
+  slot: SlotName,
+  running: SlotName,
+  marker: ReleaseRef | undefined,
+  at: string,
+): Memory {
+  const t = m.trial?.slot === slot ? m.trial : undefined;
+  const release = t ?? marker ?? { version: "unknown", digest: "" };
+  const ref = { version: release.version, digest: release.digest };
+  const how =
+    "the trial boot panicked, hung until the watchdog reset it, or did not rejoin in time";
+  const message =
+    `the bootloader started the trial of ${ref.version} in slot ${slot}` +
+    `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
+  return {
+    ...without(m, "trial", "trialSeenAt"),
+    failed: rememberFailed(m.failed, { ...ref, at, reason: "TrialFellBack" }),
+    lastTrial: { ...ref, slot, result: "Failed", at, reason: "TrialFellBack", message },
+  };
 }

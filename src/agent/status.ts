@@ -1,15 +1,17 @@
 // The Machine status the agent reports, as a pure function of what it observed, what it
 // decided and what it remembers. The daemon writes it only when it differs from the last
 // write (ignoring lastHeartbeatTime: the live heartbeat is the Lease).
-import type {
-  DownloadProgress,
-  DrainBlocker,
-  MachineCondition,
-  MachineStatus,
-  ReleaseRef,
-  SlotState,
-  SlotStatus,
+import {
+  sameRelease,
+  type DownloadProgress,
+  type DrainBlocker,
+  type MachineCondition,
+  type MachineStatus,
+  type ReleaseRef,
+  type SlotState,
+  type SlotStatus,
 } from "../api/types.js";
+import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
 import type { Memory } from "./memory.js";
 import type { Decision, Observed, SlotView } from "./steps.js";
@@ -18,18 +20,22 @@ export interface StatusExtras {
   now: Date;
   progress?: DownloadProgress;
   drainBlocker?: DrainBlocker;
-  /** The last download or slot failure of the target, said for a person. */
-  problem?: { reason: string; message: string };
+  /** The last failure on the way to the target (download, drain, slot check, reboot), with its code. */
+  problem?: Problem;
+}
+
+/** A failure said for a person: a CamelCase reason, and a message that names the error's code. */
+export interface Problem {
+  reason: string;
+  message: string;
 }
 
 /** The release a turn is asked for or held for: staged in the other slot, or on trial now. */
-export function turnRelease(o: Observed): ReleaseRef | undefined {
+export function turnRelease(
+  o: Pick<Observed, "boot" | "running" | "other">,
+): ReleaseRef | undefined {
   if (o.boot.kind === "on-trial") return o.running.release;
   return o.other.state === "staged" ? o.other.release : undefined;
-}
-
-function same(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
-  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
 }
 
 function slotState(v: SlotView, o: Observed, running: boolean): SlotState {
@@ -43,7 +49,7 @@ function slotState(v: SlotView, o: Observed, running: boolean): SlotState {
     case "withdrawn":
       return "Withdrawn";
     case "staged":
-      return same(v.release, o.target) && !same(v.release, o.running.release)
+      return sameRelease(v.release, o.target) && !sameRelease(v.release, o.running.release)
         ? "Staged"
         : "Inactive";
     default: {
@@ -74,7 +80,7 @@ function condition(
 type NewCondition = Omit<MachineCondition, "lastTransitionTime">;
 
 function upToDate(o: Observed, dec: Decision): NewCondition {
-  if (o.target === undefined || same(o.running.release, o.target)) {
+  if (o.target === undefined || sameRelease(o.running.release, o.target)) {
     const message = "runs the Cluster's spec.version";
     return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
   }
@@ -85,7 +91,7 @@ function upToDate(o: Observed, dec: Decision): NewCondition {
 
 function releaseStaged(o: Observed, x: StatusExtras): NewCondition {
   const other = o.other;
-  if (other.state === "staged" && same(other.release, o.target)) {
+  if (other.state === "staged" && sameRelease(other.release, o.target)) {
     const message = `slot ${other.slot} holds ${other.release?.version}, every artifact verified`;
     return { type: "ReleaseStaged", status: "True", reason: "Verified", message };
   }
@@ -130,12 +136,12 @@ export function machineStatus(
   mem: Memory,
   x: StatusExtras,
 ): MachineStatus {
-  const now = x.now.toISOString().replace(/\.\d+Z$/, "Z");
+  const now = rfc3339(x.now);
   const running = o.running.release;
   const turnRequest = turnRequestFor(dec.wantsTurn, turnRelease(o), prev?.turnRequest, x.now);
   const other = o.other;
   const staged =
-    other.state === "staged" && other.release && !same(other.release, running)
+    other.state === "staged" && other.release && !sameRelease(other.release, running)
       ? {
           ...other.release,
           slot: other.slot,

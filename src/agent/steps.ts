@@ -8,7 +8,15 @@
 // "check-and-reboot" action, right before arming); leave the machine with no bootable default
 // (the default slot only changes in "promote", after the trial boot rejoined).
 import type { BootVerdict, Slot } from "../bootloader/types.js";
-import type { AgentStep, ReleaseRef, RebootPolicy, UpdateStage } from "../api/types.js";
+import { approves } from "../coordinator/turn.js";
+import {
+  sameRelease,
+  type Approval,
+  type AgentStep,
+  type ReleaseRef,
+  type RebootPolicy,
+  type UpdateStage,
+} from "../api/types.js";
 
 export const PHASES = [
   /** Runs the target, or there is none. */
@@ -110,8 +118,8 @@ export interface Observed {
   /** The Cluster's spec.version with its catalog digest; undefined when there is none. */
   target: ReleaseRef | undefined;
   policy: RebootPolicy;
-  /** machine.spec.approval approves the release staged in `other`. */
-  approved: boolean;
+  /** machine.spec.approval: decide() applies it to the release staged in `other`. */
+  approval: Pick<Approval, "version" | "digest"> | undefined;
   /** status.rebootTurns holds a record for this machine and the release staged in `other`. */
   turn: boolean;
   /** A download in progress (it runs beside the loop) and what it writes. */
@@ -158,10 +166,6 @@ export interface Decision {
   why: string;
 }
 
-function sameRelease(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
-  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
-}
-
 const WAIT: Action = { kind: "wait" };
 
 function d(
@@ -181,6 +185,12 @@ function d(
   };
 }
 
+/** The named timeout of a phase in milliseconds; undefined when the phase has none. */
+export function phaseTimeoutMs(phase: Phase, t: Timeouts): number | undefined {
+  const name = PHASE_TIMEOUT[phase];
+  return name === null ? undefined : t[name];
+}
+
 /** The elapsed time of a phase against its named timeout. */
 export function timedOut(
   phase: Phase,
@@ -188,8 +198,8 @@ export function timedOut(
   now: number,
   t: Timeouts,
 ): boolean {
-  const name = PHASE_TIMEOUT[phase];
-  return name !== null && since !== undefined && now - since >= t[name];
+  const ms = phaseTimeoutMs(phase, t);
+  return ms !== undefined && since !== undefined && now - since >= ms;
 }
 
 /** The trial boot: prove it (API + node Ready) within proveMs, else reboot to fall back. */
@@ -241,7 +251,7 @@ function decideArmed(o: Observed, slot: Slot): Decision {
 
 /** Staged for the target: approval, turn, drain, check, reboot. */
 function decideStaged(o: Observed, release: ReleaseRef): Decision {
-  if (o.policy === "Manual" && !o.approved) {
+  if (o.policy === "Manual" && !approves(o.approval, release)) {
     const why = `waiting for liken approve-reboot of ${release.version}`;
     return d("AwaitingApproval", "RebootPending", WAIT, why);
   }
@@ -358,4 +368,79 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     return d("Idle", "Ready", WAIT, target === undefined ? "no target" : "runs the target");
   }
   return decideTowards(o, target, t);
+}
+
+/**
+ * The status written right before a reboot that check-and-reboot decided (armed, or without the
+ * trial after a mismatch): the watcher sees why the machine went down while the turn is held.
+ */
+export function rebootingDecision(reason: string): Decision {
+  return d("Rebooting", "Updating", { kind: "reboot", reason }, reason, {
+    stage: "Rebooting",
+    wantsTurn: true,
+  });
+}
+
+/** What reading the staged slot back found (slots/check.ts), or why it could not look. */
+export type SlotCheck =
+  | { kind: "matched" }
+  | { kind: "mismatch"; problems: readonly string[] }
+  /** The look failed (EIO, the slot not staged, the deadline): says nothing of the bytes. */
+  | { kind: "unread"; code: string | undefined; message: string };
+
+/** The turn record, read again right before arming. */
+export type TurnLook =
+  | { kind: "held" }
+  | { kind: "gone" }
+  | { kind: "unread"; code: string | undefined; message: string };
+
+export type CheckVerdict =
+  /** The slot matched and the turn is held: record the trial, arm it, reboot. */
+  | { kind: "arm"; why: string }
+  /** The slot does not match: remember the release as failed, reboot without the trial. */
+  | { kind: "skip-trial"; why: string }
+  /** Could not look (slot or turn): change nothing; the next tick decides again. */
+  | { kind: "retry"; code: string | undefined; why: string }
+  /** Stopping, or the turn is no longer recorded: no reboot. */
+  | { kind: "stand-down"; why: string };
+
+/**
+ * The check-and-reboot decision, after the slot was read back and the turn read again. Only a
+ * real mismatch is remembered as a failed release: an I/O error or a timeout is not a verdict
+ * on the release, and remembering it would skip a good release's trial for good.
+ */
+export function afterSlotCheck(
+  check: SlotCheck,
+  turn: TurnLook,
+  stopping: boolean,
+  slot: Slot,
+  release: ReleaseRef,
+): CheckVerdict {
+  if (stopping) return { kind: "stand-down", why: "the agent is stopping" };
+  if (turn.kind === "unread") {
+    return { kind: "retry", code: turn.code, why: `cannot read the turn: ${turn.message}` };
+  }
+  if (turn.kind === "gone") {
+    return { kind: "stand-down", why: "the turn is no longer recorded" };
+  }
+  switch (check.kind) {
+    case "matched":
+      return { kind: "arm", why: `trial of ${release.version} in slot ${slot}` };
+    case "mismatch": {
+      const why =
+        `slot ${slot} does not match the staged release ${release.version}: ` +
+        check.problems.join("; ");
+      return { kind: "skip-trial", why };
+    }
+    case "unread":
+      return {
+        kind: "retry",
+        code: check.code,
+        why: `cannot read slot ${slot} back: ${check.message}`,
+      };
+    default: {
+      const never: never = check;
+      throw new Error(`unknown slot check ${JSON.stringify(never)}`);
+    }
+  }
 }

@@ -2,7 +2,7 @@
 // from the HTTP status and the metav1.Status body the server sends, so callers branch on a
 // stable code and `retryable` instead of parsing messages. The server's own message is kept
 // whole: for a CEL refusal it is the sentence a person acts on.
-import { LikenError, type LikenErrorOptions } from "../errors.js";
+import { errorText, LikenError, type LikenErrorOptions } from "../errors.js";
 
 export const API_ERROR_CODES = {
   /** 409 on a write naming a stale resourceVersion: re-read, re-decide, write again. */
@@ -163,7 +163,7 @@ export function toApiError(e: unknown, op: ApiOperation): ApiError {
   const httpStatus = httpStatusOf(e);
   const context = { ...op } as Record<string, unknown>;
   if (httpStatus === undefined) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = errorText(e);
     return new ApiError(
       API_ERROR_CODES.unavailable,
       `${describe(op)}: no answer from the API server (${why}); retry later`,
@@ -172,7 +172,7 @@ export function toApiError(e: unknown, op: ApiOperation): ApiError {
   }
   const status = parseStatus((e as { body?: unknown }).body);
   const code = codeFor(httpStatus, status?.reason);
-  const said = status?.message ?? (e instanceof Error ? e.message.split("\n")[0] : String(e));
+  const said = status?.message ?? errorText(e).split("\n")[0];
   const message = `${describe(op)}: ${said} (HTTP ${httpStatus}): ${nextStep(code)}`;
   const opts = { httpStatus, status, context, cause: e, retryable: RETRYABLE.has(code) };
   return code === API_ERROR_CODES.conflict

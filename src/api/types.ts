@@ -121,6 +121,11 @@ export interface ReleaseRef {
   digest: string;
 }
 
+/** Both name the same release: the same version and the same digest (undefined matches nothing). */
+export function sameRelease(a: ReleaseRef | undefined, b: ReleaseRef | undefined): boolean {
+  return a !== undefined && b !== undefined && a.version === b.version && a.digest === b.digest;
+}
+
 // ---------------------------------------------------------------------------------------
 // Cluster
 

@@ -8,7 +8,30 @@
 //   hold     the agent keeps turnRequest while it drains, reboots and proves the trial;
 //   give back the agent clears turnRequest (running the new release, or back on the old one
 //            with the failure reported); the operator then removes the record.
-import type { Cluster, ReleaseRef, RebootTurn, TurnRequest } from "../api/types.js";
+import { rfc3339 } from "../api/time.js";
+import {
+  sameRelease,
+  type Approval,
+  type Cluster,
+  type ReleaseRef,
+  type RebootTurn,
+  type TurnRequest,
+} from "../api/types.js";
+
+/**
+ * Whether spec.approval approves `release` (for a Manual machine): exactly its version, and its
+ * digest when the approval names one. An approval of an older target never carries over.
+ */
+export function approves(
+  approval: Pick<Approval, "version" | "digest"> | undefined,
+  release: ReleaseRef | undefined,
+): boolean {
+  return (
+    release !== undefined &&
+    approval?.version === release.version &&
+    (approval.digest === undefined || approval.digest === release.digest)
+  );
+}
 
 /** The record that grants `machine` a turn for `release`, if the Cluster holds one. */
 export function findTurn(
@@ -37,10 +60,10 @@ export function turnRequestFor(
   now: Date,
 ): TurnRequest | undefined {
   if (!wants || release === undefined) return undefined;
-  if (previous?.version === release.version && previous.digest === release.digest) return previous;
+  if (previous !== undefined && sameRelease(previous, release)) return previous;
   return {
     version: release.version,
     digest: release.digest,
-    at: now.toISOString().replace(/\.\d+Z$/, "Z"),
+    at: rfc3339(now),
   };
 }

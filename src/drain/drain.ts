@@ -8,6 +8,7 @@ import type { KubeConfig, V1Node, V1Pod } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cordonAction, type CordonAction } from "./cordon.js";
 import type { DriverPodSelectors } from "./drivers.js";
+import { errorText } from "../errors.js";
 import { DrainError } from "./errors.js";
 import { DrainApi, type EvictionOutcome } from "./kube.js";
 import { budgetsFor } from "./pdb.js";
@@ -287,7 +288,7 @@ class DrainRun {
     try {
       return budgetsFor(pod, await this.api.budgets(pod.metadata?.namespace ?? ""));
     } catch (e) {
-      this.report({ kind: "warning", message: e instanceof Error ? e.message : String(e) });
+      this.report({ kind: "warning", message: errorText(e) });
       return [];
     }
   }
@@ -365,7 +366,7 @@ class DrainRun {
     try {
       await this.api.nodeEvent(this.nodeObj, type, reason, message);
     } catch (e) {
-      this.report({ kind: "warning", message: e instanceof Error ? e.message : String(e) });
+      this.report({ kind: "warning", message: errorText(e) });
     }
   }
 }

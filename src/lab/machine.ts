@@ -20,6 +20,7 @@ import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
 import { bootMachine, type TrialFault } from "../bootloader/firmware.js";
 import { initialEnvBlock } from "../bootloader/grub.js";
 import type { Slot } from "../bootloader/types.js";
+import { downloadArgv } from "../agent/download.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
 
@@ -117,7 +118,7 @@ export class SimulatedMachine {
       kubeconfig,
       slots: { a: { device: this.slotFile("a") }, b: { device: this.slotFile("b") } },
       stateDir: path.join(o.dir, "state"),
-      bootloader: { grubenvDir: this.espDir },
+      bootloader: { backend: "grub", envDir: this.espDir },
       cmdline: this.cmdlineFile,
       reboot: { exitCode: REBOOT_EXIT_CODE },
       loopSeconds: o.loopSeconds ?? 1,
@@ -132,8 +133,15 @@ export class SimulatedMachine {
    * and verifies it (as if slot b ran), and slot a boots it.
    */
   async install(source: string, version: string, digest: string): Promise<void> {
-    const args = [likenEntry(), "agent", "download", "--config", this.configFile];
-    args.push("--source", source, "--version", version, "--digest", digest, "--running", "b");
+    const args = [
+      likenEntry(),
+      ...downloadArgv({
+        config: this.configFile,
+        source,
+        release: { version, digest },
+        running: "b",
+      }),
+    ];
     // Its progress lines are the factory's business; they are shown only if it fails.
     let said = "";
     const code = await new Promise<number | null>((resolve) => {

@@ -1,6 +1,6 @@
 // `npm run lab [-- --demo] [-- --machines N]`: wiring only (see lab.ts and demo.ts).
 import { Command } from "commander";
-import { LikenError } from "../errors.js";
+import { errorText, LikenError } from "../errors.js";
 import { runDemo } from "./demo.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
@@ -154,9 +154,7 @@ try {
   if (typeof code === "string" && code.startsWith("commander.")) {
     process.exitCode = (e as { exitCode?: number }).exitCode ?? 1;
   } else {
-    err(
-      `liken lab: ${e instanceof LikenError ? `${e.message} [${e.code}]` : e instanceof Error ? e.message : String(e)}`,
-    );
+    err(`liken lab: ${e instanceof LikenError ? `${e.message} [${e.code}]` : errorText(e)}`);
     process.exitCode = 1;
   }
 }

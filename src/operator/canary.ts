@@ -10,7 +10,7 @@
 // costs the datastore a member, the worst place to learn that a release is bad).
 import type { CanaryStatus, Cluster, Machine, RebootTurn, ReleaseRef } from "../api/index.js";
 import { isLeader } from "./machine-view.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 export type CanaryGate =
   /** No canary, or it passed: the page's rules alone decide. */

@@ -5,9 +5,10 @@
 // never touches turns, so a rollout goes on whatever the channel does.
 import { ANNOTATION_CHECK_RELEASES, type Cluster, type ClusterCondition } from "../api/index.js";
 import { MAX_CHANNEL_BYTES, newestVersion, parseChannel } from "../verify/channel.js";
+import { errorText } from "../errors.js";
 import { fetchDocument } from "../verify/fetch.js";
 import type { ChannelView } from "./decide.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 /** 5 minutes: a release a day is plenty fresh at this rate; the annotation is the fast path. */
 export const DEFAULT_CHANNEL_INTERVAL_MS = 5 * 60_000;
@@ -94,7 +95,7 @@ export async function readChannel(cluster: Cluster, now: () => Date): Promise<Ch
     if (newest !== undefined) view.available = newest.version;
     return view;
   } catch (e) {
-    const why = e instanceof Error ? e.message : String(e);
+    const why = errorText(e);
     const msg = `${url.href} is not a valid channel document: ${why}; AVAILABLE keeps ${before?.available ?? "nothing"} and the rollout is not affected`;
     return { channel, condition: cond("False", "ChannelMalformed", msg) };
   }
@@ -110,6 +111,6 @@ async function fetchChannel(
     });
     return { ok: true, bytes };
   } catch (e) {
-    return { ok: false, why: e instanceof Error ? e.message : String(e) };
+    return { ok: false, why: errorText(e) };
   }
 }

@@ -36,7 +36,7 @@ import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { summarize } from "./summary.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 import { specValidCondition, windowState } from "./windows.js";
 import {
   isLeader,

@@ -1,7 +1,14 @@
 // What the operator reads from one Machine, pure: is it Lost, does it ask for a turn, may
 // it have one (policy, approval), is it down. The contract with the agent is the API
 // objects; docs/operator.md states it from the agent's side.
-import type { AgentStep, Cluster, Machine, ReleaseRef } from "../api/index.js";
+import {
+  sameRelease,
+  type AgentStep,
+  type Cluster,
+  type Machine,
+  type ReleaseRef,
+} from "../api/index.js";
+import { approves } from "../coordinator/turn.js";
 
 /**
  * What the operator knows of a machine's heartbeat: the time on ITS OWN clock at which it
@@ -54,12 +61,6 @@ export type TurnAsk =
   | { kind: "awaiting-approval" }
   | { kind: "none" };
 
-function approves(m: Machine, release: ReleaseRef): boolean {
-  const a = m.spec.approval;
-  if (a === undefined || a.version !== release.version) return false;
-  return a.digest === undefined || a.digest === release.digest;
-}
-
 /**
  * Whether the machine asks for a reboot turn for the Cluster's target: it staged that exact
  * release (version and catalog digest), asks for it (status.turnRequest names the same
@@ -71,16 +72,15 @@ export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
   const s = m.status;
   const staged = s?.staged;
   if (target === undefined || s === undefined || staged === undefined) return { kind: "none" };
-  const same = (r: ReleaseRef): boolean =>
-    r.version === target.version && r.digest === target.digest;
-  if (!same(staged) || s.version === target.version) return { kind: "none" };
+  if (!sameRelease(staged, target) || s.version === target.version) return { kind: "none" };
   if (s.step !== "UpdatePending" && s.step !== "RebootPending") return { kind: "none" };
-  const approved = (m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m, staged);
+  const approved =
+    (m.spec.rebootPolicy ?? "Manual") === "Auto" || approves(m.spec.approval, staged);
   // A Manual agent may wait for the approval before it asks (docs/agent.md): RebootPending
   // with the target staged is waiting for a person, with or without a turnRequest.
   if (!approved) return { kind: "awaiting-approval" };
   const req = s.turnRequest;
-  if (req === undefined || !same(req)) return { kind: "none" };
+  if (req === undefined || !sameRelease(req, target)) return { kind: "none" };
   return { kind: "eligible", at: req.at };
 }
 
@@ -98,7 +98,7 @@ export function stepAfterLost(m: Machine): AgentStep {
   if (s.updateStage !== undefined) return "Updating";
   if (s.staged !== undefined && s.turnRequest !== undefined) {
     const manual = (m.spec.rebootPolicy ?? "Manual") === "Manual";
-    return manual && !approves(m, s.staged) ? "RebootPending" : "UpdatePending";
+    return manual && !approves(m.spec.approval, s.staged) ? "RebootPending" : "UpdatePending";
   }
   if (s.progress !== undefined && s.progress.percent < 100) return "Downloading";
   const failed = s.target && s.failedReleases?.some((f) => f.digest === s.target?.digest);

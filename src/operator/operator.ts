@@ -33,7 +33,7 @@ import { LeaseElector } from "./election.js";
 import { KubeEvents, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector } from "./liveness.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 export interface Logger {
   info(obj: object, msg?: string): void;

@@ -13,7 +13,8 @@ import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
 import { turnAsk } from "./machine-view.js";
-import { duration, rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
+import { duration } from "./text.js";
 import { wallClock, type WindowState } from "./windows.js";
 
 /** Why the operator granted no (further) turn. */

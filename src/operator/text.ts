@@ -1,10 +1,5 @@
 // Small formatting helpers for what a person reads (conditions, events, CLI).
 
-/** RFC 3339 in UTC without milliseconds, as Kubernetes writes times. */
-export function rfc3339(d: Date): string {
-  return d.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
 /** "1h2m3s", "4m0s", "12s": how long, in the units a person reads at a glance. */
 export function duration(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));

@@ -19,7 +19,7 @@ import {
   type MaintenanceWindow,
   type Weekday,
 } from "../api/index.js";
-import { rfc3339 } from "./text.js";
+import { rfc3339 } from "../api/time.js";
 
 /** The longest window: a week (a longer one is always open; the API refuses it too). */
 export const WINDOW_MAX_MINUTES = 7 * 24 * 60;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { drainOptions } from "../../src/agent/act.js";
 import { parseAgentSection } from "../../src/agent/config.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
@@ -9,7 +10,7 @@ machine: node-4
 cluster: lab
 slots: { a: { device: /dev/vda2 }, b: { device: /dev/vda3 } }
 stateDir: /var/lib/liken
-bootloader: { grubenvDir: /boot/efi/EFI/liken }
+bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }
 `;
 
 function parse(extra: string) {
@@ -25,7 +26,8 @@ describe("agent config", () => {
       cluster: "lab",
       nodeName: "node-4",
       cmdline: "/proc/cmdline",
-      grubenvDir: "/boot/efi/EFI/liken",
+      bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
+      driverPods: {},
       reboot: { command: ["systemctl", "reboot"] },
       heartbeatMs: 10_000,
       loopMs: 5_000,
@@ -75,9 +77,113 @@ timeouts: { proveMs: 8000, drainMs: 1000 }
     expect(() => parseAgentSection(text, FILE, parseAgentConfig(text, FILE))).toThrow(
       /machine must be a non-empty string/,
     );
-    const t2 = BASE.replace("bootloader: { grubenvDir: /boot/efi/EFI/liken }\n", "");
+    const t2 = BASE.replace("bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }\n", "");
     expect(() => parseAgentSection(t2, FILE, parseAgentConfig(t2, FILE))).toThrow(
-      /bootloader.grubenvDir/,
+      /bootloader must be a mapping: write `bootloader: \{backend: grub, envDir/,
     );
+  });
+
+  /** The config with its bootloader section replaced by `section`. */
+  function withBootloader(section: string) {
+    const text = BASE.replace(
+      "bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }\n",
+      section,
+    );
+    return parseAgentSection(text, FILE, parseAgentConfig(text, FILE));
+  }
+
+  it("builds the bootloader from backend and its fields; the first spelling still means grub", () => {
+    expect(
+      withBootloader(
+        "bootloader: { backend: systemd-boot, esp: esp, efivars: /sys/firmware/efi/efivars }\n",
+      ).bootloader,
+    ).toEqual({
+      backend: "systemd-boot",
+      esp: "/etc/liken/esp",
+      efivars: "/sys/firmware/efi/efivars",
+    });
+    expect(withBootloader("bootloader: { grubenvDir: /boot/efi/EFI/liken }\n").bootloader).toEqual({
+      backend: "grub",
+      envDir: "/boot/efi/EFI/liken",
+    });
+  });
+
+  it.each([
+    [
+      "an unknown key",
+      "bootloader: { backend: grub, envDir: /e, grubenvDir: /e }\n",
+      /bootloader.grubenvDir is not a field of the grub backend/,
+    ],
+    [
+      "a typo beside the first spelling",
+      "bootloader: { grubenvDir: /e, timeout: 5 }\n",
+      /bootloader.backend must be grub or systemd-boot/,
+    ],
+    [
+      "an unknown backend",
+      "bootloader: { backend: lilo }\n",
+      /bootloader.backend must be grub or systemd-boot/,
+    ],
+    [
+      "a grub field on systemd-boot",
+      "bootloader: { backend: systemd-boot, esp: /e, efivars: /v, envDir: /e }\n",
+      /bootloader.envDir is not a field of the systemd-boot backend/,
+    ],
+    [
+      "systemd-boot without efivars",
+      "bootloader: { backend: systemd-boot, esp: /e }\n",
+      /bootloader.efivars must name a directory/,
+    ],
+  ])("refuses a bootloader section with %s", (_name, section, re) => {
+    expect(() => withBootloader(section)).toThrow(re);
+  });
+
+  it("reads drain.driverPods, the names the drain's advice tells people to write", () => {
+    const c = parse(`
+drain:
+  driverPods:
+    gpu.example.com:
+      namespace: gpu-system
+      selector: { matchLabels: { app: gpu-kubelet-plugin } }
+    net.example.com:
+      selector:
+        matchExpressions: [{ key: app, operator: In, values: [net-plugin] }]
+`);
+    expect(drainOptions(c).driverPods).toBe(c.driverPods);
+    expect(c.driverPods).toEqual({
+      "gpu.example.com": {
+        namespace: "gpu-system",
+        selector: { matchLabels: { app: "gpu-kubelet-plugin" } },
+      },
+      "net.example.com": {
+        selector: { matchExpressions: [{ key: "app", operator: "In", values: ["net-plugin"] }] },
+      },
+    });
+  });
+
+  it.each([
+    ["an unknown drain key", "drain: { driverPod: {} }\n", /drain.driverPod is not a known field/],
+    [
+      "a driver without a selector",
+      "drain: { driverPods: { d: { namespace: x } } }\n",
+      /drain.driverPods.d.selector must be a mapping/,
+    ],
+    [
+      "an empty selector",
+      "drain: { driverPods: { d: { selector: {} } } }\n",
+      /drain.driverPods.d.selector must name matchLabels or matchExpressions/,
+    ],
+    [
+      "a selector typo",
+      "drain: { driverPods: { d: { selector: { matchLabel: { a: b } } } } }\n",
+      /drain.driverPods.d.selector.matchLabel is not a known field/,
+    ],
+    [
+      "a bad operator",
+      "drain: { driverPods: { d: { selector: { matchExpressions: [{ key: a, operator: Has }] } } } }\n",
+      /matchExpressions must be a list/,
+    ],
+  ])("refuses %s", (_name, extra, re) => {
+    expect(() => parse(extra)).toThrow(re);
   });
 });

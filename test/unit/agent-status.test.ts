@@ -1,31 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { machineStatus, sameStatus } from "../../src/agent/status.js";
 import { decide, type Observed } from "../../src/agent/steps.js";
+import { observed, V1, V2 } from "./agent-fixtures.js";
 
-const V1 = { version: "2026.10.10-001", digest: `sha256:${"1".repeat(64)}` };
-const V2 = { version: "2026.10.12-001", digest: `sha256:${"2".repeat(64)}` };
 const now = new Date("2026-12-02T12:00:00Z");
 
+/** The fixture with V2 staged in slot b, at `now`. */
 function obs(over: Partial<Observed> = {}): Observed {
-  return {
+  return observed({
     now: now.getTime(),
-    apiReachable: true,
-    boot: { kind: "steady", slot: "a" },
-    running: { slot: "a", state: "staged", release: V1 },
     other: { slot: "b", state: "staged", release: V2 },
-    target: V2,
-    policy: "Auto",
-    approved: false,
-    turn: false,
-    download: undefined,
-    downloadIdleSince: undefined,
-    downloadFailedAt: undefined,
-    failedDigests: [],
-    drainedDigest: undefined,
-    nodeReady: true,
-    trialSeenAt: undefined,
     ...over,
-  };
+  });
 }
 
 function status(o: Observed, mem = { failed: [] }) {

@@ -7,33 +7,8 @@ import {
   timedOut,
   type Observed,
 } from "../../src/agent/steps.js";
-
-const V1 = { version: "2026.10.10-001", digest: `sha256:${"1".repeat(64)}` };
-const V2 = { version: "2026.10.12-001", digest: `sha256:${"2".repeat(64)}` };
-const V3 = { version: "2026.10.14-001", digest: `sha256:${"3".repeat(64)}` };
-
-/** Running V1 from slot a, target V2, nothing in slot b yet, Auto. */
-function base(over: Partial<Observed> = {}): Observed {
-  return {
-    now: 1_000_000,
-    apiReachable: true,
-    boot: { kind: "steady", slot: "a" },
-    running: { slot: "a", state: "staged", release: V1 },
-    other: { slot: "b", state: "empty" },
-    target: V2,
-    policy: "Auto",
-    approved: false,
-    turn: false,
-    download: undefined,
-    downloadIdleSince: undefined,
-    downloadFailedAt: undefined,
-    failedDigests: [],
-    drainedDigest: undefined,
-    nodeReady: true,
-    trialSeenAt: undefined,
-    ...over,
-  };
-}
+// base(): running V1 from slot a, target V2, nothing in slot b yet, Auto.
+import { observed as base, V1, V2, V3 } from "./agent-fixtures.js";
 
 const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
 
@@ -171,7 +146,7 @@ const rows: Row[] = [
   },
   {
     name: "Manual, approved: ask for a turn",
-    o: base({ other: stagedV2, policy: "Manual", approved: true }),
+    o: base({ other: stagedV2, policy: "Manual", approval: { version: V2.version } }),
     phase: "AwaitingTurn",
     step: "UpdatePending",
     action: "request-turn",
@@ -351,7 +326,14 @@ describe("decide", () => {
         for (const drainedDigest of [undefined, V2.digest]) {
           for (const policy of ["Auto", "Manual"] as const) {
             const got = decide(
-              base({ boot, apiReachable, drainedDigest, policy, approved: true, other: stagedV2 }),
+              base({
+                boot,
+                apiReachable,
+                drainedDigest,
+                policy,
+                approval: { version: V2.version },
+                other: stagedV2,
+              }),
             );
             expect(["reboot", "check-and-reboot"]).not.toContain(got.action.kind);
           }

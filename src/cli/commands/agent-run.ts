@@ -5,6 +5,7 @@ import { pino } from "pino";
 import { loadConfig } from "../../agent/config.js";
 import { AgentDaemon } from "../../agent/daemon.js";
 import { DEFAULT_CONFIG } from "../../slots/config.js";
+import { likenEntry } from "../entry.js";
 
 export function addAgentRunCommand(agent: Command): void {
   agent
@@ -19,7 +20,7 @@ export function addAgentRunCommand(agent: Command): void {
         base: { machine: cfg.machine },
         level: process.env.LIKEN_LOG_LEVEL ?? "info",
       });
-      const daemon = new AgentDaemon(cfg, log);
+      const daemon = new AgentDaemon(cfg, log, { entry: likenEntry() });
       const stop = (sig: string): void => {
         log.info({ signal: sig }, "stopping");
         daemon.stop();

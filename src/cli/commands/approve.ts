@@ -5,7 +5,7 @@
 import type { Command } from "commander";
 import { isConflict, type Machine } from "../../api/index.js";
 import { OperatorError } from "../../operator/errors.js";
-import { rfc3339 } from "../../operator/text.js";
+import { rfc3339 } from "../../api/time.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 export function registerApprove(program: Command): void {

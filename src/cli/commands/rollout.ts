@@ -11,7 +11,7 @@ import { targetOf } from "../../operator/machine-view.js";
 import { parseBudget } from "../../operator/budget.js";
 import { OperatorError } from "../../operator/errors.js";
 import { stallDetail } from "../../operator/progress.js";
-import { rfc3339 } from "../../operator/text.js";
+import { rfc3339 } from "../../api/time.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 export function registerRollout(program: Command): void {

@@ -1,0 +1,282 @@
+// The agent's actions: each one named phase that logs its begin and end, small enough to test
+// alone with its parts (a file-backed slot store, a bootloader over a directory, a memory file).
+// The decisions they follow are pure functions in steps.ts (decide, afterSlotCheck); what they
+// remember goes through memory.ts's transitions.
+//
+// Must never: arm a trial before the slot read back and matched and the turn was read again;
+// reboot when the agent is stopping; remember a release as failed because a look failed.
+import { spawn } from "node:child_process";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { rfc3339 } from "../api/time.js";
+import type { DrainBlocker, ReleaseRef } from "../api/types.js";
+import type { Bootloader, Slot } from "../bootloader/types.js";
+import { drainNode, uncordonNode, type DriverPodSelectors } from "../drain/index.js";
+import { errorCode, errorText } from "../errors.js";
+import { sdNotify } from "../native/index.js";
+import { verifyStagedSlot } from "../slots/check.js";
+import type { SlotStore } from "../slots/store.js";
+import { fetchDocument } from "../verify/fetch.js";
+import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release.js";
+import type { AgentConfig } from "./config.js";
+import type { DownloadSupervisor } from "./download.js";
+import { AgentError } from "./errors.js";
+import {
+  armed,
+  drained,
+  fellBack,
+  promoted,
+  skipped,
+  turnGivenBack,
+  type MemoryKeeper,
+} from "./memory.js";
+import type { Look } from "./observe.js";
+import {
+  afterSlotCheck,
+  type CheckVerdict,
+  type Observed,
+  type SlotCheck,
+  type TurnLook,
+} from "./steps.js";
+
+export interface ActionParts {
+  cfg: AgentConfig;
+  log: Logger;
+  kc: KubeConfig;
+  store: SlotStore;
+  bootloader: Bootloader;
+  memory: MemoryKeeper;
+  downloads: DownloadSupervisor;
+  /** Reads the turn record for `release` again, fresh from the API server. */
+  turnHeld: (release: ReleaseRef) => Promise<Look<boolean>>;
+  /** Writes the status that says why the machine goes down, right before a reboot. */
+  reportRebooting: (reason: string) => Promise<void>;
+  /** Aborted on SIGTERM: a drain stops, no trial is armed. */
+  signal: AbortSignal;
+  /** Waits, or less when the agent stops. */
+  pause: (ms: number) => Promise<void>;
+  /** Exits the process with `code` after every state is synced (reboot.exitCode). */
+  exit: (code: number) => never;
+}
+
+/** Runs `fn` as a named phase: one log line at its begin, one at its end (or failure). */
+export async function phase<T>(log: Logger, name: string, fn: () => Promise<T>): Promise<T> {
+  const t = Date.now();
+  log.info({ step: name }, "begin");
+  try {
+    const r = await fn();
+    log.info({ step: name, ms: Date.now() - t }, "end");
+    return r;
+  } catch (e) {
+    log.warn({ step: name, ms: Date.now() - t, err: errorText(e), code: errorCode(e) }, "failed");
+    throw e;
+  }
+}
+
+export class Actions {
+  private blocker: DrainBlocker | undefined;
+
+  constructor(private readonly p: ActionParts) {}
+
+  /** The eviction that holds the drain now, for status.drainBlocker. */
+  get drainBlocker(): DrainBlocker | undefined {
+    return this.blocker;
+  }
+
+  withdraw(slot: Slot): Promise<void> {
+    return phase(this.p.log, "withdraw", async () => {
+      await this.p.store.transition(slot, { type: "withdraw" });
+      await this.p.store.clearProgress(slot);
+    });
+  }
+
+  disarm(): Promise<void> {
+    return phase(this.p.log, "disarm", () => this.p.bootloader.disarm());
+  }
+
+  async stopDownload(why: string): Promise<void> {
+    const d = this.p.downloads.release;
+    if (d === undefined) return;
+    this.p.log.info({ version: d.version, why }, "stopping the download");
+    await this.p.downloads.stop();
+  }
+
+  /**
+   * Fetches and checks release.yaml first: a version absent from the channel or a digest that
+   * does not match is refused before any byte goes to the slot. Then starts the child.
+   */
+  async startDownload(
+    source: string,
+    slot: Slot,
+    release: ReleaseRef,
+    running: Slot,
+  ): Promise<void> {
+    let total: number;
+    try {
+      const bytes = await fetchDocument(
+        new URL("release.yaml", releaseBase(source, release.version)),
+        MAX_RELEASE_BYTES,
+      );
+      total = verifyRelease(bytes, release).artifacts.reduce((n, x) => n + x.size, 0);
+    } catch (e) {
+      this.p.downloads.failed();
+      throw new AgentError(
+        "LIKEN_AGENT_RELEASE_REFUSED",
+        `${release.version}: ${errorText(e)}${errorCode(e) ? ` [${errorCode(e)}]` : ""}`,
+        { retryable: true, cause: e, context: { version: release.version } },
+      );
+    }
+    const pid = this.p.downloads.start(
+      { config: this.p.cfg.file, source, release, running },
+      slot,
+      total,
+    );
+    this.p.log.info({ version: release.version, slot, bytes: total, pid }, "download begins");
+  }
+
+  async drain(release: ReleaseRef): Promise<void> {
+    const { cfg, kc, log, signal, memory } = this.p;
+    await phase(log, "drain", () =>
+      drainNode(kc, cfg.nodeName, {
+        ...drainOptions(cfg),
+        signal,
+        onProgress: (p) => {
+          sdNotify("WATCHDOG=1");
+          if (p.kind !== "blocked") return;
+          const b = p.blocker;
+          this.blocker = {
+            pod: b.pod,
+            ...(b.pdbs[0] ? { podDisruptionBudget: b.pdbs[0] } : {}),
+            since: this.blocker?.pod === b.pod ? this.blocker.since : rfc3339(new Date()),
+            message: b.message,
+          };
+        },
+      }),
+    );
+    this.blocker = undefined;
+    await memory.update((m) => drained(m, release.digest));
+  }
+
+  /**
+   * Reads the staged slot back within slotCheckMs and the turn again, then follows
+   * afterSlotCheck(): arm and reboot, reboot without the trial, or leave it to the next tick.
+   */
+  async checkAndReboot(o: Observed, slot: Slot, release: ReleaseRef): Promise<void> {
+    const check = await phase(this.p.log, "check slot", () => this.checkSlot(slot, o.running.slot));
+    const turn = toTurnLook(await this.p.turnHeld(release));
+    const verdict = afterSlotCheck(check, turn, this.p.signal.aborted, slot, release);
+    await this.follow(verdict, slot, release);
+  }
+
+  /** Carries out a check-and-reboot verdict. */
+  async follow(v: CheckVerdict, slot: Slot, release: ReleaseRef): Promise<void> {
+    const { memory, log, bootloader } = this.p;
+    const at = rfc3339(new Date());
+    switch (v.kind) {
+      case "stand-down":
+        log.warn({ why: v.why }, "not arming the trial");
+        return;
+      case "retry":
+        throw new AgentError("LIKEN_AGENT_SLOT_CHECK_FAILED", `${v.why}; tried again next`, {
+          retryable: true,
+          context: { slot, version: release.version, cause: v.code },
+        });
+      case "arm":
+        // Recorded before the bootloader is touched: after a crash in between, the agent
+        // still knows which release it armed.
+        await memory.update((m) => armed(m, release, slot, at));
+        await phase(log, "arm trial", () => bootloader.armTrial(slot));
+        await this.p.reportRebooting(v.why);
+        return this.reboot(v.why);
+      case "skip-trial":
+        // The page: "it reboots without the trial when they do not match".
+        await memory.update((m) => skipped(m, release, slot, at, v.why));
+        await this.p.reportRebooting(`without the trial: ${v.why}`);
+        return this.reboot(`without the trial: ${v.why}`);
+      default: {
+        const never: never = v;
+        throw new Error(`unknown verdict ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** The read-back of the slot against its staged release. */
+  private async checkSlot(slot: Slot, running: Slot): Promise<SlotCheck> {
+    const { cfg } = this.p;
+    try {
+      const r = await verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct });
+      return r.ok ? { kind: "matched" } : { kind: "mismatch", problems: r.problems };
+    } catch (e) {
+      return { kind: "mismatch", problems: [errorText(e)] };
+    }
+  }
+
+  /** Runs the reboot; with a command, waits rebootMs for the machine to go down. */
+  async reboot(reason: string): Promise<void> {
+    const { cfg, log } = this.p;
+    log.warn({ reason }, "rebooting");
+    const r = cfg.reboot;
+    if (r.exitCode !== undefined) {
+      await this.stopDownload("reboot");
+      // Every state this agent keeps is already synced (markers, bootloader, agent.json).
+      return this.p.exit(r.exitCode);
+    }
+    const cmd = r.command ?? ["systemctl", "reboot"];
+    const code = await new Promise<number | null>((resolve) => {
+      const c = spawn(cmd[0]!, cmd.slice(1), { stdio: "ignore" });
+      c.on("error", () => resolve(-1));
+      c.on("exit", resolve);
+    });
+    if (code !== 0) {
+      throw new AgentError(
+        "LIKEN_AGENT_REBOOT_FAILED",
+        `${cmd.join(" ")} exited with ${code}; the machine did not reboot`,
+        { retryable: true },
+      );
+    }
+    await this.p.pause(cfg.timeouts.rebootMs);
+  }
+
+  async promote(o: Observed, slot: Slot): Promise<void> {
+    await phase(this.p.log, "promote", () => this.p.bootloader.confirm(slot));
+    const at = rfc3339(new Date());
+    await this.p.memory.update((m) => promoted(m, o.running.release, slot, at));
+  }
+
+  /**
+   * Back on the old slot after the bootloader fell back. Remember first (a crash after this
+   * still knows), then withdraw the slot, then disarm: until disarm the verdict stays
+   * trial-failed, so every step is redone after a crash.
+   */
+  async fallBack(o: Observed, slot: Slot): Promise<void> {
+    const { memory, store, bootloader, log } = this.p;
+    const marker = o.other.slot === slot ? o.other.release : undefined;
+    const at = rfc3339(new Date());
+    await memory.update((m) => fellBack(m, slot, o.running.slot, marker, at));
+    const t = memory.now.lastTrial;
+    log.error({ version: t?.version, slot }, t?.message ?? "the trial fell back");
+    await store.transition(slot, { type: "withdraw" });
+    await bootloader.disarm();
+  }
+
+  async releaseTurn(reason: string): Promise<void> {
+    const { kc, cfg, log, memory } = this.p;
+    await phase(log, "give the turn back", async () => {
+      const r = await uncordonNode(kc, cfg.nodeName);
+      log.info({ uncordon: r, reason }, "turn given back");
+    });
+    await memory.update(turnGivenBack);
+  }
+}
+
+/** What the agent's config says about its drain: the deadline, and who runs each DRA driver. */
+export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">): {
+  timeoutMs: number;
+  driverPods: DriverPodSelectors;
+} {
+  return { timeoutMs: cfg.timeouts.drainMs, driverPods: cfg.driverPods };
+}
+
+function toTurnLook(l: Look<boolean>): TurnLook {
+  return l.ok && l.value ? { kind: "held" } : { kind: "gone" };
+}

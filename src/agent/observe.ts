@@ -1,0 +1,175 @@
+// The agent's look at the world, once per tick: the running slot (kernel command line), the
+// bootloader's record, both slot markers, the Cluster, its Machine and its Node, and what the
+// agent remembers. It returns a complete Observed for decide(), plus the objects the report
+// writes against. A failed look at the API says why in the log; it is never read as a verdict.
+import { readFile } from "node:fs/promises";
+import type { CoreV1Api } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import type { LikenApi } from "../api/client.js";
+import { toApiError, type ApiError } from "../api/errors.js";
+import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
+import type { Bootloader } from "../bootloader/types.js";
+import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
+import { findTurn } from "../coordinator/turn.js";
+import type { SlotStore } from "../slots/store.js";
+import { bootClockMs } from "./clock.js";
+import type { AgentConfig } from "./config.js";
+import type { DownloadBytes, DownloadSupervisor } from "./download.js";
+import { retried, trialSeen, type MemoryKeeper } from "./memory.js";
+import { turnRelease } from "./status.js";
+import type { Observed, SlotView } from "./steps.js";
+
+export interface Observation {
+  o: Observed;
+  /** The objects as read this tick (undefined when the API could not be read). */
+  cluster: Cluster | undefined;
+  machine: Machine | undefined;
+  progress: DownloadBytes | undefined;
+}
+
+/** The result of a look at the API: what it said, or why there is no answer. */
+export type Look<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+
+/**
+ * Runs one read against the API server. Whatever it throws (a 403, a 5xx, no answer, a bug's
+ * TypeError) becomes a failed look that keeps its code and the cause's text, so the caller can
+ * log it and never mistake it for an answer.
+ */
+export async function look<T>(
+  what: { verb: string; kind: string; name?: string },
+  read: () => Promise<T>,
+): Promise<Look<T>> {
+  try {
+    return { ok: true, value: await read() };
+  } catch (e) {
+    return { ok: false, error: toApiError(e, what) };
+  }
+}
+
+/** The Node's Ready condition, read from its object. */
+export function readyOf(node: {
+  status?: { conditions?: { type: string; status: string }[] };
+}): boolean {
+  return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+}
+
+export interface ObserverParts {
+  cfg: AgentConfig;
+  log: Logger;
+  api: LikenApi;
+  core: CoreV1Api;
+  bootloader: Bootloader;
+  store: SlotStore;
+  memory: MemoryKeeper;
+  downloads: DownloadSupervisor;
+}
+
+export class Observer {
+  constructor(private readonly p: ObserverParts) {}
+
+  async observe(): Promise<Observation> {
+    const { cfg, memory, downloads } = this.p;
+    const runningSlot = runningSlotFromCmdline(await readFile(cfg.cmdline, "utf8"));
+    const boot = judgeBoot(await this.p.bootloader.read(), runningSlot);
+    if (boot.kind === "on-trial") await memory.update((m) => trialSeen(m, bootClockMs()));
+    const progress = await downloads.progress(async (slot, digest) => {
+      const p = await this.p.store.progress(slot, digest);
+      return Object.values(p.artifacts).reduce((n, a) => n + a.offset, 0);
+    });
+    const api = await this.readApi();
+    const machine = api?.machine;
+    await this.retryIfAsked(machine);
+    const node = api === undefined ? undefined : await this.readNode();
+    const running = await this.slotView(runningSlot);
+    const other = await this.slotView(otherSlot(runningSlot));
+    const mem = memory.now;
+    const staged = turnRelease({ boot, running, other });
+    const o: Observed = {
+      now: bootClockMs(),
+      apiReachable: api !== undefined,
+      boot,
+      running,
+      other,
+      target: targetOf(api?.cluster),
+      policy: machine?.spec.rebootPolicy ?? "Manual",
+      approval: machine?.spec.approval,
+      turn: findTurn(api?.cluster, cfg.machine, staged) !== undefined,
+      download: downloads.release,
+      downloadIdleSince: downloads.idleSince,
+      downloadFailedAt: downloads.failedAt,
+      failedDigests: mem.failed.map((f) => f.digest),
+      drainedDigest: mem.drainedDigest,
+      nodeReady: node?.ok === true && node.value,
+      trialSeenAt: mem.trialSeenAt,
+    };
+    return { o, cluster: api?.cluster, machine, progress };
+  }
+
+  /** A new value of the liken.sh/retry annotation: forget the failed releases, once. */
+  private async retryIfAsked(machine: Machine | undefined): Promise<void> {
+    const { memory, log } = this.p;
+    const retry = machine?.metadata.annotations?.[ANNOTATION_RETRY];
+    if (retry === undefined || retry === memory.now.retryHandled) return;
+    log.info({ retry, forgotten: memory.now.failed.map((f) => f.version) }, "retry asked");
+    await memory.update((m) => retried(m, retry));
+  }
+
+  /** The turn record for `release`, read fresh (right before anything that leads to a reboot). */
+  async turnHeld(release: ReleaseRef): Promise<Look<boolean>> {
+    const { api, cfg } = this.p;
+    const c = await look({ verb: "get", kind: "Cluster", name: cfg.cluster }, () =>
+      api.clusters.get(cfg.cluster),
+    );
+    return c.ok ? { ok: true, value: findTurn(c.value, cfg.machine, release) !== undefined } : c;
+  }
+
+  private async slotView(slot: Slot): Promise<SlotView> {
+    const m = await this.p.store.marker(slot);
+    return {
+      slot,
+      state: m.state,
+      ...(m.version && m.releaseDigest
+        ? { release: { version: m.version, digest: m.releaseDigest } }
+        : {}),
+    };
+  }
+
+  /** The Cluster and this Machine (registered when absent); undefined when they cannot be read. */
+  private async readApi(): Promise<{ cluster: Cluster | undefined; machine: Machine } | undefined> {
+    const { api, cfg, log } = this.p;
+    const r = await look({ verb: "get", kind: "Cluster", name: cfg.cluster }, async () => {
+      const cluster = await api.clusters.find(cfg.cluster);
+      const machine = (await api.machines.find(cfg.machine)) ?? (await this.register());
+      return { cluster, machine };
+    });
+    if (r.ok) return r.value;
+    log.warn({ err: r.error.message }, "API server not reachable");
+    return undefined;
+  }
+
+  private register(): Promise<Machine> {
+    const { api, cfg, log } = this.p;
+    log.info({ machine: cfg.machine }, "registering the Machine");
+    return api.machines.create({
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Machine",
+      metadata: { name: cfg.machine },
+      spec: { cluster: cfg.cluster, nodeName: cfg.nodeName },
+    });
+  }
+
+  /** Node Ready (any failure to read it counts as not Ready). */
+  private async readNode(): Promise<Look<boolean>> {
+    const { core, cfg } = this.p;
+    return look({ verb: "get", kind: "Node", name: cfg.nodeName }, async () =>
+      readyOf(await core.readNode({ name: cfg.nodeName })),
+    );
+  }
+}
+
+/** The Cluster's spec.version with its catalog digest. */
+export function targetOf(cluster: Cluster | undefined): ReleaseRef | undefined {
+  const spec = cluster?.spec;
+  const entry = spec?.releases.catalog?.find((c) => c.version === spec.version);
+  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+}

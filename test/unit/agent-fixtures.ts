@@ -1,0 +1,29 @@
+// What agent unit tests observe: three releases and one complete Observed to vary.
+import type { Observed } from "../../src/agent/steps.js";
+
+export const V1 = { version: "2026.10.10-001", digest: `sha256:${"1".repeat(64)}` };
+export const V2 = { version: "2026.10.12-001", digest: `sha256:${"2".repeat(64)}` };
+export const V3 = { version: "2026.10.14-001", digest: `sha256:${"3".repeat(64)}` };
+
+/** Running V1 from slot a, target V2, nothing in slot b yet, Auto, API and node fine. */
+export function observed(over: Partial<Observed> = {}): Observed {
+  return {
+    now: 1_000_000,
+    apiReachable: true,
+    boot: { kind: "steady", slot: "a" },
+    running: { slot: "a", state: "staged", release: V1 },
+    other: { slot: "b", state: "empty" },
+    target: V2,
+    policy: "Auto",
+    approval: undefined,
+    turn: false,
+    download: undefined,
+    downloadIdleSince: undefined,
+    downloadFailedAt: undefined,
+    failedDigests: [],
+    drainedDigest: undefined,
+    nodeReady: true,
+    trialSeenAt: undefined,
+    ...over,
+  };
+}
