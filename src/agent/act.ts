@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { rfc3339 } from "../api/time.js";
-import type { DrainBlocker, ReleaseRef } from "../api/types.js";
+import type { Cluster, DrainBlocker, ReleaseRef } from "../api/types.js";
 import type { Bootloader, Slot } from "../bootloader/types.js";
 import { drainNode, uncordonNode, type DriverPodSelectors } from "../drain/index.js";
 import { errorCode, errorText } from "../errors.js";
@@ -19,11 +19,14 @@ import type { SlotStore } from "../slots/store.js";
 import { fetchDocument } from "../verify/fetch.js";
 import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../verify/release.js";
 import type { AgentConfig } from "./config.js";
+import { findTurn } from "../coordinator/turn.js";
 import type { DownloadSupervisor } from "./download.js";
+import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import {
   armed,
   drained,
+  drainSkipped,
   fellBack,
   promoted,
   skipped,
@@ -134,11 +137,14 @@ export class Actions {
     this.p.log.info({ version: release.version, slot, bytes: total, pid }, "download begins");
   }
 
-  async drain(release: ReleaseRef): Promise<void> {
+  async drain(release: ReleaseRef, cluster: Cluster | undefined): Promise<void> {
     const { cfg, kc, log, signal, memory } = this.p;
-    await phase(log, "drain", () =>
+    const limits = drainLimits(cluster, cfg.timeouts.drainMs);
+    const turn = findTurn(cluster, cfg.machine, release);
+    const outcome = await phase(log, "drain", () =>
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
+        timeoutMs: limits.timeoutMs,
         signal,
         onProgress: (p) => {
           sdNotify("WATCHDOG=1");
@@ -152,9 +158,40 @@ export class Actions {
           };
         },
       }),
+    ).then(
+      () => "drained" as const,
+      async (e: unknown) => {
+        // onDrainTimeout Skip: only the deadline, only with the turn in hand; anything else
+        // (an abort, a refused eviction, Stall) goes on as before.
+        if (!limits.skip || errorCode(e) !== "LIKEN_DRAIN_DEADLINE" || turn === undefined) throw e;
+        await this.skipTurn(release, turn.grantedAt, errorText(e));
+        return "skipped" as const;
+      },
     );
+    if (outcome === "skipped") return;
     this.blocker = undefined;
     await memory.update((m) => drained(m, release.digest));
+  }
+
+  /** The drain timed out (Skip): uncordon, remember the turn given back (reported in status). */
+  private async skipTurn(release: ReleaseRef, grantedAt: string, message: string): Promise<void> {
+    const { kc, cfg, log, memory } = this.p;
+    const record = drainTimedOutRecord(
+      release,
+      grantedAt,
+      this.blocker,
+      message,
+      rfc3339(new Date()),
+    );
+    this.blocker = undefined;
+    await phase(log, "give the turn back: the drain timed out", () =>
+      uncordonNode(kc, cfg.nodeName),
+    );
+    await memory.update((m) => drainSkipped(m, record));
+    log.warn(
+      { pod: record.pod, pdb: record.podDisruptionBudget },
+      "drain timed out; turn given back, asking again",
+    );
   }
 
   /**

@@ -13,9 +13,10 @@ import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../boot
 import { findTurn } from "../coordinator/turn.js";
 import type { SlotStore } from "../slots/store.js";
 import { bootClockMs } from "./clock.js";
+import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadBytes, DownloadSupervisor } from "./download.js";
-import { retried, trialSeen, type MemoryKeeper } from "./memory.js";
+import { retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
 
@@ -93,7 +94,8 @@ export class Observer {
       target: targetOf(api?.cluster),
       policy: machine?.spec.rebootPolicy ?? "Manual",
       approval: machine?.spec.approval,
-      turn: findTurn(api?.cluster, cfg.machine, staged) !== undefined,
+      // A turn given back on a drain timeout is not held, though its record may linger.
+      turn: heldTurn(findTurn(api?.cluster, cfg.machine, staged)?.grantedAt, mem.drainTimedOut),
       download: downloads.release,
       downloadIdleSince: downloads.idleSince,
       downloadFailedAt: downloads.failedAt,
@@ -165,6 +167,10 @@ export class Observer {
       readyOf(await core.readNode({ name: cfg.nodeName })),
     );
   }
+}
+
+function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"]): boolean {
+  return grantedAt !== undefined && !isSkippedTurn(grantedAt, skipped);
 }
 
 /** The Cluster's spec.version with its catalog digest. */

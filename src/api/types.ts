@@ -143,9 +143,18 @@ export interface ClusterSpec {
     maxUnavailable?: number | string;
     /** When turns may be granted; absent or empty: always. */
     windows?: MaintenanceWindow[];
+    /** How long a machine's drain may take before onDrainTimeout applies (default 3600). */
+    drainTimeoutSeconds?: number;
+    /** Stall (default): keep the turn, the rollout stalls. Skip: give it back, go last. */
+    onDrainTimeout?: DrainTimeoutPolicy;
   };
   rollout?: RolloutSpec;
 }
+
+export const DRAIN_TIMEOUT_POLICIES = ["Stall", "Skip"] as const;
+export type DrainTimeoutPolicy = (typeof DRAIN_TIMEOUT_POLICIES)[number];
+/** kubectl drain has no default; an hour covers StatefulSets that roll one pod at a time. */
+export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 3600;
 
 export const WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] as const;
 export type Weekday = (typeof WEEKDAYS)[number];
@@ -316,6 +325,8 @@ export interface ClusterStatus {
   display?: string;
   /** The canary of the current target (spec.rollout.canary): who, and when it passed. */
   canary?: CanaryStatus;
+  /** Machines whose drain for the target timed out and gave their turn back (onDrainTimeout Skip). */
+  drainSkipped?: DrainSkipped[];
   channel?: {
     /** The last liken.sh/check-releases value the operator acted on. */
     handledCheckReleases?: string;
@@ -325,6 +336,13 @@ export interface ClusterStatus {
     lastSuccessTime?: Time;
   };
   conditions?: ClusterCondition[];
+}
+
+export interface DrainSkipped {
+  machine: string;
+  at: Time;
+  pod?: string;
+  podDisruptionBudget?: string;
 }
 
 export interface CanaryStatus extends ReleaseRef {
@@ -480,6 +498,20 @@ export interface DrainBlocker {
   message: string;
 }
 
+/**
+ * The machine's drain for a turn did not finish within spec.disruption.drainTimeoutSeconds and
+ * spec.disruption.onDrainTimeout is Skip: it uncordoned and gave that turn back.
+ */
+export interface DrainTimedOut extends ReleaseRef {
+  /** The grantedAt of the turn it gave back. */
+  turnGrantedAt: Time;
+  at: Time;
+  /** "namespace/name" of the pod that held the drain, and its PodDisruptionBudget. */
+  pod?: string;
+  podDisruptionBudget?: string;
+  message: string;
+}
+
 export interface DownloadProgress {
   bytesDone: number;
   bytesTotal: number;
@@ -526,6 +558,7 @@ export interface MachineStatus {
   lastTrial?: TrialRecord;
   failedReleases?: FailedRelease[];
   drainBlocker?: DrainBlocker;
+  drainTimedOut?: DrainTimedOut;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */
   lastHeartbeatTime?: Time;
   conditions?: MachineCondition[];

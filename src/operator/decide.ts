@@ -27,6 +27,7 @@ import {
   type Cluster,
   type ClusterCondition,
   type ClusterStatus,
+  type DrainSkipped,
   type Machine,
   type RebootTurn,
   type ReleaseRef,
@@ -99,6 +100,8 @@ export const RELEASE_REASONS = [
   "MachineDeleted",
   /** A person released the stalled turn (`liken rollout resume`). */
   "Resumed",
+  /** Its drain timed out and it gave the turn back (spec.disruption.onDrainTimeout Skip). */
+  "DrainTimedOut",
 ] as const;
 export type ReleaseReason = (typeof RELEASE_REASONS)[number];
 
@@ -203,6 +206,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
+    drainSkipped: drainSkippedOf(o.machines, target),
   };
   if (o.cluster.metadata.generation !== undefined) {
     status.observedGeneration = o.cluster.metadata.generation;
@@ -354,6 +358,8 @@ function releaseOf(ctx: Ctx, turn: RebootTurn): TurnRelease | undefined {
   }
   // A silent machine says nothing about its turn: it keeps it (and may stall).
   if (ctx.lost.has(turn.machine)) return undefined;
+  const skipped = drainTimedOut(m, turn);
+  if (skipped !== undefined) return { turn, ...skipped };
   // Back and Ready under a soak: soakOf decides when the turn ends.
   const soak = ctx.o.cluster.spec.rollout?.soakSeconds ?? 0;
   if (soak > 0 && isBack(m, turn)) return undefined;
@@ -362,6 +368,18 @@ function releaseOf(ctx: Ctx, turn: RebootTurn): TurnRelease | undefined {
 }
 
 type Found = { reason: ReleaseReason; message: string } | undefined;
+
+/** The machine's drain for this turn timed out and it uncordoned: the turn is given back. */
+function drainTimedOut(m: Machine, turn: RebootTurn): Found {
+  const t = m.status?.drainTimedOut;
+  if (t === undefined || t.turnGrantedAt !== turn.grantedAt) return undefined;
+  const pdb = t.podDisruptionBudget ? ` (PodDisruptionBudget ${t.podDisruptionBudget})` : "";
+  const pod = t.pod ? `, held by pod ${t.pod}${pdb}` : "";
+  return {
+    reason: "DrainTimedOut",
+    message: `its drain timed out at ${t.at}${pod}; it uncordoned and goes to the back of the queue: ${t.message}`,
+  };
+}
 
 function isBack(m: Machine | undefined, turn: RebootTurn): boolean {
   const s = m?.status;
@@ -440,7 +458,7 @@ function grantTurns(
   const holding = new Set(kept.map((t) => t.machine));
   const candidates = o.machines
     .filter((m) => !ctx.lost.has(m.metadata.name) && !holding.has(m.metadata.name))
-    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m) }))
+    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m, target) }))
     .filter((c) => c.ask.kind === "eligible")
     .sort(byRequest);
   if (candidates.length === 0) return { grants: [], blocked: undefined };
@@ -498,10 +516,41 @@ function holdOf(ctx: Ctx, kept: readonly RebootTurn[], canary: CanaryGate): Gran
   return undefined;
 }
 
-/** When the machine asked (ms), Infinity when its request carries no readable time. */
-function requestTime(m: Machine): number {
+/**
+ * When the machine asked (ms), Infinity when its request carries no readable time. A machine
+ * whose drain for the target timed out asks again from that moment: the back of the queue.
+ */
+function requestTime(m: Machine, target: ReleaseRef | undefined): number {
   const t = Date.parse(m.status?.turnRequest?.at ?? "");
-  return Number.isNaN(t) ? Infinity : t;
+  const asked = Number.isNaN(t) ? Infinity : t;
+  const skip = m.status?.drainTimedOut;
+  if (skip === undefined || target === undefined || skip.digest !== target.digest) return asked;
+  return Math.max(asked, Date.parse(skip.at));
+}
+
+/** status.drainSkipped: the machines whose drain for the target timed out and that are still behind. */
+export function drainSkippedOf(
+  machines: readonly Machine[],
+  target: ReleaseRef | undefined,
+): DrainSkipped[] | undefined {
+  if (target === undefined) return undefined;
+  const list = machines.flatMap((m) => {
+    const t = m.status?.drainTimedOut;
+    if (t === undefined || t.digest !== target.digest || m.status?.version === target.version) {
+      return [];
+    }
+    return [
+      {
+        machine: m.metadata.name,
+        at: t.at,
+        ...(t.pod === undefined ? {} : { pod: t.pod }),
+        ...(t.podDisruptionBudget === undefined
+          ? {}
+          : { podDisruptionBudget: t.podDisruptionBudget }),
+      },
+    ];
+  });
+  return list.length === 0 ? undefined : list;
 }
 
 /** Oldest request first; the name breaks ties, so every copy orders the fleet alike. */

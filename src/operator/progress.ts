@@ -161,6 +161,16 @@ function progressingMessage(p: ProgressInput): string {
   if (b?.kind === "canary") {
     msg += `; the canary (${list(b.gate.machines)}) is on its way to ${target}: no other turn until it is back and Ready`;
   }
+  const skipped = p.machines.filter(
+    (m) => m.status?.drainTimedOut?.digest === p.target?.digest && m.status?.version !== target,
+  );
+  if (skipped.length > 0) {
+    const one = (m: Machine): string => {
+      const t = m.status?.drainTimedOut;
+      return `${m.metadata.name}${t?.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}`;
+    };
+    msg += `; drain timed out and skipped, back of the queue: ${list(skipped.map(one))}`;
+  }
   if (!p.budget.ok) msg += `; ${p.budget.problem}`;
   return msg;
 }
