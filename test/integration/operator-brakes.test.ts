@@ -13,7 +13,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WEEKDAYS, type Cluster, type Machine, type ReleaseRef } from "../../src/api/types.js";
-import { kubectl, mintClientCert, waitFor } from "../support/kube.js";
+import { clusterEventMessages, kubectl, mintClientCert, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
 
 const run = promisify(execFile);
@@ -104,17 +104,8 @@ describe("rollout brakes with the real operator and agents", () => {
     const events = await waitFor(
       "the ReleaseFailed Event",
       async () => {
-        const r = await kubectl([
-          "get",
-          "events",
-          "-n",
-          "default",
-          "--field-selector",
-          `involvedObject.name=${fleet.cluster},reason=ReleaseFailed`,
-          "-o",
-          "jsonpath={.items[*].message}",
-        ]);
-        return r.stdout.includes(first) ? r.stdout : undefined;
+        const r = await clusterEventMessages(fleet.cluster, "ReleaseFailed");
+        return r.includes(first) ? r : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 500 },
     );

@@ -69,8 +69,15 @@ function failed(m: Machine): string {
 const DETAILS: Record<MachineStep, Detail> = {
   Ready: () => "",
   Downloading: downloading,
-  UpdatePending: (m) =>
-    `${m.status?.staged?.version ?? "release"} staged; waiting for a reboot turn`,
+  UpdatePending: (m) => {
+    const staged = m.status?.staged;
+    const t = m.status?.drainTimedOut;
+    const skipped =
+      t !== undefined && t.digest === staged?.digest
+        ? `; its drain timed out at ${t.at}${t.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}: back of the queue`
+        : "";
+    return `${staged?.version ?? "release"} staged; waiting for a reboot turn${skipped}`;
+  },
   RebootPending: (m, c) =>
     `${m.status?.staged?.version ?? "release"} staged; waiting for: liken approve-reboot ${c.metadata.name} ${m.metadata.name}`,
   Updating: updating,
