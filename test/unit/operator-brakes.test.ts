@@ -55,6 +55,12 @@ const withRollout = (c: Cluster, rollout: Cluster["spec"]["rollout"]): Cluster =
   spec: { ...c.spec, rollout },
 });
 
+/** A Cluster where ann resumed the failed release (version, digest) accepting m1's failure. */
+const resumedFor = (version: string, digest: string): Cluster =>
+  withRollout(cluster(), {
+    failedReleaseResume: { version, digest, machines: ["m1"], by: "ann", at: iso(NOW, -1) },
+  });
+
 const progressing = (d: Decision): ClusterCondition | undefined =>
   d.status.conditions?.find((c) => c.type === "Progressing");
 
@@ -131,45 +137,21 @@ describe("failure brake: which trials count", () => {
     },
     {
       name: "a resume accepts the failures it names, for this release",
-      c: withRollout(cluster(), {
-        failedReleaseResume: {
-          version: V2,
-          digest: D2,
-          machines: ["m1"],
-          by: "ann",
-          at: iso(NOW, -1),
-        },
-      }),
+      c: resumedFor(V2, D2),
       ms: [fellBack("m1"), asking("m2")],
       failed: ["m1"],
       held: false,
     },
     {
       name: "a failure after the resume holds again",
-      c: withRollout(cluster(), {
-        failedReleaseResume: {
-          version: V2,
-          digest: D2,
-          machines: ["m1"],
-          by: "ann",
-          at: iso(NOW, -1),
-        },
-      }),
+      c: resumedFor(V2, D2),
       ms: [fellBack("m1"), fellBack("m2")],
       failed: ["m1", "m2"],
       held: true,
     },
     {
       name: "a resume for another release accepts nothing",
-      c: withRollout(cluster(), {
-        failedReleaseResume: {
-          version: V3,
-          digest: D3,
-          machines: ["m1"],
-          by: "ann",
-          at: iso(NOW, -1),
-        },
-      }),
+      c: resumedFor(V3, D3),
       ms: [fellBack("m1")],
       failed: ["m1"],
       held: true,
