@@ -13,18 +13,21 @@ import { spawn } from "node:child_process";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { rfc3339 } from "../api/time.js";
-import type { DrainBlocker, ReleaseRef } from "../api/types.js";
+import type { Cluster, DrainBlocker, ReleaseRef } from "../api/types.js";
 import type { Bootloader, Slot } from "../bootloader/types.js";
 import type { DriverPodSelectors } from "../drain/index.js";
 import { errorCode, errorText } from "../errors.js";
 import { sdNotify } from "../native/index.js";
 import type { SlotStore } from "../slots/store.js";
 import type { AgentConfig } from "./config.js";
+import { findTurn } from "../coordinator/turn.js";
 import type { DownloadSupervisor } from "./download.js";
+import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import {
   armed,
   drained,
+  drainSkipped,
   fellBack,
   gaveUp,
   promoted,
@@ -162,13 +165,16 @@ export class Actions {
     this.p.log.info({ version: release.version, slot, bytes: total, pid }, "download begins");
   }
 
-  async drain(release: ReleaseRef): Promise<void> {
+  async drain(release: ReleaseRef, cluster: Cluster | undefined): Promise<void> {
     const { cfg, signal, memory } = this.p;
     const { drainNode } = await import("../drain/index.js");
     const kc = await this.p.kc();
-    await phase(this.p, "drain", () =>
+    const limits = drainLimits(cluster, cfg.timeouts.drainMs);
+    const turn = findTurn(cluster, cfg.machine, release);
+    const outcome = await phase(this.p, "drain", () =>
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
+        timeoutMs: limits.timeoutMs,
         signal,
         onProgress: (p) => {
           sdNotify("WATCHDOG=1");
@@ -182,9 +188,42 @@ export class Actions {
           };
         },
       }),
+    ).then(
+      () => "drained" as const,
+      async (e: unknown) => {
+        // onDrainTimeout Skip: only the deadline, only with the turn in hand; anything else
+        // (an abort, a refused eviction, Stall) goes on as before.
+        if (!limits.skip || errorCode(e) !== "LIKEN_DRAIN_DEADLINE" || turn === undefined) throw e;
+        await this.skipTurn(release, turn.grantedAt, errorText(e));
+        return "skipped" as const;
+      },
     );
+    if (outcome === "skipped") return;
     this.blocker = undefined;
     await memory.update((m) => drained(m, release.digest));
+  }
+
+  /** The drain timed out (Skip): uncordon, remember the turn given back (reported in status). */
+  private async skipTurn(release: ReleaseRef, grantedAt: string, message: string): Promise<void> {
+    const { cfg, log, memory } = this.p;
+    const { uncordonNode } = await import("../drain/index.js");
+    const kc = await this.p.kc();
+    const record = drainTimedOutRecord(
+      release,
+      grantedAt,
+      this.blocker,
+      message,
+      rfc3339(new Date()),
+    );
+    this.blocker = undefined;
+    await phase(this.p, "give the turn back: the drain timed out", () =>
+      uncordonNode(kc, cfg.nodeName),
+    );
+    await memory.update((m) => drainSkipped(m, record));
+    log.warn(
+      { pod: record.pod, pdb: record.podDisruptionBudget },
+      "drain timed out; turn given back, asking again",
+    );
   }
 
   /**

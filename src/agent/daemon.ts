@@ -252,7 +252,7 @@ export class AgentDaemon {
         if (source === undefined) return none();
         return acts.startDownload(source, a.slot, a.release, o.running.slot);
       },
-      drain: (a) => acts.drain(a.release),
+      drain: (a) => acts.drain(a.release, seen.cluster),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
       reboot: (a) =>
         o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason) : acts.reboot(a.reason),

@@ -6,7 +6,13 @@
 // place), and MemoryKeeper.update is the one place that writes the file.
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import type { FailedRelease, ReleaseRef, SlotName, TrialRecord } from "../api/types.js";
+import type {
+  DrainTimedOut,
+  FailedRelease,
+  ReleaseRef,
+  SlotName,
+  TrialRecord,
+} from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 
@@ -23,6 +29,8 @@ export interface Memory {
   lastTrial?: TrialRecord;
   /** The last `liken.sh/retry` annotation value acted on. */
   retryHandled?: string;
+  /** The turn last given back on a drain timeout (onDrainTimeout Skip), reported in status. */
+  drainTimedOut?: DrainTimedOut;
 }
 
 export interface ArmedTrial extends ReleaseRef {
@@ -115,6 +123,11 @@ export function drained(m: Memory, digest: string): Memory {
 /** The turn was given back (uncordoned): the next turn drains again. */
 export function turnGivenBack(m: Memory): Memory {
   return without(m, "drainedDigest");
+}
+
+/** The drain of this turn timed out and the turn was given back (drain-timeout.ts). */
+export function drainSkipped(m: Memory, record: DrainTimedOut): Memory {
+  return { ...without(m, "drainedDigest"), drainTimedOut: record };
 }
 
 /** The slot matched: the trial of `release` in `slot` is armed (written before arming). */

@@ -16,9 +16,10 @@ import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../boot
 import { findTurn } from "../coordinator/turn.js";
 import type { SlotStore } from "../slots/store.js";
 import { bootClockMs } from "./clock.js";
+import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadBytes, DownloadSupervisor } from "./download.js";
-import { retried, trialSeen, type MemoryKeeper } from "./memory.js";
+import { retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
 import type { ApiView } from "./view.js";
@@ -100,7 +101,8 @@ export class Observer {
       target: targetOf(api?.cluster),
       policy: machine?.spec.rebootPolicy ?? "Manual",
       approval: machine?.spec.approval,
-      turn: findTurn(api?.cluster, cfg.machine, staged) !== undefined,
+      // A turn given back on a drain timeout is not held, though its record may linger.
+      turn: heldTurn(findTurn(api?.cluster, cfg.machine, staged)?.grantedAt, mem.drainTimedOut),
       download: downloads.release,
       downloadIdleSince: downloads.idleSince,
       downloadFailedAt: downloads.failedAt,
@@ -194,6 +196,10 @@ export function nodeFacts(
   return node.ok
     ? { nodeReady: node.value, nodeUnread: undefined }
     : { nodeReady: false, nodeUnread: `${node.error.message} [${node.error.code}]` };
+}
+
+function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"]): boolean {
+  return grantedAt !== undefined && !isSkippedTurn(grantedAt, skipped);
 }
 
 /** The Cluster's spec.version with its catalog digest. */

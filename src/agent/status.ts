@@ -171,6 +171,7 @@ export function machineStatus(
     ...optional("lastTrial", mem.lastTrial),
     ...optional("failedReleases", mem.failed.length > 0 ? mem.failed : undefined),
     ...optional("drainBlocker", x.drainBlocker),
+    ...optional("drainTimedOut", mem.drainTimedOut),
     conditions: conditions(prev, o, dec, mem, x, now),
   };
 }

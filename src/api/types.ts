@@ -150,7 +150,80 @@ export interface ClusterSpec {
   disruption?: {
     /** Integer >= 1 or a percentage "1%".."100%" of the machines (rounded up, at least 1). */
     maxUnavailable?: number | string;
+    /** When turns may be granted; absent or empty: always. */
+    windows?: MaintenanceWindow[];
+    /** How long a machine's drain may take before onDrainTimeout applies (default 3600). */
+    drainTimeoutSeconds?: number;
+    /** Stall (default): keep the turn, the rollout stalls. Skip: give it back, go last. */
+    onDrainTimeout?: DrainTimeoutPolicy;
   };
+  rollout?: RolloutSpec;
+}
+
+export const DRAIN_TIMEOUT_POLICIES = ["Stall", "Skip"] as const;
+export type DrainTimeoutPolicy = (typeof DRAIN_TIMEOUT_POLICIES)[number];
+/** kubectl drain has no default; an hour covers StatefulSets that roll one pod at a time. */
+export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 3600;
+
+export const WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] as const;
+export type Weekday = (typeof WEEKDAYS)[number];
+/** "HH:MM", 00:00 to 23:59. */
+export const WINDOW_START_PATTERN = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
+/** "4h", "90m", "1h30m": at least one minute, at most 7 days (checked in CEL and in code). */
+export const WINDOW_DURATION_PATTERN = /^([0-9]{1,3}h)?([0-9]{1,5}m)?$/;
+export const WINDOWS_MAX_ITEMS = 32;
+
+/** A weekly opening in which cluster-operator may grant reboot turns. */
+export interface MaintenanceWindow {
+  /** The days the window opens on (in its time zone). */
+  days: Weekday[];
+  /** When it opens on those days, "HH:MM" wall-clock time in timeZone. */
+  start: string;
+  /** How long it stays open, "4h", "90m" or "1h30m". */
+  duration: string;
+  /** An IANA time zone name, e.g. "Europe/Berlin"; default UTC. */
+  timeZone?: string;
+}
+
+export interface RolloutSpec {
+  /**
+   * How many machines may fail their trial of spec.version before cluster-operator grants
+   * no further turn for it (0: never stop). Default 1.
+   */
+  maxFailedTrials?: number;
+  /** Set by `liken rollout resume CLUSTER --failed-release`: more trials after failures. */
+  failedReleaseResume?: FailedReleaseResume;
+  /** How long a machine back on the new release stays Ready before its turn is released. */
+  soakSeconds?: number;
+  /** The first turns of each release go to a few machines; then granting pauses. */
+  canary?: CanarySpec;
+  /** Set by `liken rollout continue CLUSTER`: the canary of this release passed. */
+  canaryContinue?: CanaryContinue;
+}
+
+export interface CanarySpec {
+  /** How many machines try a new release first (workers; leaders only without workers). */
+  machines: number;
+  /** When set, the pause ends by itself once the canaries stayed Ready this long. */
+  soakSeconds?: number;
+}
+
+export interface CanaryContinue extends ReleaseRef {
+  by: string;
+  at: Time;
+}
+
+/**
+ * A person allowed more trials of a release that hit the failure brake: the failures counted
+ * when they did so no longer count (for exactly this release).
+ */
+export interface FailedReleaseResume {
+  version: string;
+  digest: string;
+  /** The machines whose trial had failed when the person resumed; they no longer count. */
+  machines: string[];
+  by: string;
+  at: Time;
 }
 
 export const CLUSTER_PHASES = ["Pending", "Updating", "Ready"] as const;
@@ -183,9 +256,14 @@ export interface RebootTurn {
   deadline?: Time;
   /** Set when the turn passed its deadline; Progressing is False/RolloutStalled meanwhile. */
   stalledAt?: Time;
+  /**
+   * When cluster-operator first saw the machine back on the turn's release and Ready; the
+   * turn is released once it stayed Ready spec.rollout.soakSeconds from then.
+   */
+  returnedAt?: Time;
 }
 
-export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable"] as const;
+export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable", "SpecValid"] as const;
 export type ClusterConditionType = (typeof CLUSTER_CONDITION_TYPES)[number];
 
 /** Reasons of the Progressing condition. */
@@ -202,14 +280,26 @@ export const PROGRESSING_REASONS = [
   "RolloutStalled",
   /** False: spec.version is unset; nothing to roll out. */
   "NoTarget",
+  /** False: spec.rollout.maxFailedTrials machines failed their trial of spec.version. */
+  "ReleaseFailed",
+  /** True: no maintenance window is open; the message gives the next opening. */
+  "OutsideMaintenanceWindow",
+  /** True: the canary machines are back and Ready; `liken rollout continue` goes on. */
+  "CanaryPaused",
 ] as const;
 export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 
 export const CHANNEL_REASONS = ["ChannelRead", "ChannelUnreachable", "ChannelMalformed"] as const;
 export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 
+/** Reasons of SpecValid: what the API server cannot check (an unknown time zone). */
+export const SPEC_VALID_REASONS = ["SpecAccepted", "UnknownTimeZone"] as const;
+export type SpecValidReason = (typeof SPEC_VALID_REASONS)[number];
+
 export type ClusterCondition =
-  Condition<"Progressing", ProgressingReason> | Condition<"ChannelReachable", ChannelReason>;
+  | Condition<"Progressing", ProgressingReason>
+  | Condition<"ChannelReachable", ChannelReason>
+  | Condition<"SpecValid", SpecValidReason>;
 
 export interface ClusterStatus {
   observedGeneration?: number;
@@ -237,6 +327,15 @@ export interface ClusterStatus {
   rebootTurns?: RebootTurn[];
   /** The machines holding a turn, comma-separated, for the TURNS column of `-o wide`. */
   turns?: string;
+  /**
+   * The STATUS column: the phase, or while the rollout is held, why (ReleaseFailed,
+   * OutsideMaintenanceWindow, RolloutStalled).
+   */
+  display?: string;
+  /** The canary of the current target (spec.rollout.canary): who, and when it passed. */
+  canary?: CanaryStatus;
+  /** Machines whose drain for the target timed out and gave their turn back (onDrainTimeout Skip). */
+  drainSkipped?: DrainSkipped[];
   channel?: {
     /** The last liken.sh/check-releases value the operator acted on. */
     handledCheckReleases?: string;
@@ -246,6 +345,22 @@ export interface ClusterStatus {
     lastSuccessTime?: Time;
   };
   conditions?: ClusterCondition[];
+}
+
+export interface DrainSkipped {
+  machine: string;
+  at: Time;
+  pod?: string;
+  podDisruptionBudget?: string;
+}
+
+export interface CanaryStatus extends ReleaseRef {
+  /** The machines granted the first turns of this release. */
+  machines: string[];
+  /** When every canary machine was first seen back on the release and Ready. */
+  readyAt?: Time;
+  /** When the canary passed (continued by a person, or its soak ended). */
+  passedAt?: Time;
 }
 
 export interface Cluster {
@@ -392,6 +507,20 @@ export interface DrainBlocker {
   message: string;
 }
 
+/**
+ * The machine's drain for a turn did not finish within spec.disruption.drainTimeoutSeconds and
+ * spec.disruption.onDrainTimeout is Skip: it uncordoned and gave that turn back.
+ */
+export interface DrainTimedOut extends ReleaseRef {
+  /** The grantedAt of the turn it gave back. */
+  turnGrantedAt: Time;
+  at: Time;
+  /** "namespace/name" of the pod that held the drain, and its PodDisruptionBudget. */
+  pod?: string;
+  podDisruptionBudget?: string;
+  message: string;
+}
+
 export interface DownloadProgress {
   bytesDone: number;
   bytesTotal: number;
@@ -438,6 +567,7 @@ export interface MachineStatus {
   lastTrial?: TrialRecord;
   failedReleases?: FailedRelease[];
   drainBlocker?: DrainBlocker;
+  drainTimedOut?: DrainTimedOut;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */
   lastHeartbeatTime?: Time;
   conditions?: MachineCondition[];

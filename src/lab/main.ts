@@ -55,7 +55,7 @@ Faults on demand, from another terminal:
 ${commandLines([
   [
     "npm run -s lab -- bad-release 2026.10.13-001",
-    "its kernel panics on its trial: catalog it, set spec.version, watch the fallback",
+    "its kernel panics on its trial: catalog it, set spec.version; one machine tries it, the Cluster reads ReleaseFailed",
   ],
   [
     `npm run -s lab -- fault stop-machine ${worker}`,
@@ -163,8 +163,10 @@ program
     const r = await buildLabRelease(path.join(dir, "channel"), dir, version, "panic");
     process.stdout.write(
       `published ${r.version} (${r.digest}), whose kernel panics on its trial boot.\n` +
-        `Catalog it and point spec.version at it (kubectl edit cluster ${LAB_CLUSTER}): each machine stages it, takes its turn,\n` +
-        `boots it once, falls back to its old slot by itself, and reports the failed trial (kubectl get machines).\n`,
+        `Catalog it and point spec.version at it (kubectl edit cluster ${LAB_CLUSTER}): every machine stages it; the first to take\n` +
+        `its turn boots it once, falls back to its old slot by itself and reports the failed trial (kubectl get machines).\n` +
+        `The failure brake (spec.rollout.maxFailedTrials, default 1) then holds the rest: kubectl get clusters reads ReleaseFailed.\n` +
+        `Set spec.version to another release to go on, or let one more machine try it: liken rollout resume ${LAB_CLUSTER} --failed-release\n`,
     );
   });
 

@@ -12,8 +12,15 @@
 //   - never to a leader while another leader is down, whatever the budget says;
 //   - never in the first START_GRACE_SECONDS after this copy started (or woke from a pause);
 //   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
-//   - a record leaves the list when its machine is back on the release and Ready, rolled
-//     back and reported it, gave the turn back unused, was deleted, or was released.
+//   - a record leaves the list when its machine is back on the release and Ready (for
+//     spec.rollout.soakSeconds), rolled back and reported it, gave the turn back unused, was
+//     deleted, or was released.
+// And the brakes on top of the page (each in its own module, each with its table):
+//   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
+//     (brake.ts), until spec.version changes or a person resumes;
+//   - none outside every window of spec.disruption.windows (windows.ts);
+//   - the first turns of a release only to its canaries, then none until they passed
+//     (canary.ts).
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -21,14 +28,18 @@ import {
   type Cluster,
   type ClusterCondition,
   type ClusterStatus,
+  type DrainSkipped,
   type Machine,
   type RebootTurn,
   type ReleaseRef,
 } from "../api/index.js";
+import { brakeOf, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
+import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
+import { specValidCondition, windowState } from "./windows.js";
 import {
   isLeader,
   isLost,
@@ -90,6 +101,8 @@ export const RELEASE_REASONS = [
   "MachineDeleted",
   /** A person released the stalled turn (`liken rollout resume`). */
   "Resumed",
+  /** Its drain timed out and it gave the turn back (spec.disruption.onDrainTimeout Skip). */
+  "DrainTimedOut",
 ] as const;
 export type ReleaseReason = (typeof RELEASE_REASONS)[number];
 
@@ -127,6 +140,13 @@ export interface Decision {
   budget: BudgetParse;
   /** Why no (more) turn was granted, for the condition and the logs. */
   blocked: GrantBlock | undefined;
+  /** A brake that began to hold with this decision, for an Event (once, not every tick). */
+  held: HeldNotice | undefined;
+}
+
+export interface HeldNotice {
+  reason: "ReleaseFailed" | "OutsideMaintenanceWindow" | "CanaryPaused";
+  message: string;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -137,6 +157,7 @@ interface Ctx {
   byName: ReadonlyMap<string, Machine>;
   lost: ReadonlySet<string>;
   target: ReleaseRef | undefined;
+  brake: BrakeView;
 }
 
 export function decide(o: Observed, s: DecideSettings): Decision {
@@ -146,12 +167,15 @@ export function decide(o: Observed, s: DecideSettings): Decision {
       .filter((m) => isLost(m, o.heartbeats, o.now, s.lostAfterSeconds))
       .map((m) => m.metadata.name),
   );
-  const ctx: Ctx = { o, s, byName, lost, target: targetOf(o.cluster) };
+  const target = targetOf(o.cluster);
+  const brake = brakeOf(o.cluster, o.machines, target);
+  const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
 
   const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
-  const { grants, blocked } = grantTurns(ctx, kept, budget.budget);
+  const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
+  const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
   const turns = [...kept, ...grants];
   const lostMarks = markLost(ctx);
 
@@ -168,17 +192,22 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     graceSeconds: s.startGraceSeconds,
     target: ctx.target,
     lost,
+    brake,
   });
   let conditions = before.conditions ?? [];
   if (progressing !== undefined) conditions = upsert(conditions, progressing);
   if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
+  conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
 
   const status: ClusterStatus = {
     ...before,
     ...summary,
     rebootTurns: turns,
     turns: turns.map((t) => t.machine).join(","),
+    display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
     conditions,
+    canary: withCanaryGrants(canary.status, canary.gate, grants),
+    drainSkipped: drainSkippedOf(o.machines, target),
   };
   if (o.cluster.metadata.generation !== undefined) {
     status.observedGeneration = o.cluster.metadata.generation;
@@ -196,7 +225,49 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     lostMarks,
     budget,
     blocked,
+    held: heldNotice(before.conditions, progressing),
   };
+}
+
+function heldNotice(
+  before: readonly ClusterCondition[] | undefined,
+  now: ClusterCondition | undefined,
+): HeldNotice | undefined {
+  if (now?.type !== "Progressing") return undefined;
+  if (
+    now.reason !== "ReleaseFailed" &&
+    now.reason !== "OutsideMaintenanceWindow" &&
+    now.reason !== "CanaryPaused"
+  ) {
+    return undefined;
+  }
+  const old = before?.find((c) => c.type === "Progressing");
+  return old?.reason === now.reason ? undefined : { reason: now.reason, message: now.message };
+}
+
+/** The STATUS column: the phase, or the reason a held rollout does not move. */
+const HELD_REASONS: ReadonlySet<string> = new Set([
+  "RolloutStalled",
+  "ReleaseFailed",
+  "OutsideMaintenanceWindow",
+  "CanaryPaused",
+]);
+
+function displayOf(phase: string, p: ClusterCondition | undefined): string {
+  return p !== undefined && HELD_REASONS.has(p.reason) ? p.reason : phase;
+}
+
+function findProgressing(list: readonly ClusterCondition[]): ClusterCondition | undefined {
+  return list.find((c) => c.type === "Progressing");
+}
+
+/** SpecValid is there while windows are configured; it leaves with them. */
+function withSpecValid(
+  list: ClusterCondition[],
+  c: ClusterCondition | undefined,
+): ClusterCondition[] {
+  if (c !== undefined) return upsert(list, c);
+  return list.filter((x) => x.type !== "SpecValid");
 }
 
 function upsert(list: ClusterCondition[], c: ClusterCondition): ClusterCondition[] {
@@ -229,11 +300,28 @@ function settleTurns(
   const kept: RebootTurn[] = [];
   const releases: TurnRelease[] = [];
   const stalls: TurnStall[] = [];
-  for (const turn of recorded) {
+  for (const recordedTurn of recorded) {
+    let turn = recordedTurn;
     const release = releaseOf(ctx, turn);
     if (release !== undefined) {
       releases.push(release);
       continue;
+    }
+    const soaking = soakOf(ctx, turn);
+    if (soaking !== undefined) {
+      if (soaking === "done") {
+        releases.push({
+          turn,
+          reason: "Returned",
+          message: `back on ${turn.version} and Ready for ${ctx.o.cluster.spec.rollout?.soakSeconds ?? 0} s (soak)`,
+        });
+        continue;
+      }
+      if (soaking.returnedAt !== undefined) {
+        kept.push(soaking); // soaking: back and Ready, it cannot stall
+        continue;
+      }
+      turn = soaking;
     }
     const deadline = turn.deadline ?? deadlineOf(turn.grantedAt, ctx.s.turnDeadlineSeconds);
     if (turn.stalledAt === undefined && ctx.o.now.getTime() > Date.parse(deadline)) {
@@ -271,16 +359,57 @@ function releaseOf(ctx: Ctx, turn: RebootTurn): TurnRelease | undefined {
   }
   // A silent machine says nothing about its turn: it keeps it (and may stall).
   if (ctx.lost.has(turn.machine)) return undefined;
+  const skipped = drainTimedOut(m, turn);
+  if (skipped !== undefined) return { turn, ...skipped };
+  // Back and Ready under a soak: soakOf decides when the turn ends.
+  const soak = ctx.o.cluster.spec.rollout?.soakSeconds ?? 0;
+  if (soak > 0 && isBack(m, turn)) return undefined;
   const found = returned(m, turn) ?? rolledBack(m, turn) ?? givenBack(m, turn);
   return found === undefined ? undefined : { turn, ...found };
 }
 
 type Found = { reason: ReleaseReason; message: string } | undefined;
 
+/** The machine's drain for this turn timed out and it uncordoned: the turn is given back. */
+function drainTimedOut(m: Machine, turn: RebootTurn): Found {
+  const t = m.status?.drainTimedOut;
+  if (t === undefined || t.turnGrantedAt !== turn.grantedAt) return undefined;
+  const pdb = t.podDisruptionBudget ? ` (PodDisruptionBudget ${t.podDisruptionBudget})` : "";
+  const pod = t.pod ? `, held by pod ${t.pod}${pdb}` : "";
+  return {
+    reason: "DrainTimedOut",
+    message: `its drain timed out at ${t.at}${pod}; it uncordoned and goes to the back of the queue: ${t.message}`,
+  };
+}
+
+function isBack(m: Machine | undefined, turn: RebootTurn): boolean {
+  const s = m?.status;
+  return s?.version === turn.version && s.step === "Ready";
+}
+
 function returned(m: Machine, turn: RebootTurn): Found {
-  const s = m.status;
-  if (s?.version !== turn.version || s.step !== "Ready") return undefined;
+  if (!isBack(m, turn)) return undefined;
   return { reason: "Returned", message: `back on ${turn.version} and Ready` };
+}
+
+/**
+ * Soak (spec.rollout.soakSeconds > 0): a machine back and Ready keeps its turn, and so its
+ * slot of the budget, until it stayed Ready that long as this operator saw it (returnedAt,
+ * on the operator's clock). Leaving Ready restarts the soak. Undefined: not soaking (the turn
+ * goes on through the other rules); "done": release it; otherwise the turn to keep.
+ */
+function soakOf(ctx: Ctx, turn: RebootTurn): RebootTurn | "done" | undefined {
+  const soak = ctx.o.cluster.spec.rollout?.soakSeconds ?? 0;
+  if (soak <= 0) return undefined;
+  const m = ctx.byName.get(turn.machine);
+  if (!isBack(m, turn) || ctx.lost.has(turn.machine)) {
+    if (turn.returnedAt === undefined) return undefined;
+    const { returnedAt: _left, ...rest } = turn;
+    return rest; // it left Ready: the soak starts again when it is back
+  }
+  if (turn.returnedAt === undefined) return { ...turn, returnedAt: rfc3339(ctx.o.now) };
+  const done = Date.parse(turn.returnedAt) + soak * 1000 <= ctx.o.now.getTime();
+  return done ? "done" : turn;
 }
 
 function rolledBack(m: Machine, turn: RebootTurn): Found {
@@ -324,27 +453,28 @@ function grantTurns(
   ctx: Ctx,
   kept: readonly RebootTurn[],
   budget: number,
+  canary: CanaryGate,
 ): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
   const { o, s, target } = ctx;
   const holding = new Set(kept.map((t) => t.machine));
   const candidates = o.machines
     .filter((m) => !ctx.lost.has(m.metadata.name) && !holding.has(m.metadata.name))
-    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m) }))
+    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m, target) }))
     .filter((c) => c.ask.kind === "eligible")
     .sort(byRequest);
   if (candidates.length === 0) return { grants: [], blocked: undefined };
   if (target === undefined) return { grants: [], blocked: { kind: "no-target" } };
-  const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
-  if (o.now.getTime() < graceEnds) {
-    return { grants: [], blocked: { kind: "grace", until: new Date(graceEnds) } };
-  }
-  const stalled = kept.filter((t) => t.stalledAt !== undefined);
-  if (stalled.length > 0) return { grants: [], blocked: { kind: "stalled", turns: stalled } };
+  const hold = holdOf(ctx, kept, canary);
+  if (hold !== undefined) return { grants: [], blocked: hold };
 
   const down = downSet(ctx, kept);
   const grants: RebootTurn[] = [];
   let blocked: GrantBlock | undefined;
   for (const { m } of candidates) {
+    if (canary.kind === "only") {
+      if (grants.length >= canary.left) break;
+      if (!canary.pool.has(m.metadata.name)) continue; // the canaries go first
+    }
     if (down.size >= budget) {
       blocked = { kind: "budget", down: down.size, budget };
       break;
@@ -369,10 +499,59 @@ function grantTurns(
   return { grants, blocked };
 }
 
-/** When the machine asked (ms), Infinity when its request carries no readable time. */
-function requestTime(m: Machine): number {
+/**
+ * What holds every grant, in the order the Progressing condition names it: the start-up
+ * grace, a stall, the failure brake, a closed window, a canary on its way or paused.
+ */
+function holdOf(ctx: Ctx, kept: readonly RebootTurn[], canary: CanaryGate): GrantBlock | undefined {
+  const { o, s } = ctx;
+  const graceEnds = o.startedAt.getTime() + s.startGraceSeconds * 1000;
+  if (o.now.getTime() < graceEnds) return { kind: "grace", until: new Date(graceEnds) };
+  const stalled = kept.filter((t) => t.stalledAt !== undefined);
+  if (stalled.length > 0) return { kind: "stalled", turns: stalled };
+  if (ctx.brake.held) return { kind: "failed-release", brake: ctx.brake };
+  const window = windowState(o.cluster.spec.disruption?.windows, o.now);
+  if (window.kind === "closed") return { kind: "window", window };
+  if (canary.kind === "running" || canary.kind === "paused")
+    return { kind: "canary", gate: canary };
+  return undefined;
+}
+
+/**
+ * When the machine asked (ms), Infinity when its request carries no readable time. A machine
+ * whose drain for the target timed out asks again from that moment: the back of the queue.
+ */
+function requestTime(m: Machine, target: ReleaseRef | undefined): number {
   const t = Date.parse(m.status?.turnRequest?.at ?? "");
-  return Number.isNaN(t) ? Infinity : t;
+  const asked = Number.isNaN(t) ? Infinity : t;
+  const skip = m.status?.drainTimedOut;
+  if (skip === undefined || target === undefined || skip.digest !== target.digest) return asked;
+  return Math.max(asked, Date.parse(skip.at));
+}
+
+/** status.drainSkipped: the machines whose drain for the target timed out and that are still behind. */
+export function drainSkippedOf(
+  machines: readonly Machine[],
+  target: ReleaseRef | undefined,
+): DrainSkipped[] | undefined {
+  if (target === undefined) return undefined;
+  const list = machines.flatMap((m) => {
+    const t = m.status?.drainTimedOut;
+    if (t === undefined || t.digest !== target.digest || m.status?.version === target.version) {
+      return [];
+    }
+    return [
+      {
+        machine: m.metadata.name,
+        at: t.at,
+        ...(t.pod === undefined ? {} : { pod: t.pod }),
+        ...(t.podDisruptionBudget === undefined
+          ? {}
+          : { podDisruptionBudget: t.podDisruptionBudget }),
+      },
+    ];
+  });
+  return list.length === 0 ? undefined : list;
 }
 
 /** Oldest request first; the name breaks ties, so every copy orders the fleet alike. */

@@ -8,7 +8,14 @@ import { API_VERSION, type Cluster } from "../api/index.js";
 export const EVENT_NAMESPACE = "default";
 
 export type EventReason =
-  "TurnGranted" | "TurnReleased" | "RolloutStalled" | "MachineLost" | "MachineBack";
+  | "TurnGranted"
+  | "TurnReleased"
+  | "RolloutStalled"
+  | "MachineLost"
+  | "MachineBack"
+  | "ReleaseFailed"
+  | "OutsideMaintenanceWindow"
+  | "CanaryPaused";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

@@ -382,6 +382,16 @@ export class Operator {
       log.warn({ cluster: cluster.metadata.name, machine: s.turn.machine }, s.message);
       this.event(cluster, "Warning", "RolloutStalled", `rollout stalled: ${s.message}`);
     }
+    // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.
+    if (d.held !== undefined) {
+      log.warn({ cluster: cluster.metadata.name, reason: d.held.reason }, d.held.message);
+      this.event(
+        cluster,
+        d.held.reason === "ReleaseFailed" ? "Warning" : "Normal",
+        d.held.reason,
+        d.held.message,
+      );
+    }
   }
 
   private event(

@@ -8,11 +8,14 @@ import type {
   RebootTurn,
   ReleaseRef,
 } from "../api/index.js";
+import { failedList, type BrakeView } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
+import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
 import { turnAsk } from "./machine-view.js";
 import { rfc3339 } from "../api/time.js";
 import { duration } from "./text.js";
+import { wallClock, type WindowState } from "./windows.js";
 
 /** Why the operator granted no (further) turn. */
 export type GrantBlock =
@@ -20,7 +23,10 @@ export type GrantBlock =
   | { kind: "grace"; until: Date }
   | { kind: "stalled"; turns: RebootTurn[] }
   | { kind: "budget"; down: number; budget: number }
-  | { kind: "leader"; machine: string; down: string };
+  | { kind: "leader"; machine: string; down: string }
+  | { kind: "failed-release"; brake: BrakeView }
+  | { kind: "window"; window: Extract<WindowState, { kind: "closed" }> }
+  | { kind: "canary"; gate: Extract<CanaryGate, { kind: "running" | "paused" }> };
 
 type Progressing = Extract<ClusterCondition, { type: "Progressing" }>;
 
@@ -36,6 +42,7 @@ export interface ProgressInput {
   graceSeconds: number;
   target: ReleaseRef | undefined;
   lost: ReadonlySet<string>;
+  brake: BrakeView;
 }
 
 /**
@@ -84,6 +91,15 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
       rfc3339(p.startedAt),
     );
   }
+  if (p.brake.held) {
+    return cond("False", "ReleaseFailed", releaseFailedMessage(p, p.brake));
+  }
+  if (p.blocked?.kind === "window") {
+    return cond("True", "OutsideMaintenanceWindow", windowMessage(p, p.blocked.window));
+  }
+  if (p.blocked?.kind === "canary" && p.blocked.gate.kind === "paused") {
+    return cond("True", "CanaryPaused", canaryMessage(p, p.blocked.gate));
+  }
   const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "awaiting-approval");
   if (p.turns.length === 0 && waiting.length > 0 && !anyEligible(p)) {
     const names = waiting.map((m) => m.metadata.name);
@@ -130,13 +146,68 @@ function progressingMessage(p: ProgressInput): string {
   const turns = p.turns.map((t) => t.machine);
   let msg = `${behind} of ${p.machines.length} machine(s) still to move to ${target}; budget ${p.budget.text}`;
   msg += turns.length > 0 ? `; turns held by ${list(turns)}` : "; no turn held";
+  const soak = p.cluster.spec.rollout?.soakSeconds ?? 0;
+  const soaking = p.turns.filter((t) => t.returnedAt !== undefined);
+  if (soaking.length > 0) {
+    const until = (t: RebootTurn): string =>
+      `${t.machine} until ${rfc3339(new Date(Date.parse(t.returnedAt ?? "") + soak * 1000))}`;
+    msg += `; back and soaking (spec.rollout.soakSeconds ${soak}): ${soaking.map(until).join(", ")}`;
+  }
   const b = p.blocked;
   if (b?.kind === "budget") msg += `; ${b.down} machine(s) down, the budget is full`;
   if (b?.kind === "leader") {
     msg += `; leader ${b.machine} waits: leader ${b.down} is down (one leader at a time)`;
   }
+  if (b?.kind === "canary") {
+    msg += `; the canary (${list(b.gate.machines)}) is on its way to ${target}: no other turn until it is back and Ready`;
+  }
+  const skipped = p.machines.filter(
+    (m) => m.status?.drainTimedOut?.digest === p.target?.digest && m.status?.version !== target,
+  );
+  if (skipped.length > 0) {
+    const one = (m: Machine): string => {
+      const t = m.status?.drainTimedOut;
+      return `${m.metadata.name}${t?.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}`;
+    };
+    msg += `; drain timed out and skipped, back of the queue: ${list(skipped.map(one))}`;
+  }
   if (!p.budget.ok) msg += `; ${p.budget.problem}`;
   return msg;
+}
+
+function releaseFailedMessage(p: ProgressInput, brake: BrakeView): string {
+  const cluster = p.cluster.metadata.name;
+  const target = p.target?.version ?? "";
+  const accepted = brake.failed.length - brake.counted.length;
+  const also = accepted > 0 ? ` (${accepted} earlier failure(s) were accepted by a resume)` : "";
+  return (
+    `${brake.counted.length} machine(s) failed their trial of ${target}, spec.rollout.maxFailedTrials is ${brake.limit}${also}: ${failedList(brake.counted)}. ` +
+    `No further turn for ${target}; machines that staged it keep it staged. ` +
+    `To go on, set spec.version to another release (kubectl edit cluster ${cluster}), ` +
+    `or allow more trials with \`liken rollout resume ${cluster} --failed-release\`.`
+  );
+}
+
+function windowMessage(p: ProgressInput, w: Extract<WindowState, { kind: "closed" }>): string {
+  const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "eligible").length;
+  const head = `no maintenance window of spec.disruption.windows is open; ${waiting} machine(s) staged ${p.target?.version ?? ""} and wait for one (downloads and staging go on)`;
+  if (w.next === undefined) {
+    return `${head}; no window can open: see the SpecValid condition`;
+  }
+  const tz = w.next.window.timeZone ?? "UTC";
+  return `${head}; the next opens ${wallClock(w.next.at, tz)} (${rfc3339(w.next.at)}) for ${w.next.window.duration}`;
+}
+
+function canaryMessage(p: ProgressInput, gate: Extract<CanaryGate, { kind: "paused" }>): string {
+  const cluster = p.cluster.metadata.name;
+  const soak =
+    gate.until === undefined
+      ? ""
+      : `, or by itself at ${rfc3339(gate.until)} if they stay Ready (spec.rollout.canary.soakSeconds)`;
+  return (
+    `the canary machine(s) ${list(gate.machines)} run ${p.target?.version ?? ""} and are Ready since ${gate.readyAt}; ` +
+    `the rest of the fleet waits. Check them, then go on with \`liken rollout continue ${cluster}\`${soak}.`
+  );
 }
 
 function stalledMessage(p: ProgressInput, stalled: readonly RebootTurn[]): string {

@@ -84,7 +84,11 @@ export class Fleet {
   /** Every error the stand-in operator met (conflicts are expected and retried). */
   readonly operatorErrors: string[] = [];
 
-  async start(versions: string[]): Promise<void> {
+  /**
+   * `spec` adds to the Cluster's spec: the agent's own tests that let several machines fail
+   * one release turn the failure brake off (`rollout: {maxFailedTrials: 0}`).
+   */
+  async start(versions: string[], spec: Partial<Cluster["spec"]> = {}): Promise<void> {
     this.dir = await mkdtemp(path.join(tmpdir(), "liken-agent-fleet-"));
     this.channelDir = path.join(this.dir, "channel");
     for (const v of versions) this.releases.push(await makeRelease(this.dir, this.channelDir, v));
@@ -100,6 +104,7 @@ export class Fleet {
         version: first.version,
         releases: { source: this.channel.url, catalog: this.releases },
         disruption: { maxUnavailable: 1 },
+        ...spec,
       },
     });
     await this.watch();

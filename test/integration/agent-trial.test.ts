@@ -19,7 +19,8 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
   let v1: ReleaseRef, v2: ReleaseRef;
 
   beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
+    // Both machines fail the release: the operator's failure brake is off for this test.
+    await fleet.start(["2026.10.10-001", "2026.10.12-001"], { rollout: { maxFailedTrials: 0 } });
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: TAMPERED, role: "Worker", rebootPolicy: "Manual" });
     await fleet.addMachine({ name: NONET, role: "Worker", rebootPolicy: "Auto" });

@@ -138,6 +138,43 @@ describe("Cluster rules on the real API server", () => {
     }
   });
 
+  const win = (w: Record<string, unknown>) => ({
+    disruption: { windows: [{ days: ["Sat"], start: "02:00", duration: "4h", ...w }] },
+  });
+
+  it.each([
+    [{}],
+    [{ duration: "90m" }],
+    [{ duration: "1h30m", timeZone: "Europe/Berlin" }],
+    [{ duration: "168h", days: ["Mon", "Sun"] }],
+    [{ start: "23:59", duration: "1m" }],
+  ])("maintenance window %j is accepted", async (w) => {
+    expect(await refusal(cluster(uniqueName("c"), win(w)))).toBeUndefined();
+  });
+
+  it.each([
+    [{ days: ["Saturday"] }, "spec.disruption.windows[0].days[0]"],
+    [{ days: [] }, "spec.disruption.windows[0].days"],
+    [{ start: "24:00" }, "spec.disruption.windows[0].start"],
+    [{ start: "2:00" }, "spec.disruption.windows[0].start"],
+    [{ duration: "4" }, 'duration "4" must be hours and/or minutes from 1m to 168h'],
+    [{ duration: "1d" }, 'duration "1d" must be hours and/or minutes'],
+    [{ duration: "0m" }, 'duration "0m" must be hours and/or minutes from 1m to 168h'],
+    [{ duration: "169h" }, 'duration "169h" must be'],
+    [{ timeZone: "Europe Berlin" }, "spec.disruption.windows[0].timeZone"],
+  ])("maintenance window %j is refused, naming %s", async (w, want) => {
+    expect(await refusal(cluster(uniqueName("c"), win(w)))).toContain(want);
+  });
+
+  it("windows default their time zone to UTC; the brake defaults to one failed trial", async () => {
+    const created = await api.clusters.create(cluster(uniqueName("c"), win({})), { dryRun: true });
+    expect(created.spec.disruption?.windows?.[0]?.timeZone).toBe("UTC");
+    expect(created.spec.rollout?.maxFailedTrials).toBe(1);
+    expect(created.spec.rollout?.soakSeconds).toBe(0);
+    const msg = await refusal(cluster(uniqueName("c"), { rollout: { maxFailedTrials: -1 } }));
+    expect(msg).toContain("spec.rollout.maxFailedTrials");
+  });
+
   it("maxUnavailable defaults to 1", async () => {
     const created = await api.clusters.create(cluster(uniqueName("c"), {}), { dryRun: true });
     expect(created.spec.disruption?.maxUnavailable).toBe(1);

@@ -45,6 +45,8 @@ describe("kubectl get clusters", () => {
     const c = await newCluster(name);
     c.status = {
       phase: "Updating",
+      // The STATUS column: the phase, or why a held rollout does not move.
+      display: "Updating",
       machines: "4/5",
       version: "2026.10.12-001",
       newest: "2026.10.12-001",

@@ -194,3 +194,18 @@ export async function serviceAccountKubeConfig(
   });
   return kc;
 }
+
+/** The messages of the Events about a Cluster with one reason (cluster-scoped: namespace default). */
+export async function clusterEventMessages(cluster: string, reason: string): Promise<string> {
+  const r = await kubectl([
+    "get",
+    "events",
+    "-n",
+    "default",
+    "--field-selector",
+    `involvedObject.name=${cluster},reason=${reason}`,
+    "-o",
+    "jsonpath={.items[*].message}",
+  ]);
+  return r.stdout;
+}

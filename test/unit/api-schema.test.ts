@@ -21,6 +21,11 @@ import {
   VERSION,
   VERSION_MAX_LENGTH,
   VERSION_PATTERN,
+  WEEKDAYS,
+  WINDOW_START_PATTERN,
+  WINDOWS_MAX_ITEMS,
+  PROGRESSING_REASONS,
+  SPEC_VALID_REASONS,
 } from "../../src/api/types.js";
 
 interface Schema {
@@ -129,6 +134,7 @@ describe("CRDs match the page and the TypeScript types", () => {
     ["machine status.bootedSlot", machineCrd, "status.bootedSlot", SLOT_NAMES],
     ["machine status.slots[].state", machineCrd, "status.slots.[].state", SLOT_STATES],
     ["machine status.lastTrial.result", machineCrd, "status.lastTrial.result", TRIAL_RESULTS],
+    ["cluster windows[].days[]", clusterCrd, "spec.disruption.windows.[].days.[]", WEEKDAYS],
   ])("%s enum equals the TypeScript union", (_what, crd, path, values) => {
     expect([...(at(root(crd), path).enum ?? [])].sort()).toEqual([...values].sort());
   });
@@ -147,6 +153,23 @@ describe("CRDs match the page and the TypeScript types", () => {
     expect(entry.properties?.version?.pattern).toBe(VERSION_PATTERN.source);
     expect(entry.properties?.digest?.pattern).toBe(DIGEST_PATTERN.source);
     expect(at(root(clusterCrd), "spec.releases.catalog").maxItems).toBe(CATALOG_MAX_ITEMS);
+  });
+
+  it("the brakes' defaults, patterns and bounds equal the TypeScript ones", () => {
+    expect(at(root(clusterCrd), "spec.rollout.maxFailedTrials").default).toBe(1);
+    expect(at(root(clusterCrd), "spec.rollout.soakSeconds").default).toBe(0);
+    const w = at(root(clusterCrd), "spec.disruption.windows.[]");
+    expect(w.properties?.start?.pattern).toBe(WINDOW_START_PATTERN.source);
+    expect(w.properties?.timeZone?.default).toBe("UTC");
+    expect(at(root(clusterCrd), "spec.disruption.windows").maxItems).toBe(WINDOWS_MAX_ITEMS);
+  });
+
+  it("cluster condition reasons the CRD documents are the TypeScript ones", () => {
+    const described = (at(root(clusterCrd), "status.conditions").description ?? "").replace(
+      /\s+/g,
+      " ",
+    );
+    for (const r of [...PROGRESSING_REASONS, ...SPEC_VALID_REASONS]) expect(described).toContain(r);
   });
 
   it("machine conditions the CRD documents are the TypeScript ones", () => {

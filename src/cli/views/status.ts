@@ -69,8 +69,15 @@ function failed(m: Machine): string {
 const DETAILS: Record<MachineStep, Detail> = {
   Ready: () => "",
   Downloading: downloading,
-  UpdatePending: (m) =>
-    `${m.status?.staged?.version ?? "release"} staged; waiting for a reboot turn`,
+  UpdatePending: (m) => {
+    const staged = m.status?.staged;
+    const t = m.status?.drainTimedOut;
+    const skipped =
+      t !== undefined && t.digest === staged?.digest
+        ? `; its drain timed out at ${t.at}${t.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}: back of the queue`
+        : "";
+    return `${staged?.version ?? "release"} staged; waiting for a reboot turn${skipped}`;
+  },
   RebootPending: (m, c) =>
     `${m.status?.staged?.version ?? "release"} staged; waiting for: liken approve-reboot ${c.metadata.name} ${m.metadata.name}`,
   Updating: updating,
@@ -105,6 +112,9 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
     if (c.type === "ChannelReachable" && c.status !== "True") {
       lines.push(`Channel ${c.reason}: ${c.message}`);
     }
+    if (c.type === "SpecValid" && c.status !== "True") {
+      lines.push(`Spec ${c.reason}: ${c.message}`);
+    }
   }
   return lines;
 }
@@ -113,7 +123,8 @@ function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
   return [
-    `cluster ${cluster.metadata.name}: ${st.phase ?? "Pending"}`,
+    // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
+    `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
     `machines ${st.machines ?? `?/${count}`}`,
     `target ${cluster.spec.version ?? "(none)"}`,
     `available ${st.available ?? "(unknown)"}`,

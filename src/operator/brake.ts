@@ -1,0 +1,78 @@
+// The failure brake, pure: how many machines failed their trial of the Cluster's target, and
+// whether that many stops the rollout (spec.rollout.maxFailedTrials). A release that panics
+// on boot must cost one machine's drain and fallback, not the whole fleet's.
+//
+// What counts as a failed trial of the target: the machine's last trial names exactly the
+// target (version and digest) and did not succeed (it fell back, its slot check did not
+// match, it was not proven in time, a health gate failed), or the machine lists the target
+// among its failedReleases (it will not try it again). Trials of other releases never count,
+// so a retarget starts from the failures of the new target only. Failures a person accepted
+// with `liken rollout resume CLUSTER --failed-release` (for exactly this release) no longer
+// count.
+import type { Cluster, Machine, ReleaseRef } from "../api/index.js";
+
+/** The page's default: the first failed trial stops the release. */
+export const DEFAULT_MAX_FAILED_TRIALS = 1;
+
+export interface FailedTrial {
+  machine: string;
+  /** CamelCase, from the agent: TrialFellBack, SlotCheckMismatch, HealthCheckFailed, ... */
+  reason: string;
+  message?: string;
+  at: string;
+}
+
+export interface BrakeView {
+  /** Every machine whose trial of the target failed. */
+  failed: FailedTrial[];
+  /** Those not accepted by a person's resume: these count against the limit. */
+  counted: FailedTrial[];
+  /** spec.rollout.maxFailedTrials (0: the brake is off). */
+  limit: number;
+  /** Whether no further turn may be granted for the target. */
+  held: boolean;
+}
+
+const same = (a: ReleaseRef, b: ReleaseRef): boolean =>
+  a.version === b.version && a.digest === b.digest;
+
+export function failedTrialOf(m: Machine, target: ReleaseRef): FailedTrial | undefined {
+  const s = m.status ?? {};
+  const t = s.lastTrial;
+  if (t !== undefined && same(t, target) && t.result !== "Succeeded") {
+    return {
+      machine: m.metadata.name,
+      reason: t.reason,
+      at: t.at,
+      ...(t.message === undefined ? {} : { message: t.message }),
+    };
+  }
+  const f = s.failedReleases?.find((x) => same(x, target));
+  return f === undefined ? undefined : { machine: m.metadata.name, reason: f.reason, at: f.at };
+}
+
+export function brakeOf(
+  cluster: Cluster,
+  machines: readonly Machine[],
+  target: ReleaseRef | undefined,
+): BrakeView {
+  const limit = cluster.spec.rollout?.maxFailedTrials ?? DEFAULT_MAX_FAILED_TRIALS;
+  if (target === undefined) return { failed: [], counted: [], limit, held: false };
+  const failed = machines
+    .flatMap((m) => failedTrialOf(m, target) ?? [])
+    .sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.machine < b.machine ? -1 : 1));
+  const resume = cluster.spec.rollout?.failedReleaseResume;
+  const accepted = new Set(resume !== undefined && same(resume, target) ? resume.machines : []);
+  const counted = failed.filter((f) => !accepted.has(f.machine));
+  return { failed, counted, limit, held: limit > 0 && counted.length >= limit };
+}
+
+/** "node-1 (TrialFellBack: ...), node-2 (SlotCheckMismatch)", for the condition and the CLI. */
+export function failedList(failed: readonly FailedTrial[]): string {
+  const shown = failed.slice(0, 10).map((f) => {
+    const why = f.message ? `${f.reason}: ${f.message}` : f.reason;
+    return `${f.machine} (${why}, at ${f.at})`;
+  });
+  const more = failed.length > 10 ? ` and ${failed.length - 10} more` : "";
+  return shown.join(", ") + more;
+}

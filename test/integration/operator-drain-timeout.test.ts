@@ -1,0 +1,114 @@
+// A drain held by a PodDisruptionBudget that never allows the eviction, with
+// spec.disruption.onDrainTimeout Skip, on the real control plane with the real operator and
+// agents: at drainTimeoutSeconds the machine uncordons, gives its turn back, reports
+// DrainTimedOut naming the pod and the budget, and goes to the back of the queue; the next
+// machine takes the release; the Cluster lists the skipped machine.
+import { CoreV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Cluster, ReleaseRef } from "../../src/api/types.js";
+import { apply, deploymentYaml, pdbYaml, waitBudget, waitReady } from "../support/drain-helpers.js";
+import {
+  clusterEventMessages,
+  createNamespace,
+  kubeConfig,
+  kubectl,
+  waitFor,
+} from "../support/kube.js";
+import { Fleet } from "./agent-harness.js";
+
+const suffix = Date.now().toString(36);
+const HELD = `held-${suffix}`;
+const FREE = `free-${suffix}`;
+
+describe("a stuck drain with onDrainTimeout Skip", () => {
+  const fleet = new Fleet();
+  let v1: ReleaseRef, v2: ReleaseRef;
+  let ns = "";
+
+  beforeAll(async () => {
+    await fleet.start(["2026.10.10-001", "2026.10.12-001"], {
+      disruption: { maxUnavailable: 1, drainTimeoutSeconds: 5, onDrainTimeout: "Skip" },
+    });
+    [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
+    await fleet.addMachine({ name: HELD, role: "Worker", rebootPolicy: "Auto" });
+    // Manual: it waits for an approval, so the held machine takes the first turn.
+    await fleet.addMachine({ name: FREE, role: "Worker", rebootPolicy: "Manual" });
+    // One pod on the held machine's node, and a budget that allows no disruption of it.
+    ns = await createNamespace("stuck");
+    await apply(
+      deploymentYaml(ns, 1, { app: "db", nodeSelector: { "kubernetes.io/hostname": HELD } }) +
+        "---\n" +
+        pdbYaml(ns, "db", { minAvailable: 1 }),
+    );
+    await waitReady(ns, "db", 1, HELD);
+    await waitBudget(ns, "db", 0);
+    await fleet.startRealOperator();
+    fleet.powerOnAll();
+    await fleet.waitAll(
+      "both machines run the first release",
+      (m) => m.status?.version === v1.version,
+    );
+  }, 300_000);
+  afterAll(async () => {
+    await fleet.stop();
+    if (ns) await kubectl(["delete", "namespace", ns, "--wait=false"]);
+  }, 60_000);
+
+  it("uncordons, gives the turn back, reports the pod and budget, and lets the next machine go first", async () => {
+    await fleet.setTarget(v2);
+    await waitFor(
+      "the held machine drains on its turn",
+      async () => (await fleet.api.machines.get(HELD)).status?.updateStage === "Draining",
+      { timeoutMs: 200_000, intervalMs: 300 },
+    );
+    // Approved while the held machine drains: once it gives its turn back, both ask.
+    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    await fleet.api.machines.patch(FREE, {
+      spec: { approval: { version: v2.version, digest: v2.digest, by: "test", at } },
+    });
+
+    const skipped = await waitFor(
+      "the held machine reports its drain timed out",
+      async () => (await fleet.api.machines.get(HELD)).status?.drainTimedOut,
+      { timeoutMs: 120_000, intervalMs: 300 },
+    );
+    expect(skipped).toMatchObject({
+      version: v2.version,
+      pod: expect.stringMatching(new RegExp(`^${ns}/db-`)) as unknown,
+      podDisruptionBudget: `${ns}/db`,
+    });
+    expect(skipped.message).toContain("did not finish within 5 s");
+    // It uncordoned before it reported (and holds no turn until the other machine is done).
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    expect((await core.readNode({ name: HELD })).spec?.unschedulable ?? false).toBe(false);
+
+    // The next turn goes to the other machine, which takes the release.
+    await waitFor(
+      "the free machine runs the release",
+      async () => {
+        const m = await fleet.api.machines.get(FREE);
+        return m.status?.step === "Ready" && m.status.version === v2.version;
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    );
+    const grants = fleet.history
+      .filter((h) => h.kind === "Cluster")
+      .flatMap((h) => (h.object as Cluster).status?.rebootTurns ?? [])
+      .filter((t) => t.version === v2.version);
+    const order = [...new Map(grants.map((t) => [t.grantedAt + t.machine, t])).values()]
+      .sort((a, b) => (a.grantedAt < b.grantedAt ? -1 : 1))
+      .map((t) => t.machine);
+    expect(order.slice(0, 2)).toEqual([HELD, FREE]);
+
+    // The Cluster lists the skipped machine; the turn was released as DrainTimedOut.
+    const c = await fleet.api.clusters.get(fleet.cluster);
+    expect(c.status?.drainSkipped).toEqual([
+      expect.objectContaining({ machine: HELD, podDisruptionBudget: `${ns}/db` }),
+    ]);
+    const events = await clusterEventMessages(fleet.cluster, "TurnReleased");
+    expect(events).toContain(`Machine ${HELD} (DrainTimedOut)`);
+    // Back in the queue: it asked again as UpdatePending after its drain timed out.
+    const heldSteps = fleet.machineHistory(HELD).map((h) => h.step);
+    expect(heldSteps.slice(heldSteps.indexOf("Updating"))).toContain("UpdatePending");
+  }, 600_000);
+});
