@@ -4,7 +4,7 @@ import { Command } from "commander";
 import { ensureBinaries } from "./build.js";
 import { ControlPlaneError } from "./errors.js";
 import { down, listStates, readState, running, up } from "./instance.js";
-import { runProgram } from "../cli/run-program.js";
+import { runProgram } from "./run-program.js";
 
 const err = (line: string): void => {
   process.stderr.write(`${line}\n`);

@@ -3,7 +3,7 @@
 import { Command } from "commander";
 import { ControlPlaneError } from "./errors.js";
 import { TOOLS, ensureTool, isTool, type Tool } from "./tools.js";
-import { runProgram } from "../cli/run-program.js";
+import { runProgram } from "./run-program.js";
 
 const err = (line: string): void => {
   process.stderr.write(`${line}\n`);

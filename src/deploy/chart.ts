@@ -21,6 +21,7 @@ export const CHART_COPIES: Readonly<Record<string, string>> = {
   "rbac/agent.yaml": "files/rbac-agent.yaml",
   "rbac/reboot-approver.yaml": "files/rbac-reboot-approver.yaml",
   "admission/machine-restriction.yaml": "files/admission-machine-restriction.yaml",
+  "webhook/eviction-restriction.yaml": "files/webhook-eviction-restriction.yaml",
 };
 
 /** config/ files the chart renders from templates with values instead. */

@@ -2,7 +2,7 @@
 // path of its OCI archive. Wiring only; the work is in build.ts.
 import { Command } from "commander";
 import { buildImage } from "./build.js";
-import { runProgram } from "../cli/run-program.js";
+import { runProgram } from "../controlplane/run-program.js";
 
 const err = (l: string): void => void process.stderr.write(`${l}\n`);
 

@@ -19,6 +19,8 @@ const LAYER: Readonly<Record<string, number>> = {
   bootloader: 1,
   native: 1,
   controlplane: 1,
+  // Prometheus exposition (a registry served over HTTP): each program's own metrics sit above it.
+  metrics: 1,
   // Pieces of the product's mechanisms.
   verify: 2,
   slots: 2,
@@ -31,6 +33,9 @@ const LAYER: Readonly<Record<string, number>> = {
   // What people start.
   cli: 4,
   lab: 4,
+  // Building what ships: the operator image and the Helm chart from config/.
+  image: 4,
+  deploy: 4,
 };
 
 /** Imports within one layer that are allowed (from -> to); no cycle among them. */
@@ -38,6 +43,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "slots -> verify", // a slot is verified as it is written
   "release -> verify", // building a release writes the documents verify reads
   "lab -> cli", // the lab starts liken through the CLI's entry
+  "image -> cli", // the operator image carries the CLI's bundle
 ]);
 
 function filesUnder(dir: string): string[] {
