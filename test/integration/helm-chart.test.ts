@@ -122,7 +122,11 @@ describe("the Helm chart", () => {
     expect(d.spec.replicas).toBe(3);
     const c = d.spec.template.spec.containers[0]!;
     expect(c.image).toBe("registry.example/liken:1.2.3");
-    expect(c.args).toEqual(["operator", "--metrics-address=:9100"]);
+    expect(c.args).toEqual([
+      "operator",
+      "--metrics-address=:9100",
+      "--webhook-listen=0.0.0.0:9443",
+    ]);
     expect(c.ports[0]!.containerPort).toBe(9100);
     expect(c.resources.limits.memory).toBe("1Gi");
     const sm = all.get("monitoring.coreos.com/v1 ServiceMonitor liken-system/cluster-operator") as
