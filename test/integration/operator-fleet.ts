@@ -51,7 +51,12 @@ export interface MachinePlan {
 
 export async function createCluster(
   name: string,
-  opts: { maxUnavailable?: number | string; source?: string; version?: string } = {},
+  opts: {
+    maxUnavailable?: number | string;
+    source?: string;
+    version?: string;
+    rollout?: NonNullable<Cluster["spec"]["rollout"]>;
+  } = {},
 ): Promise<Cluster> {
   return api.clusters.create({
     apiVersion: "liken.sh/v1alpha1",
@@ -67,6 +72,7 @@ export async function createCluster(
         ],
       },
       disruption: { maxUnavailable: opts.maxUnavailable ?? 1 },
+      ...(opts.rollout === undefined ? {} : { rollout: opts.rollout }),
     },
   });
 }

@@ -132,7 +132,9 @@ describe("a rollout", () => {
     const names = plans.map((p) => p.name);
     const failing = names[1]!;
     cleanups.push(() => deleteAll(cluster, names));
-    await createCluster(cluster, { maxUnavailable: 1 });
+    // One trial fails on purpose and every machine must still take its turn: the failure
+    // brake (spec.rollout.maxFailedTrials) is off.
+    await createCluster(cluster, { maxUnavailable: 1, rollout: { maxFailedTrials: 0 } });
     for (const p of plans) await createMachine(cluster, p);
     const beats = new Heartbeats(cluster, names);
     await beats.start();
