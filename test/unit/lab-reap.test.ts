@@ -27,9 +27,11 @@ describe("lab process stamps", () => {
 
   it("count a node process that names the lab's files, not a person's tail of its logs", async () => {
     const file = path.join(LAB_RUN_DIR, "machines", "node-9", "agent.yaml");
-    const node = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)", file]);
-    // A shell that names the file as its $0 and stays (the `; :` keeps it from exec'ing sleep).
-    const tail = spawn("sh", ["-c", "sleep 60; :", file]);
+    // Both stay until their stdin (this test's pipe) closes: killed in `finally`, or gone with
+    // the test runner, never on a timer of their own.
+    const node = spawn(process.execPath, ["-e", "process.stdin.resume()", file]);
+    // A shell that names the file as its $0 and stays (the `; :` keeps it from exec'ing cat).
+    const tail = spawn("sh", ["-c", "cat >/dev/null; :", file]);
     try {
       await waitFor("both to run", async () =>
         [node.pid, tail.pid].every((p) => p !== undefined && startTimeOf(p) !== undefined),
