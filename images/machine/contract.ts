@@ -1,0 +1,40 @@
+// The contract between the machine image build (images/machine/) and the machine scenario
+// (test/qemu/machine.ts): what the build hands over, and the fixed addresses the guest uses to
+// reach the host. QEMU user networking (restrict=on) forwards each address to a loopback port
+// that the scenario chooses (`guestfwd`), so the guest image never needs to know host ports.
+
+export type MachineBootloader = "grub" | "systemd-boot";
+export const MACHINE_BOOTLOADERS: readonly MachineBootloader[] = ["grub", "systemd-boot"];
+
+/** Where the guest finds the API server and the release channel. */
+export const GUEST_API = { host: "10.0.2.100", port: 6443 } as const;
+export const GUEST_CHANNEL = { host: "10.0.2.101", port: 8080 } as const;
+
+export type MachinePartition = "esp" | "liken-a" | "liken-b" | "liken-state";
+
+export interface MachineRelease {
+  version: string;
+  /** The ext4 image of the slot, byte for byte what the release carries. */
+  slotImage: string;
+  /** Its boot panics (the scenario's bad release). */
+  panics: boolean;
+}
+
+export interface MachineImages {
+  bootloader: MachineBootloader;
+  /** A raw GPT disk: the ESP, liken-a holding releases[0], liken-b empty, liken-state empty ext4. Copy it before booting. */
+  disk: string;
+  partitions: Record<MachinePartition, { offset: number; size: number }>;
+  /** v1 (installed), v2 (good), v3 (its trial panics). */
+  releases: readonly [MachineRelease, MachineRelease, MachineRelease];
+  /** The OVMF variable store to start from (a copy per run), when the backend needs prepared variables. */
+  ovmfVars?: string;
+}
+
+/** What only the scenario knows: put on the state partition before the first boot. */
+export interface MachineIdentity {
+  machine: string;
+  cluster: string;
+  /** A kubeconfig naming https://GUEST_API, the control plane's CA and the machine's client certificate. */
+  kubeconfig: string;
+}
