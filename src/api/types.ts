@@ -286,6 +286,11 @@ export const PROGRESSING_REASONS = [
   "OutsideMaintenanceWindow",
   /** True: the canary machines are back and Ready; `liken rollout continue` goes on. */
   "CanaryPaused",
+  /**
+   * True: no machine proved spec.version yet, and as many machines try it as
+   * spec.rollout.maxFailedTrials allows to fail; the others wait for their trials.
+   */
+  "AwaitingFirstTrial",
 ] as const;
 export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 

@@ -76,3 +76,62 @@ export function failedList(failed: readonly FailedTrial[]): string {
   const more = failed.length > 10 ? ` and ${failed.length - 10} more` : "";
   return shown.join(", ") + more;
 }
+
+/**
+ * The first trials of a release no machine has proven yet: at most (limit - counted failures)
+ * machines try it at a time, a trial in flight included, so that with a budget of several
+ * turns a bad release is still tried by no more machines than the brake allows to fail.
+ * Undefined when the cap does not apply: the brake is off (limit 0), there is no target, or a
+ * machine proved the target (its trial succeeded, or it runs it and is Ready), after which the
+ * budget alone decides.
+ */
+export interface FirstTrialCap {
+  /** How many more turns for the target may be granted now (0: wait for the trials). */
+  left: number;
+  /** The machines holding a turn for the target: its trials in flight. */
+  trying: string[];
+  limit: number;
+  /** The failures that count (brake.counted). */
+  failed: number;
+}
+
+export function firstTrialCap(
+  brake: BrakeView,
+  machines: readonly Machine[],
+  turns: readonly { machine: string; version: string; digest?: string }[],
+  target: ReleaseRef | undefined,
+): FirstTrialCap | undefined {
+  if (target === undefined || brake.limit <= 0) return undefined;
+  if (machines.some((m) => proves(m, target))) return undefined;
+  const trying = turns
+    .filter((t) => t.version === target.version && (t.digest ?? target.digest) === target.digest)
+    .map((t) => t.machine);
+  const failed = brake.counted.length;
+  return {
+    left: Math.max(0, brake.limit - failed - trying.length),
+    trying,
+    limit: brake.limit,
+    failed,
+  };
+}
+
+/**
+ * The machine proved the target: its trial of exactly the target succeeded, or it runs the
+ * target and is Ready (a trial boot reports Updating until it is promoted, so it does not
+ * count before that).
+ */
+export function proves(m: Machine, target: ReleaseRef): boolean {
+  const s = m.status ?? {};
+  if (
+    s.lastTrial !== undefined &&
+    same(s.lastTrial, target) &&
+    s.lastTrial.result === "Succeeded"
+  ) {
+    return true;
+  }
+  return (
+    s.step === "Ready" &&
+    s.version === target.version &&
+    (s.digest === undefined || s.digest === target.digest)
+  );
+}

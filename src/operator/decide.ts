@@ -18,6 +18,8 @@
 // And the brakes on top of the page (each in its own module, each with its table):
 //   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
 //     (brake.ts), until spec.version changes or a person resumes;
+//   - until one machine proved the target, at most (maxFailedTrials - failed) of its trials
+//     at a time, whatever the budget says (brake.ts, firstTrialCap);
 //   - none outside every window of spec.disruption.windows (windows.ts);
 //   - the first turns of a release only to its canaries, then none until they passed
 //     (canary.ts).
@@ -33,7 +35,7 @@ import {
   type RebootTurn,
   type ReleaseRef,
 } from "../api/index.js";
-import { brakeOf, type BrakeView } from "./brake.js";
+import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
@@ -145,7 +147,7 @@ export interface Decision {
 }
 
 export interface HeldNotice {
-  reason: "ReleaseFailed" | "OutsideMaintenanceWindow" | "CanaryPaused";
+  reason: HeldReason;
   message: string;
 }
 
@@ -229,18 +231,21 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   };
 }
 
+/** The Progressing reasons that get an Event when they begin. */
+const NOTICED = [
+  "ReleaseFailed",
+  "OutsideMaintenanceWindow",
+  "CanaryPaused",
+  "AwaitingFirstTrial",
+] as const;
+type HeldReason = (typeof NOTICED)[number];
+const isNoticed = (r: string): r is HeldReason => (NOTICED as readonly string[]).includes(r);
+
 function heldNotice(
   before: readonly ClusterCondition[] | undefined,
   now: ClusterCondition | undefined,
 ): HeldNotice | undefined {
-  if (now?.type !== "Progressing") return undefined;
-  if (
-    now.reason !== "ReleaseFailed" &&
-    now.reason !== "OutsideMaintenanceWindow" &&
-    now.reason !== "CanaryPaused"
-  ) {
-    return undefined;
-  }
+  if (now?.type !== "Progressing" || !isNoticed(now.reason)) return undefined;
   const old = before?.find((c) => c.type === "Progressing");
   return old?.reason === now.reason ? undefined : { reason: now.reason, message: now.message };
 }
@@ -467,6 +472,7 @@ function grantTurns(
   const hold = holdOf(ctx, kept, canary);
   if (hold !== undefined) return { grants: [], blocked: hold };
 
+  const cap = firstTrialCap(ctx.brake, o.machines, kept, target);
   const down = downSet(ctx, kept);
   const grants: RebootTurn[] = [];
   let blocked: GrantBlock | undefined;
@@ -477,6 +483,12 @@ function grantTurns(
     }
     if (down.size >= budget) {
       blocked = { kind: "budget", down: down.size, budget };
+      break;
+    }
+    if (cap !== undefined && grants.length >= cap.left) {
+      // The budget has room, but a release no machine proved yet goes to few at a time.
+      const trying = [...cap.trying, ...grants.map((g) => g.machine)];
+      blocked = { kind: "first-trial", cap: { ...cap, left: 0, trying } };
       break;
     }
     const leaderDown = [...down.values()].find((d) => d.leader);

@@ -15,7 +15,8 @@ export type EventReason =
   | "MachineBack"
   | "ReleaseFailed"
   | "OutsideMaintenanceWindow"
-  | "CanaryPaused";
+  | "CanaryPaused"
+  | "AwaitingFirstTrial";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

@@ -8,7 +8,7 @@ import type {
   RebootTurn,
   ReleaseRef,
 } from "../api/index.js";
-import { failedList, type BrakeView } from "./brake.js";
+import { failedList, type BrakeView, type FirstTrialCap } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
@@ -26,7 +26,8 @@ export type GrantBlock =
   | { kind: "leader"; machine: string; down: string }
   | { kind: "failed-release"; brake: BrakeView }
   | { kind: "window"; window: Extract<WindowState, { kind: "closed" }> }
-  | { kind: "canary"; gate: Extract<CanaryGate, { kind: "running" | "paused" }> };
+  | { kind: "canary"; gate: Extract<CanaryGate, { kind: "running" | "paused" }> }
+  | { kind: "first-trial"; cap: FirstTrialCap };
 
 type Progressing = Extract<ClusterCondition, { type: "Progressing" }>;
 
@@ -91,15 +92,8 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
       rfc3339(p.startedAt),
     );
   }
-  if (p.brake.held) {
-    return cond("False", "ReleaseFailed", releaseFailedMessage(p, p.brake));
-  }
-  if (p.blocked?.kind === "window") {
-    return cond("True", "OutsideMaintenanceWindow", windowMessage(p, p.blocked.window));
-  }
-  if (p.blocked?.kind === "canary" && p.blocked.gate.kind === "paused") {
-    return cond("True", "CanaryPaused", canaryMessage(p, p.blocked.gate));
-  }
+  const brake = brakeCondition(p);
+  if (brake !== undefined) return cond(...brake);
   const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "awaiting-approval");
   if (p.turns.length === 0 && waiting.length > 0 && !anyEligible(p)) {
     const names = waiting.map((m) => m.metadata.name);
@@ -110,6 +104,24 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
     );
   }
   return cond("True", "RolloutProgressing", progressingMessage(p));
+}
+
+/** A brake that holds or paces the grants, in the order the condition names them. */
+function brakeCondition(
+  p: ProgressInput,
+): [Progressing["status"], Progressing["reason"], string] | undefined {
+  if (p.brake.held) return ["False", "ReleaseFailed", releaseFailedMessage(p, p.brake)];
+  const b = p.blocked;
+  if (b?.kind === "window") {
+    return ["True", "OutsideMaintenanceWindow", windowMessage(p, b.window)];
+  }
+  if (b?.kind === "canary" && b.gate.kind === "paused") {
+    return ["True", "CanaryPaused", canaryMessage(p, b.gate)];
+  }
+  if (b?.kind === "first-trial") {
+    return ["True", "AwaitingFirstTrial", firstTrialMessage(p, b.cap)];
+  }
+  return undefined;
 }
 
 function transitionTime(
@@ -196,6 +208,23 @@ function windowMessage(p: ProgressInput, w: Extract<WindowState, { kind: "closed
   }
   const tz = w.next.window.timeZone ?? "UTC";
   return `${head}; the next opens ${wallClock(w.next.at, tz)} (${rfc3339(w.next.at)}) for ${w.next.window.duration}`;
+}
+
+function firstTrialMessage(p: ProgressInput, cap: FirstTrialCap): string {
+  const target = p.target?.version ?? "";
+  const holding = new Set(p.turns.map((t) => t.machine));
+  const waiting = p.machines.filter(
+    (m) => !holding.has(m.metadata.name) && turnAsk(m, p.target).kind === "eligible",
+  ).length;
+  const allowed = cap.limit - cap.failed;
+  const failed = cap.failed > 0 ? `, ${cap.failed} failed` : "";
+  return (
+    `waiting for the first trial of ${target} (${list(cap.trying)}): until one machine proved it, ` +
+    `at most ${allowed} machine(s) try it at a time (spec.rollout.maxFailedTrials ${cap.limit}${failed}), ` +
+    `so a bad release costs no more machines than the brake allows to fail; ${waiting} machine(s) staged it and wait. ` +
+    `Once one trial succeeded the budget applies (${p.budget.text}); ` +
+    `spec.rollout.maxFailedTrials 0 turns the brake and this limit off.`
+  );
 }
 
 function canaryMessage(p: ProgressInput, gate: Extract<CanaryGate, { kind: "paused" }>): string {

@@ -234,6 +234,156 @@ describe("failure brake in decide", () => {
   });
 });
 
+describe("failure brake: a release no machine proved goes to few at a time", () => {
+  // Budget 3 and four machines asking: without the limit all three slots would go at once.
+  const four = (): Machine[] =>
+    ["m1", "m2", "m3", "m4"].map((n, i) => asking(n, { askedAfter: i }));
+  const onTrial = (name: string): Machine =>
+    asking(name, {
+      status: { version: V2, digest: D2, step: "Updating", updateStage: "Proving" },
+    });
+  const promoted = (name: string): Machine =>
+    machine(name, { status: { version: V2, digest: D2, step: "Ready" } });
+  const cases: {
+    name: string;
+    rollout?: Cluster["spec"]["rollout"];
+    turns?: string[];
+    ms: Machine[];
+    want: string[];
+    blocked?: string;
+  }[] = [
+    {
+      name: "default maxFailedTrials 1: one trial at a time though the budget is 3",
+      ms: four(),
+      want: ["m1"],
+      blocked: "first-trial",
+    },
+    {
+      name: "a trial in flight counts: none more while it is under way",
+      turns: ["m0"],
+      ms: [onTrial("m0"), ...four()],
+      want: [],
+      blocked: "first-trial",
+    },
+    {
+      name: "maxFailedTrials 3 with one failed: two at a time",
+      rollout: { maxFailedTrials: 3 },
+      ms: [fellBack("f1"), ...four()],
+      want: ["m1", "m2"],
+      blocked: "first-trial",
+    },
+    {
+      name: "maxFailedTrials 3, one failed, one in flight: one more",
+      rollout: { maxFailedTrials: 3 },
+      turns: ["m0"],
+      ms: [fellBack("f1"), onTrial("m0"), ...four()],
+      want: ["m1"],
+      blocked: "first-trial",
+    },
+    {
+      name: "a failure a person accepted does not count (resume): one at a time again",
+      rollout: {
+        failedReleaseResume: {
+          version: V2,
+          digest: D2,
+          machines: ["f1"],
+          by: "ann",
+          at: iso(NOW, -1),
+        },
+      },
+      ms: [fellBack("f1"), ...four()],
+      want: ["m1"],
+      blocked: "first-trial",
+    },
+    {
+      name: "proven (a machine runs it and is Ready): the budget applies as before",
+      ms: [promoted("p1"), ...four()],
+      want: ["m1", "m2", "m3"],
+      blocked: "budget",
+    },
+    {
+      name: "proven by a succeeded trial of exactly the target",
+      ms: [
+        machine("p1", {
+          status: {
+            step: "Lost",
+            lastTrial: failedTrial({ result: "Succeeded", reason: "Promoted" }),
+          },
+        }),
+        ...four(),
+      ],
+      want: ["m1", "m2", "m3"],
+      blocked: "budget",
+    },
+    {
+      name: "a trial boot not yet promoted proves nothing",
+      turns: ["m0"],
+      ms: [onTrial("m0"), ...four()],
+      want: [],
+      blocked: "first-trial",
+    },
+    {
+      name: "the same version with another digest proves nothing",
+      ms: [machine("p1", { status: { version: V2, digest: D3, step: "Ready" } }), ...four()],
+      want: ["m1"],
+      blocked: "first-trial",
+    },
+    {
+      name: "maxFailedTrials 0 (brake off): the budget alone, as before",
+      rollout: { maxFailedTrials: 0 },
+      ms: four(),
+      want: ["m1", "m2", "m3"],
+      blocked: "budget",
+    },
+  ];
+  it.each(cases)("$name", ({ rollout, turns, ms, want, blocked }) => {
+    const c = withRollout(
+      cluster({ maxUnavailable: 3, turns: (turns ?? []).map((t) => turn(t)) }),
+      rollout,
+    );
+    const d = decide(observed(c, ms), SETTINGS);
+    expect(d.grants.map((g) => g.machine)).toEqual(want);
+    expect(d.blocked?.kind).toBe(blocked);
+  });
+
+  it("budget 1: the budget is what holds, the messages stay as they were", () => {
+    const d = decide(
+      observed(cluster({ turns: [turn("m0")] }), [onTrial("m0"), ...four()]),
+      SETTINGS,
+    );
+    expect(d.blocked?.kind).toBe("budget");
+    expect(progressing(d)?.reason).toBe("RolloutProgressing");
+  });
+
+  it("says so: Progressing True AwaitingFirstTrial naming the trial, STATUS stays Updating, one Event", () => {
+    const d = decide(observed(cluster({ maxUnavailable: 3 }), four()), SETTINGS);
+    const p = progressing(d);
+    expect(p?.status).toBe("True");
+    expect(p?.reason).toBe("AwaitingFirstTrial");
+    expect(p?.message).toContain(`waiting for the first trial of ${V2} (m1)`);
+    expect(p?.message).toContain(
+      "at most 1 machine(s) try it at a time (spec.rollout.maxFailedTrials 1)",
+    );
+    expect(p?.message).toContain("3 machine(s) staged it and wait");
+    expect(d.status.display).toBe("Updating");
+    expect(d.held?.reason).toBe("AwaitingFirstTrial");
+    // The next decision, with m1's turn recorded and the condition written: no second Event.
+    const c2 = cluster({
+      maxUnavailable: 3,
+      turns: d.grants,
+      status: { conditions: d.status.conditions ?? [] },
+    });
+    const ms2 = [onTrial("m1"), ...four().slice(1)];
+    const d2 = decide(
+      observed({ ...c2, status: { ...c2.status, rebootTurns: d.grants } }, ms2),
+      SETTINGS,
+    );
+    expect(d2.grants).toEqual([]);
+    expect(progressing(d2)?.reason).toBe("AwaitingFirstTrial");
+    expect(d2.held).toBeUndefined();
+  });
+});
+
 describe("maintenance windows in decide", () => {
   // NOW is Wednesday 2026-12-02 10:05 UTC.
   const withWindows = (

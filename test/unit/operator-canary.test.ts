@@ -38,7 +38,10 @@ const reason = (c: Cluster, ms: Machine[]) =>
 
 describe("canary: who goes first", () => {
   it("the first N turns go to workers, even when leaders asked earlier", () => {
-    const c = withCanary(cluster({ maxUnavailable: 5 }), { machines: 2 });
+    // maxFailedTrials 2: both canaries may try the unproven release at once (below: 1).
+    const c = withCanary(cluster({ maxUnavailable: 5 }), { machines: 2 }, undefined, {
+      maxFailedTrials: 2,
+    });
     const ms = [
       leader("l1"),
       asking("w1", { askedAfter: 5 }),
@@ -48,6 +51,18 @@ describe("canary: who goes first", () => {
     const d = decide(observed(c, ms), SETTINGS);
     expect(d.grants.map((g) => g.machine)).toEqual(["w1", "w2"]);
     expect(d.status.canary).toMatchObject({ version: V2, digest: D2, machines: ["w1", "w2"] });
+  });
+
+  it("with the default maxFailedTrials 1, the second canary waits for the first trial", () => {
+    const c = withCanary(cluster({ maxUnavailable: 5 }), { machines: 2 });
+    const ms = [asking("w1"), asking("w2", { askedAfter: 1 }), asking("w3", { askedAfter: 2 })];
+    const d = decide(observed(c, ms), SETTINGS);
+    expect(d.grants.map((g) => g.machine)).toEqual(["w1"]);
+    expect(d.blocked?.kind).toBe("first-trial");
+    // w1 came back on the release: proven, the second canary goes.
+    const c2 = withCanary(cluster({ maxUnavailable: 5 }), { machines: 2 }, d.status.canary);
+    const d2 = decide(observed(c2, [back("w1"), ms[1]!, ms[2]!]), SETTINGS);
+    expect(d2.grants.map((g) => g.machine)).toEqual(["w2"]);
   });
 
   it("within the budget: one at a time with maxUnavailable 1, the next canary later", () => {
