@@ -22,6 +22,7 @@ import type { SlotStore } from "../slots/store.js";
 import type { AgentConfig } from "./config.js";
 import { findTurn } from "../coordinator/turn.js";
 import type { DownloadSupervisor } from "./download.js";
+import type { HealthGates } from "./health-run.js";
 import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import {
@@ -55,6 +56,8 @@ export interface ActionParts {
   bootloader: Bootloader;
   memory: MemoryKeeper;
   downloads: DownloadSupervisor;
+  /** The health gates of a trial boot (health-run.ts). */
+  health?: HealthGates;
   /** Step durations for the metrics (silent unless metrics are served). */
   meter?: AgentMeter;
   /** Reads the turn record for `release` again, fresh from the API server. */
@@ -340,9 +343,16 @@ export class Actions {
   }
 
   /** The trial boot did not prove itself in time: say why for the report, then reboot. */
-  async giveUpTrial(reason: string): Promise<void> {
-    await this.p.memory.update((m) => gaveUp(m, reason));
+  async giveUpTrial(reason: string, failure?: "HealthCheckFailed"): Promise<void> {
+    await this.p.memory.update((m) => gaveUp(m, reason, failure));
     return this.reboot(reason);
+  }
+
+  /** Runs the trial boot's health gates; decide() reads the result at the next look. */
+  async checkHealth(cluster: Cluster | undefined): Promise<void> {
+    const health = this.p.health;
+    if (health === undefined) return;
+    await phase(this.p, "health gates", () => health.check(cluster));
   }
 
   async promote(o: Observed, slot: Slot): Promise<void> {

@@ -11,6 +11,11 @@ import type { DriverPodSelectors } from "../drain/index.js";
 import { parseMetricsAddress, type ListenAddress } from "../metrics/serve.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
 import { AgentError } from "./errors.js";
+import {
+  DEFAULT_HEALTH_TIMEOUT_SECONDS,
+  MAX_HEALTH_TIMEOUT_SECONDS,
+  type HealthCommand,
+} from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
 
 export interface RebootConfig {
@@ -49,6 +54,8 @@ export interface AgentConfig {
   timeouts: Timeouts;
   /** Where to serve Prometheus metrics (docs/metrics.md); absent: not served (the default). */
   metricsAddress?: ListenAddress;
+  /** Host checks a trial boot must pass before it is promoted (health.ts); absent: none. */
+  health?: { commands: HealthCommand[] };
 }
 
 const KNOWN = new Set([
@@ -69,6 +76,7 @@ const KNOWN = new Set([
   "timeouts",
   "drain",
   "metricsAddress",
+  "health",
 ]);
 
 function bad(file: string, field: string, what: string): never {
@@ -251,6 +259,45 @@ function isExpression(x: unknown): boolean {
   );
 }
 
+/** `health: {commands: [{name, command: [argv...], timeoutSeconds?}]}`. */
+function parseHealth(file: string, v: unknown): { commands: HealthCommand[] } {
+  if (v === undefined) return { commands: [] };
+  const h = mapping(file, "health", v, ["commands"]);
+  if (h.commands === undefined) return { commands: [] };
+  if (!Array.isArray(h.commands))
+    bad(file, "health.commands", "must be a list of {name, command, timeoutSeconds?}");
+  const names = new Set<string>();
+  const commands = h.commands.map((x: unknown, i: number): HealthCommand => {
+    const at = `health.commands[${i}]`;
+    const c = mapping(file, at, x, ["name", "command", "timeoutSeconds"]);
+    if (typeof c.name !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(c.name))
+      bad(file, `${at}.name`, "must be a name of letters, digits, '.', '_' or '-' (at most 63)");
+    if (names.has(c.name)) bad(file, `${at}.name`, `${c.name} is named twice`);
+    names.add(c.name);
+    if (
+      !Array.isArray(c.command) ||
+      c.command.length === 0 ||
+      !c.command.every((a) => typeof a === "string") ||
+      c.command[0] === ""
+    )
+      bad(
+        file,
+        `${at}.command`,
+        'must be a non-empty list of strings (argv; for a shell: [sh, -c, "..."])',
+      );
+    const timeout = positive(
+      file,
+      `${at}.timeoutSeconds`,
+      c.timeoutSeconds,
+      DEFAULT_HEALTH_TIMEOUT_SECONDS,
+    );
+    if (timeout > MAX_HEALTH_TIMEOUT_SECONDS)
+      bad(file, `${at}.timeoutSeconds`, `must be at most ${MAX_HEALTH_TIMEOUT_SECONDS}`);
+    return { name: c.name, command: c.command as string[], timeoutSeconds: timeout };
+  });
+  return { commands };
+}
+
 function parseMetrics(file: string, v: unknown): { metricsAddress?: ListenAddress } {
   if (v === undefined) return {};
   if (typeof v !== "string") bad(file, "metricsAddress", 'must be "host:port" or "off"');
@@ -291,6 +338,7 @@ export function parseAgentSection(
     direct: d.direct !== false,
     timeouts: parseTimeouts(file, d.timeouts),
     ...parseMetrics(file, d.metricsAddress),
+    health: parseHealth(file, d.health),
   };
 }
 

@@ -24,6 +24,7 @@ import { AgentApi } from "./api.js";
 import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
+import { HealthGates } from "./health-run.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
@@ -86,7 +87,22 @@ export class AgentDaemon {
     const meter = opts.meter ?? NO_METER;
     this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
     meter.trialFrom(() => this.memory.now.lastTrial);
-    const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
+    const health = new HealthGates({
+      commands: cfg.health?.commands ?? [],
+      nodeName: cfg.nodeName,
+      rest: this.api.rest,
+      log,
+      now: bootClockMs,
+    });
+    const parts = {
+      cfg,
+      log,
+      bootloader,
+      store,
+      memory: this.memory,
+      downloads: this.downloads,
+      health,
+    };
     this.observer = new Observer({ ...parts, api: this.api, view: this.view });
     this.actions = new Actions({
       ...parts,
@@ -255,7 +271,8 @@ export class AgentDaemon {
       drain: (a) => acts.drain(a.release, seen.cluster),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
       reboot: (a) =>
-        o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason) : acts.reboot(a.reason),
+        o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason, a.failure) : acts.reboot(a.reason),
+      "check-health": () => acts.checkHealth(seen.cluster),
       disarm: () => acts.disarm(),
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),

@@ -38,6 +38,8 @@ export interface ArmedTrial extends ReleaseRef {
   armedAt: string;
   /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
   gaveUp?: string;
+  /** The reason the report after the fallback gives, when not TrialFellBack (a health gate). */
+  gaveUpReason?: "HealthCheckFailed";
 }
 
 export const EMPTY_MEMORY: Memory = { failed: [] };
@@ -137,8 +139,9 @@ export function armed(m: Memory, release: ReleaseRef, slot: SlotName, at: string
 }
 
 /** The trial boot did not prove itself: say why, for the report after the fallback. */
-export function gaveUp(m: Memory, why: string): Memory {
-  return m.trial === undefined ? m : { ...m, trial: { ...m.trial, gaveUp: why } };
+export function gaveUp(m: Memory, why: string, reason?: "HealthCheckFailed"): Memory {
+  if (m.trial === undefined) return m;
+  return { ...m, trial: { ...m.trial, gaveUp: why, ...(reason ? { gaveUpReason: reason } : {}) } };
 }
 
 /**
@@ -209,9 +212,10 @@ export function fellBack(
   const message =
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +
     `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
+  const reason = t?.gaveUpReason ?? "TrialFellBack";
   return {
     ...without(m, "trial", "trialSeenAt"),
-    failed: rememberFailed(m.failed, { ...ref, at, reason: "TrialFellBack" }),
-    lastTrial: { ...ref, slot, result: "Failed", at, reason: "TrialFellBack", message },
+    failed: rememberFailed(m.failed, { ...ref, at, reason }),
+    lastTrial: { ...ref, slot, result: "Failed", at, reason, message },
   };
 }

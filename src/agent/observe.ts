@@ -19,6 +19,7 @@ import { bootClockMs } from "./clock.js";
 import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadBytes, DownloadSupervisor } from "./download.js";
+import type { HealthGates } from "./health-run.js";
 import { retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
@@ -67,6 +68,8 @@ export interface ObserverParts {
   store: SlotStore;
   memory: MemoryKeeper;
   downloads: DownloadSupervisor;
+  /** The health gates, looked at on a trial boot only. */
+  health?: HealthGates;
 }
 
 export class Observer {
@@ -110,6 +113,9 @@ export class Observer {
       drainedDigest: mem.drainedDigest,
       ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
+      ...(boot.kind === "on-trial" && this.p.health !== undefined
+        ? { health: this.p.health.seen(api?.cluster) }
+        : {}),
     };
     return { o, cluster: api?.cluster, machine, progress };
   }

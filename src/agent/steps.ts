@@ -9,6 +9,7 @@
 // (the default slot only changes in "promote", after the trial boot rejoined).
 import type { BootVerdict, Slot } from "../bootloader/types.js";
 import { approves } from "../coordinator/turn.js";
+import { gateStep, healthGiveUp, type HealthSeen } from "./health.js";
 import {
   sameRelease,
   type Approval,
@@ -143,6 +144,8 @@ export interface Observed {
   nodeUnread: string | undefined;
   /** When this boot was first seen as a trial boot (for the prove timeout). */
   trialSeenAt: number | undefined;
+  /** On a trial boot: the health gates and their last check (health.ts); absent: none. */
+  health?: HealthSeen;
 }
 
 export type Action =
@@ -154,7 +157,10 @@ export type Action =
   | { kind: "request-turn"; release: ReleaseRef }
   | { kind: "drain"; release: ReleaseRef }
   | { kind: "check-and-reboot"; slot: Slot; release: ReleaseRef }
-  | { kind: "reboot"; reason: string }
+  /** `failure`: on a trial boot, the reason the report after the fallback gives (else TrialFellBack). */
+  | { kind: "reboot"; reason: string; failure?: "HealthCheckFailed" }
+  /** Run the health gates of the trial boot (health-run.ts); the next look sees the result. */
+  | { kind: "check-health" }
   | { kind: "disarm"; reason: string }
   | { kind: "promote"; slot: Slot }
   | { kind: "fall-back-report"; slot: Slot }
@@ -211,12 +217,13 @@ export function timedOut(
   return isTimed(phase) && since !== undefined && now - since >= phaseTimeoutMs(phase, t);
 }
 
-/** The trial boot: prove it (API + node Ready) within proveMs, else reboot to fall back. */
+/**
+ * The trial boot: prove it (API + node Ready, then every health gate) within proveMs, else
+ * reboot without promoting: the bootloader boots the old default.
+ */
 function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
   const stage = { stage: "Proving" as const, wantsTurn: true };
-  if (o.apiReachable && o.nodeReady) {
-    return d("Proving", "Updating", { kind: "promote", slot }, "the trial rejoined", stage);
-  }
+  if (o.apiReachable && o.nodeReady) return decideGates(o, slot, t);
   const why = !o.apiReachable
     ? "API server not reachable"
     : o.nodeUnread !== undefined
@@ -229,6 +236,28 @@ function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
     return d("Proving", "Updating", { kind: "reboot", reason }, reason, stage);
   }
   return d("Proving", "Updating", WAIT, why, stage);
+}
+
+/** The trial rejoined: promote once every health gate passed, within the same deadline. */
+function decideGates(o: Observed, slot: Slot, t: Timeouts): Decision {
+  const stage = { stage: "Proving" as const, wantsTurn: true };
+  const gates = gateStep(o.health, o.now);
+  if (gates.kind === "passed") {
+    const why = o.health?.gates.length
+      ? "the trial rejoined and every health gate passed"
+      : "the trial rejoined";
+    return d("Proving", "Updating", { kind: "promote", slot }, why, stage);
+  }
+  if (timedOut("Proving", o.trialSeenAt, o.now, t)) {
+    // As for a trial that does not rejoin: the turn is still held; no promotion, so the
+    // bootloader boots the old default.
+    const reason = healthGiveUp(slot, t.proveMs, gates);
+    const action: Action = { kind: "reboot", reason, failure: "HealthCheckFailed" };
+    return d("Proving", "Updating", action, reason, stage);
+  }
+  if (gates.kind === "check")
+    return d("Proving", "Updating", { kind: "check-health" }, gates.why, stage);
+  return d("Proving", "Updating", WAIT, gates.why, stage);
 }
 
 /** A trial armed but not booted: reboot only with the turn, else withdraw the trial. */

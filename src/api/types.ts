@@ -158,7 +158,37 @@ export interface ClusterSpec {
     onDrainTimeout?: DrainTimeoutPolicy;
   };
   rollout?: RolloutSpec;
+  /** What must be true on a machine's trial boot before the agent promotes it. */
+  health?: HealthSpec;
 }
+
+/**
+ * Health gates on the Cluster: on a trial boot, the agent promotes the new slot only once
+ * these pass (with its own host commands, agent.yaml health.commands) within its prove
+ * deadline; otherwise it reboots without promoting and reports HealthCheckFailed.
+ */
+export interface HealthSpec {
+  /** Pods that must be Ready on the machine's node: at least one matches, every match Ready. */
+  pods?: HealthPods[];
+}
+
+export interface HealthPods {
+  namespace: string;
+  selector: LabelSelector;
+}
+
+export const SELECTOR_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
+
+/** metav1.LabelSelector, never empty here (an empty one would match every pod). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: {
+    key: string;
+    operator: (typeof SELECTOR_OPERATORS)[number];
+    values?: string[];
+  }[];
+}
+export const HEALTH_PODS_MAX_ITEMS = 16;
 
 export const DRAIN_TIMEOUT_POLICIES = ["Stall", "Skip"] as const;
 export type DrainTimeoutPolicy = (typeof DRAIN_TIMEOUT_POLICIES)[number];
