@@ -21,6 +21,7 @@ import { bootMachine, type TrialFault } from "../bootloader/firmware.js";
 import { initialEnvBlock } from "../bootloader/grub.js";
 import type { Slot } from "../bootloader/types.js";
 import { downloadArgv } from "../agent/download.js";
+import type { HealthCommand } from "../agent/health.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
 
@@ -51,6 +52,8 @@ export interface SimulatedMachineOptions {
   trialFault?: (slot: Slot, device: string) => Promise<LabFault>;
   /** Extra environment for the agent (LIKEN_LOG_LEVEL...). */
   env?: NodeJS.ProcessEnv;
+  /** Host checks of a trial boot (agent.yaml health.commands). */
+  healthCommands?: HealthCommand[];
 }
 
 export interface BootRecordEntry {
@@ -124,6 +127,7 @@ export class SimulatedMachine {
       loopSeconds: o.loopSeconds ?? 1,
       heartbeatSeconds: o.heartbeatSeconds ?? 5,
       ...(o.timeouts ? { timeouts: o.timeouts } : {}),
+      ...(o.healthCommands ? { health: { commands: o.healthCommands } } : {}),
       // Every simulated machine shares one host: each agent's metrics on a free loopback port
       // (its agent.log says which; docs/metrics.md).
       metricsAddress: "127.0.0.1:0",

@@ -15,6 +15,7 @@ import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { SimulatedMachine } from "../../src/lab/machine.js";
 import { filler } from "../../src/lab/releases.js";
+import type { HealthCommand } from "../../src/agent/health.js";
 import type { Timeouts } from "../../src/agent/steps.js";
 import {
   createKwokNode,
@@ -65,6 +66,8 @@ export interface FleetMachine {
   name: string;
   role: "Leader" | "Worker";
   rebootPolicy: "Auto" | "Manual";
+  /** agent.yaml health.commands: host checks of its trial boots. */
+  healthCommands?: HealthCommand[];
 }
 
 export class Fleet {
@@ -173,6 +176,7 @@ export class Fleet {
       heartbeatSeconds: 5,
       hangResetMs: 300,
       timeouts: { downloadRetryMs: 2_000, drainMs: 30_000, proveMs: 8_000, ...timeouts },
+      ...(m.healthCommands ? { healthCommands: m.healthCommands } : {}),
     });
     this.machines.set(m.name, sim);
     await sim.create();

@@ -50,7 +50,10 @@ async function samples(m: { registry: { metrics(): Promise<string> } }) {
 describe("operator metrics", () => {
   it("counts what a decision granted and released, with the latency from the request", async () => {
     const machines = [asking("m1"), asking("m2", { askedAfter: 5 })];
-    const c = cluster({ maxUnavailable: 2 });
+    // Two grants in one decision: the failure brake's one-trial-at-a-time for an unproven
+    // release is off here (maxFailedTrials 0).
+    const c0 = cluster({ maxUnavailable: 2 });
+    const c = { ...c0, spec: { ...c0.spec, rollout: { maxFailedTrials: 0 } } };
     const d = decide(observed(c, machines), SETTINGS);
     expect(d.grants.map((g) => g.machine)).toEqual(["m1", "m2"]);
     const m = new OperatorMetrics({
