@@ -45,9 +45,10 @@ function daemonSet(): string {
           affinity: {
             nodeAffinity: {
               requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [
-                  { matchFields: [{ key: "metadata.name", operator: "In", values: NAMES }] },
-                ],
+                // One term per node: a field selector takes one value (the terms are ORed).
+                nodeSelectorTerms: NAMES.map((n) => ({
+                  matchFields: [{ key: "metadata.name", operator: "In", values: [n] }],
+                })),
               },
             },
           },
