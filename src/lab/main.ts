@@ -23,6 +23,23 @@ function commandLines(rows: [command: string, comment?: string][]): string {
     .join("\n");
 }
 
+/**
+ * A `kubectl patch` that sets one maintenance window, every day for one hour from 12 hours
+ * after `now` (UTC): closed when the tour is printed and for the next 11 hours.
+ */
+function closedWindowPatch(now: Date): string {
+  const opens = new Date(now.getTime() + 12 * 3600_000);
+  const hhmm = opens.toISOString().slice(11, 16);
+  const window = {
+    days: ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"],
+    start: hhmm,
+    duration: "1h",
+    timeZone: "UTC",
+  };
+  const patch = JSON.stringify({ spec: { disruption: { windows: [window] } } });
+  return `kubectl patch cluster ${LAB_CLUSTER} --type merge -p '${patch}'`;
+}
+
 function tour(lab: Lab): string {
   const [current, next] = lab.releases;
   const manual = lab.fleet.find((m) => m.rebootPolicy === "Manual")?.name ?? "node-4";
@@ -49,6 +66,16 @@ ${commandLines([
     "a Manual machine waits in RebootPending until you do",
   ],
   [`liken status ${LAB_CLUSTER}`, "a live view: steps, downloads, turns, what blocks"],
+])}
+
+Brakes: a maintenance window closed now (it opens in 12 h) holds every turn while the machines
+download and stage (kubectl get clusters reads OutsideMaintenanceWindow); removing it lets the rollout go:
+${commandLines([
+  [closedWindowPatch(new Date()), "set it, then catalog and target a release as above"],
+  [
+    `kubectl patch cluster ${LAB_CLUSTER} --type json -p '[{"op":"remove","path":"/spec/disruption/windows"}]'`,
+    "always open again: turns flow",
+  ],
 ])}
 
 Faults on demand, from another terminal:

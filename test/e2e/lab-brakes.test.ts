@@ -1,0 +1,237 @@
+// The brakes in the lab, as the tour prints them and a newcomer runs them (each command through
+// bash after the printed `export`):
+//   - the printed maintenance window, closed now: the machines download and stage the next
+//     release (Auto ones UpdatePending, Manual ones RebootPending) and no turn is granted;
+//     `kubectl get clusters` reads OutsideMaintenanceWindow. The printed removal opens it and
+//     the rollout goes;
+//   - `npm run -s lab -- bad-release <version>`, catalogued and targeted: exactly one machine
+//     tries it (its kernel panics, the firmware falls back), and the Cluster reads
+//     ReleaseFailed while the others keep it staged.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
+import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { waitFor } from "../support/kube.js";
+
+const exec = promisify(execFile);
+const BAD = "2026.10.13-001";
+const children: ChildProcess[] = [];
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const exited = new Promise((r) => c.once("exit", r));
+    try {
+      process.kill(-c.pid!, "SIGINT");
+    } catch {
+      continue; // the group is gone already
+    }
+    await exited;
+  }
+}, 120_000);
+
+interface MachineView {
+  spec: { rebootPolicy?: string };
+  status?: {
+    step?: string;
+    version?: string;
+    staged?: { version: string };
+    lastTrial?: { version: string; result: string; reason: string };
+    failedReleases?: { version: string }[];
+  };
+}
+interface ClusterView {
+  status?: {
+    rebootTurns?: { machine: string; version: string }[];
+    display?: string;
+    conditions?: { type: string; status: string; reason: string; message: string }[];
+  };
+}
+
+/** What the lab looks like, for a failure's message: objects, and each agent's last lines. */
+async function labSnapshot(): Promise<string> {
+  const out: string[] = [];
+  try {
+    const r = await exec(binaryPath("kubectl"), ["get", "clusters,machines", "-o", "wide"], {
+      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+    });
+    out.push(r.stdout);
+  } catch (e) {
+    out.push(`kubectl: ${String(e)}`);
+  }
+  const dir = path.join(LAB_DIR, "lab", "machines");
+  for (const m of existsSync(dir) ? readdirSync(dir) : []) {
+    const log = path.join(dir, m, "agent.log");
+    if (!existsSync(log)) continue;
+    const lines = readFileSync(log, "utf8").trimEnd().split("\n");
+    out.push(`${m}:`, ...lines.slice(-4).map((l) => `  ${l.slice(0, 300)}`));
+  }
+  return out.join("\n");
+}
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs, intervalMs: 500 });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await labSnapshot()}`);
+  }
+}
+
+/** The tour's command lines: two spaces in, the comment after "# " cut off. */
+function printedCommands(tour: string): string[] {
+  return tour
+    .split("\n")
+    .filter((l) => /^ {2}\S/.test(l))
+    .map((l) => l.trim().replace(/\s+# .*$/, ""));
+}
+
+function printed(commands: string[], start: string): string {
+  const c = commands.find((l) => l.startsWith(start));
+  if (c === undefined) throw new Error(`the tour prints no command starting with ${start}`);
+  return c;
+}
+
+describe("the brakes in the lab", () => {
+  it("a closed window holds every turn while the machines stage; a bad release is tried by exactly one machine", async () => {
+    const lab = spawn("npm", ["run", "-s", "lab"], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // its own process group, as in a terminal
+    });
+    children.push(lab);
+    let stderr = "";
+    lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    lab.stdout.resume();
+    await until("the lab to print its tour", async () => stderr.includes("Ctrl-C stops"), 240_000);
+    const commands = printedCommands(stderr.slice(stderr.indexOf("In another terminal:")));
+    const exportLine = printed(commands, "export KUBECONFIG=");
+    const ok = async (cmd: string): Promise<string> => {
+      try {
+        return (await exec("bash", ["-c", `${exportLine}; ${cmd}`], { cwd: REPO_ROOT })).stdout;
+      } catch (e) {
+        const x = e as { stderr?: string };
+        throw new Error(`${cmd}: ${x.stderr ?? String(e)}`, { cause: e });
+      }
+    };
+    const machines = async (): Promise<Record<string, MachineView>> => {
+      const j = JSON.parse(await ok("kubectl get machines -o json")) as {
+        items: (MachineView & { metadata: { name: string } })[];
+      };
+      return Object.fromEntries(j.items.map((m) => [m.metadata.name, m]));
+    };
+    const cluster = async (): Promise<ClusterView> =>
+      JSON.parse(await ok(`kubectl get cluster ${LAB_CLUSTER} -o json`)) as ClusterView;
+    const progressing = (c: ClusterView) =>
+      c.status?.conditions?.find((x) => x.type === "Progressing");
+    /** Catalogs a release (from `liken release catalog-entry`'s digest) and targets it. */
+    const target = async (version: string, digest: string): Promise<void> => {
+      const c = JSON.parse(await ok(`kubectl get cluster ${LAB_CLUSTER} -o json`)) as {
+        spec: { releases: { catalog: { version: string; digest: string }[] } };
+      };
+      const catalog = [
+        ...c.spec.releases.catalog.filter((e) => e.version !== version),
+        { version, digest },
+      ];
+      const patch = JSON.stringify({ spec: { version, releases: { catalog } } });
+      await ok(`kubectl patch cluster ${LAB_CLUSTER} --type merge -p '${patch}'`);
+    };
+    const [current, next] = LAB_VERSIONS;
+    const channel = /liken release catalog-entry (\S+) /.exec(
+      printed(commands, "liken release catalog-entry"),
+    )![1]!;
+    const entry = await ok(`liken release catalog-entry ${channel} ${next}`);
+    const nextDigest = /digest: (sha256:[0-9a-f]{64})/.exec(entry)![1]!;
+
+    // The printed window, closed now; then the next release targeted.
+    await ok(printed(commands, `kubectl patch cluster ${LAB_CLUSTER} --type merge`));
+    await target(next, nextDigest);
+    const staged = await until(
+      "every machine staged the release, none granted a turn, OutsideMaintenanceWindow",
+      async () => {
+        const [ms, c] = await Promise.all([machines(), cluster()]);
+        const all = Object.values(ms);
+        const waiting = all.filter(
+          (m) =>
+            m.status?.staged?.version === next &&
+            m.status.step === (m.spec.rebootPolicy === "Auto" ? "UpdatePending" : "RebootPending"),
+        );
+        return waiting.length === all.length &&
+          progressing(c)?.reason === "OutsideMaintenanceWindow"
+          ? { ms, c }
+          : undefined;
+      },
+      300_000,
+    );
+    expect(Object.keys(staged.ms)).toHaveLength(5);
+    expect(staged.c.status?.rebootTurns ?? []).toEqual([]);
+    expect(progressing(staged.c)?.message).toMatch(
+      /the next opens \S+ \d\d:\d\d UTC \(\S+Z\) for 1h/,
+    );
+    expect(await ok("kubectl get clusters")).toMatch(/\bOutsideMaintenanceWindow\b/);
+    // No turn was ever granted while it was closed: the Events say so, and nobody rebooted.
+    expect(
+      await ok(
+        `kubectl get events -n default --field-selector involvedObject.name=${LAB_CLUSTER},reason=TurnGranted -o name`,
+      ),
+    ).toBe("");
+    expect(Object.values(await machines()).every((m) => m.status?.version === current)).toBe(true);
+
+    // Opened (the printed removal): the Auto machines take their turns.
+    await ok(printed(commands, `kubectl patch cluster ${LAB_CLUSTER} --type json`));
+    await until(
+      "the Auto machines on the release once the window is open",
+      async () => {
+        const ms = Object.values(await machines()).filter((m) => m.spec.rebootPolicy === "Auto");
+        return ms.every((m) => m.status?.version === next && m.status.step === "Ready");
+      },
+      300_000,
+    );
+
+    // A bad release, published as printed, catalogued and targeted.
+    const published = await ok(printed(commands, "npm run -s lab -- bad-release"));
+    expect(published).toContain(`published ${BAD} (`);
+    const badDigest = /\((sha256:[0-9a-f]{64})\)/.exec(published)![1]!;
+    await target(BAD, badDigest);
+    const held = await until(
+      "ReleaseFailed after one trial, the other machines keeping it staged",
+      async () => {
+        const [ms, c] = await Promise.all([machines(), cluster()]);
+        const tried = Object.entries(ms).filter(([, m]) => m.status?.lastTrial?.version === BAD);
+        const stagedBad = Object.values(ms).filter((m) => m.status?.staged?.version === BAD);
+        return progressing(c)?.reason === "ReleaseFailed" &&
+          tried.length === 1 &&
+          stagedBad.length === 4
+          ? { ms, c, tried }
+          : undefined;
+      },
+      300_000,
+    );
+    const [name, failed] = held.tried[0]!;
+    expect(failed.status?.lastTrial).toMatchObject({
+      version: BAD,
+      result: "Failed",
+      reason: "TrialFellBack",
+    });
+    expect(failed.status?.version).toBe(next);
+    expect(held.c.status?.rebootTurns ?? []).toEqual([]);
+    expect(progressing(held.c)?.message).toContain(`${name} (TrialFellBack`);
+    expect(await ok("kubectl get clusters")).toMatch(/\bReleaseFailed\b/);
+    expect(await ok(`liken status ${LAB_CLUSTER} --once`)).toContain("ReleaseFailed");
+    // Exactly one: no other machine tried it or failed it.
+    const others = Object.entries(await machines()).filter(([n]) => n !== name);
+    expect(
+      others.filter(([, m]) => m.status?.failedReleases?.some((f) => f.version === BAD)),
+    ).toEqual([]);
+    expect(others.filter(([, m]) => m.status?.lastTrial?.version === BAD)).toEqual([]);
+
+    const exited = new Promise((r) => lab.once("exit", r));
+    process.kill(-lab.pid!, "SIGINT");
+    await exited;
+  });
+});
