@@ -218,7 +218,8 @@ export interface MaintenanceWindow {
 export interface RolloutSpec {
   /**
    * How many machines may fail their trial of spec.version before cluster-operator grants
-   * no further turn for it (0: never stop). Default 1.
+   * no further turn for it (0: never stop). Default 1. Until one machine proved the release,
+   * at most this many minus the failures try it at a time.
    */
   maxFailedTrials?: number;
   /** Set by `liken rollout resume CLUSTER --failed-release`: more trials after failures. */
