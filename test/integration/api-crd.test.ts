@@ -166,6 +166,40 @@ describe("Cluster rules on the real API server", () => {
     expect(await refusal(cluster(uniqueName("c"), win(w)))).toContain(want);
   });
 
+  const gate = (g: Record<string, unknown>) => ({
+    health: {
+      pods: [{ namespace: "kube-system", selector: { matchLabels: { app: "cni" } }, ...g }],
+    },
+  });
+
+  it.each([
+    [{}],
+    [{ selector: { matchExpressions: [{ key: "app", operator: "In", values: ["cni"] }] } }],
+    [{ selector: { matchExpressions: [{ key: "managed", operator: "Exists" }] } }],
+  ])("health gate %j is accepted", async (g) => {
+    expect(await refusal(cluster(uniqueName("c"), gate(g)))).toBeUndefined();
+  });
+
+  it.each([
+    [{ selector: {} }, "selector must name matchLabels or matchExpressions"],
+    [{ selector: { matchLabels: {} } }, "selector must name matchLabels or matchExpressions"],
+    [
+      { selector: { matchExpressions: [{ key: "app", operator: "In" }] } },
+      "In and NotIn need values",
+    ],
+    [
+      { selector: { matchExpressions: [{ key: "app", operator: "Exists", values: ["x"] }] } },
+      "Exists and DoesNotExist take none",
+    ],
+    [
+      { selector: { matchExpressions: [{ key: "app", operator: "Has" }] } },
+      "spec.health.pods[0].selector.matchExpressions[0].operator",
+    ],
+    [{ namespace: "Kube System" }, "spec.health.pods[0].namespace"],
+  ])("health gate %j is refused, naming %s", async (g, want) => {
+    expect(await refusal(cluster(uniqueName("c"), gate(g)))).toContain(want);
+  });
+
   it("windows default their time zone to UTC; the brake defaults to one failed trial", async () => {
     const created = await api.clusters.create(cluster(uniqueName("c"), win({})), { dryRun: true });
     expect(created.spec.disruption?.windows?.[0]?.timeZone).toBe("UTC");

@@ -169,6 +169,15 @@ describe("kubectl explain", () => {
     expect(out).toContain("the SHA-256 of the release's");
   });
 
+  it("teaches the health gates", async () => {
+    const r = await kubectl(["explain", "cluster.spec.health.pods"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("must be Ready on the machine's node on the trial boot");
+    expect(r.stdout).toMatch(/selector\s+<Object> -required-/);
+    const top = await kubectl(["explain", "cluster.spec.health"]);
+    expect(top.stdout).toContain("HealthCheckFailed");
+  });
+
   it("explains the Machine step words", async () => {
     const r = await kubectl(["explain", "machine.status.step"]);
     expect(r.code).toBe(0);
