@@ -108,4 +108,42 @@ describe("liken status view", () => {
     expect(lines.join("\n")).not.toContain("other");
     expect(lines.at(-1)).toBe("Progressing False RolloutStalled: node-2 has not come back for 5m");
   });
+
+  it("names the first trial a release waits for, and a trial that failed its health gate", () => {
+    const c: Cluster = {
+      ...cluster,
+      status: {
+        ...cluster.status,
+        conditions: [
+          {
+            type: "Progressing",
+            status: "True",
+            reason: "AwaitingFirstTrial",
+            message: "waiting for the first trial of 2026.10.12-001 (node-2)",
+            lastTransitionTime: "2026-12-02T11:59:00Z",
+          },
+        ],
+      },
+    };
+    const failed = machine("node-3", {
+      step: "Failed",
+      version: "2026.10.10-001",
+      lastTrial: {
+        version: "2026.10.12-001",
+        digest: `sha256:${"2".repeat(64)}`,
+        slot: "b",
+        result: "Failed",
+        at: "2026-12-02T11:50:00Z",
+        reason: "HealthCheckFailed",
+        message: "health gate command etcd did not pass within 900000 ms: exited with 3: unhealthy",
+      },
+    });
+    const text = renderStatus(c, [failed], { now }).join("\n");
+    expect(text).toContain(
+      "Progressing True AwaitingFirstTrial: waiting for the first trial of 2026.10.12-001 (node-2)",
+    );
+    expect(text).toContain(
+      "2026.10.12-001 failed on slot b: HealthCheckFailed: health gate command etcd did not pass",
+    );
+  });
 });
