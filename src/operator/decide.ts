@@ -485,16 +485,16 @@ function grantTurns(
       blocked = { kind: "budget", down: down.size, budget };
       break;
     }
+    const leaderDown = [...down.values()].find((d) => d.leader);
+    if (isLeader(m) && leaderDown !== undefined) {
+      blocked ??= { kind: "leader", machine: m.metadata.name, down: leaderDown.machine };
+      continue;
+    }
     if (cap !== undefined && grants.length >= cap.left) {
       // The budget has room, but a release no machine proved yet goes to few at a time.
       const trying = [...cap.trying, ...grants.map((g) => g.machine)];
       blocked = { kind: "first-trial", cap: { ...cap, left: 0, trying } };
       break;
-    }
-    const leaderDown = [...down.values()].find((d) => d.leader);
-    if (isLeader(m) && leaderDown !== undefined) {
-      blocked ??= { kind: "leader", machine: m.metadata.name, down: leaderDown.machine };
-      continue;
     }
     const turn: RebootTurn = {
       machine: m.metadata.name,

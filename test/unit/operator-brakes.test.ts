@@ -346,6 +346,18 @@ describe("failure brake: a release no machine proved goes to few at a time", () 
     expect(d.blocked?.kind).toBe(blocked);
   });
 
+  it("a leader waiting for the leader on trial is told so: the leader rule comes first", () => {
+    const c = cluster({ maxUnavailable: 3, turns: [turn("l0", { leader: true })] });
+    const l0 = onTrial("l0");
+    const ms = [
+      { ...l0, spec: { ...l0.spec, role: "Leader" as const } },
+      asking("l1", { spec: { role: "Leader" } }),
+    ];
+    const d = decide(observed(c, ms), SETTINGS);
+    expect(d.grants).toEqual([]);
+    expect(d.blocked).toEqual({ kind: "leader", machine: "l1", down: "l0" });
+  });
+
   it("budget 1: the budget is what holds, the messages stay as they were", () => {
     const d = decide(
       observed(cluster({ turns: [turn("m0")] }), [onTrial("m0"), ...four()]),
