@@ -24,7 +24,7 @@ import { AgentApi } from "./api.js";
 import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
-import { HealthGates } from "./health-run.js";
+import { healthGates } from "./health-run.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
@@ -87,25 +87,12 @@ export class AgentDaemon {
     const meter = opts.meter ?? NO_METER;
     this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
     meter.trialFrom(() => this.memory.now.lastTrial);
-    const health = new HealthGates({
-      commands: cfg.health?.commands ?? [],
-      nodeName: cfg.nodeName,
-      rest: this.api.rest,
-      log,
-      now: bootClockMs,
-    });
-    const parts = {
-      cfg,
-      log,
-      bootloader,
-      store,
-      memory: this.memory,
-      downloads: this.downloads,
-      health,
-    };
-    this.observer = new Observer({ ...parts, api: this.api, view: this.view });
+    const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
+    const health = healthGates(cfg, this.api.rest, log);
+    this.observer = new Observer({ ...parts, api: this.api, view: this.view, health });
     this.actions = new Actions({
       ...parts,
+      health,
       meter,
       kc: () => this.kube(),
       turnHeld: (r) => this.observer.turnHeld(r),

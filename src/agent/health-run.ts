@@ -6,6 +6,8 @@ import { spawn } from "node:child_process";
 import type { Logger } from "pino";
 import type { Rest } from "../api/rest.js";
 import type { Cluster, HealthPods } from "../api/types.js";
+import { bootClockMs } from "./clock.js";
+import type { AgentConfig } from "./config.js";
 import { errorText } from "../errors.js";
 import {
   gateNames,
@@ -154,6 +156,17 @@ export class HealthGates {
       return { gate: r.gate, ok: false, output: `cannot list the pods: ${errorText(e)}` };
     }
   }
+}
+
+/** The gates of this agent: its config's commands, the Cluster's pods over the lean client. */
+export function healthGates(cfg: AgentConfig, rest: Rest, log: Logger): HealthGates {
+  return new HealthGates({
+    commands: cfg.health?.commands ?? [],
+    nodeName: cfg.nodeName,
+    rest,
+    log,
+    now: bootClockMs,
+  });
 }
 
 function podsOf(cluster: Cluster | undefined): HealthPods[] {
