@@ -27,7 +27,7 @@ export const COMMAND_OUTPUT_CAP_BYTES = 16 * 1024;
 const AFTER_KILL_MS = 2_000;
 
 /**
- * Runs one command without a shell, stdout and stderr together, the last
+ * Runs one command without a shell, stdout and stderr both (as they arrive), the last
  * COMMAND_OUTPUT_CAP_BYTES kept. It passes on exit 0. On its timeout its whole process group
  * is killed (SIGKILL: a check that hangs is not asked twice), so a `sh -c` and its children go
  * together. A command that cannot start (ENOENT, EACCES) fails with why.
