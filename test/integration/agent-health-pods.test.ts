@@ -1,0 +1,119 @@
+// The pods gate against the real API server (health-run.ts over the lean REST client): the list
+// by namespace, label selector (matchLabels and set-based) and this node's name, and the verdict
+// on what comes back. kwok makes every pod Running and Ready (it ignores readiness gates), so a
+// pod that is not Ready is the unit table's business (test/unit/agent-health.test.ts).
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Rest, loadRestConfig } from "../../src/api/rest.js";
+import type { Cluster, HealthPods } from "../../src/api/types.js";
+import { HealthGates } from "../../src/agent/health-run.js";
+import { createKwokNode, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+
+const NODE = uniqueName("hp-node");
+const OTHER = uniqueName("hp-other");
+const NS = uniqueName("hp");
+
+function pod(name: string, node: string, labels: Record<string, string>): string {
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: NS, labels },
+    spec: {
+      nodeName: node,
+      tolerations: [{ operator: "Exists" }],
+      containers: [{ name: "main", image: "registry.example/x:1" }],
+    },
+  });
+}
+
+const clusterWith = (pods: HealthPods[]): Cluster => ({
+  apiVersion: "liken.sh/v1alpha1",
+  kind: "Cluster",
+  metadata: { name: "c" },
+  spec: { releases: { source: "http://127.0.0.1:1" }, health: { pods } },
+});
+
+describe("the pods gate on the real API server", () => {
+  const gates = new HealthGates({
+    commands: [],
+    nodeName: NODE,
+    rest: new Rest(loadRestConfig(kubeconfigPath()), "health-pods-test"),
+    log: pino({ level: "silent" }),
+    now: () => Date.now(),
+  });
+  const verdict = async (pods: HealthPods[]) => {
+    const c = clusterWith(pods);
+    await gates.check(c);
+    return gates.seen(c).last?.failed;
+  };
+
+  beforeAll(async () => {
+    await createKwokNode(NODE);
+    await createKwokNode(OTHER);
+    expect((await kubectl(["create", "namespace", NS])).code).toBe(0);
+    for (const p of [
+      pod("cni-1", NODE, { app: "cni" }),
+      pod("cni-2", OTHER, { app: "cni" }),
+      pod("csi-1", OTHER, { app: "csi" }),
+      pod("agent-1", NODE, { app: "agent", tier: "node" }),
+    ]) {
+      const r = await kubectl(["apply", "-f", "-"], { input: p });
+      expect(r.code, r.stderr).toBe(0);
+    }
+    await waitFor(
+      "kwok runs the pods",
+      async () => {
+        const r = await kubectl([
+          "get",
+          "pods",
+          "-n",
+          NS,
+          "-o",
+          "jsonpath={.items[*].status.phase}",
+        ]);
+        return r.stdout.split(" ").filter((p) => p === "Running").length === 4;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await kubectl(["delete", "namespace", NS, "--wait=false"]);
+    await kubectl(["delete", "node", NODE, OTHER, "--wait=false"]);
+  });
+
+  it("passes when the selected pods on this node are Ready", async () => {
+    expect(
+      await verdict([{ namespace: NS, selector: { matchLabels: { app: "cni" } } }]),
+    ).toBeUndefined();
+  });
+
+  it("fails when no pod matches on this node (one on another node does not count)", async () => {
+    expect(await verdict([{ namespace: NS, selector: { matchLabels: { app: "csi" } } }])).toEqual({
+      gate: `pods ${NS}/app=csi`,
+      output: `no pod matches on node ${NODE}`,
+    });
+  });
+
+  it("takes set-based selectors as the API server does", async () => {
+    const sel = (matchExpressions: NonNullable<HealthPods["selector"]["matchExpressions"]>) => [
+      { namespace: NS, selector: { matchExpressions } },
+    ];
+    expect(
+      await verdict(sel([{ key: "app", operator: "In", values: ["agent", "x"] }])),
+    ).toBeUndefined();
+    expect(
+      await verdict(
+        sel([
+          { key: "tier", operator: "Exists" },
+          { key: "app", operator: "NotIn", values: ["cni"] },
+        ]),
+      ),
+    ).toBeUndefined();
+    expect(await verdict(sel([{ key: "app", operator: "In", values: ["csi"] }]))).toEqual({
+      gate: `pods ${NS}/app in (csi)`,
+      output: `no pod matches on node ${NODE}`,
+    });
+    // cni-1 carries no tier label, and it is Ready.
+    expect(await verdict(sel([{ key: "tier", operator: "DoesNotExist" }]))).toBeUndefined();
+  });
+});
