@@ -384,13 +384,12 @@ export class Operator {
     }
     // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.
     if (d.held !== undefined) {
-      log.warn({ cluster: cluster.metadata.name, reason: d.held.reason }, d.held.message);
-      this.event(
-        cluster,
-        d.held.reason === "ReleaseFailed" ? "Warning" : "Normal",
-        d.held.reason,
-        d.held.message,
-      );
+      // A failed release is a warning; a window, a canary or a first trial is the plan.
+      const failed = d.held.reason === "ReleaseFailed";
+      const what = { cluster: cluster.metadata.name, reason: d.held.reason };
+      if (failed) log.warn(what, d.held.message);
+      else log.info(what, d.held.message);
+      this.event(cluster, failed ? "Warning" : "Normal", d.held.reason, d.held.message);
     }
   }
 
