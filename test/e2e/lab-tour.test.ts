@@ -2,7 +2,14 @@
 // prints, run exactly as printed (each line through bash, after the printed `export`), then
 // the faults it offers, then Ctrl-C, after which nothing it started is left running.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -78,6 +85,9 @@ function printed(commands: string[], start: string): string {
   return c;
 }
 
+/** This checkout's `.lab/` (other checkouts on the same machine may run labs of their own). */
+const LAB_CLI = `${REPO_ROOT}/.lab/cli/liken.mjs`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 /** Processes whose command line matches, with their state (R, S, T for stopped...). */
 function pidsOf(pattern: RegExp): { pid: number; state: string }[] {
   const out: { pid: number; state: string }[] = [];
@@ -93,6 +103,15 @@ function pidsOf(pattern: RegExp): { pid: number; state: string }[] {
     }
   }
   return out;
+}
+
+/** Whether a process runs in this checkout (`npm run lab` starts main.ts with a relative path). */
+function cwdIsRepo(pid: number): boolean {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`) === REPO_ROOT;
+  } catch {
+    return false; // gone meanwhile
+  }
 }
 
 describe("npm run lab, then the printed tour", () => {
@@ -228,7 +247,7 @@ sed -i 's/^  version: ${current}$/  version: ${next}/' "$1"
       120_000,
     );
     // An operator copy paused (stopped, state T) and resumed.
-    const operator1 = /--identity operator-1\b/;
+    const operator1 = new RegExp(`${LAB_CLI} operator .*--identity operator-1\\b`);
     expect(await ok(printed(commands, "npm run -s lab -- fault pause-operator"))).toContain(
       "paused",
     );
@@ -263,7 +282,8 @@ sed -i 's/^  version: ${current}$/  version: ${next}/' "$1"
       "nothing the lab started to be running",
       async () =>
         pids.every((p) => !existsSync(`/proc/${p}`)) &&
-        pidsOf(/\.lab\/cli\/liken\.mjs (agent|operator)|src\/lab\/main\.ts/).length === 0,
+        pidsOf(new RegExp(`${LAB_CLI} (agent|operator)`)).length === 0 &&
+        pidsOf(/src\/lab\/main\.ts/).filter((p) => cwdIsRepo(p.pid)).length === 0,
       60_000,
     );
     expect(existsSync(LAB_KUBECONFIG)).toBe(false);
