@@ -5,6 +5,7 @@
 // The agent does not know how liken is started (a bundle, bin/liken.js, an installed package):
 // whoever wires it (the `agent run` command) passes the entry script.
 import { spawn, type ChildProcess } from "node:child_process";
+import { setPriority } from "node:os";
 import type { ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootClockMs } from "./clock.js";
@@ -40,6 +41,17 @@ export interface DownloadRequest {
  * three (four or five runs each); bench:write runs its liken children with these flags.
  */
 export const DOWNLOAD_NODE_FLAGS = ["--max-semi-space-size=1", "--liftoff-only", "--no-opt"];
+
+/**
+ * The download child's niceness. A download is background work: on a machine that serves,
+ * its CPU (starting Node, parsing HTTP, hashing) must yield to the workloads and to the
+ * agent's own loop, and it still gets every cycle nobody else wants. Measured in bench:agent,
+ * where 20 agents, their 20 download children and the API server share two cores: at the
+ * default priority the children starting right after their agents wrote `Downloading`
+ * starved the API server, which then took 2-3 s per Machine status PUT of the agents still
+ * waiting for theirs.
+ */
+export const DOWNLOAD_NICE = 10;
 
 /** The arguments after the entry script: one builder for the agent and the lab's factory. */
 export function downloadArgv(r: DownloadRequest): string[] {
@@ -123,6 +135,7 @@ export class DownloadSupervisor {
         stdio: ["ignore", "ignore", "pipe"],
       },
     );
+    if (child.pid !== undefined) lowerPriority(child.pid);
     let said = "";
     child.stderr?.on("data", (b: Buffer) => (said = (said + b.toString("utf8")).slice(-2000)));
     const exited = new Promise<number | null>((resolve) =>
@@ -186,5 +199,14 @@ export class DownloadSupervisor {
       const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
       return { bytesDone: done, bytesTotal: d.total, percent };
     });
+  }
+}
+
+/** Lowers the child's CPU priority; where the system refuses, the download runs as it is. */
+function lowerPriority(pid: number): void {
+  try {
+    setPriority(pid, DOWNLOAD_NICE);
+  } catch {
+    // A child already gone, or a system without priorities: nothing to lower.
   }
 }
