@@ -17,7 +17,11 @@
 //   idle cpu       utime+stime of the agent processes over the idle window, ms per minute
 //                  per agent;
 //   react          spec.version set on the Cluster; from that write until each Machine's
-//                  status shows Downloading (or any later step), p99 over the N machines;
+//                  status shows Downloading (or any later step), p99 over the N machines.
+//                  Where the time went, logged beside it: when each agent decided (its
+//                  "phase" log line), and how long the API server took for the status PUTs
+//                  (apiserver_request_duration_seconds of PUT machines/status), so what is left
+//                  is the watch delivering the change to the agent and the status to the bench;
 //   download rss   one more machine, in a Cluster of its own, whose target is a 256 MiB
 //                  release: the peak RSS (VmHWM) of its agent's download child.
 // Last line:
@@ -93,12 +97,40 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-/** Sum of apiserver_request_total over every label set, and per verb/resource for the log. */
-async function requestTotals(lab: Lab): Promise<{ total: number; by: Map<string, number> }> {
+async function apiMetrics(lab: Lab): Promise<string> {
   const { stdout } = await run(path.join(lab.binDir, "kubectl"), ["get", "--raw", "/metrics"], {
     env: { ...process.env, KUBECONFIG: lab.controlPlane.kubeconfig },
     maxBuffer: 256 * MiB,
   });
+  return stdout;
+}
+
+/** Seconds spent in, and the count of, the API server's PUTs of Machine statuses so far. */
+function statusPuts(metrics: string): { seconds: number; count: number } {
+  const out = { seconds: 0, count: 0 };
+  for (const line of metrics.split("\n")) {
+    const m = /^apiserver_request_duration_seconds_(sum|count)\{(.*)\} (\S+)$/.exec(line);
+    if (!m || !/resource="machines"/.test(m[2]!) || !/subresource="status"/.test(m[2]!)) continue;
+    if (!/verb="PUT"/.test(m[2]!)) continue;
+    if (m[1] === "sum") out.seconds += Number(m[3]);
+    else out.count += Number(m[3]);
+  }
+  return out;
+}
+
+/** When each agent first logged a decision that moves it (its "phase" line), from `since`. */
+function decidedAt(m: SimulatedMachine, since: number, moving: Set<string>): number | undefined {
+  for (const line of readFileSync(m.logFile, "utf8").split("\n")) {
+    if (!line.includes('"msg":"phase"')) continue;
+    const l = JSON.parse(line) as { time: number; step?: string };
+    if (l.time >= since && moving.has(l.step ?? "")) return l.time;
+  }
+  return undefined;
+}
+
+/** Sum of apiserver_request_total over every label set, and per verb/resource for the log. */
+async function requestTotals(lab: Lab): Promise<{ total: number; by: Map<string, number> }> {
+  const stdout = await apiMetrics(lab);
   let total = 0;
   const by = new Map<string, number>();
   for (const line of stdout.split("\n")) {
@@ -211,13 +243,27 @@ async function bench(lab: Lab): Promise<void> {
     },
   });
   await watcher.start();
+  const puts0 = statusPuts(await apiMetrics(lab));
   written = Date.now();
   await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v2!.version } });
   await waitFor("every Machine shows Downloading", () => seen.size === N, 120_000);
   watcher.stop();
+  const puts1 = statusPuts(await apiMetrics(lab));
   const reacts = [...seen.values()];
   const reactP99 = percentile(reacts, 99);
   log(`react: p50 ${percentile(reacts, 50)} ms, p99 ${reactP99} ms, max ${Math.max(...reacts)} ms`);
+  const decided = machines
+    .map((m) => decidedAt(m, written, moving))
+    .filter((t): t is number => t !== undefined)
+    .map((t) => t - written);
+  const putCount = puts1.count - puts0.count;
+  const putMs = putCount > 0 ? ((puts1.seconds - puts0.seconds) * 1000) / putCount : NaN;
+  log(
+    `react stages: ${decided.length} agents decided (their logs) p50 ${percentile(decided, 50)} ms, ` +
+      `p99 ${percentile(decided, 99)} ms after the write; the API server took ${putMs.toFixed(0)} ms ` +
+      `per status PUT (${putCount} PUTs of Machine statuses, mean); the rest is the PUT's way ` +
+      `to the server and the watch's back to the bench`,
+  );
   await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: v1!.version } });
 
   // ---- download: one machine, a cluster of its own, a 256 MiB release

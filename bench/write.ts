@@ -5,7 +5,8 @@
 // Serves a random artifact from a loopback HTTP server (busybox httpd by default: sendfile, as
 // nginx or a CDN edge would; --server liken uses liken's own Node server, which spends a core
 // of this 2-core machine on the sending side) and measures, each --repeat times (medians):
-//   liken      download + per-chunk verify + O_DIRECT write + fdatasync (one child process)
+//   liken      download + per-chunk verify + O_DIRECT write + fdatasync (one child process,
+//              with the Node flags the agent gives its download child)
 //   pipeline   curl -s URL | tee >(openssl dgst -sha256) | dd of=F bs=4M oflag=direct iflag=fullblock
 //   disk       dd direct write of the same bytes (from the page cache)
 //   diskSync   the same with conv=fdatasync: shown, not in a ratio (liken syncs, dd does not)
@@ -17,6 +18,7 @@
 //   readback-vs-limit  (dd iflag=direct | openssl) time / liken read-back time
 //   rss                peak RSS (VmHWM) of the liken child, in MiB
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { DOWNLOAD_NODE_FLAGS } from "../src/agent/download.js";
 import { bundleModule } from "../src/cli/entry.js";
 import { freePort } from "../src/controlplane/ports.js";
 import { randomFillSync } from "node:crypto";
@@ -185,6 +187,8 @@ async function main(): Promise<void> {
   const bundle = path.join(repo, "build", "liken-bench", "write.mjs");
   await bundleModule(self, bundle);
   const tsx = [bundle];
+  // The liken children run with the download child's Node flags, as the agent starts it.
+  const likenChild = [...DOWNLOAD_NODE_FLAGS, bundle];
   let server: ChildProcess | undefined;
   try {
     const rel = path.join(dir, "channel", "1.0");
@@ -228,7 +232,9 @@ async function main(): Promise<void> {
     const rssOf = { write: 0, readback: 0 };
     for (let r = 0; r < repeat; r++) {
       freshTarget(target, size);
-      const w = JSON.parse(await run(process.execPath, [...tsx, "--child", "write", job])) as {
+      const w = JSON.parse(
+        await run(process.execPath, [...likenChild, "--child", "write", job]),
+      ) as {
         seconds: number;
         hwm: number;
         waitedMs: number;
@@ -239,7 +245,9 @@ async function main(): Promise<void> {
       samples.liken.push(w.seconds);
       rss = Math.max(rss, w.hwm);
       rssOf.write = Math.max(rssOf.write, w.hwm);
-      const rb = JSON.parse(await run(process.execPath, [...tsx, "--child", "readback", job])) as {
+      const rb = JSON.parse(
+        await run(process.execPath, [...likenChild, "--child", "readback", job]),
+      ) as {
         seconds: number;
         hwm: number;
       };

@@ -67,7 +67,7 @@ class Pipeline {
   ~Pipeline() {
     Stop();
     CloseFds();
-    for (auto& b : bufs_) std::free(b.data);
+    ReleaseBuffers();
   }
 
   bool chunked() const { return !o_.chunkDigests.empty(); }
@@ -102,6 +102,10 @@ class Pipeline {
   // Returns -1 with *f set when the writer has failed or src goes beyond the declared size.
   int64_t Push(const uint8_t* src, size_t len, Failure* f) {
     if (Failed(f)) return -1;
+    if (released_) {
+      *f = {"state", "the writer is finished; no byte can be added", 0, -1};
+      return -1;
+    }
     if (pushed_ + len > o_.size) {
       // Must never write a byte beyond the declared size: endless data stops here.
       Fail({"beyond-size",
@@ -172,6 +176,10 @@ class Pipeline {
   bool Finish(std::string* digest, Failure* f) {
     WaitIdle();
     Stop();
+    // The buffers are done with whatever the outcome: give them back now, not when the
+    // JavaScript object is collected (a small object V8 may keep for seconds, holding
+    // bufSize x nbuf bytes while the read-back allocates its own).
+    ReleaseBuffers();
     if (Failed(f)) return false;
     if (written_ != o_.size) {
       f->code = "short";
@@ -195,11 +203,18 @@ class Pipeline {
     return true;
   }
 
+  // Main thread only (push() is refused from here on: the writer has failed).
   void Abort() {
     Fail({"aborted", "the write was aborted", 0, -1});
     Stop();
     CloseFds();
+    fill_ = -1;
+    ReleaseBuffers();
   }
+
+  // Main thread, before finish() is queued: push() is refused from then on, so the worker
+  // that runs Finish() may free the buffers while nothing on the main thread can touch them.
+  void Close() { released_ = true; }
 
   uint64_t pushed() const { return pushed_; }
 
@@ -316,14 +331,27 @@ class Pipeline {
     cv_.notify_all();
   }
 
+  // Callable from the main thread (Abort) and a worker (Finish) at once: joinMu_ makes the
+  // second caller wait for the first join instead of joining the same thread twice.
   void Stop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       stop_ = true;
       cv_.notify_all();
     }
+    std::lock_guard<std::mutex> lk(joinMu_);
     if (hashThread_.joinable()) hashThread_.join();
     if (writeThread_.joinable()) writeThread_.join();
+  }
+
+  // Only once both threads are joined (Stop): nothing else reads the buffers then.
+  void ReleaseBuffers() {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& b : bufs_) {
+      std::free(b.data);
+      b.data = nullptr;
+    }
+    free_.clear();
   }
 
   void CloseFds() {
@@ -339,8 +367,10 @@ class Pipeline {
   SHA256_CTX ctx_;
   uint64_t pushed_;  // main thread only
   int fill_ = -1;    // main thread only
+  bool released_ = false;  // main thread only: set by Close() before finish() is queued
 
   std::mutex mu_;
+  std::mutex joinMu_;
   std::condition_variable cv_;
   std::deque<int> free_, hashQ_, writeQ_;
   bool busyHash_ = false, busyWrite_ = false, stop_ = false, failed_ = false;
@@ -487,6 +517,7 @@ class Writer : public Napi::ObjectWrap<Writer> {
   }
   Napi::Value Finish(const Napi::CallbackInfo& info) {
     p_->FlushTail();
+    p_->Close();
     return Queue(info.Env(), Step::kFinish);
   }
   Napi::Value Abort(const Napi::CallbackInfo& info) {

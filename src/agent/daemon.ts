@@ -296,6 +296,7 @@ export class AgentDaemon {
     };
     const mem = this.memory.now;
     if (sameStatus(machine.status, machineStatus(machine.status, o, dec, mem, extras))) return;
+    const began = Date.now();
     try {
       // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
       // write) has it, with no read first; a conflict is retried with a fresh read.
@@ -310,7 +311,11 @@ export class AgentDaemon {
         }),
         machine,
       );
-      if (written) this.view.wrote(written);
+      if (written) {
+        this.view.wrote(written);
+        const ms = Date.now() - began;
+        this.log.debug({ step: written.status?.step, ms }, "status written");
+      }
     } catch (e) {
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }

@@ -5,6 +5,7 @@
 // The agent does not know how liken is started (a bundle, bin/liken.js, an installed package):
 // whoever wires it (the `agent run` command) passes the entry script.
 import { spawn, type ChildProcess } from "node:child_process";
+import { setPriority } from "node:os";
 import type { ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootClockMs } from "./clock.js";
@@ -22,13 +23,35 @@ export interface DownloadRequest {
 }
 
 /**
- * Node flags of the download child. It streams the release through 64 KiB buffers that die
- * young; V8's default young generation (16 MiB semi-spaces) lets tens of MiB of them pile up
- * between scavenges. A 1 MiB semi-space collects them sooner: the child's peak RSS for a
- * 256 MiB release went from 146-150 to 109-130 MiB (three runs each), at no measurable cost in
- * time (the disk and the hash bound the write, not the scavenger).
+ * Node flags of the download child: its peak RSS is the machine's memory budget for an update
+ * (100 MiB), and what set it was not the bytes in flight but V8's compilers and collector.
+ * Measured with heaptrack and /proc/self/smaps on a 256 MiB release (docs/testing.md):
+ * - `--liftoff-only`: undici parses HTTP with llhttp compiled to WebAssembly. V8 first
+ *   compiles it with Liftoff, then recompiles the hot parser with TurboFan on a worker thread,
+ *   whose compile zones took 37 MiB of malloc'd memory at the peak (that thread's arena keeps
+ *   it). Liftoff code parses a response's headers as well; a body is one span per read.
+ *   Where Liftoff cannot compile undici's SIMD build, undici falls back to its plain build.
+ * - `--no-opt`: the same for JavaScript: TurboFan's compile zones for the few hot functions
+ *   of the stream (about 15 MiB at the peak); the interpreter and Sparkplug keep up with the
+ *   disk, since each 64 KiB read costs a few calls and the hashing and writing are native.
+ * - `--max-semi-space-size=1`: the reads' Buffers die young; V8's default young generation
+ *   (16 MiB semi-spaces) lets tens of MiB of them pile up between scavenges.
+ * Peak RSS of the child for that release (the writer's buffers freed as each artifact ends):
+ * 106-131 MiB with the semi-space flag alone, 106-110 adding --liftoff-only, 89-94 with all
+ * three (four or five runs each); bench:write runs its liken children with these flags.
  */
-export const DOWNLOAD_NODE_FLAGS = ["--max-semi-space-size=1"];
+export const DOWNLOAD_NODE_FLAGS = ["--max-semi-space-size=1", "--liftoff-only", "--no-opt"];
+
+/**
+ * The download child's niceness. A download is background work: on a machine that serves,
+ * its CPU (starting Node, parsing HTTP, hashing) must yield to the workloads and to the
+ * agent's own loop, and it still gets every cycle nobody else wants. Measured in bench:agent,
+ * where 20 agents, their 20 download children and the API server share two cores: at the
+ * default priority the children starting right after their agents wrote `Downloading`
+ * starved the API server, which then took 2-3 s per Machine status PUT of the agents still
+ * waiting for theirs.
+ */
+export const DOWNLOAD_NICE = 10;
 
 /** The arguments after the entry script: one builder for the agent and the lab's factory. */
 export function downloadArgv(r: DownloadRequest): string[] {
@@ -112,6 +135,7 @@ export class DownloadSupervisor {
         stdio: ["ignore", "ignore", "pipe"],
       },
     );
+    if (child.pid !== undefined) lowerPriority(child.pid);
     let said = "";
     child.stderr?.on("data", (b: Buffer) => (said = (said + b.toString("utf8")).slice(-2000)));
     const exited = new Promise<number | null>((resolve) =>
@@ -175,5 +199,14 @@ export class DownloadSupervisor {
       const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
       return { bytesDone: done, bytesTotal: d.total, percent };
     });
+  }
+}
+
+/** Lowers the child's CPU priority; where the system refuses, the download runs as it is. */
+function lowerPriority(pid: number): void {
+  try {
+    setPriority(pid, DOWNLOAD_NICE);
+  } catch {
+    // A child already gone, or a system without priorities: nothing to lower.
   }
 }

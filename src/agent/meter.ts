@@ -1,7 +1,7 @@
 // What the agent tells its metrics, as an interface with a silent default: the Prometheus
 // registry (metrics.ts, which loads prom-client) is loaded only when the config or
 // --metrics-address asks for metrics, so an agent without them never pays for the library.
-import type { TrialRecord } from "../api/index.js";
+import type { TrialRecord } from "../api/types.js";
 
 export interface AgentMeter {
   /** A download's durable byte count moved from `before` to `now` (never counts backwards). */

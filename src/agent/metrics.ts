@@ -5,7 +5,7 @@
 // metricsAddress (or --metrics-address) asks for it.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { collectProcessMetrics } from "../metrics/process.js";
-import { TRIAL_RESULTS, type TrialRecord } from "../api/index.js";
+import { TRIAL_RESULTS, type TrialRecord } from "../api/types.js";
 import type { AgentMeter } from "./meter.js";
 
 /**
@@ -59,7 +59,8 @@ class AgentMetrics implements AgentMeter {
         if (t !== undefined) this.set(Date.parse(t.at) / 1000);
       },
     });
-    collectProcessMetrics(this.registry);
+    // Sampled once a second: the default 10 ms would be the idle agent's largest CPU cost.
+    collectProcessMetrics(this.registry, { eventLoopPrecisionMs: 1000 });
   }
 
   /** A download's durable byte count moved from `before` to `now` (never counts backwards). */

@@ -231,6 +231,39 @@ describe("SlotWriter, chunk mode", () => {
   });
 });
 
+describe("SlotWriter, its buffers", () => {
+  // Buffers above glibc's largest mmap threshold (32 MiB), so free() hands them straight back
+  // to the kernel and RSS shows whether they were freed. Three of them (108 MiB), and a drop
+  // of more than one and a half asked for: RSS here moves by up to one buffer's size for
+  // reasons of its own (other tests' memory collected or not).
+  const BIG = 36 * MiB;
+  const FREED = 1.5 * BIG;
+
+  it("gives its buffers back when finish() settles, not when V8 collects the writer", async () => {
+    const data = Buffer.alloc(3 * BIG, 7);
+    const f = slotFile("release.img", 3 * BIG);
+    const w = SlotWriter.open({ path: f, size: data.length, bufferSize: BIG, buffers: 3 });
+    await feed(w, data);
+    const before = process.memoryUsage.rss();
+    expect((await w.finish()).digest).toBe(sha(data));
+    // The writer is still referenced here: only an explicit release can have freed them.
+    expect(before - process.memoryUsage.rss()).toBeGreaterThan(FREED);
+    const e = await rejection(w.write(Buffer.alloc(1)));
+    expect(e.code).toBe("LIKEN_NATIVE_BAD_STATE");
+    expect(e.message).toMatch(/the writer is finished/);
+  });
+
+  it("gives them back on abort()", async () => {
+    const f = slotFile("release-abort.img", 3 * BIG);
+    const w = SlotWriter.open({ path: f, size: 3 * BIG, bufferSize: BIG, buffers: 3 });
+    await feed(w, Buffer.alloc(2 * BIG + MiB, 3)); // every buffer touched
+    const before = process.memoryUsage.rss();
+    w.abort();
+    expect(before - process.memoryUsage.rss()).toBeGreaterThan(FREED);
+    expect((await rejection(w.write(Buffer.alloc(1)))).code).toBe("LIKEN_NATIVE_ABORTED");
+  });
+});
+
 describe("on a loop device", () => {
   it.skipIf(!loopAvailable)(
     "writes with O_DIRECT, reads back, and fails clearly when the device is too small",

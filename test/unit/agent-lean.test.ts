@@ -58,6 +58,12 @@ describe("what the agent loads", () => {
     expect(loaded.filter((p) => p.startsWith("@kubernetes/"))).toEqual([]);
   });
 
+  it("the agent's metrics, when served, load prom-client and no client-node", () => {
+    const loaded = packagesLoadedBy(["agent/metrics.ts", "metrics/serve.ts"]);
+    expect(loaded).toContain("prom-client");
+    expect(loaded.filter((p) => p.startsWith("@kubernetes/"))).toEqual([]);
+  });
+
   it("the download child loads HTTP (undici), the writer and the release check, no client-node", () => {
     const loaded = packagesLoadedBy(["cli/commands/agent-slots.ts", "slots/stage.ts"]);
     expect(loaded).toContain("undici");
