@@ -4,7 +4,15 @@
 // a directory that exists is complete and a second build only reads it.
 import { execFileSync } from "node:child_process";
 import { createHash, type Hash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cacheRoot } from "../build.js";
@@ -34,7 +42,10 @@ export function dpkgVersion(pkg: string): string {
 
 /** Adds files of this checkout (relative paths), each with its name, to a hash. */
 export function hashFiles(h: Hash, files: readonly string[]): Hash {
-  for (const f of files) h.update(f).update("\0").update(readFileSync(join(ROOT, f)));
+  for (const f of files)
+    h.update(f)
+      .update("\0")
+      .update(readFileSync(join(ROOT, f)));
   return h;
 }
 
@@ -106,9 +117,7 @@ function prune(stage: string, keep: string): void {
     const p = join(root, d);
     const tmpPid = m[2];
     const stale =
-      tmpPid !== undefined
-        ? !alive(Number(tmpPid))
-        : Date.now() - statSync(p).mtimeMs > 3600_000;
+      tmpPid !== undefined ? !alive(Number(tmpPid)) : Date.now() - statSync(p).mtimeMs > 3600_000;
     if (stale) rmSync(p, { recursive: true, force: true });
   }
 }

@@ -19,7 +19,8 @@ import {
 } from "./cache.js";
 import { machineInitrd } from "./initrd.js";
 import { guestKernel, kernelPackage } from "./kernel.js";
-import { baseRootfs, configureGuest, writeOsRelease } from "./rootfs.js";
+import { configureGuest, writeOsRelease } from "./guest.js";
+import { baseRootfs } from "./rootfs.js";
 
 /** v1 (installed), v2 (good), v3 (its boot panics). */
 export const RELEASE_VERSIONS = ["2026.12.01-001", "2026.12.01-002", "2026.12.01-003"] as const;
@@ -57,6 +58,7 @@ const SOURCES = [
   "images/machine/initrd.ts",
   "images/machine/init.sh",
   "images/machine/rootfs.ts",
+  "images/machine/guest.ts",
   "images/machine/releases.ts",
 ];
 
@@ -85,7 +87,9 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
   const base = await baseRootfs(log);
   const kpkg = kernelPackage();
   const h = hashFiles(newHash("slots"), [...SOURCES, ...agentInputs()]);
-  h.update(base.dir).update(kpkg).update(`busybox-static=${dpkgVersion("busybox-static")}`);
+  h.update(base.dir)
+    .update(kpkg)
+    .update(`busybox-static=${dpkgVersion("busybox-static")}`);
   h.update(RELEASE_VERSIONS.join(","));
   const t0 = Date.now();
   const stage = await cachedStage("slots", short(h), async (work) => {
@@ -158,7 +162,10 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
   };
   return {
     dir: stage.dir,
-    releases: m.releases.map((r) => ({ ...r, slotImage: join(stage.dir, r.slotImage) })) as SlotSet["releases"],
+    releases: m.releases.map((r) => ({
+      ...r,
+      slotImage: join(stage.dir, r.slotImage),
+    })) as SlotSet["releases"],
     vmlinuz: join(stage.dir, "vmlinuz"),
     initrd: join(stage.dir, "initrd.img"),
     kernelPackage: m.kernelPackage,

@@ -15,7 +15,12 @@ export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 
 /** QEMU's arguments for the machine (no guestfwd: the scenario adds its own -netdev). */
-export function qemuArgs(o: { disk: string; vars: string; serialLog: string; netdev: string }): string[] {
+export function qemuArgs(o: {
+  disk: string;
+  vars: string;
+  serialLog: string;
+  netdev: string;
+}): string[] {
   return [
     "-machine",
     "q35,accel=tcg",
@@ -128,7 +133,8 @@ export async function smokeBoot(
   const s = (): number => (Date.now() - t0) / 1000;
   const check = (): void => {
     const bad = BAD.exec(serial(serialLog));
-    if (bad !== null) throw new Error(`smoke boot: the serial console says: ${bad[0]} (${serialLog})`);
+    if (bad !== null)
+      throw new Error(`smoke boot: the serial console says: ${bad[0]} (${serialLog})`);
     if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
   };
   try {
