@@ -80,17 +80,32 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Stages being built by this process: a second caller waits for the first build. */
+const building = new Map<string, Promise<{ dir: string; built: boolean }>>();
+
 /**
  * The cached stage `machine-<stage>-<hash>`: built by `build(work)` when absent. Earlier
  * hashes of the same stage untouched for an hour, and work directories of dead builds, go.
  */
-export async function cachedStage(
+export function cachedStage(
   stage: string,
   hash: string,
   build: (work: string) => void | Promise<void>,
 ): Promise<{ dir: string; built: boolean }> {
-  const root = cacheRoot();
   const name = `machine-${stage}-${hash}`;
+  const pending = building.get(name);
+  if (pending !== undefined) return pending.then((r) => ({ dir: r.dir, built: false }));
+  const p = buildStage(stage, name, build).finally(() => building.delete(name));
+  building.set(name, p);
+  return p;
+}
+
+async function buildStage(
+  stage: string,
+  name: string,
+  build: (work: string) => void | Promise<void>,
+): Promise<{ dir: string; built: boolean }> {
+  const root = cacheRoot();
   const dir = join(root, name);
   if (existsSync(dir)) return { dir, built: false };
   mkdirSync(root, { recursive: true });
@@ -103,7 +118,14 @@ export async function cachedStage(
     rmSync(work, { recursive: true, force: true });
     throw e;
   }
-  renameSync(work, dir);
+  try {
+    renameSync(work, dir);
+  } catch (e) {
+    // Another process finished the same stage first: its result is as good as ours.
+    rmSync(work, { recursive: true, force: true });
+    if (!existsSync(dir)) throw e;
+    return { dir, built: false };
+  }
   prune(stage, name);
   return { dir, built: true };
 }

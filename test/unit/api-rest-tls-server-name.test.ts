@@ -2,47 +2,27 @@
 // reaches the host's apiserver, whose certificate names 127.0.0.1 and localhost, through
 // 10.0.2.100): the kubeconfig's tls-server-name says which name to check instead. Real TLS
 // here: a server whose certificate names only localhost, dialled at 127.0.0.1.
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
+import { issueTlsMaterial } from "../../src/operator/webhook/certs.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "liken-rest-tls-"));
 let server: https.Server;
 let port = 0;
 
 beforeAll(async () => {
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost",
-      "-keyout",
-      path.join(dir, "server.key"),
-      "-out",
-      path.join(dir, "server.crt"),
-    ],
-    { stdio: "ignore" },
-  );
+  // The operator's issuer: a CA and a serving certificate naming only localhost.
+  const tls = await issueTlsMaterial(["localhost"]);
+  writeFileSync(path.join(dir, "ca.crt"), tls.caCert);
   server = https.createServer(
     {
-      key: readFileSync(path.join(dir, "server.key")),
-      cert: readFileSync(path.join(dir, "server.crt")),
+      key: tls.key,
+      cert: tls.cert,
     },
     (_req, res) => {
       res.setHeader("content-type", "application/json");
@@ -65,7 +45,7 @@ function client(serverName: string | undefined): Rest {
     file,
     `apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: 'https://127.0.0.1:${port}', certificate-authority: server.crt${name}}}]
+clusters: [{name: c, cluster: {server: 'https://127.0.0.1:${port}', certificate-authority: ca.crt${name}}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
