@@ -8,17 +8,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "./cache.js";
 import type { MachineImages } from "./contract.js";
-import { GUEST_API } from "./contract.js";
+import { GUEST_AGENT_LOG, GUEST_AGENT_READY, GUEST_API, GUEST_BOOT_LINE } from "./contract.js";
 import { writeStatePartition } from "./state.js";
 
 export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 
-/** QEMU's arguments for the machine (no guestfwd: the scenario adds its own -netdev). */
+/**
+ * QEMU's arguments for the machine. netdev: the user network with id n0, e.g.
+ * `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:127.0.0.1:<port>,...`; chardev:
+ * the serial console with id ser0, e.g. `file,id=ser0,path=<log>` or a unix socket.
+ */
 export function qemuArgs(o: {
   disk: string;
   vars: string;
-  serialLog: string;
+  chardev: string;
   netdev: string;
 }): string[] {
   return [
@@ -47,7 +51,7 @@ export function qemuArgs(o: {
     "-action",
     "watchdog=reset",
     "-chardev",
-    `file,id=ser0,path=${o.serialLog}`,
+    o.chardev,
     "-serial",
     "chardev:ser0",
   ];
@@ -65,10 +69,9 @@ export interface SmokeResult {
   agentLines: string[];
 }
 
-const BOOT = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/g;
-const STARTED = /Started liken-agent\.service/;
-/** The agent's pino lines, as the console shows them from the journal: `liken[250]: {...}`. */
-const AGENT_LOG = /liken\[\d+\]: \{"level":\d+.*"msg":.*$/m;
+const BOOT = new RegExp(GUEST_BOOT_LINE.source, "g");
+const STARTED = GUEST_AGENT_READY;
+const AGENT_LOG = GUEST_AGENT_LOG;
 const BAD =
   /LIKEN-INITRD-ERROR.*|Kernel panic.*|liken-agent\.service: (Watchdog timeout|Main process exited|Scheduled restart).*|LIKEN_BOOTLOADER_\w+.*|Failed to start liken-agent.*|emergency mode.*/;
 
@@ -120,7 +123,12 @@ export async function smokeBoot(
   });
   const serialLog = join(dir, "serial.log");
   const errFd = openSync(join(dir, "qemu.stderr"), "w");
-  const args = qemuArgs({ disk, vars, serialLog, netdev: "user,id=n0,restrict=on" });
+  const args = qemuArgs({
+    disk,
+    vars,
+    chardev: `file,id=ser0,path=${serialLog}`,
+    netdev: "user,id=n0,restrict=on",
+  });
   const t0 = Date.now();
   const child = spawn("timeout", ["--kill-after=10", "900", "qemu-system-x86_64", ...args], {
     stdio: ["ignore", "ignore", errFd],
