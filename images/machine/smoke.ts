@@ -1,0 +1,276 @@
+// The machine's smoke boot: a copy of the disk with a dummy identity (no API server behind it)
+// under QEMU TCG with OVMF, user networking with restrict=on and the i6300esb watchdog, watched
+// on the serial console until systemd started liken-agent.service (its READY=1) and the agent
+// logged; then it must keep serving: no restart, no reboot for longer than its WatchdogSec.
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { run } from "./cache.js";
+import type { MachineImages } from "./contract.js";
+import {
+  GUEST_AGENT_LOG,
+  GUEST_AGENT_READY,
+  GUEST_API,
+  GUEST_BOOT_LINE,
+  GUEST_PANIC_LINE,
+} from "./contract.js";
+import { place } from "./disk.js";
+import { writeStatePartition } from "./state.js";
+
+export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+
+/**
+ * QEMU's arguments for the machine. netdev: the user network with id n0, e.g.
+ * `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:127.0.0.1:<port>,...`; chardev:
+ * the serial console with id ser0, e.g. `file,id=ser0,path=<log>` or a unix socket.
+ */
+export function qemuArgs(o: {
+  disk: string;
+  vars: string;
+  chardev: string;
+  netdev: string;
+}): string[] {
+  return [
+    "-machine",
+    "q35,accel=tcg",
+    "-m",
+    "1024",
+    "-smp",
+    "1",
+    "-nodefaults",
+    "-no-user-config",
+    "-display",
+    "none",
+    "-drive",
+    `if=pflash,format=raw,unit=0,readonly=on,file=${OVMF_CODE}`,
+    "-drive",
+    `if=pflash,format=raw,unit=1,file=${o.vars}`,
+    "-drive",
+    `file=${o.disk},format=raw,if=virtio,cache=unsafe`,
+    "-netdev",
+    o.netdev,
+    "-device",
+    "virtio-net-pci,netdev=n0",
+    "-device",
+    "i6300esb",
+    "-action",
+    "watchdog=reset",
+    "-chardev",
+    o.chardev,
+    "-serial",
+    "chardev:ser0",
+  ];
+}
+
+export interface SmokeResult {
+  bootloader: string;
+  /** Seconds from QEMU's start: the initrd's LIKEN-BOOT line, systemd's "Started liken-agent". */
+  initrdSeconds: number;
+  agentReadySeconds: number;
+  firstAgentLogSeconds: number;
+  /** Seconds the agent was then watched serving, with no restart or reboot. */
+  servedSeconds: number;
+  serialLog: string;
+  agentLines: string[];
+}
+
+const BOOT = new RegExp(GUEST_BOOT_LINE.source, "g");
+const STARTED = GUEST_AGENT_READY;
+const AGENT_LOG = GUEST_AGENT_LOG;
+const BAD =
+  /LIKEN-INITRD-ERROR.*|Kernel panic.*|liken-agent\.service: (Watchdog timeout|Main process exited|Scheduled restart).*|LIKEN_BOOTLOADER_\w+.*|Failed to start liken-agent.*|emergency mode.*/;
+
+const ANSI = new RegExp(String.raw`\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r`, "g");
+
+/** The serial log so far, without escape sequences. */
+function serial(file: string): string {
+  try {
+    return readFileSync(file, "latin1").replace(ANSI, "");
+  } catch {
+    return "";
+  }
+}
+
+async function until<T>(what: string, deadlineMs: number, f: () => T | undefined): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`smoke boot: no ${what} within ${deadlineMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
+    return Promise.resolve();
+  }
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  // To `timeout`, which passes it on to QEMU (and SIGKILLs it 10 s later if still up).
+  process.kill(child.pid, "SIGTERM");
+  return exited;
+}
+
+interface Guest {
+  dir: string;
+  serialLog: string;
+  /** Seconds since QEMU started. */
+  s: () => number;
+  /** Throws when the console shows `bad` or QEMU exited. */
+  check: (bad: RegExp | null) => void;
+  stop: () => Promise<void>;
+}
+
+/** A copy of the disk with a dummy identity (and `slotA` written into liken-a), booting. */
+function startGuest(images: MachineImages, slotA?: string): Guest {
+  const dir = mkdtempSync(join(tmpdir(), `liken-machine-smoke-${images.bootloader}-`));
+  const disk = join(dir, "disk.img");
+  run("cp", ["--sparse=always", images.disk, disk]);
+  if (slotA !== undefined) place(disk, slotA, images.partitions["liken-a"].offset);
+  const vars = join(dir, "vars.fd");
+  copyFileSync(images.ovmfVars ?? OVMF_VARS, vars);
+  writeStatePartition(disk, images, {
+    machine: "smoke-1",
+    cluster: "smoke",
+    kubeconfig: dummyKubeconfig(),
+  });
+  const serialLog = join(dir, "serial.log");
+  const errFd = openSync(join(dir, "qemu.stderr"), "w");
+  const args = qemuArgs({
+    disk,
+    vars,
+    chardev: `file,id=ser0,path=${serialLog}`,
+    netdev: "user,id=n0,restrict=on",
+  });
+  const t0 = Date.now();
+  const child = spawn("timeout", ["--kill-after=10", "900", "qemu-system-x86_64", ...args], {
+    stdio: ["ignore", "ignore", errFd],
+  });
+  closeSync(errFd);
+  const onExit = (): void => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGTERM");
+  };
+  process.once("exit", onExit);
+  return {
+    dir,
+    serialLog,
+    s: () => (Date.now() - t0) / 1000,
+    check: (bad) => {
+      const m = bad === null ? null : bad.exec(serial(serialLog));
+      if (m !== null)
+        throw new Error(`smoke boot: the serial console says: ${m[0]} (${serialLog})`);
+      if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
+    },
+    stop: async () => {
+      await stop(child);
+      process.removeListener("exit", onExit);
+      rmSync(disk, { force: true });
+    },
+  };
+}
+
+export async function smokeBoot(
+  images: MachineImages,
+  log: (s: string) => void,
+  opts: { bootDeadlineMs?: number; serveMs?: number } = {},
+): Promise<SmokeResult> {
+  const g = startGuest(images);
+  const { s, serialLog } = g;
+  const check = (): void => g.check(BAD);
+  try {
+    const deadline = opts.bootDeadlineMs ?? 300_000;
+    const boot = await until("LIKEN-BOOT line", deadline, () => {
+      check();
+      return [...serial(serialLog).matchAll(BOOT)][0];
+    });
+    const initrdSeconds = s();
+    log(`smoke: ${boot[0]} at ${initrdSeconds.toFixed(1)} s`);
+    await until("Started liken-agent.service", deadline, () => {
+      check();
+      return STARTED.exec(serial(serialLog)) ?? undefined;
+    });
+    const agentReadySeconds = s();
+    log(`smoke: systemd started liken-agent.service at ${agentReadySeconds.toFixed(1)} s`);
+    await until("agent log line", deadline, () => {
+      check();
+      return AGENT_LOG.exec(serial(serialLog)) ?? undefined;
+    });
+    const firstAgentLogSeconds = s();
+    // Serving: longer than WatchdogSec (30 s), so a missing WATCHDOG=1 would show as a restart.
+    const serveMs = opts.serveMs ?? 45_000;
+    const served = Date.now();
+    await until("end of the serving watch", serveMs + 5000, () => {
+      check();
+      const boots = [...serial(serialLog).matchAll(BOOT)].length;
+      if (boots > 1) throw new Error(`smoke boot: the machine rebooted (${serialLog})`);
+      return Date.now() - served >= serveMs ? true : undefined;
+    });
+    const text = serial(serialLog);
+    const agentLines = text.split("\n").filter((l) => /liken-agent|liken\[\d+\]: /.test(l));
+    return {
+      bootloader: images.bootloader,
+      initrdSeconds,
+      agentReadySeconds,
+      firstAgentLogSeconds,
+      servedSeconds: (Date.now() - served) / 1000,
+      serialLog,
+      agentLines,
+    };
+  } finally {
+    await g.stop();
+  }
+}
+
+/**
+ * The panicking release booted from slot a of a systemd-boot disk (whose entries all carry
+ * panic=3): its init's line, the kernel's panic, and the reboot that follows (a second boot).
+ * Returns the seconds from the panic line to the next boot's LIKEN-BOOT line.
+ */
+export async function panicBoot(images: MachineImages, log: (s: string) => void): Promise<number> {
+  const bad = images.releases.find((r) => r.panics);
+  if (bad === undefined || images.bootloader !== "systemd-boot") {
+    throw new Error("panicBoot needs the systemd-boot disk and a release that panics");
+  }
+  const g = startGuest(images, bad.slotImage);
+  try {
+    const text = (): string => serial(g.serialLog);
+    await until("the release's panic line", 300_000, () => {
+      g.check(/LIKEN-INITRD-ERROR.*/);
+      return GUEST_PANIC_LINE.exec(text()) ?? undefined;
+    });
+    const at = g.s();
+    log(`smoke: ${GUEST_PANIC_LINE.exec(text())?.[0]} at ${at.toFixed(1)} s`);
+    await until("Kernel panic", 60_000, () => /Kernel panic[^\n]*/.exec(text()) ?? undefined);
+    log(`smoke: ${/Kernel panic[^\n]*/.exec(text())?.[0]}`);
+    await until("the boot after the panic", 300_000, () => {
+      g.check(null);
+      const boots = [...text().matchAll(BOOT)];
+      return boots.length > 1 ? boots[1] : undefined;
+    });
+    log(
+      `smoke: rebooted by panic=3: ${[...text().matchAll(BOOT)][1]?.[0]} at ${g.s().toFixed(1)} s`,
+    );
+    return g.s() - at;
+  } finally {
+    await g.stop();
+  }
+}
+
+/** A kubeconfig naming the guest's API address with a token nobody checks (no API is there). */
+function dummyKubeconfig(): string {
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: smoke
+  cluster: {server: "https://${GUEST_API.host}:${GUEST_API.port}", insecure-skip-tls-verify: true}
+users:
+- name: smoke
+  user: {token: smoke}
+contexts:
+- name: smoke
+  context: {cluster: smoke, user: smoke}
+current-context: smoke
+`;
+}
