@@ -1,0 +1,81 @@
+// Reading the machine guest's boots off its serial console (pure: text in, boots out).
+// A boot begins where OVMF starts a boot option; its slot and whether it is a trial come from
+// what the bootloader and the kernel print (GRUB's liken-grub line, the kernel's command line
+// with liken.slot=), its version from the guest's LIKEN-BOOT line, and the agent's READY=1
+// from systemd's "Started liken-agent.service" (a Type=notify unit is started at READY=1).
+import type { Slot } from "../../src/bootloader/types.js";
+import type { BootLine } from "./scenarios.js";
+
+/** One line of the console and when it arrived (ms since the scenario started). */
+export interface ConsoleLine {
+  ms: number;
+  text: string;
+}
+
+export interface ConsoleBoot {
+  line: BootLine;
+  atMs: number;
+  readyMs?: number;
+  /** The console's lines of this boot that name liken-agent (systemd starting it...). */
+  agentLines: string[];
+  /** The kernel panicked in this boot. */
+  panicked: boolean;
+}
+
+const BOOT_START = /BdsDxe: starting Boot/;
+const GRUB_BOOTING = /liken-grub: booting (trial-)?([ab])\b/;
+const CMDLINE_SLOT = /Command line:.*\bliken\.slot=([ab])\b/;
+const CMDLINE_TRIAL = /Command line:.*\bliken\.trial=1\b/;
+const GUEST_BOOT = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/;
+const AGENT_READY = /Started liken-agent\.service/;
+const AGENT_LINE = /liken-agent/;
+const PANIC = /Kernel panic/;
+
+/**
+ * The boots in `lines`. A boot that dies before its OS says its version (a panic at start)
+ * gets `versionOf(slot)`, what the host knows that slot holds, marked with a "?" if unknown.
+ */
+export function parseBoots(
+  lines: readonly ConsoleLine[],
+  versionOf: (slot: Slot, bootIndex: number) => string | undefined,
+): ConsoleBoot[] {
+  const boots: (ConsoleBoot & { slotSeen: boolean; versionSeen: boolean })[] = [];
+  for (const l of lines) {
+    const t = l.text;
+    if (BOOT_START.test(t)) {
+      boots.push({
+        line: { slot: "a", version: "?", trial: false },
+        atMs: l.ms,
+        agentLines: [],
+        panicked: false,
+        slotSeen: false,
+        versionSeen: false,
+      });
+      continue;
+    }
+    const b = boots.at(-1);
+    if (b === undefined) continue;
+    let m: RegExpExecArray | null;
+    if ((m = GRUB_BOOTING.exec(t)) !== null) {
+      b.line.slot = m[2] as Slot;
+      b.line.trial = m[1] !== undefined;
+      b.slotSeen = true;
+    } else if ((m = CMDLINE_SLOT.exec(t)) !== null) {
+      b.line.slot = m[1] as Slot;
+      if (CMDLINE_TRIAL.test(t)) b.line.trial = true;
+      b.slotSeen = true;
+    } else if ((m = GUEST_BOOT.exec(t)) !== null) {
+      b.line = { slot: m[1] as Slot, version: m[2] ?? "?", trial: m[3] === "1" };
+      b.slotSeen = true;
+      b.versionSeen = true;
+    }
+    if (PANIC.test(t)) b.panicked = true;
+    if (AGENT_LINE.test(t)) b.agentLines.push(t.trim());
+    if (b.readyMs === undefined && AGENT_READY.test(t)) b.readyMs = l.ms;
+  }
+  return boots.map((b, i) => {
+    const { slotSeen: _s, versionSeen, ...rest } = b;
+    if (!versionSeen) rest.line.version = versionOf(rest.line.slot, i) ?? "?";
+    return rest;
+  });
+}
