@@ -45,6 +45,8 @@ export interface Host {
   kc: KubeConfig;
   api: LikenApi;
   channel: ChannelServer;
+  /** The channel's directory: <version>/release.yaml of each release. */
+  channelDir: string;
   releases: ReleaseRef[];
   identity: IssuedIdentity;
   /** Seconds each part took to come up. */
@@ -164,14 +166,25 @@ export async function startHost(o: HostOptions): Promise<Host> {
     );
     const service = await startWebhookService(1);
     stoppers.push(() => service.close());
-    startOperator(
+    const operatorPid = startOperator(
       { stoppers },
       opKubeconfig,
       "operator-1",
       { port: service.backends[0]!, url: `https://127.0.0.1:${service.port}${EVICTION_PATH}` },
       { logFile: path.join(o.dir, "operator.log"), lifetimeSeconds: o.lifetimeSeconds },
     );
-    return { controlPlane: cp, kc, api, channel, releases, identity, timings, stop };
+    // On an exit without stop() (an uncaught error, a signal handler's exit), end the operator
+    // here; the control plane has its reaper, QEMU its own handler (qemu.ts).
+    const onExit = (): void => {
+      try {
+        process.kill(operatorPid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    };
+    process.once("exit", onExit);
+    stoppers.unshift(async () => void process.off("exit", onExit));
+    return { controlPlane: cp, kc, api, channel, channelDir, releases, identity, timings, stop };
   } catch (e) {
     await stop();
     throw e;

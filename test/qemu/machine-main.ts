@@ -3,6 +3,7 @@
 import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../images/machine/contract.js";
 import { cleanUp, LAB_GUEST, runMachineScenario, type GuestStarter } from "./machine.js";
 import { qemuGuest } from "./machine-qemu.js";
+import { processesNaming } from "./leftovers.js";
 
 function value(argv: string[], flag: string): string | undefined {
   const i = argv.indexOf(flag);
@@ -32,6 +33,9 @@ export async function machineMain(argv: string[]): Promise<number> {
     cutApi: !argv.includes("--no-cut"),
     out: (l) => console.log(l),
   });
+  const left = processesNaming(run.marks);
+  if (left.length > 0)
+    run.problems.push(`still running after the scenario:\n    ${left.join("\n    ")}`);
   const ok = run.problems.length === 0;
   if (!ok) {
     console.log(`machine scenario FAILED in ${run.seconds.toFixed(1)} s; files in ${run.dir}`);

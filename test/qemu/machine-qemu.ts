@@ -4,7 +4,7 @@
 // scenario can cut) and its release channel: restrict=on, and one guestfwd per address, each
 // connection handed to `busybox nc` to the loopback port (a `cmd:` forward runs once per
 // connection; a chardev forward would carry one connection for the guest's whole life).
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -35,9 +35,11 @@ interface MachineBuild {
     disk: string,
     images: MachineImages,
     identity: MachineIdentity,
-  ): Promise<void> | void;
+    installed?: { version: string; digest: string; document: Buffer },
+  ): void;
 }
 const BUILD_MODULE = "../../images/machine/build.js";
+const STATE_MODULE = "../../images/machine/state.js";
 
 function netdev(relayPort: number, channelPort: number): string {
   const fwd = (to: { host: string; port: number }, port: number): string =>
@@ -55,7 +57,10 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
   return {
     kind: "qemu",
     async releases() {
-      build = (await import(BUILD_MODULE)) as MachineBuild;
+      build = {
+        ...((await import(BUILD_MODULE)) as Pick<MachineBuild, "buildMachineImages">),
+        ...((await import(STATE_MODULE)) as Pick<MachineBuild, "writeStatePartition">),
+      };
       const t0 = Date.now();
       images = await build.buildMachineImages(bl, log);
       log(`machine image (${bl}) ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -72,7 +77,18 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         machine: MACHINE,
       });
       writeFileSync(join(dir, "machine.kubeconfig"), kubeconfig, { mode: 0o600 });
-      await build.writeStatePartition(disk, images, { machine: MACHINE, cluster: CLUSTER, kubeconfig });
+      // The factory install: v1 in slot a, its release document and marker on the state
+      // partition, so the agent knows from its first boot what runs.
+      const v1 = host.releases[0]!;
+      build.writeStatePartition(
+        disk,
+        images,
+        { machine: MACHINE, cluster: CLUSTER, kubeconfig },
+        {
+          ...v1,
+          document: readFileSync(join(host.channelDir, v1.version, "release.yaml")),
+        },
+      );
       const vars = join(dir, "OVMF_VARS.fd");
       copyFileSync(images.ovmfVars ?? OVMF_VARS, vars);
       const sock = join(dir, "serial.sock");
@@ -123,7 +139,9 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
           }));
         },
         notes: () => [
-          ...parsed.flatMap((b, i) => b.agentLines.slice(0, 6).map((l) => `boot ${i + 1} console: ${l}`)),
+          ...parsed.flatMap((b, i) =>
+            b.agentLines.slice(0, 6).map((l) => `boot ${i + 1} console: ${l}`),
+          ),
           `serial log: ${join(dir, "serial.log")}`,
         ],
         async stop() {

@@ -74,14 +74,6 @@ export class MachineWatch {
     }
   }
 
-  /** Seconds from the first time `from` was seen to the first time `to` was seen after it. */
-  span(from: (c: StepChange) => boolean, to: (c: StepChange) => boolean): number | undefined {
-    const i = this.steps.findIndex(from);
-    if (i < 0) return undefined;
-    const j = this.steps.findIndex((c, k) => k > i && to(c));
-    return j < 0 ? undefined : (this.steps[j]!.ms - this.steps[i]!.ms) / 1000;
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;

@@ -7,16 +7,23 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { MachineBootloader, MachineRelease } from "../../images/machine/contract.js";
+import { dataDirOf } from "../../src/controlplane/instance.js";
 import { caPem, startHost, type Host } from "./machine-host.js";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 import { machineKubeconfig } from "./machine-identity.js";
 import { labReleases, startLabGuest } from "./machine-lab-guest.js";
 import { MachineWatch } from "./machine-watch.js";
-import { workloadPlacement } from "./machine-workload.js";
 import { startRelay, type Relay } from "./relay.js";
-import { formatBoot, type BootLine } from "./scenarios.js";
+import { formatBoot } from "./scenarios.js";
+import {
+  finalChecks,
+  firstReport,
+  rollToBad,
+  rollToGood,
+  timings,
+  type Ctx,
+} from "./machine-phases.js";
 import type { Slot } from "../../src/bootloader/types.js";
 
 export const MACHINE = "machine-1";
@@ -24,18 +31,6 @@ export const CLUSTER = "machine";
 /** The versions of the lab stand-in's releases (the QEMU guest's come from its image build). */
 const LAB_VERSIONS = ["2026.12.01-001", "2026.12.02-001", "2026.12.03-001"] as const;
 
-/**
- * Deadlines, for 2 busy cores under TCG: a boot of the guest takes 1-2 min when quiet; the
- * first includes the agent's start and first report; a turn includes the download and write of
- * the slot, the drain, the read-back and the reboot into the trial.
- */
-const FIRST_REPORT_MS = 360_000;
-const TURN_GRANTED_MS = 600_000;
-const TRIAL_PROVED_MS = 600_000;
-const FALLBACK_MS = 600_000;
-/** How long the way to the API server stays cut, and how long a Failed machine is watched. */
-const CUT_MS = 30_000;
-const NO_RETRY_MS = 20_000;
 /** The operator's upper bound of life: longer than any run, shorter than a forgotten one. */
 const LIFETIME_S = 3600;
 
@@ -92,9 +87,9 @@ export interface MachineRun {
   dir: string;
   /** The last line: `machine: backend=... promoted=... fell-back-from=... boots=N S s`. */
   summary: string;
+  /** Text in the command line of every process the run started (leftovers.ts). */
+  marks: string[];
 }
-
-const fmt = (ls: BootLine[]): string => ls.map((l, i) => formatBoot(i + 1, l)).join("; ");
 
 export async function runMachineScenario(o: {
   bootloader: MachineBootloader;
@@ -115,6 +110,7 @@ export async function runMachineScenario(o: {
     seconds: 0,
     dir,
     summary: "",
+    marks: [`${dir}/`],
   };
   let host: Host | undefined;
   let relay: Relay | undefined;
@@ -132,14 +128,15 @@ export async function runMachineScenario(o: {
     const releases = await o.guest.releases(dir);
     const [v1, v2, v3] = releases.map((r) => r.version) as [string, string, string];
     say(`host: starting the control plane, the API, the channel (${releases.length} releases)`);
+    const name = `machine-${process.pid}-${o.bootloader}`;
+    run.marks.push(`${dataDirOf(name)}/`);
     host = await startHost({
-      name: `machine-${process.pid}-${o.bootloader}`,
+      name,
       dir: join(dir, "host"),
       machine: MACHINE,
       cluster: CLUSTER,
       releases,
-      channelSource: (url) =>
-        o.guest.kind === "lab" ? url : `http://10.0.2.101:8080`,
+      channelSource: (url) => (o.guest.kind === "lab" ? url : `http://10.0.2.101:8080`),
       lifetimeSeconds: LIFETIME_S,
       log: () => {},
     });
@@ -151,101 +148,38 @@ export async function runMachineScenario(o: {
     );
     const apiPort = Number(new URL(host.controlPlane.server).port);
     relay = await startRelay({ host: "127.0.0.1", port: apiPort });
+    const channelPort = Number(new URL(host.channel.url).port);
+    // The guest's forwards run `busybox nc 127.0.0.1 PORT` per connection (machine-qemu.ts).
+    run.marks.push(`nc 127.0.0.1 ${relay.port}`, `nc 127.0.0.1 ${channelPort}`);
     watch = new MachineWatch(host.api, MACHINE, CLUSTER, t0);
     guest = await o.guest.start({
       dir,
       host,
       relay,
-      channelPort: Number(new URL(host.channel.url).port),
+      channelPort,
       t0,
       out: say,
-      slotVersion: (slot) =>
-        watch?.machine?.status?.slots?.find((x) => x.name === slot)?.version,
+      slotVersion: (slot) => watch?.machine?.status?.slots?.find((x) => x.name === slot)?.version,
     });
-    const w = watch;
-    const g = guest;
-    const api = host.api;
-
-    await w.until(`${MACHINE} report ${v1}`, FIRST_REPORT_MS, (x) => {
-      const s = x.machine?.status;
-      return s?.version === v1 && s.step === "Ready";
-    });
-    say(`${MACHINE} reports ${v1}, Ready`);
-
-    // v2: download, stage, turn, drain, trial, prove, promote.
-    await api.clusters.patch(CLUSTER, { spec: { version: v2 } });
-    say(`target ${v2}`);
-    await w.until(`a turn granted to ${MACHINE} for ${v2}`, TURN_GRANTED_MS, (x) => x.turnHeld());
-    say(`turn granted (step ${w.machine?.status?.step}/${w.machine?.status?.updateStage ?? "-"})`);
-    if (o.cutApi !== false) {
-      const bootsBefore = g.boots.length;
-      relay.setCut(true);
-      say(`fault: the way to the API server is cut for ${CUT_MS / 1000} s`);
-      await sleep(CUT_MS);
-      const refused = relay.refusedWhileCut;
-      relay.setCut(false);
-      const rebooted = g.boots.length !== bootsBefore;
-      say(
-        `fault: restored; while cut the agent tried ${refused} connections and the machine ${rebooted ? "REBOOTED" : "did not reboot"}`,
-      );
-      if (rebooted) run.problems.push("the machine rebooted while its API server was cut off");
-      if (refused === 0)
-        run.problems.push("no connection reached the relay while cut: was the agent still running?");
-    }
-    await w.until(`${MACHINE} proving and promoting ${v2}`, TRIAL_PROVED_MS, (x) => {
-      const s = x.machine?.status;
-      return s?.version === v2 && s.step === "Ready" && s.lastTrial?.result === "Succeeded";
-    });
-    say(`${MACHINE} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
-    const placement = await workloadPlacement(host.kc);
-    say(`workload after the drain: ${JSON.stringify(placement)}`);
-    if ((placement[MACHINE] ?? 0) !== 0)
-      run.problems.push(`pods still on ${MACHINE} after its drain: ${JSON.stringify(placement)}`);
-
-    // v3: its trial panics; the bootloader falls back; Failed, and no retry.
-    await api.clusters.patch(CLUSTER, { spec: { version: v3 } });
-    say(`target ${v3}`);
-    await w.until(`${MACHINE} reporting the fallback from ${v3}`, FALLBACK_MS, (x) => {
-      const s = x.machine?.status;
-      return s?.step === "Failed" && s.lastTrial?.version === v3;
-    });
-    const s = w.machine?.status;
-    say(
-      `${MACHINE} reads ${s?.version}, step ${s?.step}, lastTrial ${s?.lastTrial?.version} ${s?.lastTrial?.result} ${s?.lastTrial?.reason}`,
-    );
-    const boots = g.boots.length;
-    await sleep(NO_RETRY_MS);
+    const c: Ctx = {
+      machine: MACHINE,
+      cluster: CLUSTER,
+      api: host.api,
+      kc: host.kc,
+      watch,
+      guest,
+      relay,
+      say,
+      problems: run.problems,
+    };
+    await firstReport(c, v1);
+    await rollToGood(c, v2, o.cutApi !== false);
+    await rollToBad(c, v3);
     printBoots();
-    if (g.boots.length !== boots)
-      run.problems.push(`the machine booted again after reporting Failed (it retried ${v3})`);
-
-    // What the host's Machine must show at the end.
-    const m = (await api.machines.get(MACHINE)).status;
-    if (m?.version !== v2) run.problems.push(`the Machine reads LIKEN ${m?.version}, not ${v2}`);
-    if (m?.step !== "Failed") run.problems.push(`the Machine's step is ${m?.step}, not Failed`);
-    if (m?.lastTrial?.version !== v3 || m.lastTrial.reason !== "TrialFellBack")
-      run.problems.push(`lastTrial is ${JSON.stringify(m?.lastTrial)}, not ${v3} TrialFellBack`);
-    if (!(m?.failedReleases ?? []).some((f) => f.version === v3))
-      run.problems.push(`failedReleases does not list ${v3}`);
-
-    const expected: BootLine[] = [
-      { slot: "a", version: v1, trial: false },
-      { slot: "b", version: v2, trial: true },
-      { slot: "a", version: v3, trial: true },
-      { slot: "b", version: v2, trial: false },
-    ];
-    run.boots = [...g.boots];
-    const seen = run.boots.map((b) => b.line);
-    if (fmt(seen) !== fmt(expected))
-      run.problems.push(`boots were [${fmt(seen)}], expected [${fmt(expected)}]`);
-
-    // Timings: each boot to READY=1, the slot's download and write, the whole run.
-    for (const [i, b] of run.boots.entries()) {
-      if (b.readyMs !== undefined)
-        say(`boot ${i + 1}: firmware to the agent's READY=1 in ${((b.readyMs - b.atMs) / 1000).toFixed(1)} s`);
-    }
-    for (const line of downloadTimes(w, [v2, v3])) say(line);
-    for (const n of g.notes()) say(n);
+    run.boots = [...guest.boots];
+    await finalChecks(c, [v1, v2, v3], run.boots);
+    for (const l of timings(watch, run.boots, [v2, v3])) say(l);
+    for (const n of guest.notes()) say(n);
     run.summary = `machine: backend=${o.bootloader} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
   } catch (e) {
     run.problems.push((e as Error).message);
@@ -253,35 +187,15 @@ export async function runMachineScenario(o: {
     clearInterval(ticker);
     printBoots();
     if (guest) run.boots = [...guest.boots];
-    await guest?.stop().catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
+    await guest
+      ?.stop()
+      .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;
   }
   return run;
-}
-
-/** "download and write of <v>: N s", from the first Downloading to the step after it. */
-function downloadTimes(w: MachineWatch, versions: string[]): string[] {
-  const out: string[] = [];
-  let from = 0;
-  for (const v of versions) {
-    const i = w.steps.findIndex((c, k) => k >= from && c.step === "Downloading");
-    if (i < 0) {
-      out.push(`download and write of ${v}: not seen (shorter than the host's 0.5 s poll)`);
-      continue;
-    }
-    const j = w.steps.findIndex((c, k) => k > i && c.step !== "Downloading");
-    const end = j < 0 ? undefined : w.steps[j]!;
-    out.push(
-      end === undefined
-        ? `download and write of ${v}: did not end`
-        : `download and write of ${v}: ${((end.ms - w.steps[i]!.ms) / 1000).toFixed(1)} s (then ${end.step})`,
-    );
-    from = j < 0 ? w.steps.length : j;
-  }
-  return out;
 }
 
 /** Removes a passed run's files unless asked to keep them. */
