@@ -79,3 +79,28 @@ export function parseBoots(
     return rest;
   });
 }
+
+/**
+ * The `msg` of the agent's JSON log lines (pino) whose `time` passes `when`, each once, in
+ * order; a line that is not the agent's is skipped.
+ */
+export function agentMessages(
+  lines: readonly string[],
+  when: (epochMs: number) => boolean,
+): string[] {
+  const out: string[] = [];
+  for (const l of lines) {
+    const i = l.indexOf('{"level"');
+    if (i < 0) continue;
+    let rec: { time?: number; msg?: string; err?: { message?: string } };
+    try {
+      rec = JSON.parse(l.slice(i)) as typeof rec;
+    } catch {
+      continue; // a line the console cut or interleaved
+    }
+    if (rec.time === undefined || rec.msg === undefined || !when(rec.time)) continue;
+    const text = rec.err?.message ? `${rec.msg}: ${rec.err.message}` : rec.msg;
+    if (!out.includes(text)) out.push(text);
+  }
+  return out;
+}

@@ -18,5 +18,7 @@ export interface Guest {
   readonly boots: GuestBoot[];
   /** What to print after the boots (the console's lines about liken-agent, where logs are). */
   notes(): string[];
+  /** The agent's log messages that arrived between two times (ms since the scenario started). */
+  agentSaid(fromMs: number, toMs: number): string[];
   stop(): Promise<void>;
 }

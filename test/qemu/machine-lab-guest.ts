@@ -4,7 +4,8 @@
 // and whether its boot panics. Everything on the host side runs as with QEMU: the identity,
 // the relay to the API server, the operator, the drain. What it cannot show is the guest's
 // own boot (no firmware, no systemd), so its boot lines come from the firmware model.
-import { closeSync, openSync, readSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs";
+import { agentMessages } from "./machine-console.js";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SimulatedMachine } from "../../src/lab/machine.js";
@@ -83,6 +84,11 @@ export async function startLabGuest(o: {
     kind: "lab",
     boots,
     notes: () => [`agent log: ${m.logFile}`],
+    agentSaid: (fromMs, toMs) =>
+      agentMessages(readFileSync(m.logFile, "utf8").split("\n"), (t) => {
+        const ms = t - o.t0;
+        return ms >= fromMs && ms <= toMs;
+      }),
     async stop() {
       stopped = true;
       await follow;

@@ -32,6 +32,8 @@ export interface Ctx {
   relay: Relay;
   say: (l: string) => void;
   problems: string[];
+  /** When the scenario started (Date.now()). */
+  t0: number;
 }
 
 export async function firstReport(c: Ctx, v1: string): Promise<void> {
@@ -50,8 +52,11 @@ export async function firstReport(c: Ctx, v1: string): Promise<void> {
 async function cutDuringTurn(c: Ctx): Promise<void> {
   const bootsBefore = c.guest.boots.length;
   c.relay.setCut(true);
+  const from = Date.now() - c.t0;
   c.say(`fault: the way to the API server is cut for ${CUT_MS / 1000} s`);
   await sleep(CUT_MS);
+  for (const m of c.guest.agentSaid(from, Date.now() - c.t0).slice(0, 8))
+    c.say(`fault: the agent said: ${m}`);
   const refused = c.relay.refusedWhileCut;
   c.relay.setCut(false);
   const rebooted = c.guest.boots.length !== bootsBefore;

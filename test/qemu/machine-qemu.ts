@@ -17,7 +17,12 @@ import {
 import type { Slot } from "../../src/bootloader/types.js";
 import { caPem } from "./machine-host.js";
 import { machineKubeconfig } from "./machine-identity.js";
-import { parseBoots, type ConsoleBoot, type ConsoleLine } from "./machine-console.js";
+import {
+  agentMessages,
+  parseBoots,
+  type ConsoleBoot,
+  type ConsoleLine,
+} from "./machine-console.js";
 import type { Guest } from "./machine-guest.js";
 import { CLUSTER, MACHINE, type GuestStarter } from "./machine.js";
 import { OVMF_VARS, startQemu, stopQemu } from "./qemu.js";
@@ -138,6 +143,12 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             ...(b.readyMs !== undefined ? { readyMs: b.readyMs } : {}),
           }));
         },
+        // By when the line reached the console: the guest's clock is not the host's.
+        agentSaid: (fromMs, toMs) =>
+          agentMessages(
+            lines.filter((l) => l.ms >= fromMs && l.ms <= toMs).map((l) => l.text),
+            () => true,
+          ),
         notes: () => [
           ...parsed.flatMap((b, i) =>
             b.agentLines.slice(0, 6).map((l) => `boot ${i + 1} console: ${l}`),

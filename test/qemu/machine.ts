@@ -171,6 +171,7 @@ export async function runMachineScenario(o: {
       relay,
       say,
       problems: run.problems,
+      t0,
     };
     await firstReport(c, v1);
     await rollToGood(c, v2, o.cutApi !== false);
