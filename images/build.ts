@@ -75,7 +75,7 @@ export interface Manifest {
   sizes: Record<string, number>;
 }
 
-const GRUB_MODULES = [
+export const GRUB_MODULES = [
   "part_gpt",
   "fat",
   "ext2",
@@ -109,7 +109,7 @@ function dpkgVersion(pkg: string): string {
 }
 
 /** The package linux-image-amd64 depends on, with its version: `linux-image-6.1.0-57-amd64=6.1.192-3`. */
-function kernelPackage(): string {
+export function kernelPackage(): string {
   // One apt-cache call: on a busy machine each one takes seconds.
   const show = run("apt-cache", ["show", "--no-all-versions", "linux-image-amd64"]);
   const m = /^Depends: (linux-image-[^\s,]+) \(= ([^)\s]+)\)/m.exec(show);

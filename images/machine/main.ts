@@ -1,0 +1,27 @@
+// npx tsx images/machine/main.ts --bootloader grub|systemd-boot [--boot]
+// Builds (or reuses) the machine's images and prints them; --boot also boots the disk under
+// QEMU with a dummy identity until the agent runs under systemd (smoke.ts), then stops it.
+import { parseArgs } from "node:util";
+import { buildMachineImages } from "./build.js";
+import { MACHINE_BOOTLOADERS, type MachineBootloader } from "./contract.js";
+
+const { values } = parseArgs({
+  options: {
+    bootloader: { type: "string", default: "grub" },
+    boot: { type: "boolean", default: false },
+  },
+});
+const bootloader = values.bootloader as MachineBootloader;
+if (!MACHINE_BOOTLOADERS.includes(bootloader)) {
+  console.error(`--bootloader ${values.bootloader}: use ${MACHINE_BOOTLOADERS.join(" or ")}`);
+  process.exit(2);
+}
+const t0 = Date.now();
+const images = await buildMachineImages(bootloader, (s) => console.error(s));
+console.error(`machine: images ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+console.log(JSON.stringify(images, null, 2));
+if (values.boot) {
+  const { smokeBoot } = await import("./smoke.js");
+  const r = await smokeBoot(images, (s) => console.error(s));
+  console.log(JSON.stringify(r, null, 2));
+}

@@ -1,0 +1,168 @@
+// The machine's three releases as ext4 slot images (mke2fs -d, no root mounts): one root
+// filesystem with the agent package, the kernel and the initrd under /boot, differing in
+// /etc/os-release's VERSION; the third one's /sbin/init exits at once, so its boot panics (and
+// the trial's panic=N reboots into the default slot). Cached with everything they are made of.
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { packageAgent } from "../package-agent.js";
+import type { MachineRelease } from "./contract.js";
+import {
+  cachedStage,
+  dpkgVersion,
+  filesUnder,
+  hashFiles,
+  MiB,
+  newHash,
+  run,
+  short,
+} from "./cache.js";
+import { machineInitrd } from "./initrd.js";
+import { guestKernel, kernelPackage } from "./kernel.js";
+import { baseRootfs, configureGuest, writeOsRelease } from "./rootfs.js";
+
+/** v1 (installed), v2 (good), v3 (its boot panics). */
+export const RELEASE_VERSIONS = ["2026.12.01-001", "2026.12.01-002", "2026.12.01-003"] as const;
+
+export interface SlotSet {
+  dir: string;
+  releases: [MachineRelease, MachineRelease, MachineRelease];
+  /** The kernel and initrd every release boots (also under /boot in each slot). */
+  vmlinuz: string;
+  initrd: string;
+  kernelPackage: string;
+  /** Bytes: each slot image, the kernel, the initrd, the root filesystem's files. */
+  sizes: Record<string, number>;
+  /** Seconds this build took, or 0 when it came from the cache. */
+  builtSeconds: number;
+}
+
+/** What the agent package is made of: a change to any of them makes new slot images. */
+function agentInputs(): string[] {
+  return [
+    ...filesUnder("src"),
+    "package.json",
+    "package-lock.json",
+    "images/package-agent.ts",
+    "images/agent.yaml.example",
+    "config/systemd/liken-agent.service",
+    "build/Release/liken_native.node",
+  ];
+}
+
+const SOURCES = [
+  "images/cpio.ts",
+  "images/machine/cache.ts",
+  "images/machine/kernel.ts",
+  "images/machine/initrd.ts",
+  "images/machine/init.sh",
+  "images/machine/rootfs.ts",
+  "images/machine/releases.ts",
+];
+
+/** A UUID made from a name, so one version's filesystem gets the same UUID on every build. */
+function uuidOf(name: string): string {
+  const h = createHash("sha256").update(name).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** Slot image size: the files, a quarter more for ext4's own blocks and inodes, 32 MiB free. */
+function imageMiB(root: string): number {
+  const bytes = Number(run("du", ["-sb", "--apparent-size", root]).split("\t")[0]);
+  return Math.ceil((bytes * 1.25) / MiB / 4) * 4 + 32;
+}
+
+function panicInit(version: string): string {
+  return `#!/bin/sh
+# Release ${version} is the scenario's bad release: its init exits at once, so the kernel
+# panics ("Attempted to kill init") and the trial entry's panic=N reboots the machine.
+echo "LIKEN-FAULT panic: release ${version} has a broken /sbin/init"
+exit 1
+`;
+}
+
+export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
+  const base = await baseRootfs(log);
+  const kpkg = kernelPackage();
+  const h = hashFiles(newHash("slots"), [...SOURCES, ...agentInputs()]);
+  h.update(base.dir).update(kpkg).update(`busybox-static=${dpkgVersion("busybox-static")}`);
+  h.update(RELEASE_VERSIONS.join(","));
+  const t0 = Date.now();
+  const stage = await cachedStage("slots", short(h), async (work) => {
+    log(`machine: building the slot images in ${work}`);
+    const pkg = await packageAgent({ out: join(work, "agent") });
+    const kernel = guestKernel(work);
+    const initrd = machineInitrd(kernel);
+    writeFileSync(join(work, "vmlinuz"), kernel.vmlinuz);
+    writeFileSync(join(work, "initrd.img"), initrd);
+    const root = join(work, "root");
+    run("cp", ["-a", "--reflink=auto", join(base.dir, "root"), root]);
+    configureGuest(root, pkg.tarball);
+    mkdirSync(join(root, "boot"), { recursive: true });
+    writeFileSync(join(root, "boot/vmlinuz"), kernel.vmlinuz);
+    writeFileSync(join(root, "boot/initrd.img"), initrd);
+    const size = imageMiB(root);
+    const sizes: Record<string, number> = {
+      rootFiles: Number(run("du", ["-sb", "--apparent-size", root]).split("\t")[0]),
+      vmlinuz: kernel.vmlinuz.length,
+      initrd: initrd.length,
+      agentTarball: pkg.sizes.tarball,
+    };
+    const releases = RELEASE_VERSIONS.map((version, i): MachineRelease => {
+      const panics = i === 2;
+      writeOsRelease(root, version);
+      if (panics) {
+        const init = join(root, "usr/sbin/init");
+        rmSync(init, { force: true });
+        writeFileSync(init, panicInit(version));
+        chmodSync(init, 0o755);
+      }
+      const img = join(work, `${version}.ext4`);
+      const uuid = uuidOf(`liken-machine-${version}`);
+      run("mke2fs", [
+        "-q",
+        "-t",
+        "ext4",
+        "-L",
+        "liken-root",
+        "-U",
+        uuid,
+        "-E",
+        `hash_seed=${uuid}`,
+        "-m",
+        "0",
+        "-d",
+        root,
+        img,
+        `${size}M`,
+      ]);
+      sizes[version] = size * MiB;
+      return { version, slotImage: img, panics };
+    });
+    // The root filesystem is in the images now; the agent's tarball stays for reference.
+    rmSync(root, { recursive: true, force: true });
+    rmSync(join(work, "agent", "tree"), { recursive: true, force: true });
+    rmSync(join(work, "kernel"), { recursive: true, force: true });
+    const manifest = {
+      releases: releases.map((r) => ({ ...r, slotImage: r.slotImage.split("/").pop() })),
+      kernelPackage: kernel.package,
+      sizes,
+    };
+    writeFileSync(join(work, "slots.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+    log(`machine: slot images in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  });
+  const m = JSON.parse(readFileSync(join(stage.dir, "slots.json"), "utf8")) as {
+    releases: MachineRelease[];
+    kernelPackage: string;
+    sizes: Record<string, number>;
+  };
+  return {
+    dir: stage.dir,
+    releases: m.releases.map((r) => ({ ...r, slotImage: join(stage.dir, r.slotImage) })) as SlotSet["releases"],
+    vmlinuz: join(stage.dir, "vmlinuz"),
+    initrd: join(stage.dir, "initrd.img"),
+    kernelPackage: m.kernelPackage,
+    sizes: m.sizes,
+    builtSeconds: stage.built ? (Date.now() - t0) / 1000 : 0,
+  };
+}

@@ -1,0 +1,90 @@
+// What is per machine, on the state partition of a copy of the machine's disk: the agent's
+// config and identity (/var/lib/liken/etc, bound onto /etc/liken) and, as the factory install
+// leaves it, the marker and release document of the release in slot a, so the agent knows from
+// its first boot which release runs. Written as a fresh ext4 image (mke2fs -d) into the
+// partition's bytes: the disk copy is never mounted.
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { encodeMarker } from "../../src/slots/marker.js";
+import type { MachineBootloader, MachineIdentity, MachineImages } from "./contract.js";
+import { place, stateImage } from "./disk.js";
+import { GRUB_DIR } from "./esp-grub.js";
+import { ESP_MOUNT } from "./rootfs.js";
+
+/** Where the guest reads them (the bind mount of docs/machine.md). */
+export const GUEST_CONFIG = "/etc/liken/agent.yaml";
+export const GUEST_KUBECONFIG = "/etc/liken/kubeconfig";
+
+/** The release the factory wrote into slot a, as `liken release build` published it. */
+export interface InstalledRelease {
+  version: string;
+  /** The catalog's digest of its release document. */
+  digest: string;
+  /** release.yaml, byte for byte. */
+  document: Buffer | string;
+}
+
+function bootloaderSection(bootloader: MachineBootloader): Record<string, string> {
+  return bootloader === "grub"
+    ? { backend: "grub", envDir: `${ESP_MOUNT}/${GRUB_DIR}` }
+    : { backend: "systemd-boot", esp: ESP_MOUNT, efivars: "/sys/firmware/efi/efivars" };
+}
+
+/** The guest's /etc/liken/agent.yaml (docs/agent.md lists every field). */
+export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBootloader): string {
+  return stringify({
+    machine: identity.machine,
+    cluster: identity.cluster,
+    kubeconfig: GUEST_KUBECONFIG,
+    slots: {
+      a: { device: "/dev/disk/by-partlabel/liken-a" },
+      b: { device: "/dev/disk/by-partlabel/liken-b" },
+    },
+    stateDir: "/var/lib/liken",
+    cmdline: "/proc/cmdline",
+    bootloader: bootloaderSection(bootloader),
+    reboot: { command: ["systemctl", "reboot"] },
+    direct: true,
+  });
+}
+
+/**
+ * Puts the machine's identity (and the installed release's marker, when given) onto the
+ * liken-state partition of `diskCopy`, a copy of images.disk, replacing what was there.
+ */
+export function writeStatePartition(
+  diskCopy: string,
+  images: MachineImages,
+  identity: MachineIdentity,
+  installed?: InstalledRelease,
+): void {
+  const work = mkdtempSync(join(tmpdir(), "liken-machine-state-"));
+  try {
+    const dir = join(work, "state");
+    mkdirSync(join(dir, "etc"), { recursive: true, mode: 0o755 });
+    writeFileSync(join(dir, "etc/agent.yaml"), agentConfigYaml(identity, images.bootloader), {
+      mode: 0o644,
+    });
+    writeFileSync(join(dir, "etc/kubeconfig"), identity.kubeconfig, { mode: 0o600 });
+    if (installed !== undefined) {
+      mkdirSync(join(dir, "slot-a"));
+      writeFileSync(join(dir, "slot-a/release.yaml"), installed.document);
+      writeFileSync(
+        join(dir, "slot-a/marker.json"),
+        encodeMarker({
+          state: "staged",
+          version: installed.version,
+          releaseDigest: installed.digest,
+          verifiedAt: new Date().toISOString(),
+        }),
+      );
+    }
+    const img = join(work, "state.ext4");
+    stateImage(img, dir);
+    place(diskCopy, img, images.partitions["liken-state"].offset);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
