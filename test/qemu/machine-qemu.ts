@@ -11,9 +11,10 @@ import {
   GUEST_API,
   GUEST_CHANNEL,
   type MachineBootloader,
-  type MachineIdentity,
   type MachineImages,
 } from "../../images/machine/contract.js";
+import { buildMachineImages } from "../../images/machine/build.js";
+import { writeStatePartition } from "../../images/machine/state.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import { caPem } from "./machine-host.js";
 import { machineKubeconfig } from "./machine-identity.js";
@@ -34,18 +35,6 @@ const MEMORY_MIB = 1024;
 const QEMU_LIFETIME_S = 3600;
 const CONSOLE_POLL_MS = 200;
 
-interface MachineBuild {
-  buildMachineImages(bl: MachineBootloader, log: (l: string) => void): Promise<MachineImages>;
-  writeStatePartition(
-    disk: string,
-    images: MachineImages,
-    identity: MachineIdentity,
-    installed?: { version: string; digest: string; document: Buffer },
-  ): void;
-}
-const BUILD_MODULE = "../../images/machine/build.js";
-const STATE_MODULE = "../../images/machine/state.js";
-
 function netdev(relayPort: number, channelPort: number): string {
   const fwd = (to: { host: string; port: number }, port: number): string =>
     `guestfwd=tcp:${to.host}:${to.port}-cmd:busybox nc 127.0.0.1 ${port}`;
@@ -58,21 +47,16 @@ function netdev(relayPort: number, channelPort: number): string {
 
 export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): GuestStarter {
   let images: MachineImages | undefined;
-  let build: MachineBuild | undefined;
   return {
     kind: "qemu",
     async releases() {
-      build = {
-        ...((await import(BUILD_MODULE)) as Pick<MachineBuild, "buildMachineImages">),
-        ...((await import(STATE_MODULE)) as Pick<MachineBuild, "writeStatePartition">),
-      };
       const t0 = Date.now();
-      images = await build.buildMachineImages(bl, log);
+      images = await buildMachineImages(bl, log);
       log(`machine image (${bl}) ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       return images.releases;
     },
     async start({ dir, host, relay, channelPort, t0, slotVersion }) {
-      if (images === undefined || build === undefined) throw new Error("releases() first");
+      if (images === undefined) throw new Error("releases() first");
       const disk = join(dir, "disk.img");
       copyFileSync(images.disk, disk);
       const kubeconfig = machineKubeconfig({
@@ -85,7 +69,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       // The factory install: v1 in slot a, its release document and marker on the state
       // partition, so the agent knows from its first boot what runs.
       const v1 = host.releases[0]!;
-      build.writeStatePartition(
+      writeStatePartition(
         disk,
         images,
         { machine: MACHINE, cluster: CLUSTER, kubeconfig },
