@@ -20,6 +20,8 @@ export interface ConsoleBoot {
   agentLines: string[];
   /** The kernel panicked in this boot. */
   panicked: boolean;
+  /** Its line is final: the initrd spoke, or the boot ended (a panic, a later boot). */
+  settled: boolean;
 }
 
 const BOOT_START = /BdsDxe: starting Boot/;
@@ -48,6 +50,7 @@ export function parseBoots(
         atMs: l.ms,
         agentLines: [],
         panicked: false,
+        settled: false,
         slotSeen: false,
         versionSeen: false,
       });
@@ -75,6 +78,7 @@ export function parseBoots(
   }
   return boots.map((b, i) => {
     const { slotSeen: _s, versionSeen, ...rest } = b;
+    rest.settled = versionSeen || rest.panicked || i < boots.length - 1;
     if (!versionSeen) rest.line.version = versionOf(rest.line.slot, i) ?? "?";
     return rest;
   });
@@ -92,14 +96,15 @@ export function agentMessages(
   for (const l of lines) {
     const i = l.indexOf('{"level"');
     if (i < 0) continue;
-    let rec: { time?: number; msg?: string; err?: { message?: string } };
+    let rec: { time?: number; msg?: string; err?: string | { message?: string } };
     try {
       rec = JSON.parse(l.slice(i)) as typeof rec;
     } catch {
       continue; // a line the console cut or interleaved
     }
     if (rec.time === undefined || rec.msg === undefined || !when(rec.time)) continue;
-    const text = rec.err?.message ? `${rec.msg}: ${rec.err.message}` : rec.msg;
+    const err = typeof rec.err === "string" ? rec.err : rec.err?.message;
+    const text = err ? `${rec.msg}: ${err}` : rec.msg;
     if (!out.includes(text)) out.push(text);
   }
   return out;

@@ -75,7 +75,11 @@ export async function startLabGuest(o: {
       for (const b of m.boots.slice(boots.length)) {
         const text = header(m.slotFile(b.slot)).toString("latin1");
         const version = /\nversion: (\S+)\n/.exec(text)?.[1] ?? "(unknown)";
-        boots.push({ line: { slot: b.slot, version, trial: b.trial }, atMs: b.at - o.t0 });
+        boots.push({
+          line: { slot: b.slot, version, trial: b.trial },
+          atMs: b.at - o.t0,
+          settled: true,
+        });
       }
       await sleep(100);
     }

@@ -124,6 +124,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
           return boots().map((b) => ({
             line: b.line,
             atMs: b.atMs,
+            settled: b.settled,
             ...(b.readyMs !== undefined ? { readyMs: b.readyMs } : {}),
           }));
         },

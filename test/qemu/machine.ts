@@ -119,6 +119,7 @@ export async function runMachineScenario(o: {
   let printed = 0;
   const printBoots = (): void => {
     for (const b of guest?.boots.slice(printed) ?? []) {
+      if (!b.settled) break;
       printed++;
       say(formatBoot(printed, b.line));
     }
