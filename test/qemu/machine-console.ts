@@ -96,7 +96,14 @@ export function agentMessages(
   for (const l of lines) {
     const i = l.indexOf('{"level"');
     if (i < 0) continue;
-    let rec: { time?: number; msg?: string; err?: string | { message?: string } };
+    let rec: {
+      time?: number;
+      msg?: string;
+      err?: string | { message?: string };
+      step?: string;
+      phase?: string;
+      why?: string;
+    };
     try {
       rec = JSON.parse(l.slice(i)) as typeof rec;
     } catch {
@@ -104,7 +111,14 @@ export function agentMessages(
     }
     if (rec.time === undefined || rec.msg === undefined || !when(rec.time)) continue;
     const err = typeof rec.err === "string" ? rec.err : rec.err?.message;
-    const text = err ? `${rec.msg}: ${err}` : rec.msg;
+    // "phase" and "begin"/"end" say little without the phase or step they are about.
+    const what =
+      rec.phase !== undefined
+        ? `phase ${rec.phase}${rec.why ? ` (${rec.why})` : ""}`
+        : rec.step !== undefined
+          ? `${rec.step}: ${rec.msg}`
+          : rec.msg;
+    const text = err ? `${what}: ${err}` : what;
     if (!out.includes(text)) out.push(text);
   }
   return out;

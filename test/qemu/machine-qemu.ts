@@ -143,6 +143,11 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         async stop() {
           stopped = true;
           await follow;
+          // Every console line with when it arrived: where each boot spends its time.
+          writeFileSync(
+            join(dir, "console-timeline.txt"),
+            lines.map((l) => `${(l.ms / 1000).toFixed(1).padStart(7)} s  ${l.text}`).join("\n"),
+          );
           serial.close();
           await stopQemu(child);
         },
