@@ -55,7 +55,11 @@ export class EfivarfsDir implements EfiVars {
     const fh = await open(this.path(name), "w");
     try {
       await fh.write(encodeEfiString(value));
-      await fh.sync();
+      // A directory's file is synced; efivarfs has no fsync (EINVAL, seen on a booted guest):
+      // there the write itself went to the firmware, and there is nothing more to sync.
+      await fh.sync().catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== "EINVAL") throw e;
+      });
     } finally {
       await fh.close();
     }
