@@ -32,6 +32,12 @@ const GUEST_BOOT = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/;
 const AGENT_READY = /Started liken-agent\.service/;
 const AGENT_LINE = /liken-agent/;
 const PANIC = /Kernel panic/;
+/**
+ * What serial.ts's cleaning leaves of an escape sequence cut across two reads of the socket
+ * (seen: "Started [0;1;39mliken-agent.service").
+ */
+// eslint-disable-next-line no-control-regex
+const ESCAPE_LEFTOVER = /\x1b|\[[0-9;?]*[A-Za-z]/g;
 
 /**
  * The boots in `lines`. A boot that dies before its OS says its version (a panic at start)
@@ -43,7 +49,8 @@ export function parseBoots(
 ): ConsoleBoot[] {
   const boots: (ConsoleBoot & { slotSeen: boolean; versionSeen: boolean })[] = [];
   for (const l of lines) {
-    const t = l.text;
+    // The console is UTF-8 (systemd's "…"); serial.ts keeps it as latin1.
+    const t = Buffer.from(l.text.replace(ESCAPE_LEFTOVER, ""), "latin1").toString("utf8");
     if (BOOT_START.test(t)) {
       boots.push({
         line: { slot: "a", version: "?", trial: false },
