@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs, with apt-get, exactly the Debian packages the QEMU testbed, the bootloader golden
+# Installs, with apt-get, exactly the Debian packages the QEMU testbed (and its machine image:
+# systemd-boot-efi for the systemd-boot ESP), the bootloader golden
 # files and the operator image (mmdebstrap: its root filesystem) need, and only those that are
 # missing. Idempotent and fast when everything is present
 # (dpkg-query and a file test, no apt). `npm test` runs it first (the `pretest` script), so a
@@ -20,6 +21,7 @@ qemu-system-x86
 ovmf
 grub-efi-amd64-bin
 grub-common
+systemd-boot-efi
 mtools
 dosfstools
 gdisk

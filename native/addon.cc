@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("deviceInfo", Napi::Function::New(env, liken::DeviceInfo, "deviceInfo"));
   exports.Set("discard", Napi::Function::New(env, liken::Discard, "discard"));
   exports.Set("fsyncPath", Napi::Function::New(env, liken::FsyncPath, "fsyncPath"));
+  exports.Set("setImmutable", Napi::Function::New(env, liken::SetImmutable, "setImmutable"));
   exports.Set("sdNotify", Napi::Function::New(env, liken::SdNotify, "sdNotify"));
   exports.Set("readback", Napi::Function::New(env, liken::Readback, "readback"));
   liken::InitWriter(env, exports);

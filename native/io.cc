@@ -91,6 +91,41 @@ Napi::Value FsyncPath(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// setImmutable(path, on): sets or clears the file's immutable attribute (chattr +i / -i) and
+// returns whether it was set, or null when the filesystem keeps no attribute flags. efivarfs
+// makes every variable file of a vendor GUID it does not know immutable: it must be cleared
+// before the variable is rewritten or deleted, as bootctl does.
+Napi::Value SetImmutable(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  const bool on = info[1].As<Napi::Boolean>().Value();
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    ThrowErrnoError(env, "open", path, errno);
+    return env.Undefined();
+  }
+  int flags = 0;
+  if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
+    int err = errno;
+    close(fd);
+    if (err == ENOTTY || err == EOPNOTSUPP || err == ENOSYS || err == EINVAL) return env.Null();
+    ThrowErrnoError(env, "ioctl(FS_IOC_GETFLAGS)", path, err);
+    return env.Undefined();
+  }
+  const bool was = (flags & FS_IMMUTABLE_FL) != 0;
+  if (was != on) {
+    int next = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    if (ioctl(fd, FS_IOC_SETFLAGS, &next) != 0) {
+      int err = errno;
+      close(fd);
+      ThrowErrnoError(env, "ioctl(FS_IOC_SETFLAGS)", path, err);
+      return env.Undefined();
+    }
+  }
+  close(fd);
+  return Napi::Boolean::New(env, was);
+}
+
 // sdNotify(state): one datagram to $NOTIFY_SOCKET, as sd_notify(3) sends it. Returns false
 // when the service does not run under systemd Type=notify (no socket named), true once sent.
 // A name starting with '@' is in the abstract namespace.

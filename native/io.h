@@ -1,5 +1,6 @@
 // Small synchronous I/O helpers Node lacks: discard (BLKDISCARD / hole punch), fsync of a
-// path (file, device or directory), and sd_notify for systemd Type=notify services.
+// path (file, device or directory), the immutable attribute (efivarfs), and sd_notify for
+// systemd Type=notify services.
 #pragma once
 
 #include <napi.h>
@@ -16,6 +17,7 @@ int PwriteAll(int fd, const uint8_t* buf, size_t len, uint64_t off);
 
 Napi::Value Discard(const Napi::CallbackInfo& info);
 Napi::Value FsyncPath(const Napi::CallbackInfo& info);
+Napi::Value SetImmutable(const Napi::CallbackInfo& info);
 Napi::Value SdNotify(const Napi::CallbackInfo& info);
 
 }  // namespace liken

@@ -4,7 +4,15 @@
 // a directory that exists is complete and a second build only reads it.
 import { execFileSync } from "node:child_process";
 import { createHash, type Hash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cacheRoot } from "../build.js";
@@ -34,7 +42,10 @@ export function dpkgVersion(pkg: string): string {
 
 /** Adds files of this checkout (relative paths), each with its name, to a hash. */
 export function hashFiles(h: Hash, files: readonly string[]): Hash {
-  for (const f of files) h.update(f).update("\0").update(readFileSync(join(ROOT, f)));
+  for (const f of files)
+    h.update(f)
+      .update("\0")
+      .update(readFileSync(join(ROOT, f)));
   return h;
 }
 
@@ -69,17 +80,32 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Stages being built by this process: a second caller waits for the first build. */
+const building = new Map<string, Promise<{ dir: string; built: boolean }>>();
+
 /**
  * The cached stage `machine-<stage>-<hash>`: built by `build(work)` when absent. Earlier
  * hashes of the same stage untouched for an hour, and work directories of dead builds, go.
  */
-export async function cachedStage(
+export function cachedStage(
   stage: string,
   hash: string,
   build: (work: string) => void | Promise<void>,
 ): Promise<{ dir: string; built: boolean }> {
-  const root = cacheRoot();
   const name = `machine-${stage}-${hash}`;
+  const pending = building.get(name);
+  if (pending !== undefined) return pending.then((r) => ({ dir: r.dir, built: false }));
+  const p = buildStage(stage, name, build).finally(() => building.delete(name));
+  building.set(name, p);
+  return p;
+}
+
+async function buildStage(
+  stage: string,
+  name: string,
+  build: (work: string) => void | Promise<void>,
+): Promise<{ dir: string; built: boolean }> {
+  const root = cacheRoot();
   const dir = join(root, name);
   if (existsSync(dir)) return { dir, built: false };
   mkdirSync(root, { recursive: true });
@@ -92,7 +118,14 @@ export async function cachedStage(
     rmSync(work, { recursive: true, force: true });
     throw e;
   }
-  renameSync(work, dir);
+  try {
+    renameSync(work, dir);
+  } catch (e) {
+    // Another process finished the same stage first: its result is as good as ours.
+    rmSync(work, { recursive: true, force: true });
+    if (!existsSync(dir)) throw e;
+    return { dir, built: false };
+  }
   prune(stage, name);
   return { dir, built: true };
 }
@@ -106,9 +139,7 @@ function prune(stage: string, keep: string): void {
     const p = join(root, d);
     const tmpPid = m[2];
     const stale =
-      tmpPid !== undefined
-        ? !alive(Number(tmpPid))
-        : Date.now() - statSync(p).mtimeMs > 3600_000;
+      tmpPid !== undefined ? !alive(Number(tmpPid)) : Date.now() - statSync(p).mtimeMs > 3600_000;
     if (stale) rmSync(p, { recursive: true, force: true });
   }
 }

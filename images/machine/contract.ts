@@ -38,3 +38,16 @@ export interface MachineIdentity {
   /** A kubeconfig naming https://GUEST_API, the control plane's CA and the machine's client certificate. */
   kubeconfig: string;
 }
+
+/**
+ * What the guest prints on its serial console (ttyS0, 115200). At every boot the initrd prints
+ * GUEST_BOOT_LINE before systemd starts: the slot, /etc/os-release's VERSION, and whether this
+ * is a trial (GRUB's liken.trial=1, or systemd-boot's LoaderBootCountPath). The panicking
+ * release prints GUEST_PANIC_LINE from its /sbin/init, then the kernel panics and reboots 3 s
+ * later. systemd prints GUEST_AGENT_READY once liken-agent.service sent READY=1; the agent's
+ * log lines follow as `liken[<pid>]: {<pino JSON>}`.
+ */
+export const GUEST_BOOT_LINE = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/;
+export const GUEST_PANIC_LINE = /LIKEN-FAULT panic: release (\S+)/;
+export const GUEST_AGENT_READY = /Started liken-agent\.service/;
+export const GUEST_AGENT_LOG = /liken\[\d+\]: (\{"level":\d+.*\})/;

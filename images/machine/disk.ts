@@ -23,13 +23,32 @@ export function partitionTable(slotMiB: number): PartitionTable {
 
 /** Writes `src` into `disk` at byte `offset` (a multiple of 1 MiB), leaving the rest. */
 export function place(disk: string, src: string, offset: number): void {
-  run("dd", [`if=${src}`, `of=${disk}`, "bs=1M", `seek=${offset / MiB}`, "conv=notrunc", "status=none"]);
+  run("dd", [
+    `if=${src}`,
+    `of=${disk}`,
+    "bs=1M",
+    `seek=${offset / MiB}`,
+    "conv=notrunc",
+    "status=none",
+  ]);
 }
 
 /** An ext4 state filesystem image holding `dir`'s files (or just an empty etc/). */
 export function stateImage(img: string, dir: string): void {
   mkdirSync(join(dir, "etc"), { recursive: true });
-  run("mke2fs", ["-q", "-t", "ext4", "-L", "liken-state", "-m", "0", "-d", dir, img, `${STATE_MIB}M`]);
+  run("mke2fs", [
+    "-q",
+    "-t",
+    "ext4",
+    "-L",
+    "liken-state",
+    "-m",
+    "0",
+    "-d",
+    dir,
+    img,
+    `${STATE_MIB}M`,
+  ]);
 }
 
 export function assembleDisk(

@@ -24,9 +24,11 @@ export function machineInitrd(kernel: GuestKernel): Buffer {
       kind: "file",
       data: Buffer.from(kernel.modules.map((m) => m.name).join("\n") + "\n"),
     },
-    ...kernel.modules.map(
-      (m): CpioEntry => ({ path: `lib/modules/${m.name}.ko`, kind: "file", data: m.ko }),
-    ),
+    ...kernel.modules.map((m): CpioEntry => ({
+      path: `lib/modules/${m.name}.ko`,
+      kind: "file",
+      data: m.ko,
+    })),
   ];
   return cpioNewc(entries);
 }

@@ -1,4 +1,4 @@
-// npx tsx images/machine/main.ts --bootloader grub|systemd-boot [--boot]
+// npx tsx images/machine/main.ts --bootloader grub|systemd-boot [--boot] [--panic]
 // Builds (or reuses) the machine's images and prints them; --boot also boots the disk under
 // QEMU with a dummy identity until the agent runs under systemd (smoke.ts), then stops it.
 import { parseArgs } from "node:util";
@@ -9,6 +9,8 @@ const { values } = parseArgs({
   options: {
     bootloader: { type: "string", default: "grub" },
     boot: { type: "boolean", default: false },
+    // systemd-boot only: boot the panicking release and see panic=3 reboot the machine.
+    panic: { type: "boolean", default: false },
   },
 });
 const bootloader = values.bootloader as MachineBootloader;
@@ -24,4 +26,9 @@ if (values.boot) {
   const { smokeBoot } = await import("./smoke.js");
   const r = await smokeBoot(images, (s) => console.error(s));
   console.log(JSON.stringify(r, null, 2));
+}
+if (values.panic) {
+  const { panicBoot } = await import("./smoke.js");
+  const s = await panicBoot(images, (line) => console.error(line));
+  console.log(JSON.stringify({ panicToNextBootSeconds: s }));
 }

@@ -8,14 +8,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "./cache.js";
 import type { MachineImages } from "./contract.js";
-import { GUEST_API } from "./contract.js";
+import {
+  GUEST_AGENT_LOG,
+  GUEST_AGENT_READY,
+  GUEST_API,
+  GUEST_BOOT_LINE,
+  GUEST_PANIC_LINE,
+} from "./contract.js";
+import { place } from "./disk.js";
 import { writeStatePartition } from "./state.js";
 
 export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 
-/** QEMU's arguments for the machine (no guestfwd: the scenario adds its own -netdev). */
-export function qemuArgs(o: { disk: string; vars: string; serialLog: string; netdev: string }): string[] {
+/**
+ * QEMU's arguments for the machine. netdev: the user network with id n0, e.g.
+ * `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:127.0.0.1:<port>,...`; chardev:
+ * the serial console with id ser0, e.g. `file,id=ser0,path=<log>` or a unix socket.
+ */
+export function qemuArgs(o: {
+  disk: string;
+  vars: string;
+  chardev: string;
+  netdev: string;
+}): string[] {
   return [
     "-machine",
     "q35,accel=tcg",
@@ -42,7 +58,7 @@ export function qemuArgs(o: { disk: string; vars: string; serialLog: string; net
     "-action",
     "watchdog=reset",
     "-chardev",
-    `file,id=ser0,path=${o.serialLog}`,
+    o.chardev,
     "-serial",
     "chardev:ser0",
   ];
@@ -60,10 +76,9 @@ export interface SmokeResult {
   agentLines: string[];
 }
 
-const BOOT = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/g;
-const STARTED = /Started liken-agent\.service/;
-/** The agent's pino lines, as the console shows them from the journal: `liken[250]: {...}`. */
-const AGENT_LOG = /liken\[\d+\]: \{"level":\d+.*"msg":.*$/m;
+const BOOT = new RegExp(GUEST_BOOT_LINE.source, "g");
+const STARTED = GUEST_AGENT_READY;
+const AGENT_LOG = GUEST_AGENT_LOG;
 const BAD =
   /LIKEN-INITRD-ERROR.*|Kernel panic.*|liken-agent\.service: (Watchdog timeout|Main process exited|Scheduled restart).*|LIKEN_BOOTLOADER_\w+.*|Failed to start liken-agent.*|emergency mode.*/;
 
@@ -98,14 +113,22 @@ function stop(child: ChildProcess): Promise<void> {
   return exited;
 }
 
-export async function smokeBoot(
-  images: MachineImages,
-  log: (s: string) => void,
-  opts: { bootDeadlineMs?: number; serveMs?: number; keep?: boolean } = {},
-): Promise<SmokeResult> {
+interface Guest {
+  dir: string;
+  serialLog: string;
+  /** Seconds since QEMU started. */
+  s: () => number;
+  /** Throws when the console shows `bad` or QEMU exited. */
+  check: (bad: RegExp | null) => void;
+  stop: () => Promise<void>;
+}
+
+/** A copy of the disk with a dummy identity (and `slotA` written into liken-a), booting. */
+function startGuest(images: MachineImages, slotA?: string): Guest {
   const dir = mkdtempSync(join(tmpdir(), `liken-machine-smoke-${images.bootloader}-`));
   const disk = join(dir, "disk.img");
   run("cp", ["--sparse=always", images.disk, disk]);
+  if (slotA !== undefined) place(disk, slotA, images.partitions["liken-a"].offset);
   const vars = join(dir, "vars.fd");
   copyFileSync(images.ovmfVars ?? OVMF_VARS, vars);
   writeStatePartition(disk, images, {
@@ -115,7 +138,12 @@ export async function smokeBoot(
   });
   const serialLog = join(dir, "serial.log");
   const errFd = openSync(join(dir, "qemu.stderr"), "w");
-  const args = qemuArgs({ disk, vars, serialLog, netdev: "user,id=n0,restrict=on" });
+  const args = qemuArgs({
+    disk,
+    vars,
+    chardev: `file,id=ser0,path=${serialLog}`,
+    netdev: "user,id=n0,restrict=on",
+  });
   const t0 = Date.now();
   const child = spawn("timeout", ["--kill-after=10", "900", "qemu-system-x86_64", ...args], {
     stdio: ["ignore", "ignore", errFd],
@@ -125,12 +153,32 @@ export async function smokeBoot(
     if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGTERM");
   };
   process.once("exit", onExit);
-  const s = (): number => (Date.now() - t0) / 1000;
-  const check = (): void => {
-    const bad = BAD.exec(serial(serialLog));
-    if (bad !== null) throw new Error(`smoke boot: the serial console says: ${bad[0]} (${serialLog})`);
-    if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
+  return {
+    dir,
+    serialLog,
+    s: () => (Date.now() - t0) / 1000,
+    check: (bad) => {
+      const m = bad === null ? null : bad.exec(serial(serialLog));
+      if (m !== null)
+        throw new Error(`smoke boot: the serial console says: ${m[0]} (${serialLog})`);
+      if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
+    },
+    stop: async () => {
+      await stop(child);
+      process.removeListener("exit", onExit);
+      rmSync(disk, { force: true });
+    },
   };
+}
+
+export async function smokeBoot(
+  images: MachineImages,
+  log: (s: string) => void,
+  opts: { bootDeadlineMs?: number; serveMs?: number } = {},
+): Promise<SmokeResult> {
+  const g = startGuest(images);
+  const { s, serialLog } = g;
+  const check = (): void => g.check(BAD);
   try {
     const deadline = opts.bootDeadlineMs ?? 300_000;
     const boot = await until("LIKEN-BOOT line", deadline, () => {
@@ -171,9 +219,42 @@ export async function smokeBoot(
       agentLines,
     };
   } finally {
-    await stop(child);
-    process.removeListener("exit", onExit);
-    if (opts.keep !== true) rmSync(disk, { force: true });
+    await g.stop();
+  }
+}
+
+/**
+ * The panicking release booted from slot a of a systemd-boot disk (whose entries all carry
+ * panic=3): its init's line, the kernel's panic, and the reboot that follows (a second boot).
+ * Returns the seconds from the panic line to the next boot's LIKEN-BOOT line.
+ */
+export async function panicBoot(images: MachineImages, log: (s: string) => void): Promise<number> {
+  const bad = images.releases.find((r) => r.panics);
+  if (bad === undefined || images.bootloader !== "systemd-boot") {
+    throw new Error("panicBoot needs the systemd-boot disk and a release that panics");
+  }
+  const g = startGuest(images, bad.slotImage);
+  try {
+    const text = (): string => serial(g.serialLog);
+    await until("the release's panic line", 300_000, () => {
+      g.check(/LIKEN-INITRD-ERROR.*/);
+      return GUEST_PANIC_LINE.exec(text()) ?? undefined;
+    });
+    const at = g.s();
+    log(`smoke: ${GUEST_PANIC_LINE.exec(text())?.[0]} at ${at.toFixed(1)} s`);
+    await until("Kernel panic", 60_000, () => /Kernel panic[^\n]*/.exec(text()) ?? undefined);
+    log(`smoke: ${/Kernel panic[^\n]*/.exec(text())?.[0]}`);
+    await until("the boot after the panic", 300_000, () => {
+      g.check(null);
+      const boots = [...text().matchAll(BOOT)];
+      return boots.length > 1 ? boots[1] : undefined;
+    });
+    log(
+      `smoke: rebooted by panic=3: ${[...text().matchAll(BOOT)][1]?.[0]} at ${g.s().toFixed(1)} s`,
+    );
+    return g.s() - at;
+  } finally {
+    await g.stop();
   }
 }
 

@@ -11,7 +11,7 @@ import { encodeMarker } from "../../src/slots/marker.js";
 import type { MachineBootloader, MachineIdentity, MachineImages } from "./contract.js";
 import { place, stateImage } from "./disk.js";
 import { GRUB_DIR } from "./esp-grub.js";
-import { ESP_MOUNT } from "./rootfs.js";
+import { ESP_MOUNT } from "./guest.js";
 
 /** Where the guest reads them (the bind mount of docs/machine.md). */
 export const GUEST_CONFIG = "/etc/liken/agent.yaml";

@@ -1,11 +1,18 @@
 // EFI variables of the systemd-boot loader interface (LoaderEntryDefault, LoaderEntryOneShot),
 // stored as efivarfs stores them: one file per variable named NAME-GUID, holding a 4-byte
 // little-endian attribute word and the value as UTF-16LE with a terminating NUL. A directory
-// stands in for /sys/firmware/efi/efivars in tests. (On a real efivarfs, existing variables are
-// immutable files: `chattr -i` them first, as bootctl does; not needed in the directory.)
+// stands in for /sys/firmware/efi/efivars in tests. On a real efivarfs two things differ from a
+// directory, and EfivarfsDir handles both as bootctl does: a variable of a vendor GUID the
+// kernel does not know (systemd-boot's) is an immutable file, which cannot be opened for
+// writing nor deleted until its immutable attribute is cleared (and it is set again after a
+// write); and efivarfs has no fsync (EINVAL): a write() returns once SetVariable() stored it.
+import { constants } from "node:os";
 import { open, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { setImmutable } from "../native/index.js";
 import { BootloaderError } from "./errors.js";
+
+const { ENOENT } = constants.errno;
 
 /** The vendor GUID of systemd-boot's loader interface variables. */
 export const LOADER_GUID = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
@@ -51,25 +58,48 @@ export class EfivarfsDir implements EfiVars {
   }
 
   async set(name: string, value: string): Promise<void> {
+    const p = this.path(name);
+    const wasImmutable = unlock(p);
     // efivarfs takes a variable in one write() call; a directory gets the same single write.
-    const fh = await open(this.path(name), "w");
+    const fh = await open(p, "w");
     try {
       await fh.write(encodeEfiString(value));
-      // A directory's file is synced; efivarfs has no fsync (EINVAL, seen on a booted guest):
-      // there the write itself went to the firmware, and there is nothing more to sync.
-      await fh.sync().catch((e: NodeJS.ErrnoException) => {
-        if (e.code !== "EINVAL") throw e;
-      });
+      await syncUnlessEfivarfs(fh);
     } finally {
       await fh.close();
     }
+    if (wasImmutable === true) setImmutable(p, true);
   }
 
   async delete(name: string): Promise<void> {
+    const p = this.path(name);
+    if (unlock(p) === undefined) return;
     try {
-      await unlink(this.path(name));
+      await unlink(p);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
     }
+  }
+}
+
+/**
+ * Clears the immutable attribute of an existing variable file: whether it was set (null: the
+ * filesystem has none), or undefined when there is no such file.
+ */
+function unlock(p: string): boolean | null | undefined {
+  try {
+    return setImmutable(p, false);
+  } catch (e) {
+    if ((e as { errno?: number }).errno === ENOENT) return undefined;
+    throw e;
+  }
+}
+
+/** fsync; efivarfs has none and says EINVAL, its write() having reached the firmware already. */
+async function syncUnlessEfivarfs(fh: { sync(): Promise<void> }): Promise<void> {
+  try {
+    await fh.sync();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EINVAL") throw e;
   }
 }

@@ -41,6 +41,7 @@ interface NativeBinding {
   discard(path: string, offset: number, length: number): boolean;
   fsyncPath(path: string): void;
   sdNotify(state: string): boolean;
+  setImmutable(path: string, on: boolean): boolean | null;
   readback(opts: {
     path: string;
     base: number;
@@ -162,6 +163,20 @@ export function fsyncPath(target: string): void {
     native().fsyncPath(p);
   } catch (cause) {
     throw wrapErrno(cause, `cannot sync ${target}`);
+  }
+}
+
+/**
+ * Sets (`on`) or clears the immutable attribute of a file (chattr +i / -i) and returns whether
+ * it was set before; null when the filesystem has no attribute flags (nothing to clear).
+ * efivarfs marks the variables it does not know immutable (see src/bootloader/efivars.ts).
+ */
+export function setImmutable(target: string, on: boolean): boolean | null {
+  const p = requirePath("setImmutable", target);
+  try {
+    return native().setImmutable(p, on === true);
+  } catch (cause) {
+    throw wrapErrno(cause, `cannot ${on ? "set" : "clear"} the immutable attribute of ${target}`);
   }
 }
 

@@ -44,6 +44,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "release -> verify", // building a release writes the documents verify reads
   "lab -> cli", // the lab starts liken through the CLI's entry
   "image -> cli", // the operator image carries the CLI's bundle
+  "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
 ]);
 
 function filesUnder(dir: string): string[] {

@@ -1,0 +1,26 @@
+// The machine image (images/machine/) boots for real: OVMF, GRUB or systemd-boot, Debian's
+// kernel, the busybox initrd, systemd, and liken-agent.service reaching READY=1 under
+// Type=notify; with no API server behind its address the agent keeps serving, past its
+// WatchdogSec, with no restart and no reboot. Both bootloaders boot at once (one core each).
+import { describe, expect, it } from "vitest";
+import { buildMachineImages } from "../../images/machine/build.js";
+import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
+import { smokeBoot } from "../../images/machine/smoke.js";
+
+describe("the machine image", () => {
+  it.concurrent.each(MACHINE_BOOTLOADERS.map((b) => [b]))(
+    "boots with %s into a serving agent",
+    async (bootloader) => {
+      const log = (s: string): void => console.log(`[${bootloader}] ${s}`);
+      const images = await buildMachineImages(bootloader, log);
+      // WatchdogSec is 30 s: a missing WATCHDOG=1 shows as a restart within 35 s.
+      const r = await smokeBoot(images, log, { serveMs: 35_000 });
+      log(
+        `initrd at ${r.initrdSeconds.toFixed(1)} s, agent READY at ${r.agentReadySeconds.toFixed(1)} s, served ${r.servedSeconds.toFixed(0)} s`,
+      );
+      expect(r.agentLines.some((l) => /Started liken-agent\.service/.test(l))).toBe(true);
+      expect(r.agentLines.some((l) => /"msg":"phase"/.test(l))).toBe(true);
+    },
+    900_000,
+  );
+});
