@@ -3,6 +3,7 @@
 // what the bootloader and the kernel print (GRUB's liken-grub line, the kernel's command line
 // with liken.slot=), its version from the guest's LIKEN-BOOT line, and the agent's READY=1
 // from systemd's "Started liken-agent.service" (a Type=notify unit is started at READY=1).
+import { GUEST_AGENT_READY, GUEST_BOOT_LINE } from "../../images/machine/contract.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import type { BootLine } from "./scenarios.js";
 
@@ -28,8 +29,8 @@ const BOOT_START = /BdsDxe: starting Boot/;
 const GRUB_BOOTING = /liken-grub: booting (trial-)?([ab])\b/;
 const CMDLINE_SLOT = /Command line:.*\bliken\.slot=([ab])\b/;
 const CMDLINE_TRIAL = /Command line:.*\bliken\.trial=1\b/;
-const GUEST_BOOT = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/;
-const AGENT_READY = /Started liken-agent\.service/;
+const GUEST_BOOT = GUEST_BOOT_LINE;
+const AGENT_READY = GUEST_AGENT_READY;
 const AGENT_LINE = /liken-agent/;
 const PANIC = /Kernel panic/;
 /**
