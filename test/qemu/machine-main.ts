@@ -37,13 +37,13 @@ export async function machineMain(argv: string[]): Promise<number> {
   if (left.length > 0)
     run.problems.push(`still running after the scenario:\n    ${left.join("\n    ")}`);
   const ok = run.problems.length === 0;
+  cleanUp(run, argv.includes("--keep"));
   if (!ok) {
     console.log(`machine scenario FAILED in ${run.seconds.toFixed(1)} s; files in ${run.dir}`);
     for (const p of run.problems) console.log(`  ${p}`);
     return 1;
   }
   if (argv.includes("--keep")) console.log(`files kept in ${run.dir}`);
-  cleanUp(run, argv.includes("--keep"));
   console.log(run.summary);
   return 0;
 }

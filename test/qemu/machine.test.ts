@@ -22,10 +22,10 @@ describe("machine scenario", () => {
         guest: qemuGuest(bootloader, log),
         out: log,
       });
-      log(run.problems.length === 0 ? run.summary : `FAILED; files in ${run.dir}`);
+      log(run.problems.length === 0 ? run.summary : `FAILED; logs in ${run.dir}`);
+      cleanUp(run, false);
       expect(run.problems).toEqual([]);
       expect(processesNaming(run.marks)).toEqual([]);
-      cleanUp(run, false);
     },
     SCENARIO_TIMEOUT_MS,
   );

@@ -200,7 +200,16 @@ export async function runMachineScenario(o: {
   return run;
 }
 
-/** Removes a passed run's files unless asked to keep them. */
+/**
+ * Removes a passed run's files unless asked to keep them; of a failed run, keeps the logs and
+ * removes the disk copy and the channel (a gigabyte, and rebuilt by the next run anyway).
+ */
 export function cleanUp(run: MachineRun, keep: boolean): void {
-  if (run.problems.length === 0 && !keep) rmSync(run.dir, { recursive: true, force: true });
+  if (keep) return;
+  if (run.problems.length === 0) {
+    rmSync(run.dir, { recursive: true, force: true });
+    return;
+  }
+  for (const big of ["disk.img", join("host", "channel")])
+    rmSync(join(run.dir, big), { recursive: true, force: true });
 }
