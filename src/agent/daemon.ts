@@ -169,11 +169,21 @@ export class AgentDaemon {
     this.wake?.();
   }
 
-  /** client-node's config for the drain and uncordon, loaded when first needed. */
+  /**
+   * client-node's config for the drain and uncordon, loaded when first needed. Without
+   * reuseConnections (src/api/kubeconfig.ts): each of the drain's few requests gets a
+   * connection of its own. On a booted machine (the QEMU machine scenario, docs/machine-scenario.md)
+   * every read of the Node over a kept-alive connection failed in client-node's fetch with
+   * "Invalid response body ... Premature close", try after try, and the agent could not give
+   * its turn back; reuse saves an agent a few handshakes per turn, not worth that.
+   */
   private async kube(): Promise<KubeConfig> {
     if (this.kc === undefined) {
-      const { loadKubeConfig } = await import("../api/kubeconfig.js");
-      this.kc = loadKubeConfig(this.cfg.kubeconfig);
+      const { KubeConfig } = await import("@kubernetes/client-node");
+      const kc = new KubeConfig();
+      if (this.cfg.kubeconfig === undefined) kc.loadFromDefault();
+      else kc.loadFromFile(this.cfg.kubeconfig);
+      this.kc = kc;
     }
     return this.kc;
   }

@@ -18,9 +18,17 @@ export const ENTRY_ENV = "LIKEN_ENTRY";
  */
 export const CLI_BUNDLE = path.join(ROOT, ".lab", "cli", "liken.mjs");
 
-/** The script to run with process.execPath to start a liken command. */
+/**
+ * The script to run with process.execPath to start a liken command. The agent package
+ * (images/package-agent.ts) ships the CLI as one bundle and no bin/liken.js: there the bundle
+ * is its own entry (without this, the agent's download child on a machine found no script).
+ */
 export function likenEntry(): string {
-  return process.env[ENTRY_ENV] ?? path.join(ROOT, "bin", "liken.js");
+  const set = process.env[ENTRY_ENV];
+  if (set !== undefined) return set;
+  const bin = path.join(ROOT, "bin", "liken.js");
+  const self = fileURLToPath(import.meta.url);
+  return !existsSync(bin) && self.endsWith(".mjs") ? self : bin;
 }
 
 /**

@@ -51,9 +51,9 @@ export interface Lab {
   finish: () => Promise<void>;
 }
 
-async function kubectl(lab: Pick<Lab, "binDir">, args: string[]): Promise<string> {
-  const { stdout } = await run(path.join(lab.binDir, "kubectl"), args, {
-    env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+async function kubectl(binDir: string, kubeconfig: string, args: string[]): Promise<string> {
+  const { stdout } = await run(path.join(binDir, "kubectl"), args, {
+    env: { ...process.env, KUBECONFIG: kubeconfig },
   });
   return stdout;
 }
@@ -62,11 +62,12 @@ async function kubectl(lab: Pick<Lab, "binDir">, args: string[]): Promise<string
  * Installs liken's API the way the README tells a cluster owner: CRDs, RBAC, the admission
  * policy and the eviction webhook (its operator copies are started by processes.ts).
  */
-async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
+export async function installApi(binDir: string, kubeconfig = LAB_KUBECONFIG): Promise<void> {
   const config = path.join(REPO_ROOT, "config");
+  const k = (args: string[]): Promise<string> => kubectl(binDir, kubeconfig, args);
   // Namespaces first: the RBAC files name them (kustomize orders this by itself).
-  await kubectl(lab, ["apply", "-f", path.join(config, "rbac", "namespaces.yaml")]);
-  await kubectl(lab, [
+  await k(["apply", "-f", path.join(config, "rbac", "namespaces.yaml")]);
+  await k([
     "apply",
     "-f",
     path.join(config, "crd"),
@@ -77,7 +78,7 @@ async function installApi(lab: Pick<Lab, "binDir">): Promise<void> {
     "-f",
     path.join(config, "webhook"),
   ]);
-  await kubectl(lab, [
+  await k([
     "wait",
     "--for=condition=Established",
     "--timeout=60s",
@@ -108,7 +109,7 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   copyFileSync(cp.kubeconfig, LAB_KUBECONFIG);
   const stoppers: Lab["stoppers"] = [async () => void (await down(LAB_CLUSTER))];
   try {
-    await installApi({ binDir });
+    await installApi(binDir);
     const channelDir = path.join(LAB_DIR, "lab", "channel");
     const releases: LabRelease[] = [];
     for (const v of LAB_VERSIONS)

@@ -42,8 +42,14 @@ function faultsFromSlotBytes(machine: SimulatedMachine): Partial<Record<Slot, La
   });
 }
 
-/** A ServiceAccount token for cluster-operator, as its Deployment would mount it. */
-async function operatorKubeconfig(lab: Lab): Promise<string> {
+/**
+ * A ServiceAccount token for cluster-operator, as its Deployment would mount it, in a
+ * kubeconfig written to `file` (default: the lab's).
+ */
+export async function operatorKubeconfig(
+  lab: Pick<Lab, "binDir" | "controlPlane">,
+  file = path.join(LAB_DIR, "lab", "operator.kubeconfig"),
+): Promise<string> {
   const kubectl = path.join(lab.binDir, "kubectl");
   const env = { ...process.env, KUBECONFIG: lab.controlPlane.kubeconfig };
   await run(kubectl, ["create", "serviceaccount", "cluster-operator", "-n", "liken-system"], {
@@ -54,7 +60,6 @@ async function operatorKubeconfig(lab: Lab): Promise<string> {
     ["create", "token", "cluster-operator", "-n", "liken-system", "--duration=48h"],
     { env },
   );
-  const file = path.join(LAB_DIR, "lab", "operator.kubeconfig");
   writeFileSync(
     file,
     kubeconfigYaml({
@@ -77,18 +82,35 @@ export interface OperatorWebhook {
   url: string;
 }
 
+/**
+ * Where a copy writes its log (default: the lab's), and an upper bound of its life in
+ * seconds: with it, the copy runs under `timeout`, which ends it even if the process that
+ * started it dies by SIGKILL (the lab has its reaper instead; a test scenario has not).
+ */
+export interface OperatorProcessOptions {
+  logFile?: string;
+  lifetimeSeconds?: number;
+}
+
 export function startOperator(
-  lab: Lab,
+  lab: Pick<Lab, "stoppers">,
   kubeconfig: string,
   id: string,
   webhook: OperatorWebhook,
+  opts: OperatorProcessOptions = {},
 ): number {
-  const logFile = path.join(LAB_DIR, "lab", `operator-${id}.log`);
+  const logFile = opts.logFile ?? path.join(LAB_DIR, "lab", `operator-${id}.log`);
   const fd = openSync(logFile, "a");
+  const timeout =
+    opts.lifetimeSeconds === undefined
+      ? []
+      : ["timeout", "--kill-after=10", String(opts.lifetimeSeconds)];
+  const [program, ...prefix] = [...timeout, process.execPath];
   const child = spawn(
-    process.execPath,
+    program!,
     // Two copies on one host: each on a free loopback port for its metrics (the URL is in its log).
     [
+      ...prefix,
       likenEntry(),
       "operator",
       "--kubeconfig",

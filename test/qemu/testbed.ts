@@ -4,7 +4,7 @@
 // firmware model, which must give the same boots, the same GRUB decisions and the same bytes.
 //
 //   npm run testbed -- --scenario good|panic|hang|no-confirm|all [--keep]
-import { spawn, type ChildProcess } from "node:child_process";
+//   npm run testbed -- --scenario machine --bootloader grub|systemd-boot (machine.ts)
 import {
   copyFileSync,
   mkdtempSync,
@@ -31,10 +31,9 @@ import {
   type BootLine,
   type ScenarioName,
 } from "./scenarios.js";
+import { OVMF_VARS, startQemu, stopQemu } from "./qemu.js";
 import { SerialConsole } from "./serial.js";
 
-const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
-const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
 /**
  * One boot takes 13-22 s under TCG on this machine when it is quiet, and 60 s when it runs a
  * load of 10+ (measured 2026-12-02): the deadline leaves room for the loaded case.
@@ -52,79 +51,8 @@ export interface QemuRun {
   problems: string[];
 }
 
-/** Every QEMU this process started and has not stopped yet. */
-const running = new Set<ChildProcess>();
-
-// Never leave a QEMU behind: on exit or a stop signal, kill the ones still running, by pid.
-function killAll(): void {
-  for (const c of running) {
-    // SIGTERM to `timeout`, which passes it on to QEMU (a SIGKILL would orphan QEMU).
-    if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGTERM");
-  }
-  running.clear();
-}
-let handlersInstalled = false;
-/** Installed with the first QEMU, not at import: importing this module changes nothing. */
-function installHandlers(): void {
-  if (handlersInstalled) return;
-  handlersInstalled = true;
-  process.once("exit", killAll);
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.once(sig, () => {
-      killAll();
-      process.exit(sig === "SIGINT" ? 130 : 143);
-    });
-  }
-}
-
 /** Upper bound of one QEMU's life: `timeout` ends it even if this process dies by SIGKILL. */
 const QEMU_LIFETIME_S = 1200;
-
-function startQemu(dir: string, disk: string, vars: string, sock: string): ChildProcess {
-  const args = [
-    "-machine",
-    "q35,accel=tcg",
-    "-m",
-    "512",
-    "-smp",
-    "1",
-    "-nodefaults",
-    "-no-user-config",
-    "-display",
-    "none",
-    "-drive",
-    `if=pflash,format=raw,unit=0,readonly=on,file=${OVMF_CODE}`,
-    "-drive",
-    `if=pflash,format=raw,unit=1,file=${vars}`,
-    "-drive",
-    `file=${disk},format=raw,if=virtio`,
-    // The emulated watchdog resets the machine, as a board's watchdog would.
-    "-device",
-    "i6300esb",
-    "-action",
-    "watchdog=reset",
-    "-chardev",
-    `socket,id=ser0,path=${sock},server=on,wait=on`,
-    "-serial",
-    "chardev:ser0",
-  ];
-  const errFd = openSync(join(dir, "qemu.stderr"), "w");
-  const child = spawn(
-    "timeout",
-    ["--kill-after=10", String(QEMU_LIFETIME_S), "qemu-system-x86_64", ...args],
-    { stdio: ["ignore", "ignore", errFd] },
-  );
-  closeSync(errFd);
-  return child;
-}
-
-async function stopQemu(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  // `timeout` passes SIGTERM on to QEMU and, --kill-after=10 s later, SIGKILL if it is still up.
-  process.kill(child.pid, "SIGTERM");
-  await exited;
-}
 
 /** Writes slot B's filesystem into its partition: the agent's job, done here by the harness. */
 function installSlot(disk: string, part: { offset: number; size: number }, image: string): void {
@@ -205,9 +133,13 @@ export async function runOnQemu(
   copyFileSync(OVMF_VARS, vars);
   const store = new ImageEnvStore(disk, m.envOffsets);
   const bl = new GrubBootloader(store);
-  const child = startQemu(dir, disk, vars, join(dir, "serial.sock"));
-  installHandlers();
-  running.add(child);
+  const child = startQemu({
+    dir,
+    disk,
+    vars,
+    serialSocket: join(dir, "serial.sock"),
+    lifetimeSeconds: QEMU_LIFETIME_S,
+  });
   const run: QemuRun = {
     name,
     boots: [],
@@ -248,7 +180,6 @@ export async function runOnQemu(
     }
     serial?.close();
     await stopQemu(child);
-    running.delete(child);
   }
   run.envCopies = [await store.read(0), await store.read(1)];
   run.seconds = (Date.now() - t0) / 1000;
@@ -294,11 +225,19 @@ function parseArgs(argv: string[]): ScenarioName[] {
   const v = i >= 0 ? argv[i + 1] : "all";
   if (v === "all") return [...SCENARIO_NAMES];
   if (SCENARIO_NAMES.includes(v as ScenarioName)) return [v as ScenarioName];
-  throw new Error(`--scenario must be one of ${SCENARIO_NAMES.join(", ")} or all (got ${v})`);
+  throw new Error(
+    `--scenario must be one of ${SCENARIO_NAMES.join(", ")}, all or machine (got ${v})`,
+  );
 }
 
 async function main(): Promise<number> {
-  const names = parseArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  // The machine scenario (the agent itself in a systemd guest) has its own options.
+  if (argv[argv.indexOf("--scenario") + 1] === "machine") {
+    const { machineMain } = await import("./machine-main.js");
+    return machineMain(argv);
+  }
+  const names = parseArgs(argv);
   // --keep: keep each run's directory (serial.log, timeline.txt, disk.img) even when it passed.
   const keep = process.argv.includes("--keep");
   const t0 = Date.now();

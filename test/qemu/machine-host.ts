@@ -1,0 +1,197 @@
+// The host side of the machine scenario: the real control plane (owned by this process, with
+// the control plane's reaper for a SIGKILL), liken's API installed as a cluster owner does,
+// cluster-operator, the release channel with the guest's three releases built by
+// `liken release build`, the Cluster, the guest's kwok Node with its workload, the Machine,
+// and the machine's identity issued through the CSR API. `stop()` ends all of it.
+import { execFile, spawn } from "node:child_process";
+import { mkdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { type KubeConfig } from "@kubernetes/client-node";
+import { LikenApi } from "../../src/api/client.js";
+import { loadKubeConfig } from "../../src/api/kubeconfig.js";
+import { API_VERSION, type Cluster, type Machine, type ReleaseRef } from "../../src/api/types.js";
+import { likenEntry, useCliBundle } from "../../src/cli/entry.js";
+import { ensureBinaries } from "../../src/controlplane/build.js";
+import { down, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { installApi } from "../../src/lab/lab.js";
+import { operatorKubeconfig, startOperator } from "../../src/lab/processes.js";
+import { startWebhookService } from "../../src/lab/webhook-service.js";
+import { EVICTION_PATH } from "../../src/operator/webhook/names.js";
+import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
+import { issueMachineCert, type IssuedIdentity } from "./machine-identity.js";
+import { createNode, placeWorkload } from "./machine-workload.js";
+
+const run = promisify(execFile);
+
+export interface HostOptions {
+  /** Unique per run: the control plane's name. */
+  name: string;
+  dir: string;
+  machine: string;
+  cluster: string;
+  /** The slot images of the three releases, oldest first. */
+  releases: readonly { version: string; slotImage: string }[];
+  /** The channel's URL as the machine reaches it (the Cluster's spec.releases.source). */
+  channelSource: (hostUrl: string) => string;
+  /** Upper bound of the operator's life, in seconds (it runs under `timeout`). */
+  lifetimeSeconds: number;
+  log: (line: string) => void;
+}
+
+export interface Host {
+  controlPlane: ControlPlaneState;
+  kc: KubeConfig;
+  api: LikenApi;
+  channel: ChannelServer;
+  /** The channel's directory: <version>/release.yaml of each release. */
+  channelDir: string;
+  releases: ReleaseRef[];
+  identity: IssuedIdentity;
+  /** Seconds each part took to come up. */
+  timings: Record<string, number>;
+  stop(): Promise<void>;
+}
+
+/** The control plane's reaper (src/controlplane/reaper.ts): stops it if this process dies. */
+function startReaper(name: string): () => void {
+  const reaper = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      path.join(REPO_ROOT, "src", "controlplane", "reaper.ts"),
+      String(process.pid),
+      name,
+    ],
+    { detached: true, stdio: "ignore", cwd: REPO_ROOT },
+  );
+  reaper.unref();
+  return () => {
+    try {
+      if (reaper.pid !== undefined) process.kill(reaper.pid);
+    } catch {
+      // already gone
+    }
+  };
+}
+
+/** `liken release build ... -a rootfs=<slot image>`, as docs/machine.md tells an image builder. */
+async function buildRelease(channelDir: string, version: string, slotImage: string) {
+  const { stdout } = await run(process.execPath, [
+    likenEntry(),
+    "release",
+    "build",
+    "--version",
+    version,
+    "--out",
+    channelDir,
+    "-a",
+    `rootfs=${slotImage}`,
+  ]);
+  const digest = /sha256:[0-9a-f]{64}/.exec(stdout)?.[0];
+  if (digest === undefined) throw new Error(`liken release build printed no digest:\n${stdout}`);
+  return { version, digest };
+}
+
+export async function startHost(o: HostOptions): Promise<Host> {
+  const timings: Record<string, number> = {};
+  const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    const r = await f();
+    timings[what] = (Date.now() - t0) / 1000;
+    return r;
+  };
+  const stoppers: (() => Promise<void>)[] = [];
+  const stop = async (): Promise<void> => {
+    for (const s of stoppers.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  const stopReaper = startReaper(o.name);
+  stoppers.push(async () => stopReaper());
+  try {
+    mkdirSync(o.dir, { recursive: true });
+    const binDir = await ensureBinaries(o.log);
+    await useCliBundle();
+    const cp = await timed("control plane", () =>
+      up({ name: o.name, ownerPid: process.pid, log: o.log }),
+    );
+    stoppers.push(async () => void (await down(o.name)));
+    await timed("API install", () => installApi(binDir, cp.kubeconfig));
+    const kc = loadKubeConfig(cp.kubeconfig);
+    const api = new LikenApi(kc, "liken-machine-scenario");
+
+    const channelDir = path.join(o.dir, "channel");
+    const releases = await timed("releases", async () => {
+      const out: ReleaseRef[] = [];
+      for (const r of o.releases) out.push(await buildRelease(channelDir, r.version, r.slotImage));
+      return out;
+    });
+    const channel = await serveChannel(channelDir);
+    stoppers.push(() => channel.close());
+
+    const cluster: Cluster = {
+      apiVersion: API_VERSION,
+      kind: "Cluster",
+      metadata: { name: o.cluster },
+      spec: {
+        version: releases[0]!.version,
+        releases: { source: o.channelSource(channel.url), catalog: releases },
+        disruption: { maxUnavailable: 1 },
+        // One failed trial of a release stops its rollout (docs/rollout-brakes.md): v3's
+        // fallback is recorded and counted, and no machine tries it again.
+        rollout: { maxFailedTrials: 1 },
+      },
+    };
+    await api.clusters.create(cluster);
+    await timed("node and workload", async () => {
+      await createNode(kc, o.machine);
+      await placeWorkload(kc, o.machine, `${o.machine}-spare`);
+    });
+    const machine: Machine = {
+      apiVersion: API_VERSION,
+      kind: "Machine",
+      metadata: { name: o.machine },
+      spec: { cluster: o.cluster, nodeName: o.machine, role: "Worker", rebootPolicy: "Auto" },
+    };
+    await api.machines.create(machine);
+    const identity = await timed("identity", () =>
+      issueMachineCert(kc, o.dir, o.machine).then((id) => id),
+    );
+
+    // cluster-operator with its eviction webhook, as the lab runs it (one copy is enough here).
+    const opKubeconfig = await operatorKubeconfig(
+      { binDir, controlPlane: cp },
+      path.join(o.dir, "operator.kubeconfig"),
+    );
+    const service = await startWebhookService(1);
+    stoppers.push(() => service.close());
+    const operatorPid = startOperator(
+      { stoppers },
+      opKubeconfig,
+      "operator-1",
+      { port: service.backends[0]!, url: `https://127.0.0.1:${service.port}${EVICTION_PATH}` },
+      { logFile: path.join(o.dir, "operator.log"), lifetimeSeconds: o.lifetimeSeconds },
+    );
+    // On an exit without stop() (an uncaught error, a signal handler's exit), end the operator
+    // here; the control plane has its reaper, QEMU its own handler (qemu.ts).
+    const onExit = (): void => {
+      try {
+        process.kill(operatorPid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    };
+    process.once("exit", onExit);
+    stoppers.unshift(async () => void process.off("exit", onExit));
+    return { controlPlane: cp, kc, api, channel, channelDir, releases, identity, timings, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}
+
+/** The control plane's CA, which the machine's kubeconfig carries. */
+export function caPem(host: Host): string {
+  return readFileSync(host.controlPlane.certs.caCert, "utf8");
+}

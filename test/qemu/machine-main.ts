@@ -1,0 +1,49 @@
+// `npm run testbed -- --scenario machine --bootloader grub|systemd-boot [--guest qemu|lab]
+// [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
+import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../images/machine/contract.js";
+import { cleanUp, LAB_GUEST, runMachineScenario, type GuestStarter } from "./machine.js";
+import { qemuGuest } from "./machine-qemu.js";
+import { processesNaming } from "./leftovers.js";
+
+function value(argv: string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
+export async function machineMain(argv: string[]): Promise<number> {
+  const bl = value(argv, "--bootloader") ?? "grub";
+  if (!MACHINE_BOOTLOADERS.includes(bl as MachineBootloader)) {
+    console.error(
+      `--bootloader must be one of ${MACHINE_BOOTLOADERS.join(", ")} (got ${bl}); for example: npm run testbed -- --scenario machine --bootloader grub`,
+    );
+    return 2;
+  }
+  const bootloader = bl as MachineBootloader;
+  const kind = value(argv, "--guest") ?? "qemu";
+  let guest: GuestStarter;
+  if (kind === "qemu") guest = qemuGuest(bootloader, (l) => console.log(l));
+  else if (kind === "lab") guest = LAB_GUEST;
+  else {
+    console.error(`--guest must be qemu (the real guest) or lab (the lab's stand-in); got ${kind}`);
+    return 2;
+  }
+  const run = await runMachineScenario({
+    bootloader,
+    guest,
+    cutApi: !argv.includes("--no-cut"),
+    out: (l) => console.log(l),
+  });
+  const left = processesNaming(run.marks);
+  if (left.length > 0)
+    run.problems.push(`still running after the scenario:\n    ${left.join("\n    ")}`);
+  const ok = run.problems.length === 0;
+  cleanUp(run, argv.includes("--keep"));
+  if (!ok) {
+    console.log(`machine scenario FAILED in ${run.seconds.toFixed(1)} s; files in ${run.dir}`);
+    for (const p of run.problems) console.log(`  ${p}`);
+    return 1;
+  }
+  if (argv.includes("--keep")) console.log(`files kept in ${run.dir}`);
+  console.log(run.summary);
+  return 0;
+}

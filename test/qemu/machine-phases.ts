@@ -1,0 +1,165 @@
+// The machine scenario's steps, each waiting on what the host's API shows and on the guest's
+// boots, with deadlines; every check that fails adds a problem to the run.
+import { setTimeout as sleep } from "node:timers/promises";
+import type { LikenApi } from "../../src/api/client.js";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Guest, GuestBoot } from "./machine-guest.js";
+import type { MachineWatch } from "./machine-watch.js";
+import { workloadPlacement } from "./machine-workload.js";
+import type { Relay } from "./relay.js";
+import { formatBoot, type BootLine } from "./scenarios.js";
+
+/**
+ * Deadlines, for 2 busy cores under TCG: a boot of the guest takes 1-2 min when quiet; the
+ * first includes the agent's start and first report; a turn includes the download and write of
+ * the slot, the drain, the read-back and the reboot into the trial.
+ */
+const FIRST_REPORT_MS = 360_000;
+const TURN_GRANTED_MS = 600_000;
+const TRIAL_PROVED_MS = 600_000;
+const FALLBACK_MS = 600_000;
+/** How long the way to the API server stays cut, and how long a Failed machine is watched. */
+const CUT_MS = 30_000;
+const NO_RETRY_MS = 20_000;
+
+export interface Ctx {
+  machine: string;
+  cluster: string;
+  api: LikenApi;
+  kc: KubeConfig;
+  watch: MachineWatch;
+  guest: Guest;
+  relay: Relay;
+  say: (l: string) => void;
+  problems: string[];
+  /** When the scenario started (Date.now()). */
+  t0: number;
+}
+
+export async function firstReport(c: Ctx, v1: string): Promise<void> {
+  await c.watch.until(`${c.machine} report ${v1}`, FIRST_REPORT_MS, (x) => {
+    const s = x.machine?.status;
+    return s?.version === v1 && s.step === "Ready";
+  });
+  c.say(`${c.machine} reports ${v1}, Ready`);
+}
+
+/**
+ * The guest loses the API server mid-turn: the relay is cut as soon as the turn is granted
+ * (the agent drains, then reads its turn again before arming). While cut, the agent must keep
+ * running (it keeps trying to connect) and must not reboot.
+ */
+async function cutDuringTurn(c: Ctx): Promise<void> {
+  const bootsBefore = c.guest.boots.length;
+  c.relay.setCut(true);
+  const from = Date.now() - c.t0;
+  c.say(`fault: the way to the API server is cut for ${CUT_MS / 1000} s`);
+  await sleep(CUT_MS);
+  for (const m of c.guest.agentSaid(from, Date.now() - c.t0).slice(0, 8))
+    c.say(`fault: the agent said: ${m}`);
+  const refused = c.relay.refusedWhileCut;
+  c.relay.setCut(false);
+  const rebooted = c.guest.boots.length !== bootsBefore;
+  c.say(
+    `fault: restored; while cut the agent tried ${refused} connections and the machine ${rebooted ? "REBOOTED" : "did not reboot"}`,
+  );
+  if (rebooted) c.problems.push("the machine rebooted while its API server was cut off");
+  if (refused === 0)
+    c.problems.push("no connection reached the relay while cut: was the agent still running?");
+}
+
+export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void> {
+  const w = c.watch;
+  await c.api.clusters.patch(c.cluster, { spec: { version: v2 } });
+  c.say(`target ${v2}`);
+  await w.until(`a turn granted to ${c.machine} for ${v2}`, TURN_GRANTED_MS, (x) => x.turnHeld());
+  const st = w.machine?.status;
+  c.say(`turn granted (step ${st?.step}/${st?.updateStage ?? "-"})`);
+  if (cut) await cutDuringTurn(c);
+  await w.until(`${c.machine} proving and promoting ${v2}`, TRIAL_PROVED_MS, (x) => {
+    const s = x.machine?.status;
+    return s?.version === v2 && s.step === "Ready" && s.lastTrial?.result === "Succeeded";
+  });
+  c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
+  const placement = await workloadPlacement(c.kc);
+  c.say(`workload after the drain: ${JSON.stringify(placement)}`);
+  if ((placement[c.machine] ?? 0) !== 0)
+    c.problems.push(`pods still on ${c.machine} after its drain: ${JSON.stringify(placement)}`);
+}
+
+export async function rollToBad(c: Ctx, v3: string): Promise<void> {
+  const w = c.watch;
+  await c.api.clusters.patch(c.cluster, { spec: { version: v3 } });
+  c.say(`target ${v3}`);
+  await w.until(`${c.machine} reporting the fallback from ${v3}`, FALLBACK_MS, (x) => {
+    const s = x.machine?.status;
+    return s?.step === "Failed" && s.lastTrial?.version === v3;
+  });
+  const s = w.machine?.status;
+  c.say(
+    `${c.machine} reads ${s?.version}, step ${s?.step}, lastTrial ${s?.lastTrial?.version} ${s?.lastTrial?.result} ${s?.lastTrial?.reason}`,
+  );
+  const boots = c.guest.boots.length;
+  await sleep(NO_RETRY_MS);
+  if (c.guest.boots.length !== boots)
+    c.problems.push(`the machine booted again after reporting Failed (it retried ${v3})`);
+}
+
+const fmt = (ls: BootLine[]): string => ls.map((l, i) => formatBoot(i + 1, l)).join("; ");
+
+/** What the host's Machine and the boots must show at the end. */
+export async function finalChecks(
+  c: Ctx,
+  [v1, v2, v3]: readonly [string, string, string],
+  boots: readonly GuestBoot[],
+): Promise<void> {
+  const m = (await c.api.machines.get(c.machine)).status ?? {};
+  const p = c.problems;
+  if (m.version !== v2) p.push(`the Machine reads LIKEN ${m.version}, not ${v2}`);
+  if (m.step !== "Failed") p.push(`the Machine's step is ${m.step}, not Failed`);
+  const t = m.lastTrial;
+  if (t?.version !== v3 || t.reason !== "TrialFellBack")
+    p.push(`lastTrial is ${JSON.stringify(t)}, not ${v3} TrialFellBack`);
+  if (!(m.failedReleases ?? []).some((f) => f.version === v3))
+    p.push(`failedReleases does not list ${v3}`);
+  const expected: BootLine[] = [
+    { slot: "a", version: v1, trial: false },
+    { slot: "b", version: v2, trial: true },
+    { slot: "a", version: v3, trial: true },
+    { slot: "b", version: v2, trial: false },
+  ];
+  const seen = boots.map((b) => b.line);
+  if (fmt(seen) !== fmt(expected)) p.push(`boots were [${fmt(seen)}], expected [${fmt(expected)}]`);
+}
+
+/** Each boot's firmware-to-READY=1 time, and each release's download and write. */
+export function timings(
+  w: MachineWatch,
+  boots: readonly GuestBoot[],
+  versions: string[],
+): string[] {
+  const out: string[] = [];
+  for (const [i, b] of boots.entries()) {
+    if (b.readyMs === undefined) continue;
+    out.push(
+      `boot ${i + 1}: firmware to the agent's READY=1 in ${((b.readyMs - b.atMs) / 1000).toFixed(1)} s`,
+    );
+  }
+  let from = 0;
+  for (const v of versions) {
+    const i = w.steps.findIndex((s, k) => k >= from && s.step === "Downloading");
+    if (i < 0) {
+      out.push(`download and write of ${v}: not seen (shorter than the host's 0.5 s poll)`);
+      continue;
+    }
+    const j = w.steps.findIndex((s, k) => k > i && s.step !== "Downloading");
+    const end = j < 0 ? undefined : w.steps[j];
+    out.push(
+      end === undefined
+        ? `download and write of ${v}: did not end`
+        : `download and write of ${v}: ${((end.ms - w.steps[i]!.ms) / 1000).toFixed(1)} s (then ${end.step})`,
+    );
+    from = j < 0 ? w.steps.length : j;
+  }
+  return out;
+}

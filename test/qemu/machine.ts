@@ -1,0 +1,215 @@
+// The machine scenario (issue 13): a real control plane and cluster-operator on the host, a
+// machine running liken-agent under systemd in a QEMU guest (or the lab's simulated machine,
+// `--guest lab`), rolled to v2 (its trial proves and is promoted) and then to v3 (its trial
+// panics, the bootloader falls back, the agent reports Failed and does not retry). On the way
+// to v2 the host cuts the guest's way to the API server once the turn is granted: the agent
+// must keep running, must not reboot, and must go on when the way is back.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { MachineBootloader, MachineRelease } from "../../images/machine/contract.js";
+import { dataDirOf } from "../../src/controlplane/instance.js";
+import { caPem, startHost, type Host } from "./machine-host.js";
+import type { Guest, GuestBoot } from "./machine-guest.js";
+import { machineKubeconfig } from "./machine-identity.js";
+import { labReleases, startLabGuest } from "./machine-lab-guest.js";
+import { MachineWatch } from "./machine-watch.js";
+import { startRelay, type Relay } from "./relay.js";
+import { formatBoot } from "./scenarios.js";
+import {
+  finalChecks,
+  firstReport,
+  rollToBad,
+  rollToGood,
+  timings,
+  type Ctx,
+} from "./machine-phases.js";
+import type { Slot } from "../../src/bootloader/types.js";
+
+export const MACHINE = "machine-1";
+export const CLUSTER = "machine";
+/** The versions of the lab stand-in's releases (the QEMU guest's come from its image build). */
+const LAB_VERSIONS = ["2026.12.01-001", "2026.12.02-001", "2026.12.03-001"] as const;
+
+/** The operator's upper bound of life: longer than any run, shorter than a forgotten one. */
+const LIFETIME_S = 3600;
+
+export interface GuestStarter {
+  kind: "qemu" | "lab";
+  /** The releases' slot images (v1 installed, v2 good, v3 panics). */
+  releases(dir: string): Promise<readonly MachineRelease[]>;
+  start(o: {
+    dir: string;
+    host: Host;
+    relay: Relay;
+    channelPort: number;
+    t0: number;
+    out: (l: string) => void;
+    /** What the host's Machine says a slot holds now (for a boot that dies before it speaks). */
+    slotVersion: (slot: Slot) => string | undefined;
+  }): Promise<Guest>;
+}
+
+/** The stand-in: the lab's simulated machine, reaching the API server through the relay. */
+export const LAB_GUEST: GuestStarter = {
+  kind: "lab",
+  releases: async (dir) => labReleases(dir, LAB_VERSIONS),
+  async start({ dir, host, relay, t0 }) {
+    const kubeconfig = join(dir, "machine.kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      machineKubeconfig({
+        server: `https://127.0.0.1:${relay.port}`,
+        caPem: caPem(host),
+        identity: host.identity,
+        machine: MACHINE,
+      }),
+      { mode: 0o600 },
+    );
+    return startLabGuest({
+      dir: join(dir, "guest"),
+      machine: MACHINE,
+      cluster: CLUSTER,
+      kubeconfig,
+      channelUrl: host.channel.url,
+      first: host.releases[0]!,
+      t0,
+    });
+  },
+};
+
+export interface MachineRun {
+  bootloader: MachineBootloader;
+  guest: "qemu" | "lab";
+  boots: GuestBoot[];
+  problems: string[];
+  seconds: number;
+  dir: string;
+  /** The last line: `machine: backend=... promoted=... fell-back-from=... boots=N S s`. */
+  summary: string;
+  /** Text in the command line of every process the run started (leftovers.ts). */
+  marks: string[];
+}
+
+export async function runMachineScenario(o: {
+  bootloader: MachineBootloader;
+  guest: GuestStarter;
+  /** Cut the way to the API server during the v2 turn (default true). */
+  cutApi?: boolean;
+  out: (l: string) => void;
+}): Promise<MachineRun> {
+  const t0 = Date.now();
+  const secs = (): string => ((Date.now() - t0) / 1000).toFixed(1);
+  const say = (l: string): void => o.out(`[${secs().padStart(6)} s] ${l}`);
+  const dir = mkdtempSync(join(tmpdir(), `liken-machine-${o.bootloader}-`));
+  const run: MachineRun = {
+    bootloader: o.bootloader,
+    guest: o.guest.kind,
+    boots: [],
+    problems: [],
+    seconds: 0,
+    dir,
+    summary: "",
+    marks: [`${dir}/`],
+  };
+  let host: Host | undefined;
+  let relay: Relay | undefined;
+  let guest: Guest | undefined;
+  let watch: MachineWatch | undefined;
+  let printed = 0;
+  const printBoots = (): void => {
+    for (const b of guest?.boots.slice(printed) ?? []) {
+      if (!b.settled) break;
+      printed++;
+      say(formatBoot(printed, b.line));
+    }
+  };
+  const ticker = setInterval(printBoots, 250);
+  try {
+    const releases = await o.guest.releases(dir);
+    const [v1, v2, v3] = releases.map((r) => r.version) as [string, string, string];
+    say(`host: starting the control plane, the API, the channel (${releases.length} releases)`);
+    const name = `machine-${process.pid}-${o.bootloader}`;
+    run.marks.push(`${dataDirOf(name)}/`);
+    host = await startHost({
+      name,
+      dir: join(dir, "host"),
+      machine: MACHINE,
+      cluster: CLUSTER,
+      releases,
+      channelSource: (url) => (o.guest.kind === "lab" ? url : `http://10.0.2.101:8080`),
+      lifetimeSeconds: LIFETIME_S,
+      log: () => {},
+    });
+    const t = host.timings;
+    say(
+      `host: ready (${Object.entries(t)
+        .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
+        .join(", ")})`,
+    );
+    const apiPort = Number(new URL(host.controlPlane.server).port);
+    relay = await startRelay({ host: "127.0.0.1", port: apiPort });
+    const channelPort = Number(new URL(host.channel.url).port);
+    // The guest's forwards run `busybox nc 127.0.0.1 PORT` per connection (machine-qemu.ts).
+    run.marks.push(`nc 127.0.0.1 ${relay.port}`, `nc 127.0.0.1 ${channelPort}`);
+    watch = new MachineWatch(host.api, MACHINE, CLUSTER, t0);
+    guest = await o.guest.start({
+      dir,
+      host,
+      relay,
+      channelPort,
+      t0,
+      out: say,
+      slotVersion: (slot) => watch?.machine?.status?.slots?.find((x) => x.name === slot)?.version,
+    });
+    const c: Ctx = {
+      machine: MACHINE,
+      cluster: CLUSTER,
+      api: host.api,
+      kc: host.kc,
+      watch,
+      guest,
+      relay,
+      say,
+      problems: run.problems,
+      t0,
+    };
+    await firstReport(c, v1);
+    await rollToGood(c, v2, o.cutApi !== false);
+    await rollToBad(c, v3);
+    printBoots();
+    run.boots = [...guest.boots];
+    await finalChecks(c, [v1, v2, v3], run.boots);
+    for (const l of timings(watch, run.boots, [v2, v3])) say(l);
+    for (const n of guest.notes()) say(n);
+    run.summary = `machine: backend=${o.bootloader} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
+  } catch (e) {
+    run.problems.push((e as Error).message);
+  } finally {
+    clearInterval(ticker);
+    printBoots();
+    if (guest) run.boots = [...guest.boots];
+    await guest
+      ?.stop()
+      .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
+    await watch?.stop();
+    await relay?.close();
+    await host?.stop();
+    run.seconds = (Date.now() - t0) / 1000;
+  }
+  return run;
+}
+
+/**
+ * Removes a passed run's files unless asked to keep them; of a failed run, keeps the logs and
+ * removes the disk copy and the channel (a gigabyte, and rebuilt by the next run anyway).
+ */
+export function cleanUp(run: MachineRun, keep: boolean): void {
+  if (keep) return;
+  if (run.problems.length === 0) {
+    rmSync(run.dir, { recursive: true, force: true });
+    return;
+  }
+  for (const big of ["disk.img", join("host", "channel")])
+    rmSync(join(run.dir, big), { recursive: true, force: true });
+}

@@ -1,0 +1,99 @@
+// Starting and stopping QEMU for the testbed's guests, so that none outlives the process that
+// started it: each runs under `timeout` (which ends it even if this process dies by SIGKILL),
+// and on exit or a stop signal every QEMU still running is ended by pid.
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
+import { join } from "node:path";
+
+export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+
+/** Every QEMU this process started and has not stopped yet. */
+const running = new Set<ChildProcess>();
+
+// SIGTERM to `timeout`, which passes it on to QEMU (a SIGKILL would orphan QEMU).
+function killAll(): void {
+  for (const c of running) {
+    if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGTERM");
+  }
+  running.clear();
+}
+
+let handlersInstalled = false;
+/** Installed with the first QEMU, not at import: importing this module changes nothing. */
+function installHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  process.once("exit", killAll);
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      killAll();
+      process.exit(sig === "SIGINT" ? 130 : 143);
+    });
+  }
+}
+
+export interface QemuOptions {
+  /** Where qemu.stderr goes. */
+  dir: string;
+  disk: string;
+  /** This run's copy of the OVMF variable store. */
+  vars: string;
+  /** The serial console's unix socket (server=on,wait=on: the guest starts once we connect). */
+  serialSocket: string;
+  memoryMiB?: number;
+  /** Further arguments (a network device). */
+  extra?: string[];
+  /** Upper bound of QEMU's life in seconds: `timeout` ends it whatever happens here. */
+  lifetimeSeconds: number;
+}
+
+export function startQemu(o: QemuOptions): ChildProcess {
+  const args = [
+    "-machine",
+    "q35,accel=tcg",
+    "-m",
+    String(o.memoryMiB ?? 512),
+    "-smp",
+    "1",
+    "-nodefaults",
+    "-no-user-config",
+    "-display",
+    "none",
+    "-drive",
+    `if=pflash,format=raw,unit=0,readonly=on,file=${OVMF_CODE}`,
+    "-drive",
+    `if=pflash,format=raw,unit=1,file=${o.vars}`,
+    "-drive",
+    `file=${o.disk},format=raw,if=virtio`,
+    // The emulated watchdog resets the machine, as a board's watchdog would.
+    "-device",
+    "i6300esb",
+    "-action",
+    "watchdog=reset",
+    "-chardev",
+    `socket,id=ser0,path=${o.serialSocket},server=on,wait=on`,
+    "-serial",
+    "chardev:ser0",
+    ...(o.extra ?? []),
+  ];
+  const errFd = openSync(join(o.dir, "qemu.stderr"), "w");
+  const child = spawn(
+    "timeout",
+    ["--kill-after=10", String(o.lifetimeSeconds), "qemu-system-x86_64", ...args],
+    { stdio: ["ignore", "ignore", errFd] },
+  );
+  closeSync(errFd);
+  installHandlers();
+  running.add(child);
+  return child;
+}
+
+export async function stopQemu(child: ChildProcess): Promise<void> {
+  running.delete(child);
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  // `timeout` passes SIGTERM on to QEMU and, --kill-after=10 s later, SIGKILL if it is still up.
+  process.kill(child.pid, "SIGTERM");
+  await exited;
+}
