@@ -143,6 +143,15 @@ describe("a turn release says what ended it", () => {
     expect(r === undefined ? "kept" : `${r.reason}: ${r.message}`).toBe(want);
   });
 
+  it("a turn recorded without a digest is given back when the request names another version", () => {
+    const m = machine("m1", {
+      status: { step: "UpdatePending", turnRequest: { version: V3, digest: D3, at: GRANTED } },
+    });
+    const t = turn("m1", { grantedAt: GRANTED, digest: undefined });
+    const d = decide(observed(cluster({ turns: [t] }), [m]), SETTINGS);
+    expect(d.releases.map((r) => r.reason)).toEqual(["GivenBack"]);
+  });
+
   it("a deleted Machine's turn is released, naming it", () => {
     const d = decide(observed(cluster({ turns: [turn("gone")] }), []), SETTINGS);
     expect(d.releases.map((r) => `${r.reason}: ${r.message}`)).toEqual([
@@ -382,6 +391,14 @@ describe("when a status counts as changed", () => {
     const before = { ...first, observedGeneration: 2 };
     expect(decide(observed({ ...cluster(), status: before }, ms), SETTINGS).changed).toBe(true);
     expect(decide(observed({ ...cluster(), status: first }, ms), SETTINGS).changed).toBe(false);
+  });
+
+  it("a null left in the recorded status (an older writer) is read, not a crash", () => {
+    const first = decide(observed(cluster(), ms), SETTINGS).status;
+    const before = { ...first, available: null } as unknown as typeof first;
+    const d = decide(observed({ ...cluster(), status: before }, ms), SETTINGS);
+    expect(d.status.available).toBeNull(); // kept as recorded: nothing else changed
+    expect(d.changed).toBe(false);
   });
 
   it("a Cluster without a generation keeps the recorded observedGeneration", () => {
