@@ -167,12 +167,46 @@ describe("how a waiting driver names what holds it", () => {
     const late = pod({ name: "late", claims: ["c9"] }); // came after the plan
     const c = claim({ name: "c9", driver: GPU, reservedFor: ["late"] });
     expect(nextStep(p, { pods: [driverPod(), late], claims: [c] })).toMatchObject({
+      kind: "work",
       waiting: [{ claims: [{ claim: "default/c9", driver: GPU, consumers: ["default/late"] }] }],
     });
   });
 });
 
+describe("what a driver waits for", () => {
+  it("a multi-node claim still listing a pod that ran here and is gone holds the driver", () => {
+    // This node's kubelet has yet to answer that pod's unprepare call.
+    const user = pod({ name: "user", claims: ["net"] });
+    const net = claim({ name: "net", driver: GPU, node: null, reservedFor: ["user"] });
+    const p = plan([driverPod(), user], [net]);
+    expect(nextStep(p, { pods: [driverPod()], claims: [net] })).toMatchObject({
+      kind: "work",
+      wave: "drivers",
+      evict: [],
+      waiting: [{ pod: "default/gpu-driver", why: "claims-reserved" }],
+    });
+  });
+
+  it("a pod that holds a claim is a workload even when it may run a plugin", () => {
+    const p = plan(
+      [pod({ name: "user", claims: ["c1"], hostPaths: ["/var/lib/kubelet"] })],
+      [claim({ name: "c1", driver: FPGA, reservedFor: ["user"] })],
+    );
+    expect(p.waves.map((w) => [w.name, w.pods.map((x) => x.pod)])).toEqual([
+      ["workloads", ["default/user"]],
+    ]);
+  });
+});
+
 describe("admitNewcomers", () => {
+  it("a DaemonSet pod that replaces an evicted driver is not planned, even while its claim is listed", () => {
+    const c1 = claim({ name: "c1", driver: GPU, reservedFor: ["train"] });
+    const first = plan([driverPod(), pod({ name: "train", claims: ["c1"] })], [c1]);
+    const next = admitNewcomers(first, { pods: [driverPod("gpu-driver-new")], claims: [c1] }, {});
+    expect(next.waves).toEqual(first.waves);
+    expect(next.left).toEqual(first.left);
+  });
+
   it("a late workload joins its wave; a late static pod is left and remembered", () => {
     const first = plan([pod({ name: "web" })]);
     const lateWeb = pod({ name: "late-web" });
