@@ -73,6 +73,15 @@ describe("parseRelease refusals, word for word", () => {
     expect(u.message).toContain(`"${url.slice(0, 80)}" is an absolute path`);
   });
 
+  it("a document too large or not YAML is named as release.yaml", () => {
+    const big = refusal(() => parseRelease(Buffer.alloc(1024 * 1024 + 1, 0x20)));
+    expect(big.message).toBe(
+      "release.yaml: 1048577 bytes is more than the 1048576 a valid document can have; refused before parsing",
+    );
+    const bad = refusal(() => parseRelease(Buffer.from("kind: [")));
+    expect(bad.message).toMatch(/^release\.yaml: not valid YAML for liken \(/);
+  });
+
   it("an artifact that is not a mapping is refused as such, not a crash", () => {
     const e = refusal(() => parseRelease(doc((r) => (r.artifacts = [null]))));
     expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
