@@ -400,14 +400,15 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
   }
   const target = o.target;
   if (target === undefined || sameRelease(o.running.release, target)) {
+    const idle = target === undefined ? "no target" : "runs the target";
     if (o.download !== undefined) {
-      return d("Idle", "Ready", { kind: "cancel-download", failed: false }, "no target");
+      return d("Idle", "Ready", { kind: "cancel-download", failed: false }, idle);
     }
     if (o.drainedDigest !== undefined) {
       const reason = "runs the target";
       return d("Idle", "Ready", { kind: "release-turn", reason }, reason);
     }
-    return d("Idle", "Ready", WAIT, target === undefined ? "no target" : "runs the target");
+    return d("Idle", "Ready", WAIT, idle);
   }
   return decideTowards(o, target, t);
 }

@@ -316,6 +316,61 @@ describe("decide", () => {
     if (r.wantsTurn !== undefined) expect(got.wantsTurn).toBe(r.wantsTurn);
   });
 
+  // The words of each decision (why, stage, the ask, the whole action) are what a person reads
+  // in the status; the golden file is the table of them, reviewed like code. Mutation testing
+  // found no test for them. Regenerate after a deliberate change with `npx vitest run --project
+  // unit test/unit/agent-steps.test.ts -u` and read the diff.
+  it("says why, with its stage and its ask, in words a person reads (golden file)", async () => {
+    const extra: { name: string; o: Observed }[] = [
+      {
+        name: "armed, the other slot only half written: disarm",
+        o: base({
+          boot: { kind: "armed", slot: "b" },
+          other: { slot: "b", state: "writing", release: V2 },
+          turn: true,
+        }),
+      },
+      {
+        name: "armed for slot a while b is staged: disarm",
+        o: base({ boot: { kind: "armed", slot: "a" }, other: stagedV2, turn: true }),
+      },
+      {
+        name: "trial boot, API up, node unread: wait, saying why",
+        o: base({
+          boot: { kind: "on-trial", slot: "b" },
+          nodeReady: false,
+          nodeUnread: "403 Forbidden [LIKEN_API_FORBIDDEN]",
+          trialSeenAt: 999_000,
+        }),
+      },
+      {
+        name: "trial boot, node not Ready past the deadline: reboot",
+        o: base({
+          boot: { kind: "on-trial", slot: "b" },
+          nodeReady: false,
+          trialSeenAt: 1_000_000 - DEFAULT_TIMEOUTS.proveMs,
+        }),
+      },
+      {
+        name: "trial boot, not seen yet: no deadline runs",
+        o: base({ boot: { kind: "on-trial", slot: "b" }, nodeReady: false }),
+      },
+    ];
+    const text = [...rows, ...extra]
+      .map(({ name, o }) => {
+        const d = decide(o);
+        const stage = d.stage === undefined ? "" : ` (${d.stage})`;
+        return [
+          name,
+          `  ${d.phase} / ${d.step}${stage}, wantsTurn ${d.wantsTurn}`,
+          `  action ${JSON.stringify(d.action)}`,
+          `  why: ${d.why}`,
+        ].join("\n");
+      })
+      .join("\n\n");
+    await expect(`${text}\n`).toMatchFileSnapshot("golden/agent-steps.txt");
+  });
+
   it("never reboots or arms without a recorded turn, whatever else holds", () => {
     const verdicts = [
       { kind: "steady", slot: "a" },

@@ -189,7 +189,9 @@ describe("nextStep: what to evict now and what waits", () => {
     pod({ name: "dns", priorityClassName: "system-cluster-critical" }),
   ];
   const claims0 = [claim({ name: "train-gpu", driver: GPU, reservedFor: ["train"] })];
-  const plan = planDrain(NODE, { pods: pods0, claims: claims0 }, {});
+  // Planned inside each test, never while the file is collected: a plan that throws must fail
+  // a test (StrykerJS counts a file that fails to collect as no test at all, docs/testing.md).
+  const plan = () => planDrain(NODE, { pods: pods0, claims: claims0 }, {});
   const without = (names: string[]) => pods0.filter((p) => !names.includes(p.metadata!.name!));
   const terminating = (name: string) =>
     pods0.map((p) =>
@@ -273,11 +275,11 @@ describe("nextStep: what to evict now and what waits", () => {
     ];
 
   it.each(cases)("$name", (c) => {
-    expect(brief(nextStep(plan, { pods: c.pods, claims: c.claims }))).toEqual(c.want);
+    expect(brief(nextStep(plan(), { pods: c.pods, claims: c.claims }))).toEqual(c.want);
   });
 
   it("says which claim and which consumer hold a driver back", () => {
-    const step = nextStep(plan, { pods: without(["train", "web", "dns"]), claims: claims0 });
+    const step = nextStep(plan(), { pods: without(["train", "web", "dns"]), claims: claims0 });
     expect(step).toMatchObject({
       waiting: [
         {
@@ -316,11 +318,11 @@ describe("nextStep: what to evict now and what waits", () => {
 describe("admitNewcomers: pods that reach the node after the plan", () => {
   const first = [driverPod(), pod({ name: "train", claims: ["c1"] })];
   const claims = [claim({ name: "c1", driver: GPU, reservedFor: ["train"] })];
-  const plan = planDrain(NODE, { pods: first, claims }, {});
+  const plan = () => planDrain(NODE, { pods: first, claims }, {}); // in each test, as above
 
   it("plans a late workload in its wave, so the driver still waits for it", () => {
     const late = pod({ name: "late-web" });
-    const next = admitNewcomers(plan, { pods: [first[0]!, late], claims: [] }, {});
+    const next = admitNewcomers(plan(), { pods: [first[0]!, late], claims: [] }, {});
     expect(shape(next).waves).toEqual({
       workloads: ["default/train", "default/late-web"],
       drivers: ["default/gpu-driver"],
@@ -333,13 +335,14 @@ describe("admitNewcomers: pods that reach the node after the plan", () => {
 
   it("does not chase the DaemonSet pod that replaces an evicted driver", () => {
     const replacement = driverPod("gpu-driver-new");
-    const next = admitNewcomers(plan, { pods: [replacement], claims: [] }, {});
-    expect(shape(next).waves).toEqual(shape(plan).waves);
+    const next = admitNewcomers(plan(), { pods: [replacement], claims: [] }, {});
+    expect(shape(next).waves).toEqual(shape(plan()).waves);
     expect(nextStep(next, { pods: [replacement], claims: [] })).toEqual({ kind: "done" });
   });
 
   it("returns the same plan when nobody came", () => {
-    expect(admitNewcomers(plan, { pods: first, claims }, {})).toBe(plan);
+    const p = plan();
+    expect(admitNewcomers(p, { pods: first, claims }, {})).toBe(p);
   });
 });
 
