@@ -4,8 +4,15 @@
 //   loader/entries/liken-b+0-1.conf      systemd-boot renamed it before booting it: a trial ran
 // systemd-boot boots LoaderEntryOneShot once (and deletes it), otherwise LoaderEntryDefault;
 // before booting an entry with a counter it renames the file to count the try; entries with no
-// tries left sort last. The entry id is the file name without the counter (`liken-b.conf`).
-// Blessing after the machine rejoined = renaming the counter away, then making it the default.
+// tries left sort last. Blessing after the machine rejoined = renaming the counter away, then
+// making it the default.
+//
+// Which name a counted entry answers to depends on systemd-boot's version: up to 258.2 its id is
+// the whole file name, lowercased (`liken-b+1-0.conf`); from 258.3 the counter is stripped
+// (`liken-b.conf`, systemd#38813). Both match the variable as a glob (efi_fnmatch), so the trial
+// is armed with the glob `liken-b*.conf`, which names the entry under every version.
+// `EntryName.id` below is liken's own name for a slot's entry (the file name without the
+// counter), not systemd-boot's.
 import { readdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { EfiVars } from "./efivars.js";
@@ -50,10 +57,33 @@ export function slotEntryId(slot: Slot): string {
   return `liken-${slot}.conf`;
 }
 
+/** What arms a trial of the slot: a glob that matches its entry with or without a counter. */
+export function slotOneShot(slot: Slot): string {
+  return `liken-${slot}*.conf`;
+}
+
+/** The slot a variable names: an entry id, or the one-shot glob (older agents wrote the id). */
 function slotOfId(id: string | null): Slot | null {
-  const m = id === null ? null : /^liken-([ab])\.conf$/.exec(id);
+  const m = id === null ? null : /^liken-([ab])\*?\.conf$/.exec(id);
   const s = m?.[1];
   return isSlot(s) ? s : null;
+}
+
+/**
+ * systemd-boot's match of a variable against an entry id (efi_fnmatch): the whole id, `*` any
+ * run and `?` any one character; liken writes no bracket expressions, so they are taken literally.
+ */
+export function bootIdMatches(pattern: string, id: string): boolean {
+  const re = pattern
+    .split("")
+    .map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[\\^$.|+()[\]{}]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${re}$`).test(id);
+}
+
+/** The id systemd-boot up to 258.2 gives an entry: its file name, lowercased, counter included. */
+export function bootIdOf(e: EntryName): string {
+  return e.file.toLowerCase();
 }
 
 export class SystemdBootBootloader implements Bootloader {
@@ -122,7 +152,7 @@ export class SystemdBootBootloader implements Bootloader {
     }
     // One try, then the one-shot: a cut in between leaves a counted entry nobody boots.
     await this.setName(await this.entryOf(slot), 1, 0);
-    await this.vars.set(ONESHOT, slotEntryId(slot));
+    await this.vars.set(ONESHOT, slotOneShot(slot));
   }
 
   async confirm(slot: Slot): Promise<void> {
@@ -152,7 +182,8 @@ export class SystemdBootBootloader implements Bootloader {
 /**
  * What systemd-boot does at one boot (the firmware model for this backend): the one-shot entry
  * if set (and deleted), else the default, else the first in menu order; a counted entry with
- * tries left is renamed to count this try before it boots.
+ * tries left is renamed to count this try before it boots. Ids are those of the systemd-boot the
+ * testbed ships (252, as every version up to 258.2): the whole file name, matched as a glob.
  */
 export async function systemdBootOnce(
   esp: string,
@@ -163,8 +194,9 @@ export async function systemdBootOnce(
   const oneShot = await vars.get(ONESHOT);
   if (oneShot !== null) await vars.delete(ONESHOT);
   const def = await vars.get(DEFAULT);
-  const pick =
-    entries.find((e) => e.id === oneShot) ?? entries.find((e) => e.id === def) ?? entries[0];
+  const named = (v: string | null): EntryName | undefined =>
+    v === null ? undefined : entries.find((e) => bootIdMatches(v.toLowerCase(), bootIdOf(e)));
+  const pick = named(oneShot) ?? named(def) ?? entries[0];
   if (pick === undefined)
     throw new BootloaderError(
       "LIKEN_BOOTLOADER_ENTRY_MISSING",

@@ -10,6 +10,7 @@ import {
 } from "../../src/bootloader/efivars.js";
 import { createBootloader, withBackend } from "../../src/bootloader/index.js";
 import {
+  bootIdMatches,
   entryFileName,
   parseEntryName,
   sortEntries,
@@ -78,10 +79,24 @@ describe("systemd-boot backend with its firmware model", () => {
     rmSync(efi, { recursive: true, force: true });
   });
 
-  it("stores the one-shot where bootctl would", async () => {
+  it("stores the one-shot where bootctl would, as a glob that names the counted entry", async () => {
     await bl.armTrial("b");
     const raw = readFileSync(join(efi, `LoaderEntryOneShot-${LOADER_GUID}`));
-    expect(decodeEfiString(raw, "x")).toBe("liken-b.conf");
+    expect(decodeEfiString(raw, "x")).toBe("liken-b*.conf");
+  });
+
+  it("a one-shot of the bare id misses a counted entry: systemd-boot up to 258.2 boots the default", async () => {
+    // What the first systemd-boot guest showed: armed, rebooted, and liken-a booted again.
+    await bl.armTrial("b");
+    await vars.set("LoaderEntryOneShot", "liken-b.conf");
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("a");
+    expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
+  });
+
+  it("reads a trial armed with the bare id (an older agent's) as armed", async () => {
+    await bl.armTrial("b");
+    await vars.set("LoaderEntryOneShot", "liken-b.conf");
+    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
   });
 
   it("good trial: counted once, blessed after rejoining, then the default", async () => {
@@ -130,6 +145,21 @@ describe("systemd-boot backend with its firmware model", () => {
     const e = await bl.armTrial("b").catch((x) => x);
     expect(isLikenError(e, "LIKEN_BOOTLOADER_ENTRY_MISSING")).toBe(true);
     expect((e as Error).message).toContain("liken-b.conf");
+  });
+});
+
+describe("bootIdMatches: systemd-boot's glob over whole entry ids", () => {
+  it.each([
+    ["liken-b*.conf", "liken-b+1-0.conf", true],
+    ["liken-b*.conf", "liken-b.conf", true],
+    ["liken-b*.conf", "liken-a+1-0.conf", false],
+    ["liken-b.conf", "liken-b+1-0.conf", false],
+    ["liken-b.conf", "liken-b.conf", true],
+    ["liken-?.conf", "liken-a.conf", true],
+    ["liken-a.conf", "liken-aXconf", false],
+    ["liken-a", "liken-a.conf", false],
+  ])("%s against %s: %s", (pattern, id, ok) => {
+    expect(bootIdMatches(pattern, id)).toBe(ok);
   });
 });
 
