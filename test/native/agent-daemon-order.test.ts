@@ -12,9 +12,7 @@
 // API server, is test/integration/agent-trial.test.ts (minutes); this fails in well under a
 // second.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
@@ -29,35 +27,26 @@ import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
-import { buildRelease } from "../../src/release/build.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
 import { downloadRelease } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
-import { startFaultServer, type FaultServer } from "./fault-server.js";
+import type { FaultServer } from "./fault-server.js";
+import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const KiB = 1024;
-const root = mkdtempSync(path.join(tmpdir(), "liken-daemon-order-"));
 const OLD = "2026.10.10-001";
 const NEW = "2026.10.12-001";
+let channel: ReleaseChannel;
+let root = "";
 let server: FaultServer;
 let digest = "";
 
 beforeAll(async () => {
-  writeFileSync(path.join(root, "rootfs.img"), randomBytes(200 * KiB + 7));
-  const built = await buildRelease({
-    version: NEW,
-    out: path.join(root, "channel"),
-    chunkSize: 64 * KiB,
-    artifacts: [{ name: "rootfs", file: path.join(root, "rootfs.img") }],
-  });
-  digest = built.digest;
-  server = await startFaultServer(path.join(root, "channel"));
+  channel = await startReleaseChannel("liken-daemon-order-", NEW);
+  ({ root, server, digest } = channel);
 });
-afterAll(async () => {
-  await server.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => channel.close());
 
 /** The exit that plays the reboot while the trial is armed. */
 class Rebooted extends Error {}

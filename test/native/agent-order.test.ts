@@ -6,17 +6,7 @@
 //   - fall-back: the failed trial is on disk before anything can report it.
 // Each case takes well under a second; the integration tests cover the same rules end to end.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import { randomBytes } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  truncateSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
@@ -28,35 +18,26 @@ import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
-import { buildRelease } from "../../src/release/build.js";
 import { parseAgentConfig, type SlotName } from "../../src/slots/config.js";
 import type { Marker, MarkerEvent } from "../../src/slots/marker.js";
 import { downloadRelease } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
-import { startFaultServer, type FaultServer } from "./fault-server.js";
+import type { FaultServer } from "./fault-server.js";
+import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const KiB = 1024;
-const root = mkdtempSync(path.join(tmpdir(), "liken-order-"));
 const VERSION = "2.0";
+let channel: ReleaseChannel;
+let root = "";
 let server: FaultServer;
 let digest = "";
 
 beforeAll(async () => {
-  writeFileSync(path.join(root, "rootfs.img"), randomBytes(200 * KiB + 7));
-  const built = await buildRelease({
-    version: VERSION,
-    out: path.join(root, "channel"),
-    chunkSize: 64 * KiB,
-    artifacts: [{ name: "rootfs", file: path.join(root, "rootfs.img") }],
-  });
-  digest = built.digest;
-  server = await startFaultServer(path.join(root, "channel"));
+  channel = await startReleaseChannel("liken-order-", VERSION);
+  ({ root, server, digest } = channel);
 });
-afterAll(async () => {
-  await server.close();
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => channel.close());
 
 /** A slot store that notes what the memory file holds when a slot transition begins. */
 class WatchedStore extends SlotStore {
