@@ -9,14 +9,10 @@ import { processesNaming } from "./leftovers.js";
 import { cleanUp, runMachineScenario } from "./machine.js";
 import { qemuGuest } from "./machine-qemu.js";
 
-/**
- * GRUB only, for now. systemd-boot's scenario passed its first whole run once its one-shot was
- * armed as a glob (docs/machine-scenario.md), but one run is not yet a reason to put another
- * 13 minutes into every CI run; its image boots into a serving agent in machine-image.test.ts.
- */
-const BOOTLOADERS: readonly MachineBootloader[] = ["grub"];
+/** Both backends the agent can drive, one after the other. */
+const BOOTLOADERS: readonly MachineBootloader[] = ["grub", "systemd-boot"];
 
-/** The image build (cached after the first) plus the run; the run's own deadlines are tighter. */
+/** One backend's image build (cached after the first) plus its run; the run's own deadlines are tighter. */
 const SCENARIO_TIMEOUT_MS = 1_800_000;
 
 describe("machine scenario", () => {
