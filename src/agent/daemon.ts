@@ -33,7 +33,10 @@ import { decide, rebootingDecision, type Action, type Decision } from "./steps.j
 import { ApiView } from "./view.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
-const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set(["fall-back-report"]);
+const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
+  "fall-back-report",
+  "not-taken-report",
+]);
 
 /** One handler per action kind: the switch over actions, as data. */
 type Handlers = { [K in Action["kind"]]: (a: Extract<Action, { kind: K }>) => Promise<void> };
@@ -273,6 +276,7 @@ export class AgentDaemon {
       disarm: () => acts.disarm(),
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),
+      "not-taken-report": (a) => acts.notTaken(o, a.slot),
       "release-turn": (a) => acts.releaseTurn(a.reason),
     };
   }

@@ -102,6 +102,7 @@ it("a trial that fell back is saved before the first status that reports it", as
     bootloader: { backend: "grub", envDir: esp },
     driverPods: {},
     cmdline,
+    bootId: "/proc/sys/kernel/random/boot_id",
     reboot: { exitCode: 0 },
     heartbeatMs: 1000,
     loopMs: 1000,

@@ -39,6 +39,24 @@ describe("firmware model on the testbed scenarios", () => {
     ]);
   });
 
+  it("a GRUB that cannot record the trial start boots the default and leaves next_entry armed", async () => {
+    const init = initialEnvBlock("a");
+    const store = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
+    const bl = new GrubBootloader(store);
+    await bl.armTrial("b");
+    const quirks = { ignoreOneShot: true };
+    const boot = await bootMachine(store, { b: "panic" }, quirks);
+    expect(boot).toMatchObject({ slot: "a", trial: false, outcome: "up" });
+    expect(boot.log).toBe("liken-grub: env=.../grubenv default=a boot=normal");
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
+    expect(r.shows).toMatch(/saved_entry=a next_entry=b liken_trial=$/);
+    // Disarmed, no later boot takes the trial, whatever the bootloader then does.
+    await bl.disarm();
+    expect(await grubBoot(store)).toMatchObject({ slot: "a", trial: false });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+  });
+
   it("logs the decision as grub.cfg echoes it", async () => {
     const init = initialEnvBlock("a");
     const store = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);

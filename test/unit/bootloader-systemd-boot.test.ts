@@ -93,17 +93,48 @@ describe("systemd-boot backend with its firmware model", () => {
     expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
   });
 
+  it("LoaderEntrySelected names what booted; a one-shot consumed without a counted try shows it", async () => {
+    await bl.armTrial("b");
+    await vars.set("LoaderEntryOneShot", "liken-b.conf");
+    await systemdBootOnce(esp, vars);
+    expect(await vars.get("LoaderEntrySelected")).toBe("liken-a.conf");
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+    expect(r.shows).toBe(
+      "LoaderEntryDefault=liken-a.conf LoaderEntryOneShot=(unset) " +
+        "LoaderEntrySelected=liken-a.conf entry liken-b+1-0.conf",
+    );
+  });
+
+  it("a boot manager that ignores the one-shot: it stays set, the default boots, nothing counted", async () => {
+    await bl.armTrial("b");
+    expect(await systemdBootOnce(esp, vars, { ignoreOneShot: true })).toEqual({
+      id: "liken-a.conf",
+      slot: "a",
+      counted: false,
+    });
+    expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
+    expect(r.shows).toContain("LoaderEntryOneShot=liken-b*.conf LoaderEntrySelected=liken-a.conf");
+    // Disarmed, a later boot (whoever reboots) is the default, never the trial.
+    await bl.disarm();
+    expect(await vars.get("LoaderEntryOneShot")).toBeNull();
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("a");
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+  });
+
   it("reads a trial armed with the bare id (an older agent's) as armed", async () => {
     await bl.armTrial("b");
     await vars.set("LoaderEntryOneShot", "liken-b.conf");
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
   });
 
   it("good trial: counted once, blessed after rejoining, then the default", async () => {
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: null, started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
     await bl.armTrial("b");
     expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
     expect(await systemdBootOnce(esp, vars)).toEqual({
       id: "liken-b.conf",
       slot: "b",
