@@ -294,6 +294,12 @@ function decideArmed(o: Observed, slot: Slot): Decision {
     const reason = "the armed trial no longer matches the target";
     return d("Withdrawing", "Updating", { kind: "disarm", reason }, reason);
   }
+  if (o.failedDigests.includes(staged.digest)) {
+    // Recorded as failed (a trial not taken, after a crash before its disarm): never reboot
+    // into it again.
+    const reason = `the armed trial of ${staged.version} failed here before`;
+    return d("Failed", "Failed", { kind: "disarm", reason }, reason);
+  }
   if (!o.turn) {
     const reason = "trial armed but no turn is recorded for it";
     return d("AwaitingTurn", "UpdatePending", { kind: "disarm", reason }, reason, {

@@ -355,6 +355,19 @@ const rows: Row[] = [
     action: "wait",
   },
   {
+    name: "still armed for a release that failed here (a crash before the disarm): disarm, no reboot",
+    o: base({
+      boot: { kind: "armed", slot: "b" },
+      other: stagedV2,
+      turn: true,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+    }),
+    phase: "Failed",
+    step: "Failed",
+    action: "disarm",
+  },
+  {
     name: "not taken, recorded and disarmed: give the turn back",
     o: base({
       other: stagedV2,

@@ -18,6 +18,7 @@ import {
   systemdBootOnce,
 } from "../../src/bootloader/systemd-boot.js";
 import { judgeBoot } from "../../src/bootloader/types.js";
+import { trialNotTaken } from "../../src/agent/steps.js";
 import { isLikenError } from "../../src/errors.js";
 
 describe("systemd-boot entry names", () => {
@@ -122,6 +123,22 @@ describe("systemd-boot backend with its firmware model", () => {
     expect(await vars.get("LoaderEntryOneShot")).toBeNull();
     expect((await systemdBootOnce(esp, vars)).slot).toBe("a");
     expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+  });
+
+  it("the agent's rule reads these states: not taken, or a trial that started and fell back", async () => {
+    const later = { bootId: "boot-2", armedTrial: { slot: "b" as const, bootId: "boot-1" } };
+    const after = async (quirks: { ignoreOneShot?: boolean }, bareId: boolean) => {
+      await bl.disarm();
+      await bl.armTrial("b");
+      if (bareId) await vars.set("LoaderEntryOneShot", "liken-b.conf");
+      const boot = await systemdBootOnce(esp, vars, quirks);
+      // A trial boot that panics: the next boot is the default's.
+      if (boot.slot === "b") await systemdBootOnce(esp, vars);
+      return trialNotTaken({ boot: judgeBoot(await bl.read(), "a"), ...later });
+    };
+    expect(await after({ ignoreOneShot: true }, false)).toBe("b"); // the one-shot still set
+    expect(await after({}, true)).toBe("b"); // consumed, no try counted
+    expect(await after({}, false)).toBeNull(); // counted: it started, and fell back
   });
 
   it("reads a trial armed with the bare id (an older agent's) as armed", async () => {
