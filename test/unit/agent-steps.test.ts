@@ -12,6 +12,14 @@ import {
 import { observed as base, V1, V2, V3 } from "./agent-fixtures.js";
 
 const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
+/** A later boot than the one the trial of V2 in slot b was armed in, the turn still held. */
+const laterBoot = {
+  other: stagedV2,
+  turn: true,
+  drainedDigest: V2.digest,
+  bootId: "boot-2",
+  armedTrial: { slot: "b" as const, bootId: "boot-1" },
+};
 
 interface Row {
   name: string;
@@ -262,54 +270,28 @@ const rows: Row[] = [
   },
   {
     name: "rebooted, the boot-once still armed (trial armed in an earlier boot): not taken, no reboot",
-    o: base({
-      boot: { kind: "armed", slot: "b" },
-      other: stagedV2,
-      turn: true,
-      drainedDigest: V2.digest,
-      bootId: "boot-2",
-      armedTrial: { slot: "b", bootId: "boot-1" },
-    }),
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" } }),
     phase: "TrialNotTaken",
     step: "Failed",
     action: "not-taken-report",
   },
   {
     name: "rebooted, the boot-once consumed but no trial started: not taken, no re-arm",
-    o: base({
-      other: stagedV2,
-      turn: true,
-      drainedDigest: V2.digest,
-      bootId: "boot-2",
-      armedTrial: { slot: "b", bootId: "boot-1" },
-    }),
+    o: base(laterBoot),
     phase: "TrialNotTaken",
     step: "Failed",
     action: "not-taken-report",
   },
   {
     name: "not taken, even with the API down: purely local",
-    o: base({
-      boot: { kind: "armed", slot: "b" },
-      other: stagedV2,
-      apiReachable: false,
-      bootId: "boot-2",
-      armedTrial: { slot: "b", bootId: "boot-1" },
-    }),
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, apiReachable: false }),
     phase: "TrialNotTaken",
     step: "Failed",
     action: "not-taken-report",
   },
   {
     name: "armed in this boot (the agent restarted before the reboot): the reboot is still due",
-    o: base({
-      boot: { kind: "armed", slot: "b" },
-      other: stagedV2,
-      turn: true,
-      drainedDigest: V2.digest,
-      bootId: "boot-1",
-      armedTrial: { slot: "b", bootId: "boot-1" },
-    }),
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, bootId: "boot-1" }),
     phase: "Rebooting",
     step: "Updating",
     action: "reboot",
@@ -318,11 +300,8 @@ const rows: Row[] = [
   {
     name: "armed by an agent that did not record its boot: the reboot, as before",
     o: base({
+      ...laterBoot,
       boot: { kind: "armed", slot: "b" },
-      other: stagedV2,
-      turn: true,
-      drainedDigest: V2.digest,
-      bootId: "boot-2",
       armedTrial: { slot: "b", bootId: undefined },
     }),
     phase: "Rebooting",
