@@ -24,6 +24,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
 import { LikenError, type LikenErrorOptions } from "../src/errors.js";
+import { nodeFetchRepair } from "../src/image/bundle.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -128,6 +129,10 @@ async function bundleCli(root: string, outfile: string): Promise<void> {
     banner: {
       js: 'import { createRequire as __likenRequire } from "node:module"; const require = __likenRequire(import.meta.url);',
     },
+    // Machines run Debian's nodejs, whose CVE-2026-48931 backport trips node-fetch's
+    // premature-close check on every kept-alive answer: the same repair as the operator image's
+    // (src/image/bundle.ts; docs/adr/node-fetch-premature-close.md).
+    plugins: [nodeFetchRepair],
   });
   const bare = bareImports(result.metafile).filter((p) => !ABSENT_ON_MACHINE.includes(p));
   if (bare.length > 0)

@@ -27,10 +27,12 @@ import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import {
   armed,
+  disarmed,
   drained,
   drainSkipped,
   fellBack,
   gaveUp,
+  notTaken,
   promoted,
   skipped,
   turnGivenBack,
@@ -121,8 +123,9 @@ export class Actions {
     });
   }
 
-  disarm(): Promise<void> {
-    return phase(this.p, "disarm", () => this.p.bootloader.disarm());
+  async disarm(): Promise<void> {
+    await phase(this.p, "disarm", () => this.p.bootloader.disarm());
+    await this.p.memory.update(disarmed);
   }
 
   async stopDownload(why: string): Promise<void> {
@@ -237,11 +240,11 @@ export class Actions {
     const check = await phase(this.p, "check slot", () => this.checkSlot(slot, o.running.slot));
     const turn = toTurnLook(await this.p.turnHeld(release));
     const verdict = afterSlotCheck(check, turn, this.p.signal.aborted, slot, release);
-    await this.follow(verdict, slot, release);
+    await this.follow(verdict, slot, release, o.bootId);
   }
 
-  /** Carries out a check-and-reboot verdict. */
-  async follow(v: CheckVerdict, slot: Slot, release: ReleaseRef): Promise<void> {
+  /** Carries out a check-and-reboot verdict; `bootId`: this boot, recorded with the trial. */
+  async follow(v: CheckVerdict, slot: Slot, release: ReleaseRef, bootId?: string): Promise<void> {
     const { memory, log, bootloader } = this.p;
     const at = rfc3339(new Date());
     switch (v.kind) {
@@ -257,7 +260,7 @@ export class Actions {
       case "arm":
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
-        await memory.update((m) => armed(m, release, slot, at));
+        await memory.update((m) => armed(m, release, slot, at, bootId));
         await phase(this.p, "arm trial", () => bootloader.armTrial(slot));
         await this.p.reportRebooting(v.why);
         return this.reboot(v.why);
@@ -375,6 +378,21 @@ export class Actions {
     log.error({ version: t?.version, slot }, t?.message ?? "the trial fell back");
     await store.transition(slot, { type: "withdraw" });
     await bootloader.disarm();
+  }
+
+  /**
+   * The bootloader did not take the trial (steps.ts trialNotTaken): remember and report first,
+   * then disarm, so a later reboot by hand boots the old slot and not a trial nobody watches;
+   * the turn is given back by the next look (the release now counts as failed). No reboot.
+   */
+  async notTaken(o: Observed, slot: Slot): Promise<void> {
+    const { memory, bootloader, log } = this.p;
+    const record = await bootloader.read();
+    const seen = { backend: bootloader.backend, running: o.running.slot, shows: record.shows };
+    await memory.update((m) => notTaken(m, seen, rfc3339(new Date())));
+    const t = memory.now.lastTrial;
+    log.error({ version: t?.version, slot }, t?.message ?? "the trial was not taken");
+    await this.disarm();
   }
 
   async releaseTurn(reason: string): Promise<void> {

@@ -18,6 +18,9 @@ import {
 } from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
 
+/** The kernel's boot id: a random UUID made at every boot. */
+export const DEFAULT_BOOT_ID = "/proc/sys/kernel/random/boot_id";
+
 export interface RebootConfig {
   /** The command that reboots the machine (default: systemctl reboot). */
   command?: string[];
@@ -45,6 +48,8 @@ export interface AgentConfig {
   driverPods: DriverPodSelectors;
   /** Where `liken.slot=` is read from (default /proc/cmdline). */
   cmdline: string;
+  /** This boot's identity, new at every boot (default /proc/sys/kernel/random/boot_id). */
+  bootId: string;
   reboot: RebootConfig;
   heartbeatMs: number;
   /** How often the loop looks again when nothing woke it. */
@@ -64,6 +69,7 @@ const KNOWN = new Set([
   "stateDir",
   "running",
   "cmdline",
+  "bootId",
   "machine",
   "cluster",
   "nodeName",
@@ -332,6 +338,7 @@ export function parseAgentSection(
     bootloader: parseBootloader(file, d.bootloader, rel),
     driverPods: parseDrain(file, d.drain),
     cmdline: slots.cmdline,
+    bootId: rel(str(file, d, "bootId", false) ?? DEFAULT_BOOT_ID),
     reboot: parseReboot(file, d.reboot),
     heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,
     loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,

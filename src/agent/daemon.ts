@@ -33,7 +33,10 @@ import { decide, rebootingDecision, type Action, type Decision } from "./steps.j
 import { ApiView } from "./view.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
-const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set(["fall-back-report"]);
+const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
+  "fall-back-report",
+  "not-taken-report",
+]);
 
 /** One handler per action kind: the switch over actions, as data. */
 type Handlers = { [K in Action["kind"]]: (a: Extract<Action, { kind: K }>) => Promise<void> };
@@ -170,20 +173,15 @@ export class AgentDaemon {
   }
 
   /**
-   * client-node's config for the drain and uncordon, loaded when first needed. Without
-   * reuseConnections (src/api/kubeconfig.ts): each of the drain's few requests gets a
-   * connection of its own. On a booted machine (the QEMU machine scenario, docs/machine-scenario.md)
-   * every read of the Node over a kept-alive connection failed in client-node's fetch with
-   * "Invalid response body ... Premature close", try after try, and the agent could not give
-   * its turn back; reuse saves an agent a few handshakes per turn, not worth that.
+   * client-node's config for the drain and uncordon, loaded when first needed, reusing
+   * connections as every liken client does (src/api/kubeconfig.ts). On Debian's nodejs the
+   * kept-alive answers need the node-fetch repair the machine's bundle carries
+   * (docs/adr/node-fetch-premature-close.md).
    */
   private async kube(): Promise<KubeConfig> {
     if (this.kc === undefined) {
-      const { KubeConfig } = await import("@kubernetes/client-node");
-      const kc = new KubeConfig();
-      if (this.cfg.kubeconfig === undefined) kc.loadFromDefault();
-      else kc.loadFromFile(this.cfg.kubeconfig);
-      this.kc = kc;
+      const { loadKubeConfig } = await import("../api/kubeconfig.js");
+      this.kc = loadKubeConfig(this.cfg.kubeconfig);
     }
     return this.kc;
   }
@@ -273,6 +271,7 @@ export class AgentDaemon {
       disarm: () => acts.disarm(),
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),
+      "not-taken-report": (a) => acts.notTaken(o, a.slot),
       "release-turn": (a) => acts.releaseTurn(a.reason),
     };
   }

@@ -12,7 +12,9 @@ export type AgentCode =
   /** The slot or the turn could not be read before the trial: nothing decided, tried again. */
   | "LIKEN_AGENT_SLOT_CHECK_FAILED"
   /** Reading the slot back took longer than timeouts.slotCheckMs. */
-  | "LIKEN_AGENT_SLOT_CHECK_TIMEOUT";
+  | "LIKEN_AGENT_SLOT_CHECK_TIMEOUT"
+  /** This boot's id (config bootId) cannot be read: no trial is judged without it. */
+  | "LIKEN_AGENT_BOOT_ID_UNREADABLE";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

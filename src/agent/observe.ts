@@ -15,7 +15,9 @@ import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn } from "../coordinator/turn.js";
 import type { SlotStore } from "../slots/store.js";
+import { errorText } from "../errors.js";
 import { bootClockMs } from "./clock.js";
+import { AgentError } from "./errors.js";
 import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadBytes, DownloadSupervisor } from "./download.js";
@@ -113,6 +115,8 @@ export class Observer {
       drainedDigest: mem.drainedDigest,
       ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
+      bootId: await readBootId(cfg.bootId),
+      armedTrial: mem.trial && { slot: mem.trial.slot, bootId: mem.trial.bootId },
       ...(boot.kind === "on-trial" && this.p.health !== undefined
         ? { health: this.p.health.seen(api?.cluster) }
         : {}),
@@ -213,4 +217,23 @@ export function targetOf(cluster: Cluster | undefined): ReleaseRef | undefined {
   const spec = cluster?.spec;
   const entry = spec?.releases.catalog?.find((c) => c.version === spec.version);
   return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+}
+
+/**
+ * This boot's identity: the kernel's random boot_id, new at every boot (the lab writes one per
+ * simulated boot). Unreadable, the tick fails and says where: a trial must not be judged without it.
+ */
+async function readBootId(file: string): Promise<string> {
+  try {
+    const id = (await readFile(file, "utf8")).trim();
+    if (id !== "") return id;
+    throw new Error("it is empty");
+  } catch (e) {
+    throw new AgentError(
+      "LIKEN_AGENT_BOOT_ID_UNREADABLE",
+      `cannot read this boot's id from ${file} (${errorText(e)}); set bootId in the agent's ` +
+        "config to a file that changes at every boot (/proc/sys/kernel/random/boot_id)",
+      { cause: e },
+    );
+  }
 }

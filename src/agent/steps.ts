@@ -40,6 +40,11 @@ export const PHASES = [
   "Proving",
   /** Back on the old slot after the bootloader fell back: report, remember, give back. */
   "FallingBack",
+  /**
+   * A later boot of the old slot with the trial still not started: the bootloader did not take
+   * it. Report, remember, disarm, give back; never reboot for it again.
+   */
+  "TrialNotTaken",
   /** The target release failed here (trial or slot check); not retried until it changes. */
   "Failed",
 ] as const;
@@ -94,6 +99,7 @@ export const PHASE_TIMEOUT = {
   Rebooting: "rebootMs",
   Proving: "proveMs",
   FallingBack: null,
+  TrialNotTaken: null,
   Failed: null,
 } as const satisfies Record<Phase, keyof Timeouts | null>;
 
@@ -146,6 +152,13 @@ export interface Observed {
   trialSeenAt: number | undefined;
   /** On a trial boot: the health gates and their last check (health.ts); absent: none. */
   health?: HealthSeen;
+  /** This boot's identity (the kernel's boot_id): a new boot, or the agent restarted in this one. */
+  bootId: string;
+  /**
+   * The trial the agent armed and has not seen through (memory), and the boot it was armed in
+   * (undefined: armed by an agent that did not record it, so never judged not taken).
+   */
+  armedTrial: { slot: Slot; bootId: string | undefined } | undefined;
 }
 
 export type Action =
@@ -164,6 +177,8 @@ export type Action =
   | { kind: "disarm"; reason: string }
   | { kind: "promote"; slot: Slot }
   | { kind: "fall-back-report"; slot: Slot }
+  /** The bootloader did not take the trial of `slot`: remember, disarm, report (no reboot). */
+  | { kind: "not-taken-report"; slot: Slot }
   /** Give the turn back and undo liken's cordon (the machine serves again without a reboot). */
   | { kind: "release-turn"; reason: string };
 
@@ -279,6 +294,12 @@ function decideArmed(o: Observed, slot: Slot): Decision {
     const reason = "the armed trial no longer matches the target";
     return d("Withdrawing", "Updating", { kind: "disarm", reason }, reason);
   }
+  if (o.failedDigests.includes(staged.digest)) {
+    // Recorded as failed (a trial not taken, after a crash before its disarm): never reboot
+    // into it again.
+    const reason = `the armed trial of ${staged.version} failed here before`;
+    return d("Failed", "Failed", { kind: "disarm", reason }, reason);
+  }
   if (!o.turn) {
     const reason = "trial armed but no turn is recorded for it";
     return d("AwaitingTurn", "UpdatePending", { kind: "disarm", reason }, reason, {
@@ -370,8 +391,28 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   return d("Downloading", "Downloading", action, `downloading ${target.version}`);
 }
 
+/**
+ * The trial armed in an earlier boot that this boot did not start: the machine rebooted, and
+ * the bootloader booted the old slot with the boot-once entry still armed (GRUB: next_entry set,
+ * liken_trial empty; systemd-boot: LoaderEntryOneShot still set) or consumed without starting
+ * the trial (no counted try). A restart of the agent within the arming boot is not that: the
+ * reboot is still due. A trial the bootloader started shows as on-trial or trial-failed.
+ */
+export function trialNotTaken(o: Pick<Observed, "boot" | "bootId" | "armedTrial">): Slot | null {
+  const t = o.armedTrial;
+  if (t === undefined || t.bootId === undefined || t.bootId === o.bootId) return null;
+  if (o.boot.kind !== "armed" && o.boot.kind !== "steady") return null;
+  return o.boot.slot === t.slot && o.boot.kind === "steady" ? null : t.slot;
+}
+
 export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
   const boot = o.boot;
+  const notTaken = trialNotTaken(o);
+  if (notTaken !== null) {
+    // Purely local, like a fallback: never armed or rebooted again for this trial.
+    const why = `the bootloader did not take the trial of slot ${notTaken}`;
+    return d("TrialNotTaken", "Failed", { kind: "not-taken-report", slot: notTaken }, why);
+  }
   switch (boot.kind) {
     case "on-trial":
       return decideOnTrial(o, boot.slot, t);

@@ -60,8 +60,18 @@ async function recordTrialStart(
   }
 }
 
+/** How the bootloader differs from the one liken installs, as a test or the lab declares it. */
+export interface FirmwareQuirks {
+  /**
+   * The bootloader does not honour the boot-once entry: GRUB's `save_env` cannot write the
+   * environment (it sits where GRUB cannot write, or a locked-down GRUB refuses), so grub.cfg
+   * leaves next_entry armed and boots the default, as it does for any failed save_env.
+   */
+  ignoreOneShot?: boolean;
+}
+
 /** One boot: the grub.cfg program, statement by statement. */
-export async function grubBoot(store: EnvStore): Promise<GrubBoot> {
+export async function grubBoot(store: EnvStore, quirks: FirmwareQuirks = {}): Promise<GrubBoot> {
   const envCopy = await currentEnvCopy(store);
   let slot: Slot = "a";
   let trial = false;
@@ -70,7 +80,12 @@ export async function grubBoot(store: EnvStore): Promise<GrubBoot> {
     const m = loadEnv(bytes, [V.saved, V.next, V.trial]);
     if (m?.get(V.saved) === "b") slot = "b";
     const next = m?.get(V.next);
-    if (bytes !== null && isSlot(next) && (await recordTrialStart(store, envCopy, bytes, next))) {
+    if (
+      bytes !== null &&
+      isSlot(next) &&
+      quirks.ignoreOneShot !== true &&
+      (await recordTrialStart(store, envCopy, bytes, next))
+    ) {
       slot = next;
       trial = true;
     }
@@ -104,8 +119,9 @@ export interface MachineBoot extends GrubBoot {
 export async function bootMachine(
   store: EnvStore,
   faults: Partial<Record<Slot, TrialFault>>,
+  quirks: FirmwareQuirks = {},
 ): Promise<MachineBoot> {
-  const boot = await grubBoot(store);
+  const boot = await grubBoot(store, quirks);
   const fault = boot.trial ? (faults[boot.slot] ?? "none") : "none";
   switch (fault) {
     case "none":

@@ -174,8 +174,14 @@ export class GrubBootloader implements Bootloader {
   }
 
   async read(): Promise<BootRecord> {
-    const { env } = (await this.current()).cur;
-    return { defaultSlot: env.saved, armed: env.next, started: env.trial };
+    const { cur } = await this.current();
+    const { env } = cur;
+    // What grub.cfg reads at boot: it consumes next_entry and sets liken_trial in the same
+    // save_env, so an armed next_entry with no liken_trial after a boot is a trial GRUB did not take.
+    const shows =
+      `${this.store.describe(cur.copy)}: ${V.saved}=${env.saved} ` +
+      `${V.next}=${env.next ?? ""} ${V.trial}=${env.trial ?? ""}`;
+    return { defaultSlot: env.saved, armed: env.next, started: env.trial, shows };
   }
 
   private async update(edit: Edit): Promise<void> {

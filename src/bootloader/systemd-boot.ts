@@ -21,6 +21,8 @@ import { isSlot, SLOTS, type Bootloader, type BootRecord, type Slot } from "./ty
 
 export const ONESHOT = "LoaderEntryOneShot";
 export const DEFAULT = "LoaderEntryDefault";
+/** Set by systemd-boot at every boot (volatile): the id of the entry it booted. */
+export const SELECTED = "LoaderEntrySelected";
 
 export interface EntryName {
   /** The file name. */
@@ -129,16 +131,26 @@ export class SystemdBootBootloader implements Bootloader {
         `${DEFAULT} names no liken slot entry; set it with \`bootctl set-default liken-a.conf\``,
       );
     }
-    const oneShot = slotOfId(await this.vars.get(ONESHOT));
+    const oneShotVar = await this.vars.get(ONESHOT);
+    const oneShot = slotOfId(oneShotVar);
     let armed: Slot | null = null;
     let started: Slot | null = null;
+    const files: string[] = [];
     for (const s of SLOTS) {
       if (s === def) continue;
       const e = await this.entryOf(s);
+      files.push(e.file);
       if (e.left !== null && e.done === 0 && oneShot === s) armed = s;
       if (e.left !== null && e.done > 0) started = s;
     }
-    return { defaultSlot: def, armed, started };
+    // systemd-boot deletes the one-shot when it reads it and renames a counted entry before it
+    // boots it; LoaderEntrySelected names what it booted. A one-shot still set after a boot, or
+    // a counter untouched, is a trial it did not take.
+    const selected = await this.vars.get(SELECTED);
+    const shows =
+      `${DEFAULT}=${await this.vars.get(DEFAULT)} ${ONESHOT}=${oneShotVar ?? "(unset)"} ` +
+      `${SELECTED}=${selected ?? "(unset)"} entry ${files.join(" ")}`;
+    return { defaultSlot: def, armed, started, shows };
   }
 
   async armTrial(slot: Slot): Promise<void> {
@@ -188,10 +200,13 @@ export class SystemdBootBootloader implements Bootloader {
 export async function systemdBootOnce(
   esp: string,
   vars: EfiVars,
+  opts: { ignoreOneShot?: boolean } = {},
 ): Promise<{ id: string; slot: Slot | null; counted: boolean }> {
   const sb = new SystemdBootBootloader(esp, vars);
   const entries = sortEntries(await sb.entries());
-  const oneShot = await vars.get(ONESHOT);
+  // ignoreOneShot: a boot manager that does not honour LoaderEntryOneShot (another loader
+  // chained first, a firmware boot entry past systemd-boot): the variable stays, the default boots.
+  const oneShot = opts.ignoreOneShot === true ? null : await vars.get(ONESHOT);
   if (oneShot !== null) await vars.delete(ONESHOT);
   const def = await vars.get(DEFAULT);
   const named = (v: string | null): EntryName | undefined =>
@@ -210,5 +225,6 @@ export async function systemdBootOnce(
     );
     counted = true;
   }
+  await vars.set(SELECTED, bootIdOf(pick));
   return { id: pick.id, slot: slotOfId(pick.id), counted };
 }

@@ -19,6 +19,12 @@ export interface BootRecord {
   armed: Slot | null;
   /** A trial the bootloader started (it consumed the boot-once) and nobody confirmed or disarmed. */
   started: Slot | null;
+  /**
+   * The boot-once state as the bootloader stores it, in its own names (grubenv's variables,
+   * systemd-boot's EFI variables and entry files), for the messages a person reads when a trial
+   * was not taken.
+   */
+  shows?: string;
 }
 
 export interface Bootloader {

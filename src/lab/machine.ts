@@ -7,17 +7,19 @@
 //     "every state is synced, reboot now". The supervisor then powers the machine through
 //     the firmware model (src/bootloader/firmware.ts), which reads and writes the same
 //     grubenv bytes the agent's GRUB backend wrote, and boots the slot GRUB would boot;
-//   - the kernel command line: `liken.slot=<x>` written to the file the config names;
+//   - the kernel command line: `liken.slot=<x>` written to the file the config names, and a
+//     fresh boot id (the kernel's random boot_id) to the file the config's bootId names;
 //   - faults of a trial boot: "panic" (panic=N reboots at once), "hang" (the watchdog armed
 //     for the trial resets it after hangResetMs), "no-network" (the OS starts, the agent runs,
 //     but cannot reach the API server, so it never rejoins and its prove timeout reboots).
 //     Faults apply to trial boots only, as firmware.ts does.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdir, open, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
-import { bootMachine, type TrialFault } from "../bootloader/firmware.js";
+import { bootMachine, type FirmwareQuirks, type TrialFault } from "../bootloader/firmware.js";
 import { initialEnvBlock } from "../bootloader/grub.js";
 import type { Slot } from "../bootloader/types.js";
 import { downloadArgv } from "../agent/download.js";
@@ -71,6 +73,8 @@ export class SimulatedMachine {
   readonly exits: (number | null)[] = [];
   /** Faults per slot, for the slot's next trial boots (set by tests: "this slot's kernel panics"). */
   faults: Partial<Record<Slot, LabFault>> = {};
+  /** How its bootloader differs from liken's (firmware.ts): e.g. it ignores the boot-once entry. */
+  quirks: FirmwareQuirks = {};
   private child: ChildProcess | undefined;
   private childExit: Promise<number | null> | undefined;
   private running = false;
@@ -89,6 +93,9 @@ export class SimulatedMachine {
   }
   get cmdlineFile(): string {
     return path.join(this.opts.dir, "cmdline");
+  }
+  get bootIdFile(): string {
+    return path.join(this.opts.dir, "boot_id");
   }
   get logFile(): string {
     return path.join(this.opts.dir, "agent.log");
@@ -109,6 +116,7 @@ export class SimulatedMachine {
     }
     for (const f of ENV_FILES) await writeFile(path.join(this.espDir, f), initialEnvBlock("a"));
     await writeFile(this.cmdlineFile, "liken.slot=a\n");
+    await writeFile(this.bootIdFile, `${randomUUID()}\n`);
     await this.writeConfig(this.configFile, o.kubeconfig);
   }
 
@@ -123,6 +131,7 @@ export class SimulatedMachine {
       stateDir: path.join(o.dir, "state"),
       bootloader: { backend: "grub", envDir: this.espDir },
       cmdline: this.cmdlineFile,
+      bootId: this.bootIdFile,
       reboot: { exitCode: REBOOT_EXIT_CODE },
       loopSeconds: o.loopSeconds ?? 1,
       heartbeatSeconds: o.heartbeatSeconds ?? 5,
@@ -169,7 +178,7 @@ export class SimulatedMachine {
 
   private async boot(): Promise<void> {
     while (this.running) {
-      const b = await bootMachine(this.store, {});
+      const b = await bootMachine(this.store, {}, this.quirks);
       const fault = b.trial ? await this.faultOf(b.slot) : "none";
       const outcome = fault === "panic" ? "panicked" : fault === "hang" ? "hung" : "up";
       this.boots.push({
@@ -186,6 +195,7 @@ export class SimulatedMachine {
         continue; // the watchdog reset
       }
       await writeFile(this.cmdlineFile, `liken.slot=${b.slot}\n`);
+      await writeFile(this.bootIdFile, `${randomUUID()}\n`);
       let config = this.configFile;
       if (fault === "no-network") {
         config = path.join(this.opts.dir, "agent-no-network.yaml");

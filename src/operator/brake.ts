@@ -4,7 +4,8 @@
 //
 // What counts as a failed trial of the target: the machine's last trial names exactly the
 // target (version and digest) and did not succeed (it fell back, its slot check did not
-// match, it was not proven in time, a health gate failed), or the machine lists the target
+// match, it was not proven in time, a health gate failed, the bootloader did not take it),
+// or the machine lists the target
 // among its failedReleases (it will not try it again). Trials of other releases never count,
 // so a retarget starts from the failures of the new target only. Failures a person accepted
 // with `liken rollout resume CLUSTER --failed-release` (for exactly this release) no longer
@@ -16,7 +17,10 @@ export const DEFAULT_MAX_FAILED_TRIALS = 1;
 
 export interface FailedTrial {
   machine: string;
-  /** CamelCase, from the agent: TrialFellBack, SlotCheckMismatch, HealthCheckFailed, ... */
+  /**
+   * CamelCase, from the agent: TrialFellBack, SlotCheckMismatch, HealthCheckFailed,
+   * TrialNotTaken (the bootloader booted the old slot without starting the trial), ...
+   */
   reason: string;
   message?: string;
   at: string;

@@ -82,6 +82,7 @@ async function machine(
     bootloader: { backend: "grub", envDir: esp },
     driverPods: {},
     cmdline: slots.cmdline,
+    bootId: "/proc/sys/kernel/random/boot_id",
     reboot: opts.reboot ? { command: opts.reboot } : { exitCode: 194 },
     heartbeatMs: 10_000,
     loopMs: 1_000,

@@ -12,124 +12,41 @@
 // API server, is test/integration/agent-trial.test.ts (minutes); this fails in well under a
 // second.
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { stringify } from "yaml";
-import { Actions } from "../../src/agent/act.js";
-import type { AgentConfig } from "../../src/agent/config.js";
 import { AgentDaemon } from "../../src/agent/daemon.js";
-import { DownloadSupervisor } from "../../src/agent/download.js";
 import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js";
-import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
-import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
+import type { MachineStatus } from "../../src/api/types.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
-import { parseAgentConfig } from "../../src/slots/config.js";
-import { downloadRelease } from "../../src/slots/stage.js";
-import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
-import type { FaultServer } from "./fault-server.js";
+import { armingActions, cluster, playApi, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
-const KiB = 1024;
 const OLD = "2026.10.10-001";
 const NEW = "2026.10.12-001";
 let channel: ReleaseChannel;
-let root = "";
-let server: FaultServer;
-let digest = "";
 
 beforeAll(async () => {
   channel = await startReleaseChannel("liken-daemon-order-", NEW);
-  ({ root, server, digest } = channel);
 });
 afterAll(() => channel.close());
 
-/** The exit that plays the reboot while the trial is armed. */
-class Rebooted extends Error {}
-
-/** The private parts of the daemon this test plays or drives (see the header). */
-interface DaemonInside {
-  view: object;
-  api: { machines: { updateStatus: unknown } };
-  memory: MemoryKeeper;
-  tick(): Promise<void>;
-}
-
 it("a trial that fell back is saved before the first status that reports it", async () => {
-  const dir = path.join(root, "m");
+  const { dir, config } = await stagedMachine(channel, NEW);
   const esp = path.join(dir, "grub");
   mkdirSync(esp, { recursive: true });
   for (const f of ENV_FILES) writeFileSync(path.join(esp, f), initialEnvBlock("a"));
-  writeFileSync(path.join(dir, "a.img"), Buffer.alloc(64 * KiB, 0x5a));
-  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
-  truncateSync(path.join(dir, "b.img"), 1024 * KiB);
-  const file = path.join(dir, "agent.yaml");
-  const yaml = stringify({
-    slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-    running: "a",
-    stateDir: "state",
-  });
-  writeFileSync(file, yaml);
-  const slots = parseAgentConfig(yaml, file);
-  mkdirSync(slots.stateDir, { recursive: true });
-  await downloadRelease({ config: slots, source: server.url, version: NEW, digest });
-  // Never contacted: the daemon's run() (watches, heartbeat) is not started.
-  const kubeconfig = path.join(dir, "kubeconfig");
-  writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:9" } }],
-      users: [{ name: "u", user: { token: "t" } }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
-  const cmdline = path.join(dir, "cmdline");
-  writeFileSync(cmdline, "liken.slot=a\n");
-  const cfg: AgentConfig = {
-    file,
-    slots,
-    machine: "m",
-    cluster: "c",
-    nodeName: "m",
-    kubeconfig,
-    bootloader: { backend: "grub", envDir: esp },
-    driverPods: {},
-    cmdline,
-    reboot: { exitCode: 0 },
-    heartbeatMs: 1000,
-    loopMs: 1000,
-    direct: false,
-    timeouts: DEFAULT_TIMEOUTS,
-  };
+  const cfg = config({ bootloader: { backend: "grub", envDir: esp } });
 
   // The turn: the slot reads back and matches, the trial is armed and remembered, "reboot".
-  const memFile = new MemoryFile(slots.stateDir);
+  const memFile = new MemoryFile(cfg.slots.stateDir);
   const before = new MemoryKeeper(memFile);
   await before.load();
-  const arming = new Actions({
-    cfg,
-    log: pino({ level: "silent" }),
-    kc: () => Promise.resolve(new KubeConfig()),
-    store: new SlotStore(slots),
-    bootloader: new GrubBootloader(new DirEnvStore(esp)),
-    memory: before,
-    downloads: new DownloadSupervisor("unused", () => undefined),
-    turnHeld: () => Promise.resolve({ ok: true, value: true }),
-    reportRebooting: () => Promise.resolve(),
-    signal: new AbortController().signal,
-    pause: () => Promise.resolve(),
-    exit: () => {
-      throw new Rebooted();
-    },
-  });
-  const release = { version: NEW, digest };
+  const arming = armingActions(cfg, new GrubBootloader(new DirEnvStore(esp)), before);
+  const release = { version: NEW, digest: channel.digest };
   await expect(arming.checkAndReboot(observed(), "b", release)).rejects.toBeInstanceOf(Rebooted);
   // GRUB boots the trial of b once, the kernel panics, GRUB boots the default a again.
   expect(await grubBoot(new DirEnvStore(esp))).toMatchObject({ slot: "b", trial: true });
@@ -137,42 +54,10 @@ it("a trial that fell back is saved before the first status that reports it", as
 
   // The daemon, started after that boot; its API side played (see the header).
   const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), { entry: "unused" });
-  const inside = daemon as unknown as DaemonInside;
-  await inside.memory.load();
-  const cluster: Cluster = {
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Cluster",
-    metadata: { name: "c", resourceVersion: "1" },
-    spec: { version: NEW, releases: { source: server.url } },
-  } as Cluster;
-  let machine: Machine = {
-    apiVersion: "liken.sh/v1alpha1",
-    kind: "Machine",
-    metadata: { name: "m", resourceVersion: "1" },
-    spec: { cluster: "c", nodeName: "m", rebootPolicy: "Auto" },
-    status: { version: OLD, step: "Updating" },
-  } as Machine;
-  Object.defineProperties(inside.view, {
-    reachable: { get: () => true },
-    failure: { get: () => undefined },
-    machineMissing: { get: () => false },
-    machine: { get: () => machine },
-    cluster: { get: () => cluster },
-    node: { get: () => ({ ok: true, value: true }) },
-    wrote: { value: () => undefined },
-  });
   const writes: { status: MachineStatus; onDisk: Memory }[] = [];
-  inside.api.machines.updateStatus = async (
-    _name: string,
-    next: (cur: Machine) => Machine | undefined,
-    first: Machine,
-  ): Promise<Machine | undefined> => {
-    const written = next(first);
-    if (written === undefined) return undefined;
-    writes.push({ status: written.status!, onDisk: await memFile.load() });
-    machine = { ...written, metadata: { ...written.metadata, resourceVersion: "2" } };
-    return machine;
-  };
+  const inside = await playApi(daemon, cluster(channel.server.url, release), OLD, async (s) => {
+    writes.push({ status: s, onDisk: await memFile.load() });
+  });
 
   const started = Date.now();
   await inside.tick();

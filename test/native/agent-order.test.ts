@@ -93,6 +93,7 @@ async function machine(): Promise<Machine> {
     bootloader: { backend: "grub", envDir: path.join(dir, "grub") },
     driverPods: {},
     cmdline: path.join(dir, "no-cmdline"),
+    bootId: "/proc/sys/kernel/random/boot_id",
     reboot: { exitCode: 0 },
     heartbeatMs: 1000,
     loopMs: 1000,

@@ -25,6 +25,7 @@ import {
 import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { initialEnvBlock } from "../../src/bootloader/grub.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
+import { PREMATURE_CLOSE_REPAIR } from "../../src/image/bundle.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const version = (
@@ -70,6 +71,12 @@ describe("the agent package", () => {
       name: "liken",
       version,
     });
+  });
+
+  it("carries node-fetch's repaired premature-close check (Debian's nodejs needs it)", () => {
+    const bundle = readFileSync(path.join(pkg.tree, LAYOUT.bundle), "utf8");
+    expect(bundle.split(PREMATURE_CLOSE_REPAIR.to).length - 1).toBe(1);
+    expect(bundle).not.toContain(PREMATURE_CLOSE_REPAIR.from);
   });
 
   it("ships an example config whose slots and bootloader fit docs/machine.md", () => {

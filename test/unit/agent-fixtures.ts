@@ -25,6 +25,8 @@ export function observed(over: Partial<Observed> = {}): Observed {
     nodeReady: true,
     nodeUnread: undefined,
     trialSeenAt: undefined,
+    bootId: "boot-1",
+    armedTrial: undefined,
     ...over,
   };
 }

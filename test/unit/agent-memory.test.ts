@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
   armed,
+  disarmed,
   drained,
   EMPTY_MEMORY,
   fellBack,
   gaveUp,
+  notTaken,
   promoted,
   retried,
   skipped,
@@ -66,6 +68,35 @@ describe("memory transitions", () => {
     const r = retried(s, "t1");
     expect(r.failed).toEqual([]);
     expect(retried(skipped(r, V2, "b", AT, "x"), "t1").failed).toHaveLength(1);
+  });
+
+  it("a trial not taken: remembered as failed with its own reason and what the bootloader showed", () => {
+    const a = armed(EMPTY_MEMORY, V2, "b", AT, "boot-1");
+    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT, bootId: "boot-1" });
+    const shows = "grubenv: saved_entry=a next_entry=b liken_trial=";
+    const n = notTaken(a, { backend: "grub", running: "a", shows }, "2026-12-02T12:05:00Z");
+    expect(n.lastTrial).toMatchObject({
+      ...V2,
+      slot: "b",
+      result: "Failed",
+      reason: "TrialNotTaken",
+    });
+    expect(n.lastTrial?.message).toContain(
+      "grub did not take the trial of 2026.10.12-001 in slot b",
+    );
+    expect(n.lastTrial?.message).toContain(shows);
+    expect(n.lastTrial?.message).toMatch(/save_env/);
+    expect(n.failed).toMatchObject([{ ...V2, reason: "TrialNotTaken" }]);
+    // Kept until the bootloader is disarmed; said once, however often a crash repeats the step.
+    expect(n.trial).toEqual(a.trial);
+    expect(
+      notTaken(n, { backend: "grub", running: "a", shows: "later" }, "2026-12-02T12:06:00Z"),
+    ).toBe(n);
+    expect(disarmed(n).trial).toBeUndefined();
+    expect(disarmed(n).lastTrial).toEqual(n.lastTrial);
+    const sd = notTaken(a, { backend: "systemd-boot", running: "a", shows: undefined }, AT);
+    expect(sd.lastTrial?.message).toMatch(/bootctl/);
+    expect(notTaken(EMPTY_MEMORY, { backend: "grub", running: "a", shows }, AT)).toBe(EMPTY_MEMORY);
   });
 
   it("drained until the turn is given back", () => {

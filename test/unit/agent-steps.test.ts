@@ -12,6 +12,14 @@ import {
 import { observed as base, V1, V2, V3 } from "./agent-fixtures.js";
 
 const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
+/** A later boot than the one the trial of V2 in slot b was armed in, the turn still held. */
+const laterBoot = {
+  other: stagedV2,
+  turn: true,
+  drainedDigest: V2.digest,
+  bootId: "boot-2",
+  armedTrial: { slot: "b" as const, bootId: "boot-1" },
+};
 
 interface Row {
   name: string;
@@ -259,6 +267,97 @@ const rows: Row[] = [
     phase: "FallingBack",
     step: "Failed",
     action: "fall-back-report",
+  },
+  {
+    name: "rebooted, the boot-once still armed (trial armed in an earlier boot): not taken, no reboot",
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" } }),
+    phase: "TrialNotTaken",
+    step: "Failed",
+    action: "not-taken-report",
+  },
+  {
+    name: "rebooted, the boot-once consumed but no trial started: not taken, no re-arm",
+    o: base(laterBoot),
+    phase: "TrialNotTaken",
+    step: "Failed",
+    action: "not-taken-report",
+  },
+  {
+    name: "not taken, even with the API down: purely local",
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, apiReachable: false }),
+    phase: "TrialNotTaken",
+    step: "Failed",
+    action: "not-taken-report",
+  },
+  {
+    name: "armed in this boot (the agent restarted before the reboot): the reboot is still due",
+    o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, bootId: "boot-1" }),
+    phase: "Rebooting",
+    step: "Updating",
+    action: "reboot",
+    wantsTurn: true,
+  },
+  {
+    name: "armed by an agent that did not record its boot: the reboot, as before",
+    o: base({
+      ...laterBoot,
+      boot: { kind: "armed", slot: "b" },
+      armedTrial: { slot: "b", bootId: undefined },
+    }),
+    phase: "Rebooting",
+    step: "Updating",
+    action: "reboot",
+  },
+  {
+    name: "the trial started in a later boot and fell back: a fallback, not a trial not taken",
+    o: base({
+      boot: { kind: "trial-failed", slot: "b", running: "a" },
+      bootId: "boot-3",
+      armedTrial: { slot: "b", bootId: "boot-1" },
+    }),
+    phase: "FallingBack",
+    step: "Failed",
+    action: "fall-back-report",
+  },
+  {
+    name: "the trial boot itself (a later boot): prove it",
+    o: base({
+      boot: { kind: "on-trial", slot: "b" },
+      running: { slot: "b", state: "staged", release: V2 },
+      nodeReady: false,
+      trialSeenAt: 1_000_000 - 1,
+      bootId: "boot-2",
+      armedTrial: { slot: "b", bootId: "boot-1" },
+    }),
+    phase: "Proving",
+    step: "Updating",
+    action: "wait",
+  },
+  {
+    name: "still armed for a release that failed here (a crash before the disarm): disarm, no reboot",
+    o: base({
+      boot: { kind: "armed", slot: "b" },
+      other: stagedV2,
+      turn: true,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+    }),
+    phase: "Failed",
+    step: "Failed",
+    action: "disarm",
+  },
+  {
+    name: "not taken, recorded and disarmed: give the turn back",
+    o: base({
+      other: stagedV2,
+      turn: true,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+      bootId: "boot-2",
+    }),
+    phase: "Failed",
+    step: "Failed",
+    action: "release-turn",
   },
   {
     name: "failed digest, turn still held: give it back",

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { MemoryEnvStore } from "../../src/bootloader/envstore.js";
 import { bootMachine, grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
+import { judgeBoot } from "../../src/bootloader/types.js";
+import { trialNotTaken } from "../../src/agent/steps.js";
 import { formatBoot, runOnModel, SCENARIO_NAMES, SCENARIOS } from "../qemu/scenarios.js";
 import { checkRun, type QemuRun } from "../qemu/testbed.js";
 
@@ -37,6 +39,34 @@ describe("firmware model on the testbed scenarios", () => {
       "a:up",
       "a:up",
     ]);
+  });
+
+  it("a GRUB that cannot record the trial start boots the default and leaves next_entry armed", async () => {
+    const init = initialEnvBlock("a");
+    const store = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
+    const bl = new GrubBootloader(store);
+    await bl.armTrial("b");
+    const quirks = { ignoreOneShot: true };
+    const boot = await bootMachine(store, { b: "panic" }, quirks);
+    expect(boot).toMatchObject({ slot: "a", trial: false, outcome: "up" });
+    expect(boot.log).toBe("liken-grub: env=.../grubenv default=a boot=normal");
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
+    expect(r.shows).toMatch(/saved_entry=a next_entry=b liken_trial=$/);
+    // The agent's rule reads it as not taken in a later boot; a trial GRUB started, not.
+    const later = { bootId: "boot-2", armedTrial: { slot: "b" as const, bootId: "boot-1" } };
+    expect(trialNotTaken({ boot: judgeBoot(r, "a"), ...later })).toBe("b");
+    const started = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
+    await new GrubBootloader(started).armTrial("b");
+    await bootMachine(started, { b: "panic" });
+    await bootMachine(started, {});
+    const fellBack = judgeBoot(await new GrubBootloader(started).read(), "a");
+    expect(fellBack.kind).toBe("trial-failed");
+    expect(trialNotTaken({ boot: fellBack, ...later })).toBeNull();
+    // Disarmed, no later boot takes the trial, whatever the bootloader then does.
+    await bl.disarm();
+    expect(await grubBoot(store)).toMatchObject({ slot: "a", trial: false });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
   });
 
   it("logs the decision as grub.cfg echoes it", async () => {

@@ -18,6 +18,7 @@ import {
   systemdBootOnce,
 } from "../../src/bootloader/systemd-boot.js";
 import { judgeBoot } from "../../src/bootloader/types.js";
+import { trialNotTaken } from "../../src/agent/steps.js";
 import { isLikenError } from "../../src/errors.js";
 
 describe("systemd-boot entry names", () => {
@@ -93,17 +94,64 @@ describe("systemd-boot backend with its firmware model", () => {
     expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
   });
 
+  it("LoaderEntrySelected names what booted; a one-shot consumed without a counted try shows it", async () => {
+    await bl.armTrial("b");
+    await vars.set("LoaderEntryOneShot", "liken-b.conf");
+    await systemdBootOnce(esp, vars);
+    expect(await vars.get("LoaderEntrySelected")).toBe("liken-a.conf");
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+    expect(r.shows).toBe(
+      "LoaderEntryDefault=liken-a.conf LoaderEntryOneShot=(unset) " +
+        "LoaderEntrySelected=liken-a.conf entry liken-b+1-0.conf",
+    );
+  });
+
+  it("a boot manager that ignores the one-shot: it stays set, the default boots, nothing counted", async () => {
+    await bl.armTrial("b");
+    expect(await systemdBootOnce(esp, vars, { ignoreOneShot: true })).toEqual({
+      id: "liken-a.conf",
+      slot: "a",
+      counted: false,
+    });
+    expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
+    const r = await bl.read();
+    expect(r).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
+    expect(r.shows).toContain("LoaderEntryOneShot=liken-b*.conf LoaderEntrySelected=liken-a.conf");
+    // Disarmed, a later boot (whoever reboots) is the default, never the trial.
+    await bl.disarm();
+    expect(await vars.get("LoaderEntryOneShot")).toBeNull();
+    expect((await systemdBootOnce(esp, vars)).slot).toBe("a");
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
+  });
+
+  it("the agent's rule reads these states: not taken, or a trial that started and fell back", async () => {
+    const later = { bootId: "boot-2", armedTrial: { slot: "b" as const, bootId: "boot-1" } };
+    const after = async (quirks: { ignoreOneShot?: boolean }, bareId: boolean) => {
+      await bl.disarm();
+      await bl.armTrial("b");
+      if (bareId) await vars.set("LoaderEntryOneShot", "liken-b.conf");
+      const boot = await systemdBootOnce(esp, vars, quirks);
+      // A trial boot that panics: the next boot is the default's.
+      if (boot.slot === "b") await systemdBootOnce(esp, vars);
+      return trialNotTaken({ boot: judgeBoot(await bl.read(), "a"), ...later });
+    };
+    expect(await after({ ignoreOneShot: true }, false)).toBe("b"); // the one-shot still set
+    expect(await after({}, true)).toBe("b"); // consumed, no try counted
+    expect(await after({}, false)).toBeNull(); // counted: it started, and fell back
+  });
+
   it("reads a trial armed with the bare id (an older agent's) as armed", async () => {
     await bl.armTrial("b");
     await vars.set("LoaderEntryOneShot", "liken-b.conf");
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
   });
 
   it("good trial: counted once, blessed after rejoining, then the default", async () => {
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: null, started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
     await bl.armTrial("b");
     expect(entries()).toEqual(["liken-a.conf", "liken-b+1-0.conf"]);
-    expect(await bl.read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(await bl.read()).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
     expect(await systemdBootOnce(esp, vars)).toEqual({
       id: "liken-b.conf",
       slot: "b",

@@ -1,0 +1,175 @@
+// One machine for the native tests that drive the agent daemon by hand: slot a holding the old
+// release, slot b staged from a loopback channel (release-channel.ts), an agent.yaml, a
+// kubeconfig naming a server that never answers, and `liken.slot=a` on its command line; the
+// Actions that arm a trial as the daemon would (its reboot plays as a thrown Rebooted); and the
+// API side of a daemon played: the watch cache shows one Machine and its Cluster, and each
+// status write is handed to the test instead of being sent.
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import { pino } from "pino";
+import { stringify } from "yaml";
+import { Actions } from "../../src/agent/act.js";
+import type { AgentConfig } from "../../src/agent/config.js";
+import type { AgentDaemon } from "../../src/agent/daemon.js";
+import { DownloadSupervisor } from "../../src/agent/download.js";
+import type { MemoryKeeper } from "../../src/agent/memory.js";
+import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
+import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
+import type { BootloaderConfig } from "../../src/bootloader/index.js";
+import type { Bootloader } from "../../src/bootloader/types.js";
+import { parseAgentConfig } from "../../src/slots/config.js";
+import { downloadRelease } from "../../src/slots/stage.js";
+import { SlotStore } from "../../src/slots/store.js";
+import type { ReleaseChannel } from "./release-channel.js";
+
+const KiB = 1024;
+
+/** The exit that plays the reboot while the trial is armed. */
+export class Rebooted extends Error {}
+
+/** A machine on disk with `version` staged in slot b; `config()` makes its AgentConfig. */
+export async function stagedMachine(
+  channel: ReleaseChannel,
+  version: string,
+): Promise<{ dir: string; config: (c: Partial<AgentConfig>) => AgentConfig }> {
+  const { root, server, digest } = channel;
+  const dir = path.join(root, "m");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "a.img"), Buffer.alloc(64 * KiB, 0x5a));
+  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
+  truncateSync(path.join(dir, "b.img"), 1024 * KiB);
+  const file = path.join(dir, "agent.yaml");
+  const yaml = stringify({
+    slots: { a: { device: "a.img" }, b: { device: "b.img" } },
+    running: "a",
+    stateDir: "state",
+  });
+  writeFileSync(file, yaml);
+  const slots = parseAgentConfig(yaml, file);
+  mkdirSync(slots.stateDir, { recursive: true });
+  await downloadRelease({ config: slots, source: server.url, version, digest });
+  // Never contacted by a daemon whose run() (watches, heartbeat) is not started.
+  const kubeconfig = path.join(dir, "kubeconfig");
+  writeFileSync(
+    kubeconfig,
+    stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:9" } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  const cmdline = path.join(dir, "cmdline");
+  writeFileSync(cmdline, "liken.slot=a\n");
+  const config = (c: Partial<AgentConfig>): AgentConfig => ({
+    file,
+    slots,
+    machine: "m",
+    cluster: "c",
+    nodeName: "m",
+    kubeconfig,
+    bootloader: { backend: "grub", envDir: path.join(dir, "grub") } as BootloaderConfig,
+    driverPods: {},
+    cmdline,
+    bootId: "/proc/sys/kernel/random/boot_id",
+    reboot: { exitCode: 0 },
+    heartbeatMs: 1000,
+    loopMs: 1000,
+    direct: false,
+    timeouts: DEFAULT_TIMEOUTS,
+    ...c,
+  });
+  return { dir, config };
+}
+
+/** The Actions of a turn that arms the trial; their reboot throws Rebooted. */
+export function armingActions(
+  cfg: AgentConfig,
+  bootloader: Bootloader,
+  memory: MemoryKeeper,
+): Actions {
+  return new Actions({
+    cfg,
+    log: pino({ level: "silent" }),
+    kc: () => Promise.resolve(new KubeConfig()),
+    store: new SlotStore(cfg.slots),
+    bootloader,
+    memory,
+    downloads: new DownloadSupervisor("unused", () => undefined),
+    turnHeld: () => Promise.resolve({ ok: true, value: true }),
+    reportRebooting: () => Promise.resolve(),
+    signal: new AbortController().signal,
+    pause: () => Promise.resolve(),
+    exit: () => {
+      throw new Rebooted();
+    },
+  });
+}
+
+/** The private parts of the daemon a test plays or drives. */
+export interface DaemonInside {
+  view: object;
+  api: { machines: { updateStatus: unknown } };
+  memory: MemoryKeeper;
+  tick(): Promise<void>;
+}
+
+/** A Cluster named "c" targeting `release` from `source`, with `status` as given. */
+export function cluster(
+  source: string,
+  release: { version: string; digest: string },
+  status: Cluster["status"] = {},
+): Cluster {
+  return {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name: "c", resourceVersion: "1" },
+    spec: { version: release.version, releases: { source, catalog: [release] } },
+    status,
+  } as Cluster;
+}
+
+/**
+ * Plays the API side of `daemon` (see the header): Machine "m" running `running`, Auto, and
+ * `c`; `onWrite` gets every status the daemon writes.
+ */
+export async function playApi(
+  daemon: AgentDaemon,
+  c: Cluster,
+  running: string,
+  onWrite: (status: MachineStatus) => Promise<void>,
+): Promise<DaemonInside> {
+  const inside = daemon as unknown as DaemonInside;
+  await inside.memory.load();
+  let machine = {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Machine",
+    metadata: { name: "m", resourceVersion: "1" },
+    spec: { cluster: "c", nodeName: "m", rebootPolicy: "Auto" },
+    status: { version: running, step: "Updating" },
+  } as Machine;
+  Object.defineProperties(inside.view, {
+    reachable: { get: () => true },
+    failure: { get: () => undefined },
+    machineMissing: { get: () => false },
+    machine: { get: () => machine },
+    cluster: { get: () => c },
+    node: { get: () => ({ ok: true, value: true }) },
+    wrote: { value: () => undefined },
+  });
+  inside.api.machines.updateStatus = async (
+    _name: string,
+    next: (cur: Machine) => Machine | undefined,
+    first: Machine,
+  ): Promise<Machine | undefined> => {
+    const written = next(first);
+    if (written === undefined) return undefined;
+    await onWrite(written.status!);
+    machine = { ...written, metadata: { ...written.metadata, resourceVersion: "2" } };
+    return machine;
+  };
+  return inside;
+}
