@@ -15,7 +15,10 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import pino from "pino";
+import { Actions, type ActionParts } from "../../src/agent/act.js";
 import { installStagedBootFiles } from "../../src/agent/boot-files.js";
+import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
 import { bootFilesOf, entryWithBootFiles } from "../../src/bootloader/boot-files.js";
 import { EfivarfsDir } from "../../src/bootloader/efivars.js";
 import { SystemdBootBootloader, systemdBootOnce } from "../../src/bootloader/systemd-boot.js";
@@ -204,6 +207,51 @@ describe("systemd-boot: a release's kernel and initrd onto the ESP", () => {
     expect(existsSync(join(esp, "liken/b/initrd.img"))).toBe(false);
     expect(readdirSync(join(esp, "liken/b"))).toEqual(["vmlinuz"]);
     expect(slotA()).toEqual(before);
+  });
+
+  /** The agent's arm step with this ESP: exits (as reboot.exitCode says) instead of rebooting. */
+  async function arm(b: SystemdBootBootloader, r: Release): Promise<{ memory: MemoryKeeper }> {
+    const memory = new MemoryKeeper(new MemoryFile(store.config.stateDir));
+    const parts = {
+      cfg: { reboot: { exitCode: 0 } },
+      log: pino({ level: "silent" }),
+      store,
+      bootloader: b,
+      memory,
+      downloads: { release: undefined },
+      reportRebooting: async () => {},
+      exit: () => {
+        throw new Error("exit: rebooting");
+      },
+    } as unknown as ActionParts;
+    await new Actions(parts)
+      .follow({ kind: "arm", why: "matched" }, "b", { version: r.version, digest: "sha256:x" })
+      .catch((e: Error) => {
+        if (e.message !== "exit: rebooting") throw e;
+      });
+    return { memory };
+  }
+
+  it("the agent installs them before it records and arms the trial", async () => {
+    const r = await stage("2", { rootfs: Buffer.from("root"), kernel, initrd });
+    const { memory } = await arm(bl(), r);
+    expect(memory.now.trial?.slot).toBe("b");
+    expect(await bl().read()).toEqual({ defaultSlot: "a", armed: "b", started: null });
+    expect(bootedFiles(esp, "liken-b+1-0.conf")).toEqual({
+      linux: sha(kernel),
+      initrd: sha(initrd),
+    });
+  });
+
+  it("a refused install arms nothing and records no trial", async () => {
+    const r = await stage("2", { rootfs: Buffer.from("root"), kernel, initrd });
+    const dev = readFileSync(store.device("b"));
+    dev[r.artifacts.find((a) => a.name === "kernel")!.offset] = 0;
+    writeFileSync(store.device("b"), dev);
+    const e = await arm(bl(), r).catch((x: unknown) => x);
+    expect(isLikenError(e, "LIKEN_BOOTLOADER_BOOT_FILE_MISMATCH")).toBe(true);
+    expect(await bl().read()).toEqual({ defaultSlot: "a", armed: null, started: null });
+    expect(existsSync(join(store.config.stateDir, "agent.json"))).toBe(false);
   });
 
   const steps = ["copy kernel", "rename kernel", "copy initrd", "rename initrd", "entry"];
