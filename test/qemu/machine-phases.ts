@@ -138,7 +138,7 @@ export async function finalChecks(
  * ESP, so the trials' (v2's, v3's) are there only if the agent installed them; on GRUB they
  * come from the slot's /boot. The lab's stand-in has no initrd.
  */
-function initrdChecks(c: Ctx, boots: readonly GuestBoot[]): void {
+export function initrdChecks(c: Pick<Ctx, "problems" | "say">, boots: readonly GuestBoot[]): void {
   for (const [i, b] of boots.entries()) {
     const n = `boot ${i + 1} (slot ${b.line.slot} ${b.line.version})`;
     if (b.initrd === undefined) c.problems.push(`${n} printed no LIKEN-INITRD line`);
