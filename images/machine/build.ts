@@ -24,6 +24,7 @@ const SOURCES = [
   "images/machine/esp.ts",
   "images/machine/esp-grub.ts",
   "images/machine/esp-systemd-boot.ts",
+  "src/bootloader/boot-files.ts",
   "src/bootloader/grub-cfg.ts",
   "src/bootloader/grub.ts",
   "src/bootloader/grubenv.ts",

@@ -18,6 +18,12 @@ export interface MachineRelease {
   slotImage: string;
   /** Its boot panics (the scenario's bad release). */
   panics: boolean;
+  /**
+   * Its kernel and initrd as files, published as the release's `kernel` and `initrd` artifacts
+   * (systemd-boot boots them from the ESP, where the agent installs them; GRUB boots the same
+   * bytes from the slot's /boot). The lab's stand-in releases have none.
+   */
+  bootFiles?: { kernel: string; initrd: string };
 }
 
 export interface MachineImages {
@@ -41,12 +47,14 @@ export interface MachineIdentity {
 
 /**
  * What the guest prints on its serial console (ttyS0, 115200). At every boot the initrd prints
- * GUEST_BOOT_LINE before systemd starts: the slot, /etc/os-release's VERSION, and whether this
+ * GUEST_INITRD_LINE first (the release its initrd was built for), then GUEST_BOOT_LINE before
+ * systemd starts: the slot, /etc/os-release's VERSION, and whether this
  * is a trial (GRUB's liken.trial=1, or systemd-boot's LoaderBootCountPath). The panicking
  * release prints GUEST_PANIC_LINE from its /sbin/init, then the kernel panics and reboots 3 s
  * later. systemd prints GUEST_AGENT_READY once liken-agent.service sent READY=1; the agent's
  * log lines follow as `liken[<pid>]: {<pino JSON>}`.
  */
+export const GUEST_INITRD_LINE = /LIKEN-INITRD version=(\S+)/;
 export const GUEST_BOOT_LINE = /LIKEN-BOOT slot=([ab]) version=(\S+) trial=([01])/;
 export const GUEST_PANIC_LINE = /LIKEN-FAULT panic: release (\S+)/;
 export const GUEST_AGENT_READY = /Started liken-agent\.service/;

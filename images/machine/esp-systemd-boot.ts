@@ -1,9 +1,11 @@
 // The systemd-boot ESP of a machine (docs/machine.md, "systemd-boot"): Debian's systemd-boot
 // EFI binary as the removable-media loader, loader.conf, one entry per slot named as the
-// agent's backend expects (src/bootloader/systemd-boot.ts: liken-a.conf, liken-b.conf), and the
-// kernel and initrd every release boots. systemd-boot loads kernels only from the ESP, so all
-// releases share this one: the agent writes slot partitions, not the ESP.
+// agent's backend expects (src/bootloader/systemd-boot.ts: liken-a.conf, liken-b.conf), and each
+// slot's kernel and initrd under liken/<slot>/ (src/bootloader/boot-files.ts), both v1's at the
+// install. systemd-boot loads kernels only from the ESP: the agent copies a release's kernel and
+// initrd into the other slot's directory before it arms the trial.
 import { readFileSync } from "node:fs";
+import { BOOT_ARTIFACTS, slotBootDir } from "../../src/bootloader/boot-files.js";
 import { slotEntryId } from "../../src/bootloader/systemd-boot.js";
 import { fatImage, slotArgs } from "./esp.js";
 
@@ -16,8 +18,8 @@ export const SYSTEMD_BOOT_EFI = "/usr/lib/systemd/boot/efi/systemd-bootx64.efi";
 export function entry(slot: "a" | "b"): string {
   return [
     `title liken slot ${slot}`,
-    "linux /liken/vmlinuz",
-    "initrd /liken/initrd.img",
+    `linux /${slotBootDir(slot)}/${BOOT_ARTIFACTS.kernel}`,
+    `initrd /${slotBootDir(slot)}/${BOOT_ARTIFACTS.initrd}`,
     `options ${slotArgs(slot)} liken.slot=${slot} panic=3`,
     "",
   ].join("\n");
@@ -33,6 +35,7 @@ editor no
 export function systemdBootEsp(
   work: string,
   img: string,
+  /** The installed release's (v1's) kernel and initrd, in both slots' directories. */
   kernel: { vmlinuz: string; initrd: string },
 ): void {
   let efi: Buffer;
@@ -48,7 +51,11 @@ export function systemdBootEsp(
     "loader/loader.conf": LOADER_CONF,
     [`loader/entries/${slotEntryId("a")}`]: entry("a"),
     [`loader/entries/${slotEntryId("b")}`]: entry("b"),
-    "liken/vmlinuz": readFileSync(kernel.vmlinuz),
-    "liken/initrd.img": readFileSync(kernel.initrd),
+    ...Object.fromEntries(
+      (["a", "b"] as const).flatMap((s) => [
+        [`${slotBootDir(s)}/${BOOT_ARTIFACTS.kernel}`, readFileSync(kernel.vmlinuz)],
+        [`${slotBootDir(s)}/${BOOT_ARTIFACTS.initrd}`, readFileSync(kernel.initrd)],
+      ]),
+    ),
   });
 }

@@ -3,8 +3,11 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { run } from "./cache.js";
 
-/** The ESP's size: room for a shared kernel (~8 MiB) and initrd (~4 MiB) with systemd-boot. */
-export const ESP_MIB = 32;
+/**
+ * The ESP's size: systemd-boot and each slot's kernel (~8 MiB) and initrd (~2 MiB), with room
+ * for a release whose kernel grows (the agent replaces the other slot's in place).
+ */
+export const ESP_MIB = 64;
 
 /** Kernel arguments of every boot of slot `slot` (liken adds liken.slot= itself in GRUB). */
 export function slotArgs(slot: "a" | "b"): string {

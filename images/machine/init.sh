@@ -6,6 +6,8 @@
 # and hands over to the slot's /sbin/init (systemd).
 /bin/busybox mount -t devtmpfs dev /dev
 exec </dev/console >/dev/console 2>&1
+# Whose initrd this is (initrd.ts writes the release's version): said before anything can fail.
+echo "LIKEN-INITRD version=$(/bin/busybox cat /etc/liken-initrd-version)"
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc

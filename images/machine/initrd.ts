@@ -1,13 +1,17 @@
 // The machine's initrd: busybox-static, images/machine/init.sh as /init and the kernel modules
-// of kernel.ts with their load order, as a newc cpio (images/cpio.ts). Every release boots the
-// same kernel and initrd; the release is in the root filesystem the initrd mounts.
+// of kernel.ts with their load order, as a newc cpio (images/cpio.ts). Every release has its own
+// initrd, alike but for etc/liken-initrd-version, which /init prints first on the console: the
+// scenario sees whose initrd booted (on systemd-boot, the one the agent put on the ESP).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpioNewc, type CpioEntry } from "../cpio.js";
 import { ROOT } from "./cache.js";
 import type { GuestKernel } from "./kernel.js";
 
-export function machineInitrd(kernel: GuestKernel): Buffer {
+/** Where /init reads the release it was built for. */
+export const INITRD_VERSION_FILE = "etc/liken-initrd-version";
+
+export function machineInitrd(kernel: GuestKernel, version: string): Buffer {
   const dirs = ["bin", "dev", "etc", "lib", "lib/modules", "proc", "sys", "newroot"];
   const entries: CpioEntry[] = [
     ...dirs.map((d): CpioEntry => ({ path: d, kind: "dir" })),
@@ -19,6 +23,7 @@ export function machineInitrd(kernel: GuestKernel): Buffer {
       data: readFileSync(join(ROOT, "images/machine/init.sh")),
       mode: 0o755,
     },
+    { path: INITRD_VERSION_FILE, kind: "file", data: Buffer.from(`${version}\n`) },
     {
       path: "lib/modules/order",
       kind: "file",

@@ -1,7 +1,9 @@
 // The machine's three releases as ext4 slot images (mke2fs -d, no root mounts): one root
 // filesystem with the agent package, the kernel and the initrd under /boot, differing in
-// /etc/os-release's VERSION; the third one's /sbin/init exits at once, so its boot panics (and
-// the trial's panic=N reboots into the default slot). Cached with everything they are made of.
+// /etc/os-release's VERSION and in the initrd, which carries the release's version; the third
+// one's /sbin/init exits at once, so its boot panics (and the trial's panic=N reboots into the
+// default slot). Each release's kernel and initrd are files too, for its `kernel` and `initrd`
+// artifacts (systemd-boot boots them from the ESP). Cached with everything they are made of.
 import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -28,7 +30,7 @@ export const RELEASE_VERSIONS = ["2026.12.01-001", "2026.12.01-002", "2026.12.01
 export interface SlotSet {
   dir: string;
   releases: [MachineRelease, MachineRelease, MachineRelease];
-  /** The kernel and initrd every release boots (also under /boot in each slot). */
+  /** The installed release's (v1's) kernel and initrd, for the image's ESP. */
   vmlinuz: string;
   initrd: string;
   kernelPackage: string;
@@ -99,25 +101,30 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
     log(`machine: building the slot images in ${work}`);
     const pkg = await packageAgent({ out: join(work, "agent") });
     const kernel = guestKernel(work);
-    const initrd = machineInitrd(kernel);
+    // One kernel binary for all releases; each its own initrd (the version it prints).
     writeFileSync(join(work, "vmlinuz"), kernel.vmlinuz);
-    writeFileSync(join(work, "initrd.img"), initrd);
+    const initrds = RELEASE_VERSIONS.map((v) => machineInitrd(kernel, v));
     const root = join(work, "root");
     run("cp", ["-a", "--reflink=auto", join(base.dir, "root"), root]);
     configureGuest(root, pkg.tarball);
     mkdirSync(join(root, "boot"), { recursive: true });
     writeFileSync(join(root, "boot/vmlinuz"), kernel.vmlinuz);
-    writeFileSync(join(root, "boot/initrd.img"), initrd);
+    writeFileSync(join(root, "boot/initrd.img"), initrds[0]!);
     const size = imageMiB(root);
     const sizes: Record<string, number> = {
       rootFiles: Number(run("du", ["-sb", "--apparent-size", root]).split("\t")[0]),
       vmlinuz: kernel.vmlinuz.length,
-      initrd: initrd.length,
+      initrd: initrds[0]!.length,
       agentTarball: pkg.sizes.tarball,
     };
     const releases = RELEASE_VERSIONS.map((version, i): MachineRelease => {
       const panics = i === 2;
       writeOsRelease(root, version);
+      // The same bytes in the slot's /boot (GRUB's) and as the release's initrd artifact.
+      mkdirSync(join(work, version));
+      const initrd = join(work, version, "initrd.img");
+      writeFileSync(initrd, initrds[i]!);
+      writeFileSync(join(root, "boot/initrd.img"), initrds[i]!);
       if (panics) {
         const init = join(root, "usr/sbin/init");
         rmSync(init, { force: true });
@@ -150,14 +157,24 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
         `${size}M`,
       ]);
       sizes[version] = size * MiB;
-      return { version, slotImage: img, panics };
+      return {
+        version,
+        slotImage: img,
+        panics,
+        bootFiles: { kernel: join(work, "vmlinuz"), initrd },
+      };
     });
     // The root filesystem is in the images now; the agent's tarball stays for reference.
     rmSync(root, { recursive: true, force: true });
     rmSync(join(work, "agent", "tree"), { recursive: true, force: true });
     rmSync(join(work, "kernel"), { recursive: true, force: true });
+    const local = (p: string): string => p.slice(work.length + 1);
     const manifest = {
-      releases: releases.map((r) => ({ ...r, slotImage: r.slotImage.split("/").pop() })),
+      releases: releases.map((r) => ({
+        ...r,
+        slotImage: local(r.slotImage),
+        bootFiles: { kernel: local(r.bootFiles!.kernel), initrd: local(r.bootFiles!.initrd) },
+      })),
       kernelPackage: kernel.package,
       sizes,
     };
@@ -174,9 +191,13 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
     releases: m.releases.map((r) => ({
       ...r,
       slotImage: join(stage.dir, r.slotImage),
+      bootFiles: {
+        kernel: join(stage.dir, r.bootFiles!.kernel),
+        initrd: join(stage.dir, r.bootFiles!.initrd),
+      },
     })) as SlotSet["releases"],
     vmlinuz: join(stage.dir, "vmlinuz"),
-    initrd: join(stage.dir, "initrd.img"),
+    initrd: join(stage.dir, RELEASE_VERSIONS[0], "initrd.img"),
     kernelPackage: m.kernelPackage,
     sizes: m.sizes,
     builtSeconds: stage.built ? (Date.now() - t0) / 1000 : 0,

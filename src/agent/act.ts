@@ -258,6 +258,13 @@ export class Actions {
           { retryable: true, context: { slot, version: release.version, cause: v.code } },
         );
       case "arm":
+        // systemd-boot loads the kernel from the ESP: the release's goes there first, every
+        // attempt again (a kill midway leaves it half done; docs/machine.md).
+        if (bootloader.installBootFiles !== undefined)
+          await phase(this.p, "install boot files", async () => {
+            const { installStagedBootFiles } = await import("./boot-files.js");
+            await installStagedBootFiles(bootloader, this.p.store, slot);
+          });
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
         await memory.update((m) => armed(m, release, slot, at, bootId));

@@ -15,9 +15,17 @@
 // counter), not systemd-boot's.
 import { readdir, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { bootFilesOf, installBootFiles, type InstallHooks } from "./boot-files.js";
 import type { EfiVars } from "./efivars.js";
 import { BootloaderError } from "./errors.js";
-import { isSlot, SLOTS, type Bootloader, type BootRecord, type Slot } from "./types.js";
+import {
+  isSlot,
+  SLOTS,
+  type Bootloader,
+  type BootRecord,
+  type BootSource,
+  type Slot,
+} from "./types.js";
 
 export const ONESHOT = "LoaderEntryOneShot";
 export const DEFAULT = "LoaderEntryDefault";
@@ -91,10 +99,14 @@ export function bootIdOf(e: EntryName): string {
 export class SystemdBootBootloader implements Bootloader {
   readonly backend = "systemd-boot" as const;
 
-  /** @param esp mount point of the ESP (holding loader/entries) */
+  /**
+   * @param esp mount point of the ESP (holding loader/entries)
+   * @param hooks tests stop an install midway with them (boot-files.ts)
+   */
   constructor(
     readonly esp: string,
     readonly vars: EfiVars,
+    private readonly hooks: InstallHooks = {},
   ) {}
 
   get entriesDir(): string {
@@ -165,6 +177,31 @@ export class SystemdBootBootloader implements Bootloader {
     // One try, then the one-shot: a cut in between leaves a counted entry nobody boots.
     await this.setName(await this.entryOf(slot), 1, 0);
     await this.vars.set(ONESHOT, slotOneShot(slot));
+  }
+
+  /** The release's kernel and initrd into `<esp>/liken/<slot>/`, named by the slot's entry. */
+  async installBootFiles(slot: Slot, source: BootSource): Promise<void> {
+    const files = bootFilesOf(source.release);
+    if (files === null) return;
+    const { defaultSlot } = await this.read();
+    if (slot === defaultSlot) {
+      throw new BootloaderError(
+        "LIKEN_BOOTLOADER_REFUSED",
+        `refusing to install boot files of release ${source.release.version} for slot ${slot}: ` +
+          "it is the default slot, whose kernel boots the machine",
+        { context: { slot } },
+      );
+    }
+    const entry = await this.entryOf(slot);
+    await installBootFiles({
+      esp: this.esp,
+      entriesDir: this.entriesDir,
+      entryFile: entry.file,
+      slot,
+      source,
+      files,
+      hooks: this.hooks,
+    });
   }
 
   async confirm(slot: Slot): Promise<void> {

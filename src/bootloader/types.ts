@@ -27,6 +27,22 @@ export interface BootRecord {
   shows?: string;
 }
 
+/** An artifact of a release as the slot holds it (verify/release.ts's Artifact has these). */
+export interface BootArtifact {
+  name: string;
+  size: number;
+  /** `sha256:<hex>` of the whole artifact. */
+  digest: string;
+  /** Where it starts in the slot. */
+  offset: number;
+}
+
+/** A slot device and the release staged in it, read back and matched. */
+export interface BootSource {
+  device: string;
+  release: { version: string; artifacts: readonly BootArtifact[] };
+}
+
 export interface Bootloader {
   readonly backend: BackendName;
   /** Reads the stored state; throws BootloaderError when it cannot be trusted. */
@@ -38,6 +54,12 @@ export interface Bootloader {
   armTrial(slot: Slot): Promise<void>;
   /** Makes `slot` the default after its trial boot rejoined; clears the trial. Idempotent. */
   confirm(slot: Slot): Promise<void>;
+  /**
+   * Puts what this bootloader loads from outside the slot in place for `slot` (systemd-boot: the
+   * release's kernel and initrd on the ESP), before armTrial. Absent when the bootloader reads
+   * everything from the slot (GRUB). Refuses the default slot; never touches it.
+   */
+  installBootFiles?(slot: Slot, source: BootSource): Promise<void>;
   /** Withdraws an armed trial and forgets a started one (after reporting it). Idempotent. */
   disarm(): Promise<void>;
 }

@@ -1,9 +1,14 @@
 // Reading the machine guest's boots off its serial console (pure: text in, boots out).
 // A boot begins where OVMF starts a boot option; its slot and whether it is a trial come from
 // what the bootloader and the kernel print (GRUB's liken-grub line, the kernel's command line
-// with liken.slot=), its version from the guest's LIKEN-BOOT line, and the agent's READY=1
+// with liken.slot=), its version from the guest's LIKEN-BOOT line, the release its initrd was
+// built for from the LIKEN-INITRD line, and the agent's READY=1
 // from systemd's "Started liken-agent.service" (a Type=notify unit is started at READY=1).
-import { GUEST_AGENT_READY, GUEST_BOOT_LINE } from "../../images/machine/contract.js";
+import {
+  GUEST_AGENT_READY,
+  GUEST_BOOT_LINE,
+  GUEST_INITRD_LINE,
+} from "../../images/machine/contract.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import type { BootLine } from "./scenarios.js";
 
@@ -17,6 +22,8 @@ export interface ConsoleBoot {
   line: BootLine;
   atMs: number;
   readyMs?: number;
+  /** The release the initrd that ran was built for (its LIKEN-INITRD line), and that line. */
+  initrd?: { version: string; line: string };
   /** The console's lines of this boot that name liken-agent (systemd starting it...). */
   agentLines: string[];
   /** The kernel panicked in this boot. */
@@ -75,6 +82,8 @@ export function parseBoots(
       b.line.slot = m[1] as Slot;
       if (CMDLINE_TRIAL.test(t)) b.line.trial = true;
       b.slotSeen = true;
+    } else if ((m = GUEST_INITRD_LINE.exec(t)) !== null) {
+      b.initrd = { version: m[1]!, line: t.trim() };
     } else if ((m = GUEST_BOOT.exec(t)) !== null) {
       b.line = { slot: m[1] as Slot, version: m[2] ?? "?", trial: m[3] === "1" };
       b.slotSeen = true;

@@ -10,6 +10,8 @@ export interface GuestBoot {
   atMs: number;
   /** When the agent sent READY=1 in this boot (QEMU only: systemd's "Started liken-agent"). */
   readyMs?: number;
+  /** QEMU only: the release whose initrd ran (its console line), as the initrd said. */
+  initrd?: { version: string; line: string };
   /** Its line is final: the OS said which release it is, or the boot ended before it could. */
   settled: boolean;
 }

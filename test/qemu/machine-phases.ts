@@ -130,6 +130,22 @@ export async function finalChecks(
   ];
   const seen = boots.map((b) => b.line);
   if (fmt(seen) !== fmt(expected)) p.push(`boots were [${fmt(seen)}], expected [${fmt(expected)}]`);
+  if (c.guest.kind === "qemu") initrdChecks(c, boots);
+}
+
+/**
+ * Every boot ran its own release's initrd: on systemd-boot the kernel and initrd come from the
+ * ESP, so the trials' (v2's, v3's) are there only if the agent installed them; on GRUB they
+ * come from the slot's /boot. The lab's stand-in has no initrd.
+ */
+export function initrdChecks(c: Pick<Ctx, "problems" | "say">, boots: readonly GuestBoot[]): void {
+  for (const [i, b] of boots.entries()) {
+    const n = `boot ${i + 1} (slot ${b.line.slot} ${b.line.version})`;
+    if (b.initrd === undefined) c.problems.push(`${n} printed no LIKEN-INITRD line`);
+    else if (b.initrd.version !== b.line.version)
+      c.problems.push(`${n} ran the initrd of ${b.initrd.version}: ${b.initrd.line}`);
+    if (b.line.trial && b.initrd !== undefined) c.say(`${n} console: ${b.initrd.line}`);
+  }
 }
 
 /** Each boot's firmware-to-READY=1 time, and each release's download and write. */

@@ -126,6 +126,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             atMs: b.atMs,
             settled: b.settled,
             ...(b.readyMs !== undefined ? { readyMs: b.readyMs } : {}),
+            ...(b.initrd !== undefined ? { initrd: b.initrd } : {}),
           }));
         },
         // By when the line reached the console: the guest's clock is not the host's.
