@@ -31,13 +31,20 @@ export interface HostOptions {
   dir: string;
   machine: string;
   cluster: string;
-  /** The slot images of the three releases, oldest first. */
-  releases: readonly { version: string; slotImage: string }[];
+  /** The three releases, oldest first: slot images, and the kernel and initrd if they bring them. */
+  releases: readonly HostRelease[];
   /** The channel's URL as the machine reaches it (the Cluster's spec.releases.source). */
   channelSource: (hostUrl: string) => string;
   /** Upper bound of the operator's life, in seconds (it runs under `timeout`). */
   lifetimeSeconds: number;
   log: (line: string) => void;
+}
+
+/** A release as the host publishes it. */
+export interface HostRelease {
+  version: string;
+  slotImage: string;
+  bootFiles?: { kernel: string; initrd: string };
 }
 
 export interface Host {
@@ -77,19 +84,26 @@ function startReaper(name: string): () => void {
   };
 }
 
-/** `liken release build ... -a rootfs=<slot image>`, as docs/machine.md tells an image builder. */
-async function buildRelease(channelDir: string, version: string, slotImage: string) {
+/**
+ * `liken release build ... -a rootfs=<slot image>@0 [-a kernel=... -a initrd=...]`, as
+ * docs/machine.md tells an image builder: the slot image at offset 0 so the slot mounts, the boot
+ * files after it for a bootloader that loads them from the ESP (docs/releases.md).
+ */
+async function buildRelease(channelDir: string, r: HostRelease) {
+  const boot = r.bootFiles;
   const { stdout } = await run(process.execPath, [
     likenEntry(),
     "release",
     "build",
     "--version",
-    version,
+    r.version,
     "--out",
     channelDir,
     "-a",
-    `rootfs=${slotImage}`,
+    `rootfs=${r.slotImage}@0`,
+    ...(boot === undefined ? [] : ["-a", `kernel=${boot.kernel}`, "-a", `initrd=${boot.initrd}`]),
   ]);
+  const version = r.version;
   const digest = /sha256:[0-9a-f]{64}/.exec(stdout)?.[0];
   if (digest === undefined) throw new Error(`liken release build printed no digest:\n${stdout}`);
   return { version, digest };
@@ -124,7 +138,7 @@ export async function startHost(o: HostOptions): Promise<Host> {
     const channelDir = path.join(o.dir, "channel");
     const releases = await timed("releases", async () => {
       const out: ReleaseRef[] = [];
-      for (const r of o.releases) out.push(await buildRelease(channelDir, r.version, r.slotImage));
+      for (const r of o.releases) out.push(await buildRelease(channelDir, r));
       return out;
     });
     const channel = await serveChannel(channelDir);

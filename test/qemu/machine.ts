@@ -9,7 +9,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MachineBootloader, MachineRelease } from "../../images/machine/contract.js";
 import { dataDirOf } from "../../src/controlplane/instance.js";
-import { publishBootFiles } from "./machine-boot-release.js";
 import { caPem, startHost, type Host } from "./machine-host.js";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 import { machineKubeconfig } from "./machine-identity.js";
@@ -148,8 +147,6 @@ export async function runMachineScenario(o: {
         .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
         .join(", ")})`,
     );
-    if ((await publishBootFiles(host, CLUSTER, releases)) > 0)
-      say("host: releases published again with their kernel and initrd artifacts");
     const apiPort = Number(new URL(host.controlPlane.server).port);
     relay = await startRelay({ host: "127.0.0.1", port: apiPort });
     const channelPort = Number(new URL(host.channel.url).port);
