@@ -10,7 +10,7 @@
 //     and reaps what it left, unless the lab cleaned up itself or a new lab claimed the place.
 // Every lab start reaps first, so even a lab whose reaper was killed too leaves nothing for long.
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { down } from "../controlplane/instance.js";
@@ -43,9 +43,9 @@ export function selfStamp(): ProcessStamp {
   return { pid: process.pid, start: startTimeOf(process.pid) ?? "" };
 }
 
-export function readClaim(): ProcessStamp | undefined {
+export function readClaim(file = LAB_PID_FILE): ProcessStamp | undefined {
   try {
-    const [pid, start] = readFileSync(LAB_PID_FILE, "utf8").trim().split(" ");
+    const [pid, start] = readFileSync(file, "utf8").trim().split(" ");
     return { pid: Number(pid), start: start ?? "" };
   } catch {
     return undefined;
@@ -53,22 +53,24 @@ export function readClaim(): ProcessStamp | undefined {
 }
 
 /** Makes this process the lab; refuses when another lab still runs. */
-export function claimLab(): void {
-  const prev = readClaim();
+export function claimLab(file = LAB_PID_FILE): void {
+  const prev = readClaim(file);
   if (prev !== undefined && prev.pid !== process.pid && isRunning(prev)) {
     throw new LikenError(
       "LIKEN_LAB_RUNNING",
-      `a lab is already running (pid ${prev.pid}, ${LAB_PID_FILE}); stop it with Ctrl-C in its terminal or \`kill ${prev.pid}\`, then start again`,
+      `a lab is already running (pid ${prev.pid}, ${file}); stop it with Ctrl-C in its terminal or \`kill ${prev.pid}\`, then start again`,
     );
   }
   const me = selfStamp();
-  writeFileSync(LAB_PID_FILE, `${me.pid} ${me.start}\n`);
+  // A fresh clone has no .lab/ yet: the claim is the first thing a lab writes.
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${me.pid} ${me.start}\n`);
 }
 
 /** Gives the place up, if this process (or `owner`) still holds it. */
-export function releaseClaim(owner: ProcessStamp = selfStamp()): void {
-  const cur = readClaim();
-  if (cur?.pid === owner.pid && cur.start === owner.start) rmSync(LAB_PID_FILE, { force: true });
+export function releaseClaim(owner: ProcessStamp = selfStamp(), file = LAB_PID_FILE): void {
+  const cur = readClaim(file);
+  if (cur?.pid === owner.pid && cur.start === owner.start) rmSync(file, { force: true });
 }
 
 /**

@@ -1,11 +1,36 @@
 // The lab's claim on .lab/lab.pid tells its own process from a later one with the same pid
 // by the kernel start time; reap.ts relies on that to never take a stranger for the lab.
 import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { LAB_RUN_DIR } from "../../src/lab/paths.js";
-import { isRunning, labProcesses, selfStamp, startTimeOf } from "../../src/lab/reap.js";
+import {
+  claimLab,
+  isRunning,
+  labProcesses,
+  readClaim,
+  releaseClaim,
+  selfStamp,
+  startTimeOf,
+} from "../../src/lab/reap.js";
 import { waitFor } from "../support/kube.js";
+
+describe("the lab's claim", () => {
+  it("is written on a fresh clone, where .lab/ does not exist yet", () => {
+    const root = mkdtempSync(path.join(tmpdir(), "liken-claim-"));
+    try {
+      const file = path.join(root, ".lab", "lab.pid");
+      claimLab(file);
+      expect(readClaim(file)).toEqual(selfStamp());
+      releaseClaim(selfStamp(), file);
+      expect(readClaim(file)).toBeUndefined();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
 
 describe("lab process stamps", () => {
   it("know this process, and not a pid with another start time", () => {
