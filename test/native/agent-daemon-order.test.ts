@@ -6,9 +6,10 @@
 // Real parts: the daemon as `liken agent run` builds it (its Actions, its Observer, the real GRUB
 // environment block, a file-backed slot staged from a loopback channel, the real memory file),
 // booted by the GRUB firmware model (src/bootloader/firmware.ts) through a trial that panicked.
-// Played: the API side only. The watch cache (ApiView) shows one Machine and its Cluster as
-// reachable, and the status write is recorded with what the memory file held on disk at that
-// moment instead of being sent; one tick is run by hand. The same rule end to end, with a real
+// Played: the API side only, handed to the daemon through DaemonOptions.apiSide. The watch cache
+// (ApiView) shows one Machine and its Cluster as reachable, and the status write is recorded
+// with what the memory file held on disk at that moment instead of being sent; one tick is run
+// with tickOnce(). The same rule end to end, with a real
 // API server, is test/integration/agent-trial.test.ts (minutes); this fails in well under a
 // second.
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -19,10 +20,13 @@ import { pino } from "pino";
 import { stringify } from "yaml";
 import { Actions } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
+import { AgentApi } from "../../src/agent/api.js";
 import { AgentDaemon } from "../../src/agent/daemon.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
 import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js";
+import type { Look } from "../../src/agent/observe.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
+import { ApiView } from "../../src/agent/view.js";
 import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { grubBoot } from "../../src/bootloader/firmware.js";
@@ -51,12 +55,38 @@ afterAll(() => channel.close());
 /** The exit that plays the reboot while the trial is armed. */
 class Rebooted extends Error {}
 
-/** The private parts of the daemon this test plays or drives (see the header). */
-interface DaemonInside {
-  view: object;
-  api: { machines: { updateStatus: unknown } };
-  memory: MemoryKeeper;
-  tick(): Promise<void>;
+/** The watch cache, played: these objects, reachable, never watched. */
+class PlayedView extends ApiView {
+  constructor(
+    api: AgentApi,
+    private readonly seen: () => { machine: Machine; cluster: Cluster },
+  ) {
+    super(
+      api,
+      { machine: "m", cluster: "c", nodeName: "m" },
+      () => undefined,
+      () => undefined,
+    );
+  }
+  override get reachable(): boolean {
+    return true;
+  }
+  override get failure(): undefined {
+    return undefined;
+  }
+  override get machineMissing(): boolean {
+    return false;
+  }
+  override get machine(): Machine {
+    return this.seen().machine;
+  }
+  override get cluster(): Cluster {
+    return this.seen().cluster;
+  }
+  override get node(): Look<boolean> {
+    return { ok: true, value: true };
+  }
+  override wrote(): void {}
 }
 
 it("a trial that fell back is saved before the first status that reports it", async () => {
@@ -136,9 +166,6 @@ it("a trial that fell back is saved before the first status that reports it", as
   expect(await grubBoot(new DirEnvStore(esp))).toMatchObject({ slot: "a", trial: false });
 
   // The daemon, started after that boot; its API side played (see the header).
-  const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), { entry: "unused" });
-  const inside = daemon as unknown as DaemonInside;
-  await inside.memory.load();
   const cluster: Cluster = {
     apiVersion: "liken.sh/v1alpha1",
     kind: "Cluster",
@@ -152,22 +179,11 @@ it("a trial that fell back is saved before the first status that reports it", as
     spec: { cluster: "c", nodeName: "m", rebootPolicy: "Auto" },
     status: { version: OLD, step: "Updating" },
   } as Machine;
-  Object.defineProperties(inside.view, {
-    reachable: { get: () => true },
-    failure: { get: () => undefined },
-    machineMissing: { get: () => false },
-    machine: { get: () => machine },
-    cluster: { get: () => cluster },
-    node: { get: () => ({ ok: true, value: true }) },
-    wrote: { value: () => undefined },
-  });
+  const api = new AgentApi(kubeconfig, "m");
+  const view = new PlayedView(api, () => ({ machine, cluster }));
   const writes: { status: MachineStatus; onDisk: Memory }[] = [];
-  inside.api.machines.updateStatus = async (
-    _name: string,
-    next: (cur: Machine) => Machine | undefined,
-    first: Machine,
-  ): Promise<Machine | undefined> => {
-    const written = next(first);
+  api.machines.updateStatus = async (_name, next, first) => {
+    const written = await next(first!);
     if (written === undefined) return undefined;
     writes.push({ status: written.status!, onDisk: await memFile.load() });
     machine = { ...written, metadata: { ...written.metadata, resourceVersion: "2" } };
@@ -175,7 +191,11 @@ it("a trial that fell back is saved before the first status that reports it", as
   };
 
   const started = Date.now();
-  await inside.tick();
+  const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), {
+    entry: "unused",
+    apiSide: { api, view },
+  });
+  await daemon.tickOnce();
   const ms = Date.now() - started;
 
   // One status for the tick, and it carries the verdict with its reason, saved before.
