@@ -2,10 +2,10 @@
 // under QEMU TCG with OVMF, user networking with restrict=on and the i6300esb watchdog, watched
 // on the serial console until systemd started liken-agent.service (its READY=1) and the agent
 // logged; then it must keep serving: no restart, no reboot for longer than its WatchdogSec.
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { OVMF_VARS, startQemu, stopQemu } from "../qemu.js";
 import { run } from "./cache.js";
 import type { MachineImages } from "./contract.js";
 import {
@@ -17,52 +17,6 @@ import {
 } from "./contract.js";
 import { place } from "./disk.js";
 import { writeStatePartition } from "./state.js";
-
-export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
-export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
-
-/**
- * QEMU's arguments for the machine. netdev: the user network with id n0, e.g.
- * `user,id=n0,restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:127.0.0.1:<port>,...`; chardev:
- * the serial console with id ser0, e.g. `file,id=ser0,path=<log>` or a unix socket.
- */
-export function qemuArgs(o: {
-  disk: string;
-  vars: string;
-  chardev: string;
-  netdev: string;
-}): string[] {
-  return [
-    "-machine",
-    "q35,accel=tcg",
-    "-m",
-    "1024",
-    "-smp",
-    "1",
-    "-nodefaults",
-    "-no-user-config",
-    "-display",
-    "none",
-    "-drive",
-    `if=pflash,format=raw,unit=0,readonly=on,file=${OVMF_CODE}`,
-    "-drive",
-    `if=pflash,format=raw,unit=1,file=${o.vars}`,
-    "-drive",
-    `file=${o.disk},format=raw,if=virtio,cache=unsafe`,
-    "-netdev",
-    o.netdev,
-    "-device",
-    "virtio-net-pci,netdev=n0",
-    "-device",
-    "i6300esb",
-    "-action",
-    "watchdog=reset",
-    "-chardev",
-    o.chardev,
-    "-serial",
-    "chardev:ser0",
-  ];
-}
 
 export interface SmokeResult {
   bootloader: string;
@@ -103,16 +57,6 @@ async function until<T>(what: string, deadlineMs: number, f: () => T | undefined
   }
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
-    return Promise.resolve();
-  }
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  // To `timeout`, which passes it on to QEMU (and SIGKILLs it 10 s later if still up).
-  process.kill(child.pid, "SIGTERM");
-  return exited;
-}
-
 interface Guest {
   dir: string;
   serialLog: string;
@@ -137,22 +81,18 @@ function startGuest(images: MachineImages, slotA?: string): Guest {
     kubeconfig: dummyKubeconfig(),
   });
   const serialLog = join(dir, "serial.log");
-  const errFd = openSync(join(dir, "qemu.stderr"), "w");
-  const args = qemuArgs({
-    disk,
-    vars,
-    chardev: `file,id=ser0,path=${serialLog}`,
-    netdev: "user,id=n0,restrict=on",
-  });
   const t0 = Date.now();
-  const child = spawn("timeout", ["--kill-after=10", "900", "qemu-system-x86_64", ...args], {
-    stdio: ["ignore", "ignore", errFd],
+  const child = startQemu({
+    dir,
+    disk,
+    throwawayDisk: true,
+    vars,
+    serialFile: serialLog,
+    memoryMiB: 1024,
+    // The user network with nothing behind it: the agent finds no API server.
+    extra: ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"],
+    lifetimeSeconds: 900,
   });
-  closeSync(errFd);
-  const onExit = (): void => {
-    if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGTERM");
-  };
-  process.once("exit", onExit);
   return {
     dir,
     serialLog,
@@ -164,8 +104,7 @@ function startGuest(images: MachineImages, slotA?: string): Guest {
       if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
     },
     stop: async () => {
-      await stop(child);
-      process.removeListener("exit", onExit);
+      await stopQemu(child);
       rmSync(disk, { force: true });
     },
   };

@@ -46,6 +46,12 @@ export interface DaemonOptions {
   entry: string;
   /** The metrics to tell (agent/metrics.ts when they are served; silent otherwise). */
   meter?: AgentMeter;
+  /**
+   * The API client and watch cache to use instead of ones built from cfg.kubeconfig: for a test
+   * that plays the API side and drives tickOnce() (test/native/agent-daemon-order.test.ts).
+   * `liken agent run` never sets it.
+   */
+  apiSide?: { api: AgentApi; view: ApiView };
 }
 
 export class AgentDaemon {
@@ -73,17 +79,19 @@ export class AgentDaemon {
     private readonly log: Logger,
     opts: DaemonOptions,
   ) {
-    this.api = new AgentApi(cfg.kubeconfig, cfg.machine);
-    this.view = new ApiView(
-      this.api,
-      { machine: cfg.machine, cluster: cfg.cluster, nodeName: cfg.nodeName },
-      (why) => this.poke(why),
-      // No answer or an expired resourceVersion is routine; anything else (a 403) says why.
-      (e: ApiError) =>
-        e.code === API_ERROR_CODES.unavailable || e.code === API_ERROR_CODES.gone
-          ? log.debug({ err: e.message, code: e.code }, "watch failed; listing again")
-          : log.warn({ err: e.message, code: e.code }, "watch refused; listing again"),
-    );
+    this.api = opts.apiSide?.api ?? new AgentApi(cfg.kubeconfig, cfg.machine);
+    this.view =
+      opts.apiSide?.view ??
+      new ApiView(
+        this.api,
+        { machine: cfg.machine, cluster: cfg.cluster, nodeName: cfg.nodeName },
+        (why) => this.poke(why),
+        // No answer or an expired resourceVersion is routine; anything else (a 403) says why.
+        (e: ApiError) =>
+          e.code === API_ERROR_CODES.unavailable || e.code === API_ERROR_CODES.gone
+            ? log.debug({ err: e.message, code: e.code }, "watch failed; listing again")
+            : log.warn({ err: e.message, code: e.code }, "watch refused; listing again"),
+      );
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
@@ -157,6 +165,12 @@ export class AgentDaemon {
       await this.actions.stopDownload("the agent stops");
       sdNotify("STOPPING=1");
     }
+  }
+
+  /** One pass of the loop as run() makes it, without its watches, heartbeat and watchdog. */
+  async tickOnce(): Promise<void> {
+    await this.memory.load();
+    await this.tick();
   }
 
   /** SIGTERM: finish or safely abandon the current step, then return from run(). */

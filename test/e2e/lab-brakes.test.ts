@@ -7,30 +7,13 @@
 //   - `npm run -s lab -- bad-release <version>`, catalogued and targeted: exactly one machine
 //     tries it (its kernel panics, the firmware falls back), and the Cluster reads
 //     ReleaseFailed while the others keep it staged.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
-import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
-import { waitFor } from "../support/kube.js";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import { LAB_CLUSTER, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { exec, printed, startLab, stopLabs, until } from "./lab-support.js";
 
-const exec = promisify(execFile);
 const BAD = "2026.10.13-001";
-const children: ChildProcess[] = [];
-afterAll(async () => {
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    const exited = new Promise((r) => c.once("exit", r));
-    try {
-      process.kill(-c.pid!, "SIGINT");
-    } catch {
-      continue; // the group is gone already
-    }
-    await exited;
-  }
-}, 120_000);
+afterAll(stopLabs, 120_000);
 
 interface MachineView {
   spec: { rebootPolicy?: string };
@@ -50,67 +33,9 @@ interface ClusterView {
   };
 }
 
-/** What the lab looks like, for a failure's message: objects, and each agent's last lines. */
-async function labSnapshot(): Promise<string> {
-  const out: string[] = [];
-  try {
-    const r = await exec(binaryPath("kubectl"), ["get", "clusters,machines", "-o", "wide"], {
-      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
-    });
-    out.push(r.stdout);
-  } catch (e) {
-    out.push(`kubectl: ${String(e)}`);
-  }
-  const dir = path.join(LAB_DIR, "lab", "machines");
-  for (const m of existsSync(dir) ? readdirSync(dir) : []) {
-    const log = path.join(dir, m, "agent.log");
-    if (!existsSync(log)) continue;
-    const lines = readFileSync(log, "utf8").trimEnd().split("\n");
-    out.push(`${m}:`, ...lines.slice(-4).map((l) => `  ${l.slice(0, 300)}`));
-  }
-  return out.join("\n");
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs: number,
-): Promise<T> {
-  try {
-    return await waitFor(what, probe, { timeoutMs, intervalMs: 500 });
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${await labSnapshot()}`);
-  }
-}
-
-/** The tour's command lines: two spaces in, the comment after "# " cut off. */
-function printedCommands(tour: string): string[] {
-  return tour
-    .split("\n")
-    .filter((l) => /^ {2}\S/.test(l))
-    .map((l) => l.trim().replace(/\s+# .*$/, ""));
-}
-
-function printed(commands: string[], start: string): string {
-  const c = commands.find((l) => l.startsWith(start));
-  if (c === undefined) throw new Error(`the tour prints no command starting with ${start}`);
-  return c;
-}
-
 describe("the brakes in the lab", () => {
   it("a closed window holds every turn while the machines stage; a bad release is tried by exactly one machine", async () => {
-    const lab = spawn("npm", ["run", "-s", "lab"], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true, // its own process group, as in a terminal
-    });
-    children.push(lab);
-    let stderr = "";
-    lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    lab.stdout.resume();
-    await until("the lab to print its tour", async () => stderr.includes("Ctrl-C stops"), 240_000);
-    const commands = printedCommands(stderr.slice(stderr.indexOf("In another terminal:")));
-    const exportLine = printed(commands, "export KUBECONFIG=");
+    const { lab, commands, exportLine } = await startLab();
     const ok = async (cmd: string): Promise<string> => {
       try {
         return (await exec("bash", ["-c", `${exportLine}; ${cmd}`], { cwd: REPO_ROOT })).stdout;

@@ -1,88 +1,27 @@
 // The README's first command as a newcomer uses it: `npm run lab`, then the commands it
 // prints, run exactly as printed (each line through bash, after the printed `export`), then
 // the faults it offers, then Ctrl-C, after which nothing it started is left running.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
 import {
-  chmodSync,
   existsSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  chmodSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
+import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
-import { waitFor } from "../support/kube.js";
+import { exec, printed, startLab, stopLabs, until } from "./lab-support.js";
 
-const exec = promisify(execFile);
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null) continue;
-    try {
-      process.kill(-c.pid!, "SIGINT");
-    } catch {
-      // the group is gone already
-    }
-  }
-});
+afterAll(stopLabs, 120_000);
 
 interface Shell {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-/** waitFor from the test support, with a snapshot of the lab in the timeout's message. */
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  timeoutMs: number,
-): Promise<T> {
-  try {
-    return await waitFor(what, probe, { timeoutMs, intervalMs: 500 });
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${await labSnapshot()}`);
-  }
-}
-
-/** What the lab looks like, for a failure's message: objects, and each agent's last phases. */
-async function labSnapshot(): Promise<string> {
-  const out: string[] = [];
-  try {
-    const r = await exec(binaryPath("kubectl"), ["get", "clusters,machines", "-o", "wide"], {
-      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
-    });
-    out.push(r.stdout);
-  } catch (e) {
-    out.push(`kubectl: ${String(e)}`);
-  }
-  const dir = path.join(LAB_DIR, "lab", "machines");
-  for (const m of existsSync(dir) ? readdirSync(dir) : []) {
-    const log = path.join(dir, m, "agent.log");
-    if (!existsSync(log)) continue;
-    const lines = readFileSync(log, "utf8").trimEnd().split("\n");
-    out.push(`${m}:`, ...lines.slice(-6).map((l) => `  ${l.slice(0, 300)}`));
-  }
-  return out.join("\n");
-}
-
-/** The tour's command lines: two spaces in, the comment after "# " cut off. */
-function printedCommands(tour: string): string[] {
-  return tour
-    .split("\n")
-    .filter((l) => /^ {2}\S/.test(l))
-    .map((l) => l.trim().replace(/\s+# .*$/, ""));
-}
-
-function printed(commands: string[], start: string): string {
-  const c = commands.find((l) => l.startsWith(start));
-  if (c === undefined) throw new Error(`the tour prints no command starting with ${start}`);
-  return c;
 }
 
 /** This checkout's `.lab/` (other checkouts on the same machine may run labs of their own). */
@@ -116,19 +55,7 @@ function cwdIsRepo(pid: number): boolean {
 
 describe("npm run lab, then the printed tour", () => {
   it("works as the page describes: channel, catalog, refused edit, turns, approval, faults, Ctrl-C", async () => {
-    const lab = spawn("npm", ["run", "-s", "lab"], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      // Its own process group, as in a terminal, where Ctrl-C signals the whole group.
-      detached: true,
-    });
-    children.push(lab);
-    let stderr = "";
-    lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    lab.stdout.resume();
-    await until("the lab to print its tour", async () => stderr.includes("Ctrl-C stops"), 240_000);
-    const commands = printedCommands(stderr.slice(stderr.indexOf("In another terminal:")));
-    const exportLine = printed(commands, "export KUBECONFIG=");
+    const { lab, commands, exportLine } = await startLab();
     expect(exportLine).toContain(LAB_KUBECONFIG);
 
     const sh = async (cmd: string, env: Record<string, string> = {}): Promise<Shell> => {

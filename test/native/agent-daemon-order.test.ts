@@ -6,23 +6,22 @@
 // Real parts: the daemon as `liken agent run` builds it (its Actions, its Observer, the real GRUB
 // environment block, a file-backed slot staged from a loopback channel, the real memory file),
 // booted by the GRUB firmware model (src/bootloader/firmware.ts) through a trial that panicked.
-// Played: the API side only. The watch cache (ApiView) shows one Machine and its Cluster as
-// reachable, and the status write is recorded with what the memory file held on disk at that
-// moment instead of being sent; one tick is run by hand. The same rule end to end, with a real
+// Played: the API side only, handed to the daemon through DaemonOptions.apiSide. The watch cache
+// (ApiView) shows one Machine and its Cluster as reachable, and the status write is recorded
+// with what the memory file held on disk at that moment instead of being sent; one tick is run
+// with tickOnce(). The same rule end to end, with a real
 // API server, is test/integration/agent-trial.test.ts (minutes); this fails in well under a
 // second.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { pino } from "pino";
-import { AgentDaemon } from "../../src/agent/daemon.js";
 import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js";
 import type { MachineStatus } from "../../src/api/types.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
 import { observed } from "../unit/agent-fixtures.js";
-import { armingActions, cluster, playApi, Rebooted, stagedMachine } from "./daemon-machine.js";
+import { armingActions, cluster, playedDaemon, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const OLD = "2026.10.10-001";
@@ -53,14 +52,13 @@ it("a trial that fell back is saved before the first status that reports it", as
   expect(await grubBoot(new DirEnvStore(esp))).toMatchObject({ slot: "a", trial: false });
 
   // The daemon, started after that boot; its API side played (see the header).
-  const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), { entry: "unused" });
   const writes: { status: MachineStatus; onDisk: Memory }[] = [];
-  const inside = await playApi(daemon, cluster(channel.server.url, release), OLD, async (s) => {
+  const daemon = playedDaemon(cfg, cluster(channel.server.url, release), OLD, async (s) => {
     writes.push({ status: s, onDisk: await memFile.load() });
   });
 
   const started = Date.now();
-  await inside.tick();
+  await daemon.tickOnce();
   const ms = Date.now() - started;
 
   // One status for the tick, and it carries the verdict with its reason, saved before.

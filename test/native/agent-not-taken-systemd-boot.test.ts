@@ -7,14 +7,12 @@
 //
 // Played: the API side only, as in agent-daemon-order.test.ts (the watch cache shows the
 // Machine and the Cluster with the turn record; status writes are recorded instead of sent);
-// two ticks are run by hand. The reboot command only leaves a mark: the daemon must not run it.
+// two ticks are run with tickOnce(). The reboot command only leaves a mark: the daemon must not run it.
 // The GRUB case end to end with the real control plane and operator is
 // test/integration/agent-trial-not-taken.test.ts.
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { pino } from "pino";
-import { AgentDaemon } from "../../src/agent/daemon.js";
 import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
 import type { MachineStatus } from "../../src/api/types.js";
 import { EfivarfsDir } from "../../src/bootloader/efivars.js";
@@ -25,7 +23,7 @@ import {
   systemdBootOnce,
 } from "../../src/bootloader/systemd-boot.js";
 import { observed } from "../unit/agent-fixtures.js";
-import { armingActions, cluster, playApi, Rebooted, stagedMachine } from "./daemon-machine.js";
+import { armingActions, cluster, playedDaemon, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const OLD = "2026.10.10-001";
@@ -74,16 +72,15 @@ it("systemd-boot ignored the one-shot: Failed as TrialNotTaken once, disarmed, n
   expect(await systemdBootOnce(esp, vars, { ignoreOneShot: true })).toMatchObject({ slot: "a" });
   writeFileSync(bootId, "boot-2\n");
 
-  const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), { entry: "unused" });
   const turn = { machine: "m", grantedAt: "2026-12-03T12:00:00Z", grantedBy: "t", leader: false };
   const c = cluster(channel.server.url, release, { rebootTurns: [{ ...turn, ...release }] });
   const writes: MachineStatus[] = [];
-  const inside = await playApi(daemon, c, OLD, (s) => {
+  const daemon = playedDaemon(cfg, c, OLD, (s) => {
     writes.push(s);
     return Promise.resolve();
   });
 
-  await inside.tick();
+  await daemon.tickOnce();
   expect(writes).toHaveLength(1);
   const first = writes[0]!;
   expect(first.step).toBe("Failed");
@@ -106,10 +103,10 @@ it("systemd-boot ignored the one-shot: Failed as TrialNotTaken once, disarmed, n
     "liken-b.conf",
   ]);
   expect(await bootloader.read()).toMatchObject({ defaultSlot: "a", armed: null, started: null });
-  expect(inside.memory.now.trial).toBeUndefined();
+  expect((await new MemoryFile(cfg.slots.stateDir).load()).trial).toBeUndefined();
 
   // The next look gives the turn back (its uncordon fails here: no API server) and never reboots.
-  await inside.tick();
+  await daemon.tickOnce();
   expect(writes.at(-1)).toMatchObject({ step: "Failed" });
   expect(writes.at(-1)?.turnRequest).toBeUndefined();
   expect(existsSync(rebootMark)).toBe(false);

@@ -11,10 +11,13 @@ import { pino } from "pino";
 import { stringify } from "yaml";
 import { Actions } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
-import type { AgentDaemon } from "../../src/agent/daemon.js";
+import { AgentApi } from "../../src/agent/api.js";
+import { AgentDaemon } from "../../src/agent/daemon.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
 import type { MemoryKeeper } from "../../src/agent/memory.js";
+import type { Look } from "../../src/agent/observe.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
+import { ApiView } from "../../src/agent/view.js";
 import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
 import type { BootloaderConfig } from "../../src/bootloader/index.js";
 import type { Bootloader } from "../../src/bootloader/types.js";
@@ -109,14 +112,6 @@ export function armingActions(
   });
 }
 
-/** The private parts of the daemon a test plays or drives. */
-export interface DaemonInside {
-  view: object;
-  api: { machines: { updateStatus: unknown } };
-  memory: MemoryKeeper;
-  tick(): Promise<void>;
-}
-
 /** A Cluster named "c" targeting `release` from `source`, with `status` as given. */
 export function cluster(
   source: string,
@@ -132,18 +127,51 @@ export function cluster(
   } as Cluster;
 }
 
+/** The watch cache, played: `seen()`'s objects, reachable, never watched. */
+class PlayedView extends ApiView {
+  constructor(
+    api: AgentApi,
+    private readonly seen: () => { machine: Machine; cluster: Cluster },
+  ) {
+    super(
+      api,
+      { machine: "m", cluster: "c", nodeName: "m" },
+      () => undefined,
+      () => undefined,
+    );
+  }
+  override get reachable(): boolean {
+    return true;
+  }
+  override get failure(): undefined {
+    return undefined;
+  }
+  override get machineMissing(): boolean {
+    return false;
+  }
+  override get machine(): Machine {
+    return this.seen().machine;
+  }
+  override get cluster(): Cluster {
+    return this.seen().cluster;
+  }
+  override get node(): Look<boolean> {
+    return { ok: true, value: true };
+  }
+  override wrote(): void {}
+}
+
 /**
- * Plays the API side of `daemon` (see the header): Machine "m" running `running`, Auto, and
- * `c`; `onWrite` gets every status the daemon writes.
+ * The daemon of `cfg` with its API side played (see the header), handed in through
+ * DaemonOptions.apiSide: Machine "m" running `running`, Auto, and `c`; `onWrite` gets every
+ * status the daemon writes. Drive it with tickOnce().
  */
-export async function playApi(
-  daemon: AgentDaemon,
+export function playedDaemon(
+  cfg: AgentConfig,
   c: Cluster,
   running: string,
   onWrite: (status: MachineStatus) => Promise<void>,
-): Promise<DaemonInside> {
-  const inside = daemon as unknown as DaemonInside;
-  await inside.memory.load();
+): AgentDaemon {
   let machine = {
     apiVersion: "liken.sh/v1alpha1",
     kind: "Machine",
@@ -151,25 +179,17 @@ export async function playApi(
     spec: { cluster: "c", nodeName: "m", rebootPolicy: "Auto" },
     status: { version: running, step: "Updating" },
   } as Machine;
-  Object.defineProperties(inside.view, {
-    reachable: { get: () => true },
-    failure: { get: () => undefined },
-    machineMissing: { get: () => false },
-    machine: { get: () => machine },
-    cluster: { get: () => c },
-    node: { get: () => ({ ok: true, value: true }) },
-    wrote: { value: () => undefined },
-  });
-  inside.api.machines.updateStatus = async (
-    _name: string,
-    next: (cur: Machine) => Machine | undefined,
-    first: Machine,
-  ): Promise<Machine | undefined> => {
-    const written = next(first);
+  const api = new AgentApi(cfg.kubeconfig, cfg.machine);
+  const view = new PlayedView(api, () => ({ machine, cluster: c }));
+  api.machines.updateStatus = async (_name, next, first) => {
+    const written = await next(first!);
     if (written === undefined) return undefined;
     await onWrite(written.status!);
     machine = { ...written, metadata: { ...written.metadata, resourceVersion: "2" } };
     return machine;
   };
-  return inside;
+  return new AgentDaemon(cfg, pino({ level: "silent" }), {
+    entry: "unused",
+    apiSide: { api, view },
+  });
 }

@@ -3,7 +3,7 @@
 // cluster-operator, the release channel with the guest's three releases built by
 // `liken release build`, the Cluster, the guest's kwok Node with its workload, the Machine,
 // and the machine's identity issued through the CSR API. `stop()` ends all of it.
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -13,13 +13,13 @@ import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { API_VERSION, type Cluster, type Machine, type ReleaseRef } from "../../src/api/types.js";
 import { likenEntry, useCliBundle } from "../../src/cli/entry.js";
 import { ensureBinaries } from "../../src/controlplane/build.js";
-import { down, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
-import { REPO_ROOT } from "../../src/controlplane/paths.js";
+import type { ControlPlaneState } from "../../src/controlplane/instance.js";
 import { installApi } from "../../src/lab/lab.js";
 import { operatorKubeconfig, startOperator } from "../../src/lab/processes.js";
 import { startWebhookService } from "../../src/lab/webhook-service.js";
 import { EVICTION_PATH } from "../../src/operator/webhook/names.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
+import { upOwned } from "../support/controlplane-owned.js";
 import { issueMachineCert, type IssuedIdentity } from "./machine-identity.js";
 import { createNode, placeWorkload } from "./machine-workload.js";
 
@@ -61,29 +61,6 @@ export interface Host {
   stop(): Promise<void>;
 }
 
-/** The control plane's reaper (src/controlplane/reaper.ts): stops it if this process dies. */
-function startReaper(name: string): () => void {
-  const reaper = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      path.join(REPO_ROOT, "src", "controlplane", "reaper.ts"),
-      String(process.pid),
-      name,
-    ],
-    { detached: true, stdio: "ignore", cwd: REPO_ROOT },
-  );
-  reaper.unref();
-  return () => {
-    try {
-      if (reaper.pid !== undefined) process.kill(reaper.pid);
-    } catch {
-      // already gone
-    }
-  };
-}
-
 /**
  * `liken release build ... -a rootfs=<slot image>@0 [-a kernel=... -a initrd=...]`, as
  * docs/machine.md tells an image builder: the slot image at offset 0 so the slot mounts, the boot
@@ -121,16 +98,14 @@ export async function startHost(o: HostOptions): Promise<Host> {
   const stop = async (): Promise<void> => {
     for (const s of stoppers.splice(0).reverse()) await s().catch(() => undefined);
   };
-  const stopReaper = startReaper(o.name);
-  stoppers.push(async () => stopReaper());
   try {
     mkdirSync(o.dir, { recursive: true });
     const binDir = await ensureBinaries(o.log);
     await useCliBundle();
-    const cp = await timed("control plane", () =>
-      up({ name: o.name, ownerPid: process.pid, log: o.log }),
-    );
-    stoppers.push(async () => void (await down(o.name)));
+    // With the control plane's reaper, for a SIGKILL (test/support/controlplane-owned.ts).
+    const owned = await timed("control plane", () => upOwned(o.name, o.log));
+    stoppers.push(owned.stop);
+    const cp = owned.state;
     await timed("API install", () => installApi(binDir, cp.kubeconfig));
     const kc = loadKubeConfig(cp.kubeconfig);
     const api = new LikenApi(kc, "liken-machine-scenario");
@@ -188,7 +163,7 @@ export async function startHost(o: HostOptions): Promise<Host> {
       { logFile: path.join(o.dir, "operator.log"), lifetimeSeconds: o.lifetimeSeconds },
     );
     // On an exit without stop() (an uncaught error, a signal handler's exit), end the operator
-    // here; the control plane has its reaper, QEMU its own handler (qemu.ts).
+    // here; the control plane has its reaper, QEMU its own handler (images/qemu.ts).
     const onExit = (): void => {
       try {
         process.kill(operatorPid, "SIGTERM");

@@ -15,6 +15,7 @@ import {
 } from "../../images/machine/contract.js";
 import { buildMachineImages } from "../../images/machine/build.js";
 import { writeStatePartition } from "../../images/machine/state.js";
+import { OVMF_VARS, startQemu, stopQemu } from "../../images/qemu.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import { caPem } from "./machine-host.js";
 import { machineKubeconfig } from "./machine-identity.js";
@@ -26,7 +27,6 @@ import {
 } from "./machine-console.js";
 import type { Guest } from "./machine-guest.js";
 import { CLUSTER, MACHINE, type GuestStarter } from "./machine.js";
-import { OVMF_VARS, startQemu, stopQemu } from "./qemu.js";
 import { SerialConsole } from "./serial.js";
 
 /** The guest's memory: Debian with systemd and Node.js, the agent downloading. */

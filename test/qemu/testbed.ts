@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildTestbed, type Manifest } from "../../images/build.js";
+import { OVMF_VARS, startQemu, stopQemu } from "../../images/qemu.js";
 import { ImageEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
 import type { BootVerdict, Slot } from "../../src/bootloader/types.js";
@@ -31,7 +32,6 @@ import {
   type BootLine,
   type ScenarioName,
 } from "./scenarios.js";
-import { OVMF_VARS, startQemu, stopQemu } from "./qemu.js";
 import { SerialConsole } from "./serial.js";
 
 /**

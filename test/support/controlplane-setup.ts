@@ -1,15 +1,15 @@
 // vitest globalSetup of the integration tier: one real control plane for the whole run.
-// It is owned by this process: a reaper tears it down if the runner is killed, and the next
-// run sweeps whatever a killed run left behind.
-import { spawn } from "node:child_process";
+// It is owned by this process: a reaper tears it down if the runner is killed
+// (controlplane-owned.ts), and the next run sweeps whatever a killed run left behind.
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { ensureBinaries } from "../../src/controlplane/build.js";
-import { down, sweepOrphans, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
+import { sweepOrphans, type ControlPlaneState } from "../../src/controlplane/instance.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { useCliBundle } from "../../src/cli/entry.js";
 import { applyManifests } from "./apply.js";
+import { upOwned } from "./controlplane-owned.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -29,45 +29,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await useCliBundle();
   const name = `test-${process.pid}`;
   const started = Date.now();
-  // The reaper outlives a killed runner (its own process group) and stops the control plane;
-  // it starts first, so a runner killed halfway through `up` is covered too.
-  const reaper = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      path.join(REPO_ROOT, "src", "controlplane", "reaper.ts"),
-      String(process.pid),
-      name,
-    ],
-    { detached: true, stdio: "ignore", cwd: REPO_ROOT },
-  );
-  reaper.unref();
-  const stopReaper = (): void => {
-    try {
-      if (reaper.pid) process.kill(reaper.pid);
-    } catch {
-      // already gone
-    }
-  };
-  let state: ControlPlaneState;
+  const { state, stop } = await upOwned(name, log);
   try {
-    state = await up({ name, ownerPid: process.pid, log });
     const crdDir = path.join(REPO_ROOT, "config", "crd");
     if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
       await applyManifests(state, crdDir);
     }
   } catch (e) {
-    await down(name);
-    stopReaper();
+    await stop();
     throw e;
   }
   log(
     `liken: test control plane ${state.server} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   project.provide("controlPlane", state);
-  return async () => {
-    await down(name);
-    stopReaper();
-  };
+  return stop;
 }

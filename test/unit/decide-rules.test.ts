@@ -11,7 +11,6 @@ import type {
   Machine,
   MachineStatus,
   RebootTurn,
-  TrialRecord,
 } from "../../src/api/index.js";
 import { decide, type ChannelView, type Decision } from "../../src/operator/decide.js";
 import {
@@ -27,19 +26,11 @@ import {
   machine,
   observed,
   turn,
+  GRANTED,
+  failedTrial,
+  back,
+  turnEnding,
 } from "./operator-fixtures.js";
-
-const GRANTED = iso(NOW, -60);
-
-const trial = (over: Partial<TrialRecord> = {}): TrialRecord => ({
-  version: V2,
-  digest: D2,
-  slot: "b",
-  result: "Failed",
-  at: iso(NOW, -10),
-  reason: "TrialFellBack",
-  ...over,
-});
 
 const timedOut = (over: Partial<DrainTimedOut> = {}): DrainTimedOut => ({
   version: V2,
@@ -110,12 +101,12 @@ describe("a turn release says what ended it", () => {
     },
     {
       name: "a failed trial of another release is not this turn's rollback",
-      status: { step: "Failed", lastTrial: trial({ version: V3, digest: D3 }) },
+      status: { step: "Failed", lastTrial: failedTrial({ version: V3, digest: D3 }) },
       want: `GivenBack: it no longer asks for a turn for ${V2} (step Failed)`,
     },
     {
       name: "a succeeded trial is not a rollback",
-      status: { step: "Ready", lastTrial: trial({ result: "Succeeded" }) },
+      status: { step: "Ready", lastTrial: failedTrial({ result: "Succeeded" }) },
       want: `GivenBack: it no longer asks for a turn for ${V2} (step Ready)`,
     },
     {
@@ -123,7 +114,7 @@ describe("a turn release says what ended it", () => {
       status: {
         step: "UpdatePending",
         turnRequest: { version: V2, digest: D2, at: GRANTED },
-        lastTrial: trial({ at: iso(NOW, -61) }),
+        lastTrial: failedTrial({ at: iso(NOW, -61) }),
       },
       want: "kept",
     },
@@ -134,13 +125,9 @@ describe("a turn release says what ended it", () => {
     },
   ];
   it.each(cases)("$name: $want", ({ spec, status, want }) => {
-    const m = machine("m1", { spec, status: { turnRequest: undefined, ...status } });
-    const d = decide(
-      observed(cluster({ turns: [turn("m1", { grantedAt: GRANTED })] }), [m]),
-      SETTINGS,
+    expect(turnEnding(machine("m1", { spec, status: { turnRequest: undefined, ...status } }))).toBe(
+      want,
     );
-    const r = d.releases[0];
-    expect(r === undefined ? "kept" : `${r.reason}: ${r.message}`).toBe(want);
   });
 
   it("a turn recorded without a digest is given back when the request names another version", () => {
@@ -163,13 +150,12 @@ describe("a turn release says what ended it", () => {
 describe("soak: a machine back and Ready keeps its turn for spec.rollout.soakSeconds", () => {
   const soaking = (c: Cluster, seconds: number): Cluster =>
     withSpec(c, { rollout: { soakSeconds: seconds } });
-  const back = machine("m1", { status: { version: V2, digest: D2, step: "Ready" } });
   const updating = machine("m1", { status: { version: V2, digest: D2, step: "Updating" } });
   const settle = (t: RebootTurn, m: Machine, seconds = 60, silentFor?: Record<string, number>) =>
     decide(observed(soaking(cluster({ turns: [t] }), seconds), [m], { silentFor }), SETTINGS);
 
   it("the soak's end releases the turn, saying how long it soaked", () => {
-    const d = settle(turn("m1", { returnedAt: iso(NOW, -60) }), back);
+    const d = settle(turn("m1", { returnedAt: iso(NOW, -60) }), back("m1"));
     expect(d.releases.map((r) => `${r.reason}: ${r.message}`)).toEqual([
       `Returned: back on ${V2} and Ready for 60 s (soak)`,
     ]);
@@ -188,7 +174,7 @@ describe("soak: a machine back and Ready keeps its turn for spec.rollout.soakSec
   });
 
   it("silent (Lost) during the soak: the soak starts again", () => {
-    const d = settle(turn("m1", { returnedAt: iso(NOW, -30) }), back, 60, { m1: 600 });
+    const d = settle(turn("m1", { returnedAt: iso(NOW, -30) }), back("m1"), 60, { m1: 600 });
     expect(d.status.rebootTurns).toEqual([turn("m1")]);
   });
 
@@ -310,7 +296,7 @@ describe("a brake raises its Event once, when it begins to hold", () => {
   const fellBack = machine("f1", {
     status: {
       step: "Failed",
-      lastTrial: trial({ at: iso(NOW, -30) }),
+      lastTrial: failedTrial({ at: iso(NOW, -30) }),
       failedReleases: [{ version: V2, digest: D2, at: iso(NOW, -30), reason: "TrialFellBack" }],
     },
   });

@@ -18,6 +18,7 @@ import {
   NOW,
   V2,
   D2,
+  failedTrial,
 } from "./operator-fixtures.js";
 
 describe("metrics address", () => {
@@ -81,14 +82,7 @@ describe("operator metrics", () => {
     const failed = machine("m1", {
       status: {
         step: "Failed",
-        lastTrial: {
-          version: V2,
-          digest: D2,
-          slot: "b",
-          result: "Failed",
-          at: iso(NOW, -10),
-          reason: "TrialFellBack",
-        },
+        lastTrial: failedTrial(),
       },
     });
     const c = cluster({ turns: [turn("m1")] });

@@ -20,25 +20,20 @@ import {
   machine,
   observed,
   turn,
+  failedTrial,
+  back,
 } from "./operator-fixtures.js";
 
-const failedTrial = (over: Partial<TrialRecord> = {}): TrialRecord => ({
-  version: V2,
-  digest: D2,
-  slot: "b",
-  result: "Failed",
-  at: iso(NOW, -30),
-  reason: "TrialFellBack",
-  message: "the bootloader booted slot a",
-  ...over,
-});
+/** The fixtures' failed trial, 30 s ago, with the message the agent writes. */
+const fallenBack = (over: Partial<TrialRecord> = {}): TrialRecord =>
+  failedTrial({ at: iso(NOW, -30), message: "the bootloader booted slot a", ...over });
 
 /** A machine that tried V2, fell back to V1 and will not retry it. */
 const fellBack = (name: string, over: Partial<TrialRecord> = {}): Machine =>
   machine(name, {
     status: {
       step: "Failed",
-      lastTrial: failedTrial(over),
+      lastTrial: fallenBack(over),
       failedReleases: [
         {
           version: V2,
@@ -81,7 +76,7 @@ describe("failure brake: which trials count", () => {
         machine("m1", {
           status: {
             version: V2,
-            lastTrial: failedTrial({ result: "Succeeded", reason: "Promoted" }),
+            lastTrial: fallenBack({ result: "Succeeded", reason: "Promoted" }),
           },
         }),
       ],
@@ -227,7 +222,7 @@ describe("failure brake in decide", () => {
   });
 
   it("a complete rollout is complete, whatever failed on the way", () => {
-    const ok = machine("m1", { status: { version: V2, digest: D2, lastTrial: failedTrial() } });
+    const ok = machine("m1", { status: { version: V2, digest: D2, lastTrial: fallenBack() } });
     expect(progressing(decide(observed(cluster(), [ok]), SETTINGS))?.reason).toBe(
       "RolloutComplete",
     );
@@ -307,7 +302,7 @@ describe("failure brake: a release no machine proved goes to few at a time", () 
         machine("p1", {
           status: {
             step: "Lost",
-            lastTrial: failedTrial({ result: "Succeeded", reason: "Promoted" }),
+            lastTrial: fallenBack({ result: "Succeeded", reason: "Promoted" }),
           },
         }),
         ...four(),
@@ -470,8 +465,6 @@ describe("maintenance windows in decide", () => {
 
 describe("soak in decide", () => {
   const soaking = (c: Cluster, s: number): Cluster => withRollout(c, { soakSeconds: s });
-  const back = (name: string): Machine =>
-    machine(name, { status: { version: V2, digest: D2, step: "Ready" } });
 
   it("without soak a machine back and Ready gives its turn back at once", () => {
     const d = decide(observed(cluster({ turns: [turn("m1")] }), [back("m1")]), SETTINGS);
@@ -520,7 +513,7 @@ describe("soak in decide", () => {
 
   it("a rollback is released at once, soak or not", () => {
     const rolled = machine("m1", {
-      status: { version: V1, step: "Failed", lastTrial: failedTrial({ at: iso(NOW, -10) }) },
+      status: { version: V1, step: "Failed", lastTrial: fallenBack({ at: iso(NOW, -10) }) },
     });
     const d = decide(observed(soaking(cluster({ turns: [turn("m1")] }), 600), [rolled]), SETTINGS);
     expect(d.releases.map((r) => r.reason)).toEqual(["RolledBack"]);

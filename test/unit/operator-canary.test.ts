@@ -17,6 +17,8 @@ import {
   machine,
   observed,
   turn,
+  failedTrial,
+  back,
 } from "./operator-fixtures.js";
 
 const withCanary = (
@@ -31,8 +33,6 @@ const withCanary = (
 });
 
 const leader = (name: string): Machine => asking(name, { spec: { role: "Leader" } });
-const back = (name: string): Machine =>
-  machine(name, { status: { version: V2, digest: D2, step: "Ready" } });
 const reason = (c: Cluster, ms: Machine[]) =>
   decide(observed(c, ms), SETTINGS).status.conditions?.find((x) => x.type === "Progressing");
 
@@ -194,14 +194,7 @@ describe("canary: the pause", () => {
     const failedCanary = machine("w1", {
       status: {
         step: "Failed",
-        lastTrial: {
-          version: V2,
-          digest: D2,
-          slot: "b",
-          result: "Failed",
-          at: iso(NOW, -5),
-          reason: "TrialFellBack",
-        },
+        lastTrial: failedTrial({ at: iso(NOW, -5) }),
       },
     });
     const c = withCanary(cluster(), { machines: 1 }, rec);

@@ -18,42 +18,34 @@ import {
   machine,
   observed,
   turn,
+  GRANTED,
+  failedTrial,
+  turnEnding,
 } from "./operator-fixtures.js";
 
-const GRANTED = iso(NOW, -60);
-
 describe("a turn ends on the machine's own report", () => {
-  const trial = (over: Partial<NonNullable<MachineStatus["lastTrial"]>> = {}) => ({
-    version: V2,
-    digest: D2,
-    slot: "b" as const,
-    result: "Failed" as const,
-    at: iso(NOW, -10),
-    reason: "TrialFellBack",
-    ...over,
-  });
   const cases: { name: string; status: Partial<MachineStatus> | undefined; want: string }[] = [
     {
       name: "its trial of the turn's release failed after the grant",
-      status: { step: "Failed", lastTrial: trial() },
+      status: { step: "Failed", lastTrial: failedTrial() },
       want: `RolledBack: its trial of ${V2} failed (TrialFellBack); it runs ${V1}`,
     },
     {
       name: "a trial reported at the very second of the grant counts",
-      status: { step: "Failed", lastTrial: trial({ at: GRANTED }) },
+      status: { step: "Failed", lastTrial: failedTrial({ at: GRANTED }) },
       want: `RolledBack: its trial of ${V2} failed (TrialFellBack); it runs ${V1}`,
     },
     {
       name: "a skipped trial",
       status: {
         step: "Ready",
-        lastTrial: trial({ result: "Skipped", reason: "SlotCheckMismatch" }),
+        lastTrial: failedTrial({ result: "Skipped", reason: "SlotCheckMismatch" }),
       },
       want: `RolledBack: its trial of ${V2} was skipped (SlotCheckMismatch); it runs ${V1}`,
     },
     {
       name: "no running version reported",
-      status: { version: undefined, step: "Failed", lastTrial: trial() },
+      status: { version: undefined, step: "Failed", lastTrial: failedTrial() },
       want: `RolledBack: its trial of ${V2} failed (TrialFellBack); it runs its previous release`,
     },
     {
@@ -61,18 +53,18 @@ describe("a turn ends on the machine's own report", () => {
       status: {
         step: "Updating",
         updateStage: "Draining",
-        lastTrial: trial({ at: iso(NOW, -61) }),
+        lastTrial: failedTrial({ at: iso(NOW, -61) }),
       },
       want: "kept",
     },
     {
       name: "a failed trial while it still says Updating",
-      status: { step: "Updating", lastTrial: trial() },
+      status: { step: "Updating", lastTrial: failedTrial() },
       want: "kept",
     },
     {
       name: "a failed trial of another release",
-      status: { step: "Updating", lastTrial: trial({ version: V3 }) },
+      status: { step: "Updating", lastTrial: failedTrial({ version: V3 }) },
       want: "kept",
     },
     {
@@ -80,7 +72,7 @@ describe("a turn ends on the machine's own report", () => {
       status: {
         step: "Updating",
         updateStage: "Proving",
-        lastTrial: trial({ result: "Succeeded" }),
+        lastTrial: failedTrial({ result: "Succeeded" }),
       },
       want: "kept",
     },
@@ -111,13 +103,7 @@ describe("a turn ends on the machine's own report", () => {
     },
   ];
   it.each(cases)("$name: $want", ({ status, want }) => {
-    const m: Machine = machine("m1", { status: { turnRequest: undefined, ...status } });
-    const d = decide(
-      observed(cluster({ turns: [turn("m1", { grantedAt: GRANTED })] }), [m]),
-      SETTINGS,
-    );
-    const r = d.releases[0];
-    expect(r === undefined ? "kept" : `${r.reason}: ${r.message}`).toBe(want);
+    expect(turnEnding(machine("m1", { status: { turnRequest: undefined, ...status } }))).toBe(want);
   });
 
   it("a turn recorded without a digest is still asked for by any digest of its version", () => {

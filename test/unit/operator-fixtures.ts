@@ -7,8 +7,14 @@ import type {
   MachineStatus,
   MachineSpec,
   RebootTurn,
+  TrialRecord,
 } from "../../src/api/index.js";
-import { DEFAULT_SETTINGS, type DecideSettings, type Observed } from "../../src/operator/decide.js";
+import {
+  decide,
+  DEFAULT_SETTINGS,
+  type DecideSettings,
+  type Observed,
+} from "../../src/operator/decide.js";
 
 export const V1 = "2026.10.10-001";
 export const V2 = "2026.10.12-001";
@@ -22,6 +28,9 @@ export const T0 = new Date("2026-12-02T10:00:00Z");
 export const NOW = new Date("2026-12-02T10:05:00Z");
 export const iso = (d: Date, plusSeconds = 0): string =>
   new Date(d.getTime() + plusSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+/** When the tables' turns were granted: a minute before NOW. */
+export const GRANTED = iso(NOW, -60);
 
 export const SETTINGS: DecideSettings = { ...DEFAULT_SETTINGS, identity: "op-a" };
 
@@ -86,7 +95,7 @@ export function machine(
 export function turn(machineName: string, opts: Partial<RebootTurn> = {}): RebootTurn {
   return {
     machine: machineName,
-    grantedAt: iso(NOW, -60),
+    grantedAt: GRANTED,
     grantedBy: "op-b",
     leader: false,
     version: V2,
@@ -94,6 +103,37 @@ export function turn(machineName: string, opts: Partial<RebootTurn> = {}): Reboo
     deadline: iso(NOW, 1700),
     ...opts,
   };
+}
+
+/** A machine back on V2 and Ready, as after its turn. */
+export function back(name: string): Machine {
+  return machine(name, { status: { version: V2, digest: D2, step: "Ready" } });
+}
+
+/** A trial of V2 in slot b that fell back, reported 10 s before NOW. */
+export function failedTrial(over: Partial<TrialRecord> = {}): TrialRecord {
+  return {
+    version: V2,
+    digest: D2,
+    slot: "b",
+    result: "Failed",
+    at: iso(NOW, -10),
+    reason: "TrialFellBack",
+    ...over,
+  };
+}
+
+/**
+ * What decide() does with the turn m1 holds (granted at GRANTED) when m1 reads as `m`:
+ * "kept", or the release as "reason: message".
+ */
+export function turnEnding(m: Machine): string {
+  const d = decide(
+    observed(cluster({ turns: [turn("m1", { grantedAt: GRANTED })] }), [m]),
+    SETTINGS,
+  );
+  const r = d.releases[0];
+  return r === undefined ? "kept" : `${r.reason}: ${r.message}`;
 }
 
 /** Every machine renewed its heartbeat 5 s ago unless listed in `silentFor` (seconds). */

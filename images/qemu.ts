@@ -1,6 +1,10 @@
-// Starting and stopping QEMU for the testbed's guests, so that none outlives the process that
-// started it: each runs under `timeout` (which ends it even if this process dies by SIGKILL),
-// and on exit or a stop signal every QEMU still running is ended by pid.
+// Starting and stopping QEMU for every guest liken boots: the testbed's scenarios, the machine
+// scenario and the machine image's smoke boot. One machine: q35 under TCG, OVMF with this run's
+// copy of its variables, the disk on virtio, the i6300esb watchdog, the serial console as ser0.
+//
+// None outlives the process that started it: each runs under `timeout` (which ends it even if
+// this process dies by SIGKILL), and on exit or a stop signal every QEMU still running is ended
+// by pid.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
@@ -33,23 +37,38 @@ function installHandlers(): void {
   }
 }
 
-export interface QemuOptions {
+/** Where the serial console (chardev ser0) goes. */
+export type QemuSerial =
+  /** A unix socket, server=on,wait=on: the guest starts once someone connects. */
+  | { serialSocket: string }
+  /** A file that QEMU writes the console to. */
+  | { serialFile: string };
+
+export type QemuOptions = QemuSerial & {
   /** Where qemu.stderr goes. */
   dir: string;
   disk: string;
+  /**
+   * The disk is a copy thrown away after the boot: cache=unsafe, its writes need not reach the
+   * file before QEMU exits.
+   */
+  throwawayDisk?: boolean;
   /** This run's copy of the OVMF variable store. */
   vars: string;
-  /** The serial console's unix socket (server=on,wait=on: the guest starts once we connect). */
-  serialSocket: string;
   memoryMiB?: number;
   /** Further arguments (a network device). */
   extra?: string[];
   /** Upper bound of QEMU's life in seconds: `timeout` ends it whatever happens here. */
   lifetimeSeconds: number;
-}
+};
 
-export function startQemu(o: QemuOptions): ChildProcess {
-  const args = [
+/** qemu-system-x86_64's arguments for `o`. */
+export function qemuArgs(o: QemuOptions): string[] {
+  const chardev =
+    "serialSocket" in o
+      ? `socket,id=ser0,path=${o.serialSocket},server=on,wait=on`
+      : `file,id=ser0,path=${o.serialFile}`;
+  return [
     "-machine",
     "q35,accel=tcg",
     "-m",
@@ -65,22 +84,25 @@ export function startQemu(o: QemuOptions): ChildProcess {
     "-drive",
     `if=pflash,format=raw,unit=1,file=${o.vars}`,
     "-drive",
-    `file=${o.disk},format=raw,if=virtio`,
+    `file=${o.disk},format=raw,if=virtio${o.throwawayDisk === true ? ",cache=unsafe" : ""}`,
     // The emulated watchdog resets the machine, as a board's watchdog would.
     "-device",
     "i6300esb",
     "-action",
     "watchdog=reset",
     "-chardev",
-    `socket,id=ser0,path=${o.serialSocket},server=on,wait=on`,
+    chardev,
     "-serial",
     "chardev:ser0",
     ...(o.extra ?? []),
   ];
+}
+
+export function startQemu(o: QemuOptions): ChildProcess {
   const errFd = openSync(join(o.dir, "qemu.stderr"), "w");
   const child = spawn(
     "timeout",
-    ["--kill-after=10", String(o.lifetimeSeconds), "qemu-system-x86_64", ...args],
+    ["--kill-after=10", String(o.lifetimeSeconds), "qemu-system-x86_64", ...qemuArgs(o)],
     { stdio: ["ignore", "ignore", errFd] },
   );
   closeSync(errFd);

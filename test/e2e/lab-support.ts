@@ -1,0 +1,103 @@
+// What the lab's end-to-end tests share: starting `npm run lab` as a newcomer does (in its own
+// process group, as in a terminal) and reading the tour it prints, waiting with a snapshot of
+// the lab in the timeout's message, and stopping every lab a file started.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
+import { LAB_DIR, LAB_KUBECONFIG } from "../../src/lab/lab.js";
+import { waitFor } from "../support/kube.js";
+
+export const exec = promisify(execFile);
+
+/** Every lab this file started, for stopLabs. */
+const labs: ChildProcess[] = [];
+
+/** Ctrl-C to each lab still running (its whole group), waiting for each to exit. For afterAll. */
+export async function stopLabs(): Promise<void> {
+  for (const c of labs) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const exited = new Promise((r) => c.once("exit", r));
+    try {
+      process.kill(-c.pid!, "SIGINT");
+    } catch {
+      continue; // the group is gone already
+    }
+    await exited;
+  }
+}
+
+export interface StartedLab {
+  lab: ChildProcess;
+  /** The tour's command lines, from "In another terminal:" on (see printedCommands). */
+  commands: string[];
+  /** The printed `export KUBECONFIG=...` line, to run before each printed command. */
+  exportLine: string;
+}
+
+/** `npm run -s lab` in this checkout, once it has printed its tour. */
+export async function startLab(): Promise<StartedLab> {
+  const lab = spawn("npm", ["run", "-s", "lab"], {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group, as in a terminal, where Ctrl-C signals the whole group.
+    detached: true,
+  });
+  labs.push(lab);
+  let stderr = "";
+  lab.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  lab.stdout!.resume();
+  await until("the lab to print its tour", async () => stderr.includes("Ctrl-C stops"), 240_000);
+  const commands = printedCommands(stderr.slice(stderr.indexOf("In another terminal:")));
+  return { lab, commands, exportLine: printed(commands, "export KUBECONFIG=") };
+}
+
+/** waitFor from the test support, with a snapshot of the lab in the timeout's message. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs, intervalMs: 500 });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await labSnapshot()}`);
+  }
+}
+
+/** What the lab looks like, for a failure's message: objects, and each agent's last lines. */
+async function labSnapshot(): Promise<string> {
+  const out: string[] = [];
+  try {
+    const r = await exec(binaryPath("kubectl"), ["get", "clusters,machines", "-o", "wide"], {
+      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+    });
+    out.push(r.stdout);
+  } catch (e) {
+    out.push(`kubectl: ${String(e)}`);
+  }
+  const dir = path.join(LAB_DIR, "lab", "machines");
+  for (const m of existsSync(dir) ? readdirSync(dir) : []) {
+    const log = path.join(dir, m, "agent.log");
+    if (!existsSync(log)) continue;
+    const lines = readFileSync(log, "utf8").trimEnd().split("\n");
+    out.push(`${m}:`, ...lines.slice(-6).map((l) => `  ${l.slice(0, 300)}`));
+  }
+  return out.join("\n");
+}
+
+/** The tour's command lines: two spaces in, the comment after "# " cut off. */
+export function printedCommands(tour: string): string[] {
+  return tour
+    .split("\n")
+    .filter((l) => /^ {2}\S/.test(l))
+    .map((l) => l.trim().replace(/\s+# .*$/, ""));
+}
+
+/** The printed command that starts with `start`; throws when the tour prints none. */
+export function printed(commands: string[], start: string): string {
+  const c = commands.find((l) => l.startsWith(start));
+  if (c === undefined) throw new Error(`the tour prints no command starting with ${start}`);
+  return c;
+}
