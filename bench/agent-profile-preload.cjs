@@ -37,7 +37,8 @@ process.on("SIGUSR2", () => {
     return writeFileSync(path.join(dir, `${process.pid}.done`), "");
   }
   session.post("Profiler.stop", (err, res) => {
-    if (!err) writeFileSync(path.join(dir, `${process.pid}.cpuprofile`), JSON.stringify(res.profile));
+    if (!err)
+      writeFileSync(path.join(dir, `${process.pid}.cpuprofile`), JSON.stringify(res.profile));
     session.disconnect();
   });
 });

@@ -16,7 +16,14 @@ import { promisify } from "node:util";
 import { loadRestConfig, Rest } from "../src/api/rest.js";
 import { RestResource } from "../src/api/rest-resource.js";
 import { ResourceWatcher } from "../src/api/watch.js";
-import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "../src/lab/lab.js";
+import {
+  LAB_CLUSTER,
+  LAB_DIR,
+  LAB_KUBECONFIG,
+  startLab,
+  stopLab,
+  type Lab,
+} from "../src/lab/lab.js";
 import { startFleet } from "../src/lab/processes.js";
 
 const N = Number(process.env.BENCH_MACHINES ?? 5);
@@ -196,11 +203,22 @@ async function profile(lab: Lab, profDir: string): Promise<void> {
   let open = false;
   const crd = "/apis/liken.sh/v1alpha1";
   const watchers = [
-    new ResourceWatcher(new RestResource(rest, "Machine", `${crd}/machines`, "b"), count("Machine")),
-    new ResourceWatcher(new RestResource(rest, "Cluster", `${crd}/clusters`, "b"), count("Cluster")),
+    new ResourceWatcher(
+      new RestResource(rest, "Machine", `${crd}/machines`, "b"),
+      count("Machine"),
+    ),
+    new ResourceWatcher(
+      new RestResource(rest, "Cluster", `${crd}/clusters`, "b"),
+      count("Cluster"),
+    ),
     new ResourceWatcher(new RestResource(rest, "Node", "/api/v1/nodes", "b"), count("Node")),
     new ResourceWatcher(
-      new RestResource(rest, "Lease", "/apis/coordination.k8s.io/v1/namespaces/liken-heartbeats/leases", "b"),
+      new RestResource(
+        rest,
+        "Lease",
+        "/apis/coordination.k8s.io/v1/namespaces/liken-heartbeats/leases",
+        "b",
+      ),
       count("Lease"),
     ),
   ];
@@ -225,7 +243,8 @@ async function profile(lab: Lab, profDir: string): Promise<void> {
     const ms = now.reduce((n, c, j) => n + c - prev[j]!, 0) / pids.length;
     series.push(((ms * 60) / 5).toFixed(0));
     prev = now;
-    for (const [pid, ports] of await sockets(port)) for (const p of ports) seenPorts.get(pid)?.add(p);
+    for (const [pid, ports] of await sockets(port))
+      for (const p of ports) seenPorts.get(pid)?.add(p);
   }
   open = false;
   for (const p of pids) process.kill(p, "SIGUSR2");
@@ -251,7 +270,9 @@ async function profile(lab: Lab, profDir: string): Promise<void> {
   log(
     `schedstat ms/min per agent by thread: ${[...byThread]
       .map(([k, v]) => `${k}=${(v / 1e6 / minutes / pids.length).toFixed(1)}`)
-      .join(" ")} (total ${([...byThread.values()].reduce((a, b) => a + b, 0) / 1e6 / minutes / pids.length).toFixed(1)})`,
+      .join(
+        " ",
+      )} (total ${([...byThread.values()].reduce((a, b) => a + b, 0) / 1e6 / minutes / pids.length).toFixed(1)})`,
   );
   log(`sockets per agent at start: ${pids.map((p) => s0.get(p)?.size ?? 0).join(" ")}`);
   log(
@@ -305,7 +326,9 @@ async function profile(lab: Lab, profDir: string): Promise<void> {
       if (l.msg === "woken") woken.set(l.why ?? "", (woken.get(l.why ?? "") ?? 0) + 1);
     }
   }
-  log(`agent log lines in the window (all agents): ${[...lines].map(([k, v]) => `${k}=${v}`).join(", ")}`);
+  log(
+    `agent log lines in the window (all agents): ${[...lines].map(([k, v]) => `${k}=${v}`).join(", ")}`,
+  );
   log(`woken (all agents): ${[...woken].map(([k, v]) => `${k}=${v}`).join(", ")}`);
 
   // Each agent writes its profile when told to stop profiling.
@@ -324,7 +347,9 @@ async function profile(lab: Lab, profDir: string): Promise<void> {
     inclusive(p, 0, Infinity, incl);
   }
   const per = files * minutes;
-  log(`${files} profiles; sampled (not idle) ${(sampled / 1000 / per).toFixed(1)} ms/min per agent`);
+  log(
+    `${files} profiles; sampled (not idle) ${(sampled / 1000 / per).toFixed(1)} ms/min per agent`,
+  );
   log(`self time, per agent:\n${top(self, 40, per)}`);
   log(`under (inclusive, liken's frames), per agent:\n${top(incl, 40, per)}`);
 }

@@ -232,12 +232,14 @@ async function bench(lab: Lab): Promise<void> {
   // ---- idle
   const p0 = pids();
   if (p0.length !== N) throw new Error(`bench: ${p0.length} of ${N} agents run`);
-  log(`idle window opens; the youngest agent has run ${(Math.min(...p0.map(ageMs)) / 1000).toFixed(0)} s`);
+  log(
+    `idle window opens; the youngest agent has run ${(Math.min(...p0.map(ageMs)) / 1000).toFixed(0)} s`,
+  );
   const r0 = await requestTotals(lab);
   const c0 = p0.map(cpuOf);
   const t0 = Date.now();
   const series: string[] = [];
-  for (let prev = c0, t = t0; Date.now() - t0 < IDLE_MS; ) {
+  for (let prev = c0, t = t0; Date.now() - t0 < IDLE_MS;) {
     await sleep(Math.min(5_000, IDLE_MS - (Date.now() - t0)));
     const now = p0.map(cpuOf);
     const ms = now.reduce((n, c, i) => n + c.ms - prev[i]!.ms, 0) / N;
