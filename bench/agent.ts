@@ -45,6 +45,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
+import { loadavg } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ResourceWatcher } from "../src/api/watch.js";
@@ -161,6 +162,29 @@ function decidedAt(m: SimulatedMachine, since: number, moving: Set<string>): num
   return undefined;
 }
 
+/**
+ * The same small piece of work timed back to back and after 1 s asleep (the idle agent's
+ * rhythm), medians in µs: a CPU that runs a short burst after idling slower than a busy one
+ * (a clock lowered for power, caches taken by others) makes the same agent cost more CPU time.
+ */
+async function burstMicros(): Promise<{ hot: number; afterSleep: number }> {
+  const work = (): number => {
+    const t = process.hrtime.bigint();
+    let x = 0;
+    for (let i = 0; i < 200_000; i++) x = (x * 31 + i) | 0;
+    return Number(process.hrtime.bigint() - t) / 1000 + (x === 0.5 ? 1 : 0);
+  };
+  const median = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!;
+  for (let i = 0; i < 200; i++) work();
+  const hot = Array.from({ length: 100 }, work);
+  const afterSleep: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    await sleep(1_000);
+    afterSleep.push(work());
+  }
+  return { hot: median(hot), afterSleep: median(afterSleep) };
+}
+
 /** Sum of apiserver_request_total over every label set, and per verb/resource for the log. */
 async function requestTotals(lab: Lab): Promise<{ total: number; by: Map<string, number> }> {
   const stdout = await apiMetrics(lab);
@@ -238,6 +262,7 @@ async function bench(lab: Lab): Promise<void> {
   const r0 = await requestTotals(lab);
   const c0 = p0.map(cpuOf);
   const t0 = Date.now();
+  const burst = burstMicros();
   const series: string[] = [];
   for (let prev = c0, t = t0; Date.now() - t0 < IDLE_MS;) {
     await sleep(Math.min(5_000, IDLE_MS - (Date.now() - t0)));
@@ -258,8 +283,11 @@ async function bench(lab: Lab): Promise<void> {
     (c1.reduce((n, c, i) => n + c[k] - c0[i]![k], 0) / N / (t1 - t0)) * 60_000;
   const cpuPerMin = perMin("ms");
   log(`idle window ${((t1 - t0) / 1000).toFixed(0)} s: ${delta(r0.by, r1.by)}`);
+  const b = await burst;
   log(
-    `idle cpu ms/min per agent, each 5 s: ${series.join(" ")}; wake-ups ${perMin("runs").toFixed(0)}/min per agent`,
+    `idle cpu ms/min per agent, each 5 s: ${series.join(" ")}; wake-ups ${perMin("runs").toFixed(0)}/min per agent; ` +
+      `load average ${loadavg()[0]!.toFixed(1)}; a fixed piece of work took ${b.hot.toFixed(0)} µs hot, ` +
+      `${b.afterSleep.toFixed(0)} µs after 1 s asleep`,
   );
 
   // ---- background: the same control plane with every agent stopped
