@@ -14,8 +14,13 @@
 //                  (idle rate - background rate) / N. A watch is counted when it ends, so an
 //                  open watch shows here only when the server closes it (every 30-60 min).
 //   rss            median VmRSS of the agent processes at the end of the idle window;
-//   idle cpu       utime+stime of the agent processes over the idle window, ms per minute
-//                  per agent;
+//   idle cpu       time on the CPU of every thread of the agent processes over the idle window
+//                  (/proc/<pid>/task/*/schedstat, in ns), ms per minute per agent. The window
+//                  opens once every agent has run AGENT_SETTLE_MS: a young agent still pays its
+//                  start (V8 compiling its code, the memory reducer's full collections 50-75 s
+//                  after the start), and a window opened 20 s after the start measured that
+//                  tail instead of the idle agent. The log has the rate of each 5 s of the
+//                  window, so a tail would show, and the wake-ups (times a thread ran);
 //   react          spec.version set on the Cluster; from that write until each Machine's
 //                  status shows Downloading (or any later step), p99 over the N machines.
 //                  Where the time went, logged beside it: when each agent decided (its
@@ -35,10 +40,12 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
+import { loadavg } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ResourceWatcher } from "../src/api/watch.js";
@@ -54,8 +61,14 @@ const N = Number(process.env.BENCH_MACHINES ?? 20);
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 60_000);
 /** Agents stopped this long stay well inside the operator's 40 s Lost threshold. */
 const BACKGROUND_MS = 20_000;
-/** After the fleet reported and the operators started: start-up work, first writes, JIT. */
+/** After the fleet reported and the operators started: their first writes. */
 const SETTLE_MS = 15_000;
+/**
+ * The youngest agent's age when the idle window opens. Measured (bench/agent-profile.ts,
+ * --trace-gc): V8's memory reducer runs its full collections 50-75 s after an agent starts, and
+ * the rate of each 5 s falls to the idle rate by then.
+ */
+const AGENT_SETTLE_MS = 90_000;
 const BIG_BYTES = 256 * 1024 * 1024;
 const BIG_VERSION = "2026.10.20-001";
 const BIG_CLUSTER = "bench-big";
@@ -72,9 +85,30 @@ function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] ?? NaN;
 }
 
-function cpuMs(pid: number): number {
+/**
+ * Milliseconds on the CPU of every thread of `pid` (the thread pool and V8's helpers too), and
+ * how many times its threads ran, from schedstat: exact, where utime+stime count 10 ms ticks.
+ */
+function cpuOf(pid: number): { ms: number; runs: number } {
+  let ns = 0;
+  let runs = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const f = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ");
+      ns += Number(f[0]);
+      runs += Number(f[2]);
+    } catch {
+      // the thread ended
+    }
+  }
+  return { ms: ns / 1e6, runs };
+}
+
+/** Milliseconds since `pid` started (its start in clock ticks since boot, /proc/uptime now). */
+function ageMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(stat[11]) + Number(stat[12])) * 1000) / 100; // utime + stime, 100 Hz ticks
+  const uptime = Number(readFileSync("/proc/uptime", "utf8").split(" ")[0]);
+  return (uptime - Number(stat[19]) / 100) * 1000;
 }
 
 function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
@@ -126,6 +160,29 @@ function decidedAt(m: SimulatedMachine, since: number, moving: Set<string>): num
     if (l.time >= since && moving.has(l.step ?? "")) return l.time;
   }
   return undefined;
+}
+
+/**
+ * The same small piece of work timed back to back and after 1 s asleep (the idle agent's
+ * rhythm), medians in µs: a CPU that runs a short burst after idling slower than a busy one
+ * (a clock lowered for power, caches taken by others) makes the same agent cost more CPU time.
+ */
+async function burstMicros(): Promise<{ hot: number; afterSleep: number }> {
+  const work = (): number => {
+    const t = process.hrtime.bigint();
+    let x = 0;
+    for (let i = 0; i < 200_000; i++) x = (x * 31 + i) | 0;
+    return Number(process.hrtime.bigint() - t) / 1000 + (x === 0.5 ? 1 : 0);
+  };
+  const median = (a: number[]) => a.sort((x, y) => x - y)[a.length >> 1]!;
+  for (let i = 0; i < 3_000; i++) work(); // until V8 optimized it (200 runs were not enough)
+  const hot = Array.from({ length: 100 }, work);
+  const afterSleep: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    await sleep(1_000);
+    afterSleep.push(work());
+  }
+  return { hot: median(hot), afterSleep: median(afterSleep) };
 }
 
 /** Sum of apiserver_request_total over every label set, and per verb/resource for the log. */
@@ -190,24 +247,48 @@ async function bench(lab: Lab): Promise<void> {
   const machines = [...fleet.machines.values()];
   const pids = () => machines.map((m) => m.agentPid).filter((p): p is number => p !== undefined);
   await sleep(SETTLE_MS);
+  await waitFor(
+    `every agent has run ${AGENT_SETTLE_MS / 1000} s`,
+    () => pids().length === N && Math.min(...pids().map(ageMs)) >= AGENT_SETTLE_MS,
+    AGENT_SETTLE_MS + 60_000,
+  );
 
   // ---- idle
   const p0 = pids();
   if (p0.length !== N) throw new Error(`bench: ${p0.length} of ${N} agents run`);
+  log(
+    `idle window opens; the youngest agent has run ${(Math.min(...p0.map(ageMs)) / 1000).toFixed(0)} s`,
+  );
   const r0 = await requestTotals(lab);
-  const c0 = p0.map(cpuMs);
+  const c0 = p0.map(cpuOf);
   const t0 = Date.now();
-  await sleep(IDLE_MS);
+  const burst = burstMicros();
+  const series: string[] = [];
+  for (let prev = c0, t = t0; Date.now() - t0 < IDLE_MS;) {
+    await sleep(Math.min(5_000, IDLE_MS - (Date.now() - t0)));
+    const now = p0.map(cpuOf);
+    const ms = now.reduce((n, c, i) => n + c.ms - prev[i]!.ms, 0) / N;
+    series.push(((ms / (Date.now() - t)) * 60_000).toFixed(0));
+    [prev, t] = [now, Date.now()];
+  }
   const r1 = await requestTotals(lab);
   const t1 = Date.now();
-  const c1 = p0.map(cpuMs);
+  const c1 = p0.map(cpuOf);
   const rss =
     percentile(
       p0.map((p) => statusKiB(p, "VmRSS") ?? NaN),
       50,
     ) / 1024;
-  const cpuPerMin = (c1.reduce((n, c, i) => n + c - c0[i]!, 0) / N / (t1 - t0)) * 60_000;
+  const perMin = (k: "ms" | "runs") =>
+    (c1.reduce((n, c, i) => n + c[k] - c0[i]![k], 0) / N / (t1 - t0)) * 60_000;
+  const cpuPerMin = perMin("ms");
   log(`idle window ${((t1 - t0) / 1000).toFixed(0)} s: ${delta(r0.by, r1.by)}`);
+  const b = await burst;
+  log(
+    `idle cpu ms/min per agent, each 5 s: ${series.join(" ")}; wake-ups ${perMin("runs").toFixed(0)}/min per agent; ` +
+      `load average ${loadavg()[0]!.toFixed(1)}; a fixed piece of work took ${b.hot.toFixed(0)} µs hot, ` +
+      `${b.afterSleep.toFixed(0)} µs after 1 s asleep`,
+  );
 
   // ---- background: the same control plane with every agent stopped
   for (const p of p0) process.kill(p, "SIGSTOP");

@@ -77,12 +77,19 @@ export interface ObserverParts {
 export class Observer {
   /** What the last look said about the API server, to log only its changes. */
   private reachable = false;
+  /**
+   * The kernel command line, read at the first look: it is fixed for a boot, and this process
+   * lives within one boot (a reboot starts the agent again). Read every tick, it was the
+   * largest part of an idle agent's file reads (docs/agent.md, "Where an idle agent's CPU goes").
+   */
+  private cmdline: string | undefined;
 
   constructor(private readonly p: ObserverParts) {}
 
   async observe(): Promise<Observation> {
     const { cfg, memory, downloads } = this.p;
-    const runningSlot = runningSlotFromCmdline(await readFile(cfg.cmdline, "utf8"));
+    this.cmdline ??= await readFile(cfg.cmdline, "utf8");
+    const runningSlot = runningSlotFromCmdline(this.cmdline);
     const boot = judgeBoot(await this.p.bootloader.read(), runningSlot);
     if (boot.kind === "on-trial") await memory.update((m) => trialSeen(m, bootClockMs()));
     const progress = await downloads.progress(async (slot, digest) => {

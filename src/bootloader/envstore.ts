@@ -1,6 +1,7 @@
 // Where the two copies of liken's GRUB environment block live. Both implementations write in
 // place (the same sectors GRUB's save_env rewrites; a new file or a rename would move the blocks)
 // and fsync before returning, so the next write starts only after this one reached the medium.
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { BootloaderError } from "./errors.js";
@@ -28,30 +29,36 @@ function ioError(what: string, where: string, cause: unknown): BootloaderError {
   });
 }
 
-/** Reads `len` bytes at `offset`, or (len null) the whole file, capped one byte past a block. */
+/**
+ * Reads `len` bytes at `offset`, or (len null) the whole file, capped one byte past a block.
+ * Synchronous on purpose: the agent reads both copies every loop turn, and each step of an
+ * async read (open, stat, read, close) is a trip through libuv's thread pool that wakes two
+ * threads; for a 1 KiB block that is most of an idle agent's CPU (docs/agent.md, "Where an idle
+ * agent's CPU goes"). A read of the page cache takes microseconds.
+ */
 async function readAt(
   path: string,
   offset: number,
   len: number | null,
   where: string,
 ): Promise<Buffer | null> {
-  let fh;
+  let fd;
   try {
-    fh = await open(path, "r");
+    fd = openSync(path, "r");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw ioError("opening", where, e);
   }
   try {
     // A file is as long as it is (a short or long file is a corrupt block, and says so).
-    const n = len ?? Math.min((await fh.stat()).size, ENVBLK_SIZE + 1);
+    const n = len ?? Math.min(fstatSync(fd).size, ENVBLK_SIZE + 1);
     const buf = Buffer.alloc(n);
-    const { bytesRead } = await fh.read(buf, 0, n, offset);
+    const bytesRead = readSync(fd, buf, 0, n, offset);
     return buf.subarray(0, bytesRead);
   } catch (e) {
     throw ioError("reading", where, e);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
 

@@ -2,7 +2,8 @@
 //   slot-<x>/marker.json    the marker (written last, atomically, synced)
 //   slot-<x>/release.yaml   the staged release document, byte for byte as the catalog names it
 //   slot-<x>/progress.json  resume points of a download in progress
-import { mkdir, readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { removeDurably, writeFileAtomic } from "./atomic.js";
 import type { AgentSlotsConfig, SlotName } from "./config.js";
@@ -21,9 +22,14 @@ export interface Progress {
   artifacts: Record<string, ArtifactProgress>;
 }
 
+/**
+ * A small file, or undefined when it does not exist. Synchronous on purpose: the agent reads
+ * both markers every loop turn, and an async read is four trips through libuv's thread pool
+ * (open, stat, read, close), each waking two threads, for a few hundred bytes of page cache.
+ */
 async function readOptional(file: string): Promise<Buffer | undefined> {
   try {
-    return await readFile(file);
+    return readFileSync(file);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;

@@ -1,5 +1,18 @@
+import { createHook } from "node:async_hooks";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { look, nodeFacts } from "../../src/agent/observe.js";
+import { AgentApi } from "../../src/agent/api.js";
+import type { AgentConfig } from "../../src/agent/config.js";
+import { DownloadSupervisor } from "../../src/agent/download.js";
+import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
+import { look, nodeFacts, Observer } from "../../src/agent/observe.js";
+import { ApiView } from "../../src/agent/view.js";
+import { installGrubEnv } from "../../src/bootloader/grub.js";
+import { createBootloader } from "../../src/bootloader/index.js";
+import { SlotStore } from "../../src/slots/store.js";
 
 const NODE = { verb: "get", kind: "Node", name: "m1" };
 
@@ -32,5 +45,90 @@ describe("a look at the API is an answer or a failure with its cause, never a ve
       nodeReady: true,
       nodeUnread: undefined,
     });
+  });
+});
+
+describe("what a look reads on the machine", () => {
+  /** An Observer over real files: GRUB's two copies, the slot store, the memory file. */
+  async function observerOn(dir: string) {
+    const envDir = path.join(dir, "esp");
+    await installGrubEnv(envDir, "a");
+    const stateDir = path.join(dir, "state");
+    mkdirSync(stateDir, { recursive: true });
+    const kubeconfig = path.join(dir, "kubeconfig");
+    writeFileSync(
+      kubeconfig,
+      "apiVersion: v1\nkind: Config\ncurrent-context: c\n" +
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+        "users: [{name: u, user: {token: t}}]\n" +
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
+    );
+    const cmdline = path.join(dir, "cmdline");
+    const cfg = { machine: "m1", cluster: "c1", nodeName: "m1", cmdline } as AgentConfig;
+    const api = new AgentApi(kubeconfig, "m1");
+    const memory = new MemoryKeeper(new MemoryFile(stateDir));
+    await memory.load();
+    const observer = new Observer({
+      cfg,
+      log: pino({ level: "silent" }),
+      api,
+      // Never started: the API reads as not reachable, which this look does not need.
+      view: new ApiView(
+        api,
+        { machine: "m1", cluster: "c1", nodeName: "m1" },
+        () => {},
+        () => {},
+      ),
+      bootloader: createBootloader({ backend: "grub", envDir }),
+      store: new SlotStore({
+        slots: { a: { device: path.join(dir, "a.img") }, b: { device: path.join(dir, "b.img") } },
+        cmdline,
+        stateDir,
+        file: path.join(dir, "agent.yaml"),
+      }),
+      memory,
+      downloads: new DownloadSupervisor("unused", () => {}),
+    });
+    return { observer, cmdline };
+  }
+
+  it("reads the kernel command line at the first look only: it cannot change within a boot", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-observe-"));
+    try {
+      const { observer, cmdline } = await observerOn(dir);
+      writeFileSync(cmdline, "ro liken.slot=a quiet\n");
+      expect((await observer.observe()).o.running.slot).toBe("a");
+      // Each tick read it again (a file read every loopSeconds for nothing): a rewritten file
+      // was seen, a removed one failed the look.
+      writeFileSync(cmdline, "ro liken.slot=b quiet\n");
+      expect((await observer.observe()).o.running.slot).toBe("a");
+      rmSync(cmdline);
+      expect((await observer.observe()).o.running.slot).toBe("a");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an idle look makes no trip through libuv's thread pool (each wakes two threads)", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-observe-"));
+    try {
+      const { observer, cmdline } = await observerOn(dir);
+      writeFileSync(cmdline, "liken.slot=a\n");
+      await observer.observe();
+      // Every async fs request (fs.promises, callbacks) is an async resource of type FSREQ*.
+      const trips: string[] = [];
+      const hook = createHook({
+        init: (_id, type) => void (type.startsWith("FSREQ") && trips.push(type)),
+      }).enable();
+      try {
+        const seen = await observer.observe();
+        expect(seen.o.boot).toEqual({ kind: "steady", slot: "a" });
+      } finally {
+        hook.disable();
+      }
+      expect(trips).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
