@@ -83,13 +83,14 @@ export class Observer {
    * largest part of an idle agent's file reads (docs/agent.md, "Where an idle agent's CPU goes").
    */
   private cmdline: string | undefined;
+  /** This boot's id, read at the first look for the same reason. */
+  private bootId: string | undefined;
 
   constructor(private readonly p: ObserverParts) {}
 
   async observe(): Promise<Observation> {
     const { cfg, memory, downloads } = this.p;
-    this.cmdline ??= await readFile(cfg.cmdline, "utf8");
-    const runningSlot = runningSlotFromCmdline(this.cmdline);
+    const { runningSlot, bootId } = await this.thisBoot();
     const boot = judgeBoot(await this.p.bootloader.read(), runningSlot);
     if (boot.kind === "on-trial") await memory.update((m) => trialSeen(m, bootClockMs()));
     const progress = await downloads.progress(async (slot, digest) => {
@@ -122,13 +123,21 @@ export class Observer {
       drainedDigest: mem.drainedDigest,
       ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
-      bootId: await readBootId(cfg.bootId),
+      bootId,
       armedTrial: mem.trial && { slot: mem.trial.slot, bootId: mem.trial.bootId },
       ...(boot.kind === "on-trial" && this.p.health !== undefined
         ? { health: this.p.health.seen(api?.cluster) }
         : {}),
     };
     return { o, cluster: api?.cluster, machine, progress };
+  }
+
+  /** The slot this boot runs from and the boot's id: fixed for the life of this process. */
+  private async thisBoot(): Promise<{ runningSlot: Slot; bootId: string }> {
+    const { cfg } = this.p;
+    this.cmdline ??= await readFile(cfg.cmdline, "utf8");
+    this.bootId ??= await readBootId(cfg.bootId);
+    return { runningSlot: runningSlotFromCmdline(this.cmdline), bootId: this.bootId };
   }
 
   /** A new value of the liken.sh/retry annotation: forget the failed releases, once. */

@@ -64,7 +64,9 @@ describe("what a look reads on the machine", () => {
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n",
     );
     const cmdline = path.join(dir, "cmdline");
-    const cfg = { machine: "m1", cluster: "c1", nodeName: "m1", cmdline } as AgentConfig;
+    const bootId = path.join(dir, "boot_id");
+    writeFileSync(bootId, "1d2b7c1e-0000-4000-8000-000000000001\n");
+    const cfg = { machine: "m1", cluster: "c1", nodeName: "m1", cmdline, bootId } as AgentConfig;
     const api = new AgentApi(kubeconfig, "m1");
     const memory = new MemoryKeeper(new MemoryFile(stateDir));
     await memory.load();
