@@ -132,6 +132,22 @@ describe("systemd-boot: a release's kernel and initrd onto the ESP", () => {
     expect(readFileSync(join(esp, "loader/entries/liken-b+0-1.conf"), "utf8")).toBe(V1_ENTRY("b"));
   });
 
+  it("writes nothing when the files and entry are in place, and redoes a file someone deleted", async () => {
+    await stage("2", { rootfs: Buffer.from("root"), kernel, initrd });
+    await installStagedBootFiles(bl(), store, "b");
+    const installed = snapshot(esp);
+    // Installed at staging: the check before arming reads them and writes nothing.
+    const steps: string[] = [];
+    await installStagedBootFiles(bl({ at: (s: string) => steps.push(s) }), store, "b");
+    expect(steps).toEqual([]);
+    expect(snapshot(esp)).toEqual(installed);
+    // Gone (a person, or a kill midway): installed again.
+    rmSync(join(esp, "liken/b/initrd.img"));
+    await installStagedBootFiles(bl({ at: (s: string) => steps.push(s) }), store, "b");
+    expect(steps).toContain("copy initrd");
+    expect(snapshot(esp)).toEqual(installed);
+  });
+
   it("points an entry of the shared-kernel layout at the slot's own files", async () => {
     const shared =
       "title liken slot b\nlinux /liken/vmlinuz\ninitrd /liken/initrd.img\noptions x\n";
