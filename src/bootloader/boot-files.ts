@@ -126,7 +126,8 @@ async function copyFromSlot(device: string, a: BootArtifact, to: string): Promis
       "LIKEN_BOOTLOADER_BOOT_FILE_MISMATCH",
       `artifact ${a.name} copied from ${device} at offset ${a.offset} is ${size} bytes with ` +
         `${got}, the release says ${a.size} bytes with ${a.digest}; nothing was installed: ` +
-        "the slot changed after its read-back, so the agent reads it back again at its next look",
+        "the slot no longer holds what its read-back found (a failing medium, or another " +
+        "writer): check the disk",
       { retryable: true, context: { artifact: a.name, device, offset: a.offset } },
     );
   }
