@@ -27,6 +27,9 @@ import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import {
   armed,
+  bootFilesInstalled,
+  bootFilesRefused,
+  bootFilesStarted,
   disarmed,
   drained,
   drainSkipped,
@@ -171,6 +174,33 @@ export class Actions {
     this.p.log.info({ version: release.version, slot, bytes: total, pid }, "download begins");
   }
 
+  /**
+   * Part of staging, before any turn is asked for: the staged release's boot files go where the
+   * bootloader loads them (systemd-boot: the ESP). A refusal that says the release cannot boot
+   * here (no room on the ESP, a copy that does not match it) fails the release on this machine;
+   * any other failure (the slot unreadable) is retried at the next look.
+   */
+  async installBootFiles(slot: Slot, release: ReleaseRef): Promise<void> {
+    const { bootloader, memory, store, log } = this.p;
+    await memory.update(bootFilesStarted);
+    try {
+      await phase(this.p, "install boot files", async () => {
+        const { installStagedBootFiles } = await import("./boot-files.js");
+        await installStagedBootFiles(bootloader, store, slot);
+      });
+    } catch (e) {
+      const code = errorCode(e);
+      if (code === undefined || !BOOT_FILES_REFUSED.has(code)) throw e;
+      const at = rfc3339(new Date());
+      await memory.update((m) =>
+        bootFilesRefused(m, release, slot, at, `${errorText(e)} [${code}]`),
+      );
+      log.error({ version: release.version, slot, code }, memory.now.lastTrial?.message ?? "");
+      return;
+    }
+    await memory.update((m) => bootFilesInstalled(m, slot, release));
+  }
+
   async drain(release: ReleaseRef, cluster: Cluster | undefined): Promise<void> {
     const { cfg, signal, memory } = this.p;
     const { drainNode } = await import("../drain/index.js");
@@ -258,8 +288,9 @@ export class Actions {
           { retryable: true, context: { slot, version: release.version, cause: v.code } },
         );
       case "arm":
-        // systemd-boot loads the kernel from the ESP: the release's goes there first, every
-        // attempt again (a kill midway leaves it half done; docs/machine.md).
+        // systemd-boot loads the kernel from the ESP: installed when the slot was staged, and
+        // checked again here, before arming; what a kill midway or a person changed since is
+        // installed again (docs/machine.md).
         if (bootloader.installBootFiles !== undefined)
           await phase(this.p, "install boot files", async () => {
             const { installStagedBootFiles } = await import("./boot-files.js");
@@ -412,6 +443,13 @@ export class Actions {
     await memory.update(turnGivenBack);
   }
 }
+
+/** The bootloader's refusals that say the staged release cannot boot on this machine. */
+const BOOT_FILES_REFUSED: ReadonlySet<string> = new Set([
+  "LIKEN_BOOTLOADER_ESP_FULL",
+  "LIKEN_BOOTLOADER_BOOT_FILES_INVALID",
+  "LIKEN_BOOTLOADER_BOOT_FILE_MISMATCH",
+]);
 
 /** What the agent's config says about its drain: the deadline, and who runs each DRA driver. */
 export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">): {

@@ -36,6 +36,7 @@ import { ApiView } from "./view.js";
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
   "fall-back-report",
   "not-taken-report",
+  "install-boot-files",
 ]);
 
 /** One handler per action kind: the switch over actions, as data. */
@@ -267,6 +268,7 @@ export class AgentDaemon {
     return {
       wait: none,
       "request-turn": none, // the turnRequest in the status just written is the ask
+      "install-boot-files": (a) => acts.installBootFiles(a.slot, a.release),
       withdraw: (a) => acts.withdraw(a.slot),
       "cancel-download": (a) => {
         if (a.failed) this.downloads.failed();

@@ -31,6 +31,11 @@ export interface Memory {
   retryHandled?: string;
   /** The turn last given back on a drain timeout (onDrainTimeout Skip), reported in status. */
   drainTimedOut?: DrainTimedOut;
+  /**
+   * The staged release whose boot files (systemd-boot: kernel and initrd on the ESP) were
+   * installed for its slot when it was staged: no turn is asked for before they are.
+   */
+  bootFiles?: { slot: SlotName; digest: string };
 }
 
 export interface ArmedTrial extends ReleaseRef {
@@ -132,6 +137,41 @@ export function turnGivenBack(m: Memory): Memory {
 /** The drain of this turn timed out and the turn was given back (drain-timeout.ts). */
 export function drainSkipped(m: Memory, record: DrainTimedOut): Memory {
   return { ...without(m, "drainedDigest"), drainTimedOut: record };
+}
+
+/** The boot files of the staged slot are about to be replaced: no longer those of any release. */
+export function bootFilesStarted(m: Memory): Memory {
+  return without(m, "bootFiles");
+}
+
+/** The staged `release`'s boot files are installed for `slot`. */
+export function bootFilesInstalled(m: Memory, slot: SlotName, release: ReleaseRef): Memory {
+  return { ...m, bootFiles: { slot, digest: release.digest } };
+}
+
+/**
+ * The bootloader refused the staged release's boot files (the ESP too small, the copy not
+ * matching the release): remembered as failed, so the machine neither asks for a turn nor tries
+ * again at every look, and reported as a skipped trial with the code and what to do.
+ */
+export function bootFilesRefused(
+  m: Memory,
+  release: ReleaseRef,
+  slot: SlotName,
+  at: string,
+  why: string,
+): Memory {
+  const reason = "BootFilesRefused";
+  const ref = { version: release.version, digest: release.digest };
+  const message =
+    `the kernel and initrd of ${ref.version} were not installed for slot ${slot}: ${why}; ` +
+    "no turn was asked for, and the release is not tried again on this machine until " +
+    "liken.sh/retry";
+  return {
+    ...without(m, "bootFiles"),
+    failed: rememberFailed(m.failed, { ...ref, at, reason }),
+    lastTrial: { ...ref, slot, result: "Skipped", at, reason, message },
+  };
 }
 
 /** The slot matched: the trial of `release` in `slot` is armed (written before arming). */

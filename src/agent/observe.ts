@@ -121,6 +121,7 @@ export class Observer {
       downloadFailedAt: downloads.failedAt,
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
+      bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
       ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
       bootId,
@@ -252,4 +253,11 @@ async function readBootId(file: string): Promise<string> {
       { cause: e },
     );
   }
+}
+
+/** Whether the staged slot's boot files are still to be installed (act.ts installBootFiles). */
+function bootFilesDue(bl: Bootloader, other: SlotView, mem: Memory): boolean {
+  if (bl.installBootFiles === undefined || other.state !== "staged") return false;
+  const done = mem.bootFiles;
+  return done?.slot !== other.slot || done.digest !== other.release?.digest;
 }

@@ -144,6 +144,11 @@ export interface Observed {
   failedDigests: readonly string[];
   /** The drain finished for this staged digest during the current turn. */
   drainedDigest: string | undefined;
+  /**
+   * The staged release's boot files are still to be installed (systemd-boot: its kernel and
+   * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.
+   */
+  bootFilesDue?: boolean;
   /** The node object reports Ready=True. */
   nodeReady: boolean;
   /** Why the Node could not be read (then nodeReady is false for want of a look, not a verdict). */
@@ -168,6 +173,8 @@ export type Action =
   | { kind: "cancel-download"; failed: boolean }
   | { kind: "download"; slot: Slot; release: ReleaseRef }
   | { kind: "request-turn"; release: ReleaseRef }
+  /** The staged release's boot files to where the bootloader loads them (before any turn). */
+  | { kind: "install-boot-files"; slot: Slot; release: ReleaseRef }
   | { kind: "drain"; release: ReleaseRef }
   | { kind: "check-and-reboot"; slot: Slot; release: ReleaseRef }
   /** `failure`: on a trial boot, the reason the report after the fallback gives (else TrialFellBack). */
@@ -312,8 +319,13 @@ function decideArmed(o: Observed, slot: Slot): Decision {
   });
 }
 
-/** Staged for the target: approval, turn, drain, check, reboot. */
+/** Staged for the target: boot files, approval, turn, drain, check, reboot. */
 function decideStaged(o: Observed, release: ReleaseRef): Decision {
+  if (o.bootFilesDue) {
+    // Part of staging: a release the ESP cannot take fails here, with the node still serving.
+    const action: Action = { kind: "install-boot-files", slot: o.other.slot, release };
+    return d("Downloading", "Downloading", action, "staged; installing its kernel and initrd");
+  }
   if (o.policy === "Manual" && !approves(o.approval, release)) {
     const why = `waiting for liken approve-reboot of ${release.version}`;
     return d("AwaitingApproval", "RebootPending", WAIT, why);

@@ -7,6 +7,8 @@
 // Must never: touch the running slot's files or entry; leave a half-written file under its final
 // name (temp name, fsync, rename, fsync the directory); start writing without room for it all.
 // A kill at any point leaves the other slot's boot as it was; the next attempt starts over.
+// An attempt that finds the files and the entry as the release wants them writes nothing: the
+// agent installs them when the slot is staged and checks them again before arming.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open, readFile, readdir, rename, rm, stat, statfs } from "node:fs/promises";
@@ -91,8 +93,8 @@ async function checkRoom(esp: string, dir: string, files: BootFile[], version: s
       `the ESP at ${esp} has ${free} bytes free (${old} more once the slot's old boot files ` +
         `in ${dir} go), but the kernel and initrd of release ${version} need ${need}; ` +
         "nothing was written: free space on the ESP (old kernels of other entries) or make it " +
-        "bigger, and the agent tries again at its next look",
-      { retryable: true, context: { esp, dir, free, old, need, version } },
+        "bigger",
+      { context: { esp, dir, free, old, need, version } },
     );
   }
 }
@@ -124,7 +126,8 @@ async function copyFromSlot(device: string, a: BootArtifact, to: string): Promis
       "LIKEN_BOOTLOADER_BOOT_FILE_MISMATCH",
       `artifact ${a.name} copied from ${device} at offset ${a.offset} is ${size} bytes with ` +
         `${got}, the release says ${a.size} bytes with ${a.digest}; nothing was installed: ` +
-        "the slot changed after its read-back, so the agent reads it back again at its next look",
+        "the slot no longer holds what its read-back found (a failing medium, or another " +
+        "writer): check the disk",
       { retryable: true, context: { artifact: a.name, device, offset: a.offset } },
     );
   }
@@ -150,10 +153,59 @@ export function entryWithBootFiles(
   return out.join("\n");
 }
 
+/** The sha256 of a file, or null when it cannot be read. */
+async function digestOfFile(file: string): Promise<string | null> {
+  const h = createHash("sha256");
+  try {
+    for await (const c of createReadStream(file) as AsyncIterable<Buffer>) h.update(c);
+  } catch {
+    return null;
+  }
+  return `sha256:${h.digest("hex")}`;
+}
+
+/** The entry's text with its kernel lines pointing at `rel`'s files. */
+function entryFor(text: string, rel: string, files: BootFile[]): string {
+  const hasInitrd = files.some((f) => f.role === "initrd");
+  return entryWithBootFiles(text, {
+    linux: `/${rel}/${BOOT_ARTIFACTS.kernel}`,
+    ...(hasInitrd ? { initrd: `/${rel}/${BOOT_ARTIFACTS.initrd}` } : {}),
+  });
+}
+
+/**
+ * Whether the slot's directory holds exactly the release's boot files (size and digest, nothing
+ * else) and its entry already names them: then there is nothing to write. Reads the ESP copies
+ * (a few tens of MiB at most), never the slot.
+ */
+async function installedAlready(
+  dir: string,
+  entry: string,
+  rel: string,
+  files: BootFile[],
+): Promise<boolean> {
+  let names: string[];
+  try {
+    names = (await readdir(dir)).sort();
+  } catch {
+    return false;
+  }
+  const want = files.map((f) => BOOT_ARTIFACTS[f.role]).sort();
+  if (names.join("/") !== want.join("/")) return false;
+  for (const f of files) {
+    const file = join(dir, BOOT_ARTIFACTS[f.role]);
+    if ((await sizeOrZero(file)) !== f.artifact.size) return false;
+    if ((await digestOfFile(file)) !== f.artifact.digest) return false;
+  }
+  const text = await readFile(entry, "utf8");
+  return entryFor(text, rel, files) === text;
+}
+
 /**
  * Installs the release's boot files for `slot` under `<esp>/liken/<slot>/` and points the slot's
  * entry file (`entriesDir/entryFile`) at them. The caller checked that `slot` is not the one
- * that runs or boots by default.
+ * that runs or boots by default. When they are there already (installed when the slot was
+ * staged), it writes nothing.
  */
 export async function installBootFiles(o: {
   esp: string;
@@ -167,6 +219,8 @@ export async function installBootFiles(o: {
   const at = o.hooks?.at ?? (() => {});
   const rel = slotBootDir(o.slot);
   const dir = join(o.esp, rel);
+  const entry = join(o.entriesDir, o.entryFile);
+  if (await installedAlready(dir, entry, rel, o.files)) return;
   await checkRoom(o.esp, dir, o.files, o.source.release.version);
   await mkdir(dir, { recursive: true });
   fsyncPath(o.esp);
@@ -184,13 +238,8 @@ export async function installBootFiles(o: {
     fsyncPath(dir);
   }
   at("entry");
-  const entry = join(o.entriesDir, o.entryFile);
   const text = await readFile(entry, "utf8");
-  const hasInitrd = o.files.some((f) => f.role === "initrd");
-  const next = entryWithBootFiles(text, {
-    linux: `/${rel}/${BOOT_ARTIFACTS.kernel}`,
-    ...(hasInitrd ? { initrd: `/${rel}/${BOOT_ARTIFACTS.initrd}` } : {}),
-  });
+  const next = entryFor(text, rel, o.files);
   if (next !== text) {
     // Replaced whole: a temp name systemd-boot skips (not *.conf), synced, renamed over.
     const tmp = join(o.entriesDir, tmpName(o.entryFile));

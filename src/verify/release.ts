@@ -135,6 +135,16 @@ export function parseRelease(bytes: Uint8Array): Release {
     if (names.has(a.name)) f.fail("artifacts", `names ${a.name} twice`);
     names.add(a.name);
   }
+  // Boot files (docs/releases.md): an initrd is built for one kernel; without that kernel the
+  // machine would boot it with another release's. Malformed for every backend.
+  if (names.has("initrd") && !names.has("kernel")) {
+    const i = artifacts.findIndex((a) => a.name === "initrd");
+    f.fail(
+      `artifacts[${i}].name`,
+      "is initrd but no artifact is named kernel: a release's initrd boots only with its own " +
+        "kernel; add it (`liken release build -a kernel=FILE`) or leave both out",
+    );
+  }
   checkOverlaps(artifacts);
   return { apiVersion: API_VERSION, kind: "Release", version, artifacts };
 }

@@ -19,17 +19,23 @@ export interface ReleaseChannel {
   close(): Promise<void>;
 }
 
+/** `extra`: more artifacts after the rootfs, by name (a `kernel` and `initrd` for systemd-boot). */
 export async function startReleaseChannel(
   prefix: string,
   version: string,
+  extra: Record<string, Buffer> = {},
 ): Promise<ReleaseChannel> {
   const root = mkdtempSync(path.join(tmpdir(), prefix));
   writeFileSync(path.join(root, "rootfs.img"), randomBytes(200 * KiB + 7));
+  const more = Object.entries(extra).map(([name, bytes]) => {
+    writeFileSync(path.join(root, `${name}.img`), bytes);
+    return { name, file: path.join(root, `${name}.img`) };
+  });
   const built = await buildRelease({
     version,
     out: path.join(root, "channel"),
     chunkSize: 64 * KiB,
-    artifacts: [{ name: "rootfs", file: path.join(root, "rootfs.img") }],
+    artifacts: [{ name: "rootfs", file: path.join(root, "rootfs.img") }, ...more],
   });
   const server = await startFaultServer(path.join(root, "channel"));
   return {

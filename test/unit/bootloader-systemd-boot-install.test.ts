@@ -132,6 +132,22 @@ describe("systemd-boot: a release's kernel and initrd onto the ESP", () => {
     expect(readFileSync(join(esp, "loader/entries/liken-b+0-1.conf"), "utf8")).toBe(V1_ENTRY("b"));
   });
 
+  it("writes nothing when the files and entry are in place, and redoes a file someone deleted", async () => {
+    await stage("2", { rootfs: Buffer.from("root"), kernel, initrd });
+    await installStagedBootFiles(bl(), store, "b");
+    const installed = snapshot(esp);
+    // Installed at staging: the check before arming reads them and writes nothing.
+    const steps: string[] = [];
+    await installStagedBootFiles(bl({ at: (s: string) => steps.push(s) }), store, "b");
+    expect(steps).toEqual([]);
+    expect(snapshot(esp)).toEqual(installed);
+    // Gone (a person, or a kill midway): installed again.
+    rmSync(join(esp, "liken/b/initrd.img"));
+    await installStagedBootFiles(bl({ at: (s: string) => steps.push(s) }), store, "b");
+    expect(steps).toContain("copy initrd");
+    expect(snapshot(esp)).toEqual(installed);
+  });
+
   it("points an entry of the shared-kernel layout at the slot's own files", async () => {
     const shared =
       "title liken slot b\nlinux /liken/vmlinuz\ninitrd /liken/initrd.img\noptions x\n";
@@ -157,9 +173,14 @@ describe("systemd-boot: a release's kernel and initrd onto the ESP", () => {
   });
 
   it("refuses an initrd without a kernel, before writing", async () => {
-    await stage("2", { rootfs: Buffer.from("root"), initrd });
+    // release.yaml refuses this already (src/verify/release.ts): the document is edited after
+    // parsing, to check that the backend holds the rule on its own.
+    const r = await stage("2", { rootfs: Buffer.from("root"), kernel, initrd });
+    const alone = { ...r, artifacts: r.artifacts.filter((a) => a.name !== "kernel") };
     const before = snapshot(esp);
-    const e = await installStagedBootFiles(bl(), store, "b").catch((x: unknown) => x);
+    const e = await bl()
+      .installBootFiles("b", { device: store.device("b"), release: alone })
+      .catch((x: unknown) => x);
     expect(isLikenError(e, "LIKEN_BOOTLOADER_BOOT_FILES_INVALID")).toBe(true);
     expect(snapshot(esp)).toEqual(before);
   });

@@ -149,6 +149,12 @@ describe("parseRelease", () => {
       /names boot twice/,
     ],
     [
+      "initrd without kernel",
+      edit((r) => (r.artifacts[0].name = "initrd")),
+      "LIKEN_VERIFY_DOCUMENT_INVALID",
+      /artifacts\[0\]\.name is initrd but no artifact is named kernel: .* add it/,
+    ],
+    [
       "version with ..",
       edit((r) => (r.version = "1..2")),
       "LIKEN_VERIFY_DOCUMENT_INVALID",
