@@ -13,11 +13,10 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { pino } from "pino";
-import { AgentDaemon } from "../../src/agent/daemon.js";
+import { MemoryFile } from "../../src/agent/memory.js";
 import type { MachineStatus } from "../../src/api/types.js";
 import { EfivarfsDir } from "../../src/bootloader/efivars.js";
-import { cluster, playApi, stagedMachine } from "./daemon-machine.js";
+import { cluster, playedDaemon, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const KiB = 1024;
@@ -74,22 +73,22 @@ async function machine(mountEsp?: (esp: string) => void) {
     bootloader: { backend: "systemd-boot", esp, efivars },
     reboot: { command: ["sh", "-c", `touch ${rebootMark}; exit 1`] },
   });
-  const daemon = new AgentDaemon(cfg, pino({ level: "silent" }), { entry: "unused" });
   const release = { version: NEW, digest: channel.digest };
   const writes: { status: MachineStatus; esp: Record<string, string> }[] = [];
-  const inside = await playApi(daemon, cluster(channel.server.url, release), OLD, (s) => {
+  const daemon = playedDaemon(cfg, cluster(channel.server.url, release), OLD, (s) => {
     // What the ESP held when this status went out: the turn is asked for by this write.
     writes.push({ status: s, esp: snapshot(esp) });
     return Promise.resolve();
   });
-  return { esp, release, writes, inside, rebootMark };
+  const memory = async () => await new MemoryFile(cfg.slots.stateDir).load();
+  return { esp, release, writes, daemon, memory, rebootMark };
 }
 
 it("staging installs the kernel and initrd on the ESP before the turn is asked for", async () => {
-  const { esp, release, writes, inside, rebootMark } = await machine();
+  const { esp, release, writes, daemon, memory, rebootMark } = await machine();
   const slotA = { a: snapshot(path.join(esp, "liken", "a")), entry: ENTRY("a") };
 
-  await inside.tick();
+  await daemon.tickOnce();
   const asked = writes.filter((w) => w.status.turnRequest !== undefined);
   expect(asked.length).toBeGreaterThan(0);
   expect(asked[0]!.status.turnRequest).toMatchObject(release);
@@ -99,7 +98,7 @@ it("staging installs the kernel and initrd on the ESP before the turn is asked f
     "/liken/b/initrd.img": sha(initrd),
   });
   expect(readFileSync(path.join(esp, "loader/entries/liken-b.conf"), "utf8")).toBe(ENTRY("b"));
-  expect(inside.memory.now.bootFiles).toEqual({ slot: "b", digest: release.digest });
+  expect((await memory()).bootFiles).toEqual({ slot: "b", digest: release.digest });
   // The running slot's boot as it was.
   expect(snapshot(path.join(esp, "liken", "a"))).toEqual(slotA.a);
   expect(readFileSync(path.join(esp, "loader/entries/liken-a.conf"), "utf8")).toBe(slotA.entry);
@@ -109,13 +108,13 @@ it("staging installs the kernel and initrd on the ESP before the turn is asked f
 it("an ESP without room for them: Failed with the code, no turn asked, the ESP unchanged", async () => {
   let mounted = "";
   try {
-    const { esp, release, writes, inside, rebootMark } = await machine((dir) => {
+    const { esp, release, writes, daemon, memory, rebootMark } = await machine((dir) => {
       execFileSync("mount", ["-t", "tmpfs", "-o", "size=256k", "liken-test-esp", dir]);
       mounted = dir;
     });
     const before = snapshot(esp);
 
-    await inside.tick();
+    await daemon.tickOnce();
     const last = writes.at(-1)!.status;
     expect(last.step).toBe("Failed");
     expect(last.lastTrial).toMatchObject({
@@ -132,10 +131,10 @@ it("an ESP without room for them: Failed with the code, no turn asked, the ESP u
 
     // The next look stays Failed and asks for nothing: no retry at every look.
     const at = last.lastTrial?.at;
-    await inside.tick();
+    await daemon.tickOnce();
     expect(writes.at(-1)!.status).toMatchObject({ step: "Failed" });
     expect(writes.every((w) => w.status.turnRequest === undefined)).toBe(true);
-    expect(inside.memory.now.lastTrial?.at).toBe(at);
+    expect((await memory()).lastTrial?.at).toBe(at);
     expect(snapshot(esp)).toEqual(before);
     expect(existsSync(rebootMark)).toBe(false);
   } finally {
