@@ -20,7 +20,10 @@
 //                  start (V8 compiling its code, the memory reducer's full collections 50-75 s
 //                  after the start), and a window opened 20 s after the start measured that
 //                  tail instead of the idle agent. The log has the rate of each 5 s of the
-//                  window, so a tail would show, and the wake-ups (times a thread ran);
+//                  window, so a tail would show, and the wake-ups (times a thread ran). The
+//                  baseline in the same window: a bare Node process with a timer firing
+//                  BASELINE_WAKEUPS_PER_MIN times a minute, logged with the agents' cost per
+//                  wake-up and the ratio (what a wake-up costs this machine, quiet or busy);
 //   react          spec.version set on the Cluster; from that write until each Machine's
 //                  status shows Downloading (or any later step), p99 over the N machines.
 //                  Where the time went, logged beside it: when each agent decided (its
@@ -33,7 +36,7 @@
 //   agent: machines=<N> idle-requests-per-second=<x> rss=<MiB> idle-cpu-ms-per-minute=<n> react-p99=<ms> download-rss=<MiB>
 // It runs the lab of this checkout (.lab/, control plane "lab"): a lab left running here is
 // stopped first, as `npm run lab` does.
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomFillSync } from "node:crypto";
 import {
   closeSync,
@@ -69,6 +72,8 @@ const SETTLE_MS = 15_000;
  * the rate of each 5 s falls to the idle rate by then.
  */
 const AGENT_SETTLE_MS = 90_000;
+/** The baseline process's timer rate: about what an idle lab agent wakes up (126/min measured). */
+const BASELINE_WAKEUPS_PER_MIN = 120;
 const BIG_BYTES = 256 * 1024 * 1024;
 const BIG_VERSION = "2026.10.20-001";
 const BIG_CLUSTER = "bench-big";
@@ -243,6 +248,16 @@ async function bench(lab: Lab): Promise<void> {
       },
     },
   });
+  // The baseline, measured in the same window: a bare Node process whose only work is a timer
+  // firing BASELINE_WAKEUPS_PER_MIN times a minute, about an idle agent's wake-ups. What one
+  // wake-up costs on this machine, quiet or busy, bounds what an idle agent can cost.
+  const baseline = spawn(
+    process.execPath,
+    ["-e", `setInterval(() => {}, ${Math.round(60_000 / BASELINE_WAKEUPS_PER_MIN)})`],
+    { stdio: "ignore" },
+  );
+  // However the bench ends, the baseline does not outlive it.
+  process.once("exit", () => baseline.kill());
   const fleet = await startFleet(lab, log, AGENT_TIMINGS);
   const machines = [...fleet.machines.values()];
   const pids = () => machines.map((m) => m.agentPid).filter((p): p is number => p !== undefined);
@@ -261,6 +276,7 @@ async function bench(lab: Lab): Promise<void> {
   );
   const r0 = await requestTotals(lab);
   const c0 = p0.map(cpuOf);
+  const base0 = cpuOf(baseline.pid!);
   const t0 = Date.now();
   const burst = burstMicros();
   const series: string[] = [];
@@ -274,6 +290,8 @@ async function bench(lab: Lab): Promise<void> {
   const r1 = await requestTotals(lab);
   const t1 = Date.now();
   const c1 = p0.map(cpuOf);
+  const base1 = cpuOf(baseline.pid!);
+  baseline.kill();
   const rss =
     percentile(
       p0.map((p) => statusKiB(p, "VmRSS") ?? NaN),
@@ -288,6 +306,14 @@ async function bench(lab: Lab): Promise<void> {
     `idle cpu ms/min per agent, each 5 s: ${series.join(" ")}; wake-ups ${perMin("runs").toFixed(0)}/min per agent; ` +
       `load average ${loadavg()[0]!.toFixed(1)}; a fixed piece of work took ${b.hot.toFixed(0)} µs hot, ` +
       `${b.afterSleep.toFixed(0)} µs after 1 s asleep`,
+  );
+  const perBaseMin = (k: "ms" | "runs") => ((base1[k] - base0[k]) / (t1 - t0)) * 60_000;
+  log(
+    `baseline: a bare node process with a timer ${BASELINE_WAKEUPS_PER_MIN} times a minute used ` +
+      `${perBaseMin("ms").toFixed(0)} ms/min over ${perBaseMin("runs").toFixed(0)} wake-ups ` +
+      `(${((perBaseMin("ms") / perBaseMin("runs")) * 1000).toFixed(0)} µs each); the agents ` +
+      `${((cpuPerMin / perMin("runs")) * 1000).toFixed(0)} µs per wake-up; agent vs baseline ` +
+      `${(cpuPerMin / perBaseMin("ms")).toFixed(2)}`,
   );
 
   // ---- background: the same control plane with every agent stopped
