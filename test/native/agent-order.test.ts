@@ -6,11 +6,10 @@
 //   - fall-back: the failed trial is on disk before anything can report it.
 // Each case takes well under a second; the integration tests cover the same rules end to end.
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
-import { existsSync, mkdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { stringify } from "yaml";
 import { Actions } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
@@ -18,15 +17,14 @@ import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
-import { parseAgentConfig, type SlotName } from "../../src/slots/config.js";
+import type { SlotName } from "../../src/slots/config.js";
 import type { Marker, MarkerEvent } from "../../src/slots/marker.js";
-import { downloadRelease } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
 import type { FaultServer } from "./fault-server.js";
+import { stagedSlots } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
-const KiB = 1024;
 const VERSION = "2.0";
 let channel: ReleaseChannel;
 let root = "";
@@ -71,19 +69,7 @@ async function machine(): Promise<Machine> {
   const dir = path.join(root, `m${n++}`);
   mkdirSync(path.join(dir, "grub"), { recursive: true });
   for (const f of ENV_FILES) writeFileSync(path.join(dir, "grub", f), initialEnvBlock("a"));
-  writeFileSync(path.join(dir, "a.img"), Buffer.alloc(64 * KiB, 0x5a));
-  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
-  truncateSync(path.join(dir, "b.img"), 1024 * KiB);
-  const file = path.join(dir, "agent.yaml");
-  const yaml = stringify({
-    slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-    running: "a",
-    stateDir: "state",
-  });
-  writeFileSync(file, yaml);
-  const slots = parseAgentConfig(yaml, file);
-  mkdirSync(slots.stateDir, { recursive: true });
-  await downloadRelease({ config: slots, source: server.url, version: VERSION, digest });
+  const { file, slots } = await stagedSlots(dir, { server, digest }, VERSION);
   const cfg: AgentConfig = {
     file,
     slots,

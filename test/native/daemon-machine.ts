@@ -31,13 +31,15 @@ const KiB = 1024;
 /** The exit that plays the reboot while the trial is armed. */
 export class Rebooted extends Error {}
 
-/** A machine on disk with `version` staged in slot b; `config()` makes its AgentConfig. */
-export async function stagedMachine(
-  channel: ReleaseChannel,
+/**
+ * File-backed slots in `dir`: slot a running (64 KiB), slot b (1 MiB) with `version` from the
+ * channel downloaded, verified and staged, as `liken agent download` leaves it.
+ */
+export async function stagedSlots(
+  dir: string,
+  channel: Pick<ReleaseChannel, "server" | "digest">,
   version: string,
-): Promise<{ dir: string; config: (c: Partial<AgentConfig>) => AgentConfig }> {
-  const { root, server, digest } = channel;
-  const dir = path.join(root, "m");
+): Promise<{ file: string; slots: ReturnType<typeof parseAgentConfig> }> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, "a.img"), Buffer.alloc(64 * KiB, 0x5a));
   writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
@@ -51,7 +53,18 @@ export async function stagedMachine(
   writeFileSync(file, yaml);
   const slots = parseAgentConfig(yaml, file);
   mkdirSync(slots.stateDir, { recursive: true });
+  const { server, digest } = channel;
   await downloadRelease({ config: slots, source: server.url, version, digest });
+  return { file, slots };
+}
+
+/** A machine on disk with `version` staged in slot b; `config()` makes its AgentConfig. */
+export async function stagedMachine(
+  channel: ReleaseChannel,
+  version: string,
+): Promise<{ dir: string; config: (c: Partial<AgentConfig>) => AgentConfig }> {
+  const dir = path.join(channel.root, "m");
+  const { file, slots } = await stagedSlots(dir, channel, version);
   // Never contacted by a daemon whose run() (watches, heartbeat) is not started.
   const kubeconfig = path.join(dir, "kubeconfig");
   writeFileSync(
