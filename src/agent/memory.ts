@@ -161,14 +161,25 @@ export function bootFilesRefused(
   at: string,
   why: string,
 ): Memory {
-  const reason = "BootFilesRefused";
-  const ref = { version: release.version, digest: release.digest };
   const message =
-    `the kernel and initrd of ${ref.version} were not installed for slot ${slot}: ${why}; ` +
+    `the kernel and initrd of ${release.version} were not installed for slot ${slot}: ${why}; ` +
     "no turn was asked for, and the release is not tried again on this machine until " +
     "liken.sh/retry";
+  return failedSkipped(without(m, "bootFiles"), release, slot, at, "BootFilesRefused", message);
+}
+
+/** `release` failed here without a trial: remembered as failed and reported as skipped. */
+function failedSkipped(
+  m: Memory,
+  release: ReleaseRef,
+  slot: SlotName,
+  at: string,
+  reason: "BootFilesRefused" | "SlotCheckMismatch",
+  message: string,
+): Memory {
+  const ref = { version: release.version, digest: release.digest };
   return {
-    ...without(m, "bootFiles"),
+    ...m,
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
     lastTrial: { ...ref, slot, result: "Skipped", at, reason, message },
   };
@@ -214,20 +225,14 @@ export function skipped(
   at: string,
   why: string,
 ): Memory {
-  const reason = "SlotCheckMismatch";
-  const ref = { version: release.version, digest: release.digest };
-  return {
-    ...m,
-    failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: {
-      ...ref,
-      slot,
-      result: "Skipped",
-      at,
-      reason,
-      message: `${why}; rebooted without the trial`,
-    },
-  };
+  return failedSkipped(
+    m,
+    release,
+    slot,
+    at,
+    "SlotCheckMismatch",
+    `${why}; rebooted without the trial`,
+  );
 }
 
 /** The trial boot rejoined and `slot` is the default now. */
