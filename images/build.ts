@@ -154,17 +154,17 @@ export function inputHash(kpkg: string): string {
 /** The watchdog driver and the modules it needs, in load order. */
 const WATCHDOG_MODULES = ["watchdog", "i6300esb"];
 
-/** The `depends=` field of a kernel module's .modinfo section. */
-function moduleDepends(ko: Buffer): string[] {
-  const at = ko.indexOf("depends=");
+/** The `depends=` field of a kernel module's .modinfo section (its fields end in NUL bytes). */
+export function moduleDepends(ko: Buffer): string[] {
+  const at = ko.indexOf("\0depends=");
   if (at < 0) return [];
-  const end = ko.indexOf(0, at);
-  const v = ko.toString("latin1", at + "depends=".length, end);
+  const end = ko.indexOf(0, at + 1);
+  const v = ko.toString("latin1", at + "\0depends=".length, end);
   return v === "" ? [] : v.split(",");
 }
 
-/** vmlinuz and the watchdog modules from the kernel package, downloaded once into the cache. */
-function fetchKernel(kpkg: string, work: string): { vmlinuz: Buffer; modules: Buffer[] } {
+/** The kernel package's .deb (`name=version`), downloaded once into the cache's debs/. */
+export function kernelDeb(kpkg: string): string {
   const debs = join(cacheRoot(), "debs");
   mkdirSync(debs, { recursive: true });
   const [name, version] = kpkg.split("=") as [string, string];
@@ -174,9 +174,14 @@ function fetchKernel(kpkg: string, work: string): { vmlinuz: Buffer; modules: Bu
   }
   const deb = readdirSync(debs).find(want);
   if (deb === undefined) throw new Error(`apt-get download ${kpkg} left no .deb in ${debs}`);
+  return join(debs, deb);
+}
+
+/** vmlinuz and the watchdog modules from the kernel package, downloaded once into the cache. */
+function fetchKernel(kpkg: string, work: string): { vmlinuz: Buffer; modules: Buffer[] } {
   const x = join(work, "kernel");
   mkdirSync(x, { recursive: true });
-  const tar = execFileSync("dpkg-deb", ["--fsys-tarfile", join(debs, deb)], {
+  const tar = execFileSync("dpkg-deb", ["--fsys-tarfile", kernelDeb(kpkg)], {
     maxBuffer: 2048 * MiB,
   });
   const patterns = WATCHDOG_MODULES.map((mod) => `./lib/modules/*/drivers/watchdog/${mod}.ko*`);
@@ -356,7 +361,8 @@ function assemble(
   return { disk, parts };
 }
 
-function alive(pid: number): boolean {
+/** Whether process `pid` still runs (a build's temporary directory names its builder). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cacheRoot } from "../build.js";
+import { alive, cacheRoot } from "../build.js";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const MiB = 1024 * 1024;
@@ -69,15 +69,6 @@ export function newHash(stage: string): Hash {
 
 export function short(h: Hash): string {
   return h.digest("hex").slice(0, 16);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Stages being built by this process: a second caller waits for the first build. */

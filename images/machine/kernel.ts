@@ -5,10 +5,10 @@
 // modules.dep in the root filesystem): the disk and network (virtio), the root and state
 // filesystems (ext4), the ESP (vfat and its code pages), efivarfs, the i6300esb watchdog.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cacheRoot, kernelPackage } from "../build.js";
-import { MiB, run } from "./cache.js";
+import { kernelDeb, kernelPackage, moduleDepends } from "../build.js";
+import { MiB } from "./cache.js";
 
 /** The modules the guest needs, by name; their dependencies are added from their modinfo. */
 export const GUEST_MODULES = [
@@ -41,32 +41,10 @@ function modName(file: string): string {
   return (file.split("/").pop() ?? "").replace(/\.ko(\.xz|\.zst)?$/, "").replaceAll("-", "_");
 }
 
-/** The `depends=` field of a module's .modinfo section. */
-export function moduleDepends(ko: Buffer): string[] {
-  const at = ko.indexOf("\0depends=");
-  if (at < 0) return [];
-  const end = ko.indexOf(0, at + 1);
-  const v = ko.toString("latin1", at + "\0depends=".length, end);
-  return v === "" ? [] : v.split(",");
-}
-
-function debOf(kpkg: string): string {
-  const debs = join(cacheRoot(), "debs");
-  mkdirSync(debs, { recursive: true });
-  const [name, version] = kpkg.split("=") as [string, string];
-  const want = (f: string): boolean => f.startsWith(`${name}_`) && f.endsWith(".deb");
-  if (!readdirSync(debs).some(want)) {
-    run("apt-get", ["download", "-q", `${name}=${version}`], { cwd: debs });
-  }
-  const deb = readdirSync(debs).find(want);
-  if (deb === undefined) throw new Error(`apt-get download ${kpkg} left no .deb in ${debs}`);
-  return join(debs, deb);
-}
-
 /** vmlinuz and GUEST_MODULES with their dependencies, in load order, from the kernel .deb. */
 export function guestKernel(work: string): GuestKernel {
   const kpkg = kernelPackage();
-  const tar = execFileSync("dpkg-deb", ["--fsys-tarfile", debOf(kpkg)], {
+  const tar = execFileSync("dpkg-deb", ["--fsys-tarfile", kernelDeb(kpkg)], {
     maxBuffer: 2048 * MiB,
   });
   const list = execFileSync("tar", ["-t"], { input: tar, maxBuffer: 64 * MiB })

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { partitionTable } from "../../images/machine/disk.js";
 import { slotArgs, TRIAL_ARGS } from "../../images/machine/esp.js";
 import { entry } from "../../images/machine/esp-systemd-boot.js";
-import { moduleDepends } from "../../images/machine/kernel.js";
+import { moduleDepends } from "../../images/build.js";
 import { parseEntryName, slotEntryId } from "../../src/bootloader/systemd-boot.js";
 import { runningSlotFromCmdline } from "../../src/bootloader/types.js";
 
