@@ -220,13 +220,12 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
 
   // The fleet: each machine acts on its turn for PER_MACHINE_MS and comes back Ready.
   const freed: number[] = []; // times a slot became free, oldest first
-  const latencies: number[] = [];
+  const grants: { ms: number; at: number; machine: string }[] = [];
   const acting = new Set<string>();
   const done = new Set<string>();
   let maxTurns = 0;
   let lastReady = 0;
   let readyWritten = 0;
-  const slowest: { ms: number; at: number; machine: string }[] = [];
   const writeStatus = (m: string, status: MachineStatus) =>
     api.machines.updateStatus(m, (cur: Machine) => ({
       ...cur,
@@ -242,8 +241,7 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
         acting.add(t.machine);
         const from = freed.shift();
         if (from !== undefined) {
-          latencies.push(seen - from);
-          slowest.push({ ms: seen - from, at: seen, machine: t.machine });
+          grants.push({ ms: seen - from, at: seen, machine: t.machine });
         }
         void (async () => {
           // The machine's time starts when it sees its turn; the Updating report is part of
@@ -302,10 +300,11 @@ async function bench(kubeconfig: string, binDir: string): Promise<void> {
   const requests = writes + (stats.reads ?? 0) + (stats.conflicts ?? 0);
   // spec.rollout.maxFailedTrials defaults to 1: one machine tries the unproven release alone.
   const ideal = (1 + Math.ceil((N - 1) / BUDGET_N)) * PER_MACHINE_MS;
+  const latencies = grants.map((g) => g.ms);
   const p50 = percentile(latencies, 50);
   const p99 = percentile(latencies, 99);
   log(`bench: max turns held at once ${maxTurns} (budget ${BUDGET_N})`);
-  const worst = slowest.sort((a, b) => b.ms - a.ms).slice(0, 15);
+  const worst = [...grants].sort((a, b) => b.ms - a.ms).slice(0, 15);
   log(
     `bench: slowest grants ${worst.map((w) => `${w.machine}:${w.ms}ms@${((w.at - start) / 1000).toFixed(1)}s`).join(" ")}`,
   );
