@@ -181,13 +181,10 @@ export class Actions {
    * any other failure (the slot unreadable) is retried at the next look.
    */
   async installBootFiles(slot: Slot, release: ReleaseRef): Promise<void> {
-    const { bootloader, memory, store, log } = this.p;
+    const { memory, log } = this.p;
     await memory.update(bootFilesStarted);
     try {
-      await phase(this.p, "install boot files", async () => {
-        const { installStagedBootFiles } = await import("./boot-files.js");
-        await installStagedBootFiles(bootloader, store, slot);
-      });
+      await this.putBootFiles(slot);
     } catch (e) {
       const code = errorCode(e);
       if (code === undefined || !BOOT_FILES_REFUSED.has(code)) throw e;
@@ -199,6 +196,14 @@ export class Actions {
       return;
     }
     await memory.update((m) => bootFilesInstalled(m, slot, release));
+  }
+
+  /** The staged release's kernel and initrd into place for `slot`, loaded only when needed. */
+  private async putBootFiles(slot: Slot): Promise<void> {
+    await phase(this.p, "install boot files", async () => {
+      const { installStagedBootFiles } = await import("./boot-files.js");
+      await installStagedBootFiles(this.p.bootloader, this.p.store, slot);
+    });
   }
 
   async drain(release: ReleaseRef, cluster: Cluster | undefined): Promise<void> {
@@ -291,11 +296,7 @@ export class Actions {
         // systemd-boot loads the kernel from the ESP: installed when the slot was staged, and
         // checked again here, before arming; what a kill midway or a person changed since is
         // installed again (docs/machine.md).
-        if (bootloader.installBootFiles !== undefined)
-          await phase(this.p, "install boot files", async () => {
-            const { installStagedBootFiles } = await import("./boot-files.js");
-            await installStagedBootFiles(bootloader, this.p.store, slot);
-          });
+        if (bootloader.installBootFiles !== undefined) await this.putBootFiles(slot);
         // Recorded before the bootloader is touched: after a crash in between, the agent
         // still knows which release it armed.
         await memory.update((m) => armed(m, release, slot, at, bootId));
