@@ -60,6 +60,11 @@ export type QemuOptions = QemuSerial & {
   extra?: string[];
   /** Upper bound of QEMU's life in seconds: `timeout` ends it whatever happens here. */
   lifetimeSeconds: number;
+  /**
+   * The guest's reset (its reboot, a panic's reboot, the watchdog) ends QEMU instead of resetting
+   * the machine in place, so that the owner can power it on again: see `PoweredQemu`.
+   */
+  exitOnReset?: boolean;
 };
 
 /** qemu-system-x86_64's arguments for `o`. */
@@ -90,6 +95,7 @@ export function qemuArgs(o: QemuOptions): string[] {
     "i6300esb",
     "-action",
     "watchdog=reset",
+    ...(o.exitOnReset === true ? ["-action", "reboot=shutdown"] : []),
     "-chardev",
     chardev,
     "-serial",
@@ -99,7 +105,8 @@ export function qemuArgs(o: QemuOptions): string[] {
 }
 
 export function startQemu(o: QemuOptions): ChildProcess {
-  const errFd = openSync(join(o.dir, "qemu.stderr"), "w");
+  // Appended: a guest powered on again keeps what the earlier QEMU said.
+  const errFd = openSync(join(o.dir, "qemu.stderr"), "a");
   const child = spawn(
     "timeout",
     ["--kill-after=10", String(o.lifetimeSeconds), "qemu-system-x86_64", ...qemuArgs(o)],
@@ -108,6 +115,7 @@ export function startQemu(o: QemuOptions): ChildProcess {
   closeSync(errFd);
   installHandlers();
   running.add(child);
+  child.once("exit", () => running.delete(child));
   return child;
 }
 

@@ -15,7 +15,7 @@ import {
 } from "../../images/machine/contract.js";
 import { buildMachineImages } from "../../images/machine/build.js";
 import { writeStatePartition } from "../../images/machine/state.js";
-import { OVMF_VARS, startQemu, stopQemu } from "../../images/qemu.js";
+import { OVMF_VARS } from "../../images/qemu.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import { caPem } from "./machine-host.js";
 import { machineKubeconfig } from "./machine-identity.js";
@@ -27,7 +27,7 @@ import {
 } from "./machine-console.js";
 import type { Guest } from "./machine-guest.js";
 import { CLUSTER, MACHINE, type GuestStarter } from "./machine.js";
-import { SerialConsole } from "./serial.js";
+import { PoweredQemu } from "./powered.js";
 
 /** The guest's memory: Debian with systemd and Node.js, the agent downloading. */
 const MEMORY_MIB = 1024;
@@ -80,17 +80,17 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       );
       const vars = join(dir, "OVMF_VARS.fd");
       copyFileSync(images.ovmfVars ?? OVMF_VARS, vars);
-      const sock = join(dir, "serial.sock");
-      const child = startQemu({
+      const qemu = await PoweredQemu.start({
         dir,
         disk,
         vars,
-        serialSocket: sock,
+        serialSocket: join(dir, "serial.sock"),
+        serialLog: join(dir, "serial.log"),
         memoryMiB: MEMORY_MIB,
         lifetimeSeconds: QEMU_LIFETIME_S,
         extra: ["-netdev", netdev(relay.port, channelPort), "-device", "virtio-net-pci,netdev=n0"],
       });
-      const serial = await SerialConsole.open(sock, join(dir, "serial.log"), 30_000);
+      const serial = qemu.serial;
       // The console's lines with their arrival times (to the poll's 0.2 s).
       const lines: ConsoleLine[] = [];
       let used = 0;
@@ -139,7 +139,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
           ...parsed.flatMap((b, i) =>
             b.agentLines.slice(0, 6).map((l) => `boot ${i + 1} console: ${l}`),
           ),
-          `serial log: ${join(dir, "serial.log")}`,
+          `serial log: ${join(dir, "serial.log")} (the guest was powered on ${qemu.powerCycles + 1} times)`,
         ],
         async stop() {
           stopped = true;
@@ -149,8 +149,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             join(dir, "console-timeline.txt"),
             lines.map((l) => `${(l.ms / 1000).toFixed(1).padStart(7)} s  ${l.text}`).join("\n"),
           );
-          serial.close();
-          await stopQemu(child);
+          await qemu.stop();
         },
       } satisfies Guest;
     },

@@ -29,18 +29,30 @@ export class SerialConsole {
   private closedWith: Error | null = null;
 
   private constructor(
-    private readonly sock: Socket,
+    private sock: Socket,
     readonly logFile: string,
+    /** QEMU may exit and start again (a power cycle): the owner says when the console is over. */
+    private readonly reopens: boolean,
   ) {
+    this.wire(sock);
+  }
+
+  private wire(sock: Socket): void {
     sock.on("data", (d: Buffer) => {
-      appendFileSync(logFile, d);
+      appendFileSync(this.logFile, d);
       const clean = d.toString("latin1").replace(ANSI, "");
       this.text += clean;
       this.noteMilestones(clean);
       this.check();
     });
-    sock.on("close", () => this.fail(new Error("the serial console closed (QEMU exited)")));
-    sock.on("error", (e) => this.fail(e));
+    // A console that reopens outlives its socket: whether QEMU's exit ends it is the owner's
+    // call (`fail`), made when the process has exited.
+    sock.on("close", () => {
+      if (!this.reopens) this.fail(new Error("the serial console closed (QEMU exited)"));
+    });
+    sock.on("error", (e) => {
+      if (!this.reopens) this.fail(e);
+    });
   }
 
   private noteMilestones(clean: string): void {
@@ -52,24 +64,24 @@ export class SerialConsole {
   }
 
   /** Connects to QEMU's socket (server=on,wait=on: QEMU starts the guest once we are in). */
-  static async open(path: string, logFile: string, deadlineMs: number): Promise<SerialConsole> {
-    const until = Date.now() + deadlineMs;
-    for (;;) {
-      try {
-        const sock = await new Promise<Socket>((resolve, reject) => {
-          const s = connect(path, () => resolve(s));
-          s.once("error", reject);
-        });
-        return new SerialConsole(sock, logFile);
-      } catch (e) {
-        if (Date.now() > until)
-          throw new Error(`QEMU's serial socket ${path} never opened`, { cause: e });
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+  static async open(
+    path: string,
+    logFile: string,
+    deadlineMs: number,
+    o: { reopens?: boolean } = {},
+  ): Promise<SerialConsole> {
+    return new SerialConsole(await connectSocket(path, deadlineMs), logFile, o.reopens === true);
   }
 
-  private fail(e: Error): void {
+  /** The same console on a new QEMU's socket: the text, the waiters and the log go on. */
+  async reopen(path: string, deadlineMs: number): Promise<void> {
+    this.sock.destroy();
+    this.sock = await connectSocket(path, deadlineMs);
+    this.wire(this.sock);
+  }
+
+  /** Ends every wait, now and later, with `e`. */
+  fail(e: Error): void {
     this.closedWith ??= e;
     for (const w of this.waiters) {
       clearTimeout(w.timer);
@@ -121,5 +133,21 @@ export class SerialConsole {
 
   close(): void {
     this.sock.destroy();
+  }
+}
+
+async function connectSocket(path: string, deadlineMs: number): Promise<Socket> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    try {
+      return await new Promise<Socket>((resolve, reject) => {
+        const s = connect(path, () => resolve(s));
+        s.once("error", reject);
+      });
+    } catch (e) {
+      if (Date.now() > until)
+        throw new Error(`QEMU's serial socket ${path} never opened`, { cause: e });
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 }

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildTestbed, type Manifest } from "../../images/build.js";
-import { OVMF_VARS, startQemu, stopQemu } from "../../images/qemu.js";
+import { OVMF_VARS } from "../../images/qemu.js";
 import { ImageEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
 import type { BootVerdict, Slot } from "../../src/bootloader/types.js";
@@ -32,7 +32,8 @@ import {
   type BootLine,
   type ScenarioName,
 } from "./scenarios.js";
-import { SerialConsole } from "./serial.js";
+import { PoweredQemu } from "./powered.js";
+import type { SerialConsole } from "./serial.js";
 
 /**
  * One boot takes 13-22 s under TCG on this machine when it is quiet, and 60 s when it runs a
@@ -133,13 +134,6 @@ export async function runOnQemu(
   copyFileSync(OVMF_VARS, vars);
   const store = new ImageEnvStore(disk, m.envOffsets);
   const bl = new GrubBootloader(store);
-  const child = startQemu({
-    dir,
-    disk,
-    vars,
-    serialSocket: join(dir, "serial.sock"),
-    lifetimeSeconds: QEMU_LIFETIME_S,
-  });
   const run: QemuRun = {
     name,
     boots: [],
@@ -150,9 +144,18 @@ export async function runOnQemu(
     dir,
     problems: [],
   };
+  let qemu: PoweredQemu | null = null;
   let serial: SerialConsole | null = null;
   try {
-    serial = await SerialConsole.open(join(dir, "serial.sock"), join(dir, "serial.log"), 30_000);
+    qemu = await PoweredQemu.start({
+      dir,
+      disk,
+      vars,
+      serialSocket: join(dir, "serial.sock"),
+      serialLog: join(dir, "serial.log"),
+      lifetimeSeconds: QEMU_LIFETIME_S,
+    });
+    serial = qemu.serial;
     let cursor = 0;
     for (let n = 1; n <= s.expected.length; n++) {
       const boot = await observeBoot(serial, cursor, n);
@@ -178,8 +181,7 @@ export async function runOnQemu(
       const tl = serial.timeline.map((e) => `${(e.ms / 1000).toFixed(1).padStart(7)} s  ${e.line}`);
       writeFileSync(join(dir, "timeline.txt"), `${tl.join("\n")}\n`);
     }
-    serial?.close();
-    await stopQemu(child);
+    await qemu?.stop();
   }
   run.envCopies = [await store.read(0), await store.read(1)];
   run.seconds = (Date.now() - t0) / 1000;
