@@ -1,7 +1,7 @@
 // The machine's smoke boot: a copy of the disk with a dummy identity (no API server behind it)
 // under QEMU TCG with OVMF, user networking with restrict=on and the i6300esb watchdog, watched
 // on the serial console until systemd started liken-agent.service (its READY=1) and the agent
-// logged; then it must keep serving: no restart, no reboot for longer than its WatchdogSec.
+// logged; then the same agent process must keep logging past twice its WatchdogSec, with no reboot.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -39,6 +39,19 @@ const BAD =
 const ANSI = new RegExp(String.raw`\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r`, "g");
 
 /** The serial log so far, without escape sequences. */
+/** The unit's WatchdogSec (config/systemd/liken-agent.service). */
+const WATCHDOG_SEC = 30;
+/** How long (guest seconds) one agent process must be seen logging: past two watchdog periods. */
+const SERVE_PAST_S = 2 * WATCHDOG_SEC + 5;
+
+/** The agent's log lines as the console shows them: the kernel's timestamp and the pid. */
+function agentProcess(text: string): { seconds: number; pid: number }[] {
+  return [...text.matchAll(/\[\s*(\d+\.\d+)\] liken\[(\d+)\]: \{/g)].map((m) => ({
+    seconds: Number(m[1]),
+    pid: Number(m[2]),
+  }));
+}
+
 function serial(file: string): string {
   try {
     return readFileSync(file, "latin1").replace(ANSI, "");
@@ -113,7 +126,7 @@ function startGuest(images: MachineImages, slotA?: string): Guest {
 export async function smokeBoot(
   images: MachineImages,
   log: (s: string) => void,
-  opts: { bootDeadlineMs?: number; serveMs?: number } = {},
+  opts: { bootDeadlineMs?: number; serveDeadlineMs?: number } = {},
 ): Promise<SmokeResult> {
   const g = startGuest(images);
   const { s, serialLog } = g;
@@ -137,15 +150,29 @@ export async function smokeBoot(
       return AGENT_LOG.exec(serial(serialLog)) ?? undefined;
     });
     const firstAgentLogSeconds = s();
-    // Serving: longer than WatchdogSec (30 s), so a missing WATCHDOG=1 would show as a restart.
-    const serveMs = opts.serveMs ?? 45_000;
-    const served = Date.now();
-    await until("end of the serving watch", serveMs + 5000, () => {
-      check();
-      const boots = [...serial(serialLog).matchAll(BOOT)].length;
-      if (boots > 1) throw new Error(`smoke boot: the machine rebooted (${serialLog})`);
-      return Date.now() - served >= serveMs ? true : undefined;
-    });
+    // Serving: the agent that logged first must still be the one logging when its WatchdogSec
+    // has passed twice over. A missing WATCHDOG=1 gets it killed and restarted by systemd,
+    // which says so in the journal only; on the console it shows as a new pid, or as silence.
+    const first = agentProcess(serial(serialLog))[0];
+    if (first === undefined) throw new Error(`smoke boot: no agent log line (${serialLog})`);
+    const proof = await until(
+      "agent log line past its WatchdogSec",
+      opts.serveDeadlineMs ?? 120_000,
+      () => {
+        check();
+        const text = serial(serialLog);
+        const boots = [...text.matchAll(BOOT)].length;
+        if (boots > 1) throw new Error(`smoke boot: the machine rebooted (${serialLog})`);
+        const lines = agentProcess(text);
+        const other = lines.find((l) => l.pid !== first.pid);
+        if (other !== undefined) {
+          throw new Error(
+            `smoke boot: the agent restarted (pid ${first.pid}, then ${other.pid} at ${other.seconds} s; ${serialLog})`,
+          );
+        }
+        return lines.find((l) => l.seconds - first.seconds >= SERVE_PAST_S);
+      },
+    );
     const text = serial(serialLog);
     const agentLines = text.split("\n").filter((l) => /liken-agent|liken\[\d+\]: /.test(l));
     return {
@@ -153,7 +180,7 @@ export async function smokeBoot(
       initrdSeconds,
       agentReadySeconds,
       firstAgentLogSeconds,
-      servedSeconds: (Date.now() - served) / 1000,
+      servedSeconds: proof.seconds - first.seconds,
       serialLog,
       agentLines,
     };

@@ -31,6 +31,7 @@ import { Observer, type Observation } from "./observe.js";
 import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { ApiView } from "./view.js";
+import { watchdogPeriodMs } from "./watchdog.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
@@ -145,11 +146,15 @@ export class AgentDaemon {
     // The watchdog is fed only while the loop comes round (or an action it awaits is
     // running), so a wedged event loop or a loop that stopped turning trips systemd's
     // WatchdogSec and the agent is restarted.
-    const watchdog = setInterval(() => {
-      if (this.acting || bootClockMs() - this.lastTick < 3 * this.cfg.loopMs + 5_000) {
-        sdNotify("WATCHDOG=1");
-      }
-    }, 5_000);
+    const period = watchdogPeriodMs();
+    const watchdog =
+      period === undefined
+        ? undefined
+        : setInterval(() => {
+            if (this.acting || bootClockMs() - this.lastTick < 3 * this.cfg.loopMs + 5_000) {
+              sdNotify("WATCHDOG=1");
+            }
+          }, period);
     try {
       while (!this.abort.signal.aborted) {
         // A failed look (bootloader unreadable, state dir gone) is logged and looked at again;
