@@ -90,6 +90,8 @@ export interface OperatorWebhook {
 export interface OperatorProcessOptions {
   logFile?: string;
   lifetimeSeconds?: number;
+  /** Added to this process's environment (the proxy variables, src/verify/proxy.ts). */
+  env?: Record<string, string>;
 }
 
 export function startOperator(
@@ -126,6 +128,7 @@ export function startOperator(
     ],
     {
       stdio: ["ignore", fd, fd],
+      ...(opts.env !== undefined ? { env: { ...process.env, ...opts.env } } : {}),
     },
   );
   closeSync(fd);

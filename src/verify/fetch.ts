@@ -3,6 +3,7 @@
 // Range requests for resuming, and a server that ignores Range detected (200 vs 206).
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { VerifyError } from "./errors.js";
+import { describeProxy, proxyDispatcher, proxySettings } from "./proxy.js";
 
 /** 30 s without a byte: long enough for a loaded CDN edge, short enough to notice a stall. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
@@ -49,11 +50,20 @@ export function fetchFailure(url: URL, cause: unknown, idleMs: number): unknown 
       { retryable: true, cause, context: { url: url.href } },
     );
   }
-  if ((cause as Error)?.name === "AbortError") return cause;
+  // undici reports a proxy that refused the tunnel as an abort ("Proxy response (403) !== 200
+  // when HTTP Tunneling"); it is a connection failure, not our own stop.
+  const proxyRefused = /^Proxy response \(\d+\)/.test((cause as Error)?.message ?? "");
+  if ((cause as Error)?.name === "AbortError" && !proxyRefused) return cause;
+  // Through a proxy, the failure may be the proxy's (it refused the CONNECT, or is down).
+  const proxy = describeProxy(proxySettings());
   return new VerifyError(
     "LIKEN_VERIFY_CONNECTION",
-    `GET ${url.href}: ${(cause as Error)?.message ?? String(cause)}`,
-    { retryable: true, cause, context: { url: url.href } },
+    `GET ${url.href}: ${(cause as Error)?.message ?? String(cause)}${proxy === undefined ? "" : ` (proxy variables: ${proxy}; check that the proxy is up and allows ${url.host})`}`,
+    {
+      retryable: true,
+      cause,
+      context: { url: url.href, ...(proxy !== undefined ? { proxy } : {}) },
+    },
   );
 }
 
@@ -62,6 +72,22 @@ export interface Response {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: Body;
+}
+
+function requestOptions(
+  headers: Record<string, string>,
+  idle: number,
+  signal: AbortSignal | undefined,
+): { dispatcher?: Dispatcher } & Omit<Dispatcher.RequestOptions, "origin" | "path"> {
+  const dispatcher = proxyDispatcher();
+  return {
+    method: "GET",
+    headers,
+    headersTimeout: idle,
+    bodyTimeout: idle,
+    ...(signal ? { signal } : {}),
+    ...(dispatcher !== undefined ? { dispatcher } : {}),
+  };
 }
 
 /**
@@ -74,17 +100,12 @@ export async function get(
   o: FetchOptions = {},
 ): Promise<Response> {
   const idle = o.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const options = requestOptions(headers, idle, o.signal);
   let at = url;
   for (let hop = 0; ; hop++) {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(at, {
-        method: "GET",
-        headers,
-        headersTimeout: idle,
-        bodyTimeout: idle,
-        ...(o.signal ? { signal: o.signal } : {}),
-      });
+      res = await request(at, options);
     } catch (cause) {
       throw fetchFailure(at, cause, idle);
     }

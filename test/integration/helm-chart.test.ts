@@ -135,6 +135,16 @@ describe("the Helm chart", () => {
     expect(sm?.metadata.labels.release).toBe("prom");
     expect(sm?.spec.endpoints[0]!.port).toBe("metrics");
 
+    const proxied = objects(
+      await template("proxy.https=http://proxy.corp:3128", "proxy.noProxy=.svc\\,.cluster.local"),
+    ).get("apps/v1 Deployment liken-system/cluster-operator") as unknown as {
+      spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+    };
+    expect(proxied.spec.template.spec.containers[0]!.env.slice(1)).toEqual([
+      { name: "HTTPS_PROXY", value: "http://proxy.corp:3128" },
+      { name: "NO_PROXY", value: ".svc,.cluster.local" },
+    ]);
+
     const off = objects(await template("metrics.service.enabled=false"));
     expect(off.has("v1 Service liken-system/cluster-operator-metrics")).toBe(false);
     await expect(

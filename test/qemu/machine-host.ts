@@ -19,6 +19,7 @@ import { operatorKubeconfig, startOperator } from "../../src/lab/processes.js";
 import { startWebhookService } from "../../src/lab/webhook-service.js";
 import { EVICTION_PATH } from "../../src/operator/webhook/names.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
+import { startConnectProxy } from "../support/connect-proxy.js";
 import { upOwned } from "../support/controlplane-owned.js";
 import { issueMachineCert, type IssuedIdentity } from "./machine-identity.js";
 import { createNode, placeWorkload } from "./machine-workload.js";
@@ -118,6 +119,17 @@ export async function startHost(o: HostOptions): Promise<Host> {
     });
     const channel = await serveChannel(channelDir);
     stoppers.push(() => channel.close());
+    // The operator reads the channel at the guest's address, as the Cluster names it, through
+    // a proxy that knows where that address is on this host: the proxy variables a fleet
+    // behind a proxy sets (src/verify/proxy.ts). Anything else the proxy refuses.
+    const guestChannel = new URL(o.channelSource(channel.url)).host;
+    const hostChannel = new URL(channel.url);
+    const proxy = await startConnectProxy((target) =>
+      target === guestChannel
+        ? { host: hostChannel.hostname, port: Number(hostChannel.port) }
+        : undefined,
+    );
+    stoppers.push(() => proxy.close());
 
     const cluster: Cluster = {
       apiVersion: API_VERSION,
@@ -160,7 +172,11 @@ export async function startHost(o: HostOptions): Promise<Host> {
       opKubeconfig,
       "operator-1",
       { port: service.backends[0]!, url: `https://127.0.0.1:${service.port}${EVICTION_PATH}` },
-      { logFile: path.join(o.dir, "operator.log"), lifetimeSeconds: o.lifetimeSeconds },
+      {
+        logFile: path.join(o.dir, "operator.log"),
+        lifetimeSeconds: o.lifetimeSeconds,
+        env: { http_proxy: proxy.url, no_proxy: "" },
+      },
     );
     // On an exit without stop() (an uncaught error, a signal handler's exit), end the operator
     // here; the control plane has its reaper, QEMU its own handler (images/qemu.ts).

@@ -107,6 +107,16 @@ export async function rollToBad(c: Ctx, v3: string): Promise<void> {
 
 const fmt = (ls: BootLine[]): string => ls.map((l, i) => formatBoot(i + 1, l)).join("; ");
 
+/** The operator read the channel at the guest's address, through the host's proxy. */
+async function channelChecks(c: Ctx, newest: string): Promise<void> {
+  const cs = (await c.api.clusters.get(c.cluster)).status;
+  const reach = cs?.conditions?.find((x) => x.type === "ChannelReachable");
+  if (reach?.status !== "True")
+    c.problems.push(`the Cluster's ChannelReachable is ${JSON.stringify(reach)}, not True`);
+  if (cs?.available !== newest)
+    c.problems.push(`the Cluster's AVAILABLE is ${cs?.available}, not ${newest}`);
+}
+
 /** What the host's Machine and the boots must show at the end. */
 export async function finalChecks(
   c: Ctx,
@@ -130,6 +140,7 @@ export async function finalChecks(
   ];
   const seen = boots.map((b) => b.line);
   if (fmt(seen) !== fmt(expected)) p.push(`boots were [${fmt(seen)}], expected [${fmt(expected)}]`);
+  await channelChecks(c, v3);
   if (c.guest.kind === "qemu") initrdChecks(c, boots);
 }
 
