@@ -3,10 +3,11 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { fetchDocument } from "../../src/verify/fetch.js";
+import { fetchDocument, openArtifact } from "../../src/verify/fetch.js";
 import { describeProxy, proxyDispatcher, proxySettings } from "../../src/verify/proxy.js";
 import { startConnectProxy, type ConnectProxy } from "../support/connect-proxy.js";
 
+const ARTIFACT = Buffer.from("0123456789abcdef");
 const VARS = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"];
 const saved = Object.fromEntries(VARS.map((v) => [v, process.env[v]]));
 
@@ -15,7 +16,19 @@ let origin: string;
 let proxy: ConnectProxy;
 
 beforeAll(async () => {
-  server = createServer((_req, res) => res.end("versions: [2026.12.01-001]\n"));
+  server = createServer((req, res) => {
+    if (req.url !== "/rootfs") return void res.end("versions: [2026.12.01-001]\n");
+    // An artifact resumed at byte 4: the Range header must have come through the tunnel.
+    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
+    const from = Number(range?.[1] ?? 0);
+    res.writeHead(range ? 206 : 200, {
+      ...(range
+        ? { "content-range": `bytes ${from}-${ARTIFACT.length - 1}/${ARTIFACT.length}` }
+        : {}),
+      "content-length": String(ARTIFACT.length - from),
+    });
+    res.end(ARTIFACT.subarray(from));
+  });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   origin = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   proxy = await startConnectProxy((target) => {
@@ -48,6 +61,15 @@ describe("the proxy variables", () => {
     setProxy({ http_proxy: proxy.url });
     const doc = await fetchDocument(new URL(`http://${origin}/channel.yaml`), 1024);
     expect(doc.toString()).toContain("2026.12.01-001");
+    expect(proxy.targets).toEqual([origin]);
+  });
+
+  it("carry an artifact's resumed download (its Range request) through the tunnel", async () => {
+    setProxy({ HTTPS_PROXY: "http://127.0.0.1:9", http_proxy: proxy.url });
+    const a = await openArtifact(new URL(`http://${origin}/rootfs`), 4, ARTIFACT.length);
+    const parts: Buffer[] = [];
+    for await (const chunk of a.body) parts.push(chunk as Buffer);
+    expect(Buffer.concat(parts).toString()).toBe("456789abcdef");
     expect(proxy.targets).toEqual([origin]);
   });
 
