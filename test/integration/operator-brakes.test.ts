@@ -166,7 +166,14 @@ describe("rollout brakes with the real operator and agents", () => {
         const staged = ms.every(
           (m) => m.status?.step === "UpdatePending" && m.status.staged?.version === v4.version,
         );
-        return staged && progressing(c)?.reason === "OutsideMaintenanceWindow" ? c : undefined;
+        // The operator's message counts the staged machines as of its last pass, which may
+        // come a moment after the last Machine's status: wait for it to say all three.
+        const p = progressing(c);
+        return staged &&
+          p?.reason === "OutsideMaintenanceWindow" &&
+          p.message.includes("3 machine(s) staged")
+          ? c
+          : undefined;
       },
       { timeoutMs: 300_000, intervalMs: 500 },
     );
