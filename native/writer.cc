@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -21,6 +22,11 @@
 namespace liken {
 
 namespace {
+
+// Bytes of write buffers allocated and not yet freed, across every writer of this process:
+// what `finish()` and `abort()` must bring back down, whether or not V8 ever collects the
+// writer (test/native/writer.test.ts reads it through writerBufferBytes()).
+std::atomic<int64_t> g_bufferBytes{0};
 
 // What went wrong, in a form the TypeScript face maps to a stable liken code.
 struct Failure {
@@ -91,6 +97,7 @@ class Pipeline {
         return false;
       }
       bufs_[i].data = static_cast<uint8_t*>(p);
+      g_bufferBytes += static_cast<int64_t>(o_.bufSize);
       free_.push_back(static_cast<int>(i));
     }
     hashThread_ = std::thread([this] { HashLoop(); });
@@ -348,6 +355,7 @@ class Pipeline {
   void ReleaseBuffers() {
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& b : bufs_) {
+      if (b.data != nullptr) g_bufferBytes -= static_cast<int64_t>(o_.bufSize);
       std::free(b.data);
       b.data = nullptr;
     }
@@ -530,8 +538,14 @@ class Writer : public Napi::ObjectWrap<Writer> {
 
 }  // namespace
 
+Napi::Value WriterBufferBytes(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(g_bufferBytes.load()));
+}
+
 void InitWriter(Napi::Env env, Napi::Object exports) {
   exports.Set("Writer", Writer::Define(env));
+  exports.Set("writerBufferBytes",
+              Napi::Function::New(env, WriterBufferBytes, "writerBufferBytes"));
 }
 
 }  // namespace liken

@@ -51,6 +51,7 @@ interface NativeBinding {
     direct: boolean;
   }): Promise<{ digest: string }>;
   Writer: new (opts: RawWriterOptions) => RawWriter;
+  writerBufferBytes(): number;
 }
 
 /** The native module's error family: LIKEN_NATIVE_*, with the errno and syscall when known. */

@@ -224,6 +224,14 @@ export class SlotWriter {
 }
 
 /**
+ * Bytes of write buffers this process's writers hold: allocated when a writer opens, freed
+ * when it finishes or aborts (not when V8 collects it). Zero when no writer is open.
+ */
+export function writerBufferBytes(): number {
+  return native().writerBufferBytes();
+}
+
+/**
  * Re-reads `size` bytes at `offset` of a slot with O_DIRECT and returns their hex SHA-256.
  * A medium that ends early fails with LIKEN_NATIVE_SHORT.
  */
