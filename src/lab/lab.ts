@@ -2,7 +2,7 @@
 // spot, cluster-operator, and a fleet of simulated machines each running the real agent.
 // Everything it starts it records, and `stop()` ends it all (Ctrl-C in the foreground).
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { type KubeConfig } from "@kubernetes/client-node";
@@ -92,10 +92,12 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   // First of all: from here on, whatever ends this process, the reaper ends what it started.
   claimLab();
   const stopReaper = startReaper();
+  // Also the way out of a second Ctrl-C: the kubeconfig of a lab that is gone goes with it.
   const finish = async (): Promise<void> => {
     await reapLab(log);
     releaseClaim();
     stopReaper();
+    rmSync(LAB_KUBECONFIG, { force: true });
   };
   // A lab from an earlier run that was not stopped cleanly: its agents, operators and
   // control plane go, then its files.
@@ -163,5 +165,4 @@ export async function stopLab(lab: Lab): Promise<void> {
   };
   await Promise.race([inOrder(), sleep(STOP_DEADLINE_MS, undefined, { ref: false })]);
   await lab.finish();
-  if (existsSync(LAB_KUBECONFIG)) rmSync(LAB_KUBECONFIG);
 }

@@ -109,21 +109,27 @@ const program = new Command("lab")
   .option("--machines <n>", "number of machines (3 leaders, the rest workers)", (v) => Number(v), 5)
   .exitOverride();
 
+/** Signals this close to the first are the same keypress, relayed (see stop()). */
+const SAME_KEYPRESS_MS = 1_000;
+
 program.action(async (o: { demo?: boolean; machines: number }) => {
   const started = Date.now();
   /** Set once started; a signal before that only exits (the reaper does the rest). */
   const running: { lab?: Lab } = {};
-  let stopping = false;
+  let stoppingSince: number | undefined;
   const stop = async (code: number): Promise<void> => {
     const lab = running.lab;
     // Still starting: exit at once; the lab's reaper (src/lab/reap.ts) ends what it started.
     if (lab === undefined) process.exit(code);
-    if (stopping) {
+    if (stoppingSince !== undefined) {
+      // One Ctrl-C arrives more than once: the terminal signals the whole foreground group,
+      // and npm and tsx relay it to their child too.
+      if (Date.now() - stoppingSince < SAME_KEYPRESS_MS) return;
       // A second Ctrl-C: no more waiting on agents to finish their step.
       await lab.finish();
       process.exit(code);
     }
-    stopping = true;
+    stoppingSince = Date.now();
     err("liken lab: stopping everything it started");
     await stopLab(lab);
     process.exit(code);
