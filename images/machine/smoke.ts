@@ -1,7 +1,8 @@
 // The machine's smoke boot: a copy of the disk with a dummy identity (no API server behind it)
 // under QEMU TCG with OVMF, user networking with restrict=on and the i6300esb watchdog, watched
 // on the serial console until systemd started liken-agent.service (its READY=1) and the agent
-// logged; then the same agent process must keep logging past twice its WatchdogSec, with no reboot.
+// logged; then the same agent process must keep logging past twice its WatchdogSec, with no
+// reboot.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,7 +39,6 @@ const BAD =
 
 const ANSI = new RegExp(String.raw`\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r`, "g");
 
-/** The serial log so far, without escape sequences. */
 /** The unit's WatchdogSec (config/systemd/liken-agent.service). */
 const WATCHDOG_SEC = 30;
 /** How long (guest seconds) one agent process must be seen logging: past two watchdog periods. */
@@ -52,6 +52,7 @@ function agentProcess(text: string): { seconds: number; pid: number }[] {
   }));
 }
 
+/** The serial log so far, without escape sequences. */
 function serial(file: string): string {
   try {
     return readFileSync(file, "latin1").replace(ANSI, "");
