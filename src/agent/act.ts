@@ -33,6 +33,7 @@ import {
   bootFilesRefused,
   bootFilesStarted,
   disarmed,
+  disarming,
   drained,
   drainSkipped,
   fellBack,
@@ -129,7 +130,12 @@ export class Actions {
     });
   }
 
+  /**
+   * Withdraws the trial: the intent first (a cut after the bootloader's disarm is then no
+   * verdict, steps.ts trialNotArmed), then the bootloader, then memory forgets the trial.
+   */
   async disarm(): Promise<void> {
+    await this.p.memory.update(disarming);
     await phase(this.p, "disarm", () => this.p.bootloader.disarm());
     await this.p.memory.update(disarmed);
   }
@@ -341,8 +347,7 @@ export class Actions {
     await memory.update((m) => notArmed(m, why, rfc3339(new Date())));
     const attempts = memory.now.noVerdict?.attempts ?? 1;
     try {
-      await bootloader.disarm();
-      await memory.update(disarmed);
+      await this.disarm();
     } catch (e) {
       // The trial stays recorded, never shown: a later boot that does not start it counts it
       // as not armed again (steps.ts trialNotArmed), never as a trial not taken.

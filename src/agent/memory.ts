@@ -71,6 +71,11 @@ export interface ArmedTrial extends ReleaseRef {
   shownAt?: string;
   /** Which attempt at arming this release this is (1, 2, ...; bounded by arming.ts). */
   attempt?: number;
+  /**
+   * The agent is withdrawing the trial from the bootloader (disarming()): a later boot that
+   * finds nothing armed is then no verdict, and not an arming attempt either.
+   */
+  withdrawing?: true;
   /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
   gaveUp?: string;
   /** The reason the report after the fallback gives, when not TrialFellBack (a health gate). */
@@ -261,7 +266,7 @@ export function notArmedAttempts(m: Memory, release: ReleaseRef): number {
  */
 export function notArmed(m: Memory, why: string, at: string): Memory {
   const t = m.trial;
-  if (t === undefined) return m;
+  if (t === undefined || t.withdrawing) return m;
   const attempts = Math.max(t.attempt ?? 1, notArmedAttempts(m, t));
   const ref = { version: t.version, digest: t.digest };
   if (notArmedAttempts(m, t) === attempts) return m;
@@ -277,6 +282,18 @@ export function notArmed(m: Memory, why: string, at: string): Memory {
     message,
   };
   return { ...m, noVerdict };
+}
+
+/**
+ * About to withdraw the trial from the bootloader (written before it is touched): no longer a
+ * trial the bootloader is shown to hold, so a power cut after the bootloader's disarm and before
+ * disarmed() is not read as a trial the bootloader did not take.
+ */
+export function disarming(m: Memory): Memory {
+  const t = m.trial;
+  if (t === undefined || t.withdrawing) return m;
+  const { shownAt: _shown, ...rest } = t;
+  return { ...m, trial: { ...rest, withdrawing: true } };
 }
 
 /** The armed trial was withdrawn from the bootloader: nothing is armed any more. */

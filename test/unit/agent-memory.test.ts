@@ -3,6 +3,7 @@ import {
   armed,
   armShown,
   disarmed,
+  disarming,
   drained,
   EMPTY_MEMORY,
   fellBack,
@@ -125,6 +126,17 @@ describe("memory transitions", () => {
     // A new liken.sh/retry value forgets it too.
     expect(retried(n1, "r1").noVerdict).toBeUndefined();
     expect(notArmed(EMPTY_MEMORY, "x", AT)).toBe(EMPTY_MEMORY);
+  });
+
+  it("disarming: no longer shown armed before the bootloader is touched, and never counted", () => {
+    const shown = armShown(armed(EMPTY_MEMORY, V2, "b", AT, "boot-1"), AT);
+    const d = disarming(shown);
+    expect(d.trial?.shownAt).toBeUndefined();
+    expect(d.trial?.withdrawing).toBe(true);
+    expect(disarming(d)).toBe(d);
+    expect(notArmed(d, "a cut after the disarm", AT)).toBe(d);
+    expect(disarmed(d).trial).toBeUndefined();
+    expect(disarming(EMPTY_MEMORY)).toBe(EMPTY_MEMORY);
   });
 
   it("drained until the turn is given back", () => {
