@@ -37,8 +37,8 @@ export function armHold(seen: NoVerdictSeen | undefined, release: ReleaseRef): s
   if (seen === undefined || seen.reason !== TRIAL_NOT_ARMED) return undefined;
   if (seen.digest !== release.digest || seen.attempts < MAX_ARM_ATTEMPTS) return undefined;
   return (
-    `the trial of ${release.version} could not be shown armed ${seen.attempts} times ` +
-    `(last: ${seen.message}); the release is not counted as failed; the turn is given back. ` +
+    `${seen.message}; not armed ${seen.attempts} times in a row, so the turn is given back and ` +
+    "the release is not tried here again until a person asks (it is not counted as failed). " +
     "Check that the ESP is mounted read-write, has room and reads without I/O errors, then " +
     "set the Machine's liken.sh/retry annotation to a new value to try again"
   );

@@ -23,7 +23,13 @@ const laterBoot = {
 
 /** The last `n` attempts at arming V2 were never shown armed (memory's noVerdict). */
 function notArmedTimes(n: number): NonNullable<Observed["noVerdict"]> {
-  return { ...V2, reason: "TrialNotArmed", attempts: n, message: "EIO [LIKEN_BOOTLOADER_IO]" };
+  return {
+    ...V2,
+    reason: "TrialNotArmed",
+    attempts: n,
+    message:
+      "the trial of 2026.10.12-001 in slot b could not be shown armed (attempt 3): EIO [LIKEN_BOOTLOADER_IO]",
+  };
 }
 
 interface Row {
