@@ -349,8 +349,8 @@ export class Actions {
     try {
       await this.disarm();
     } catch (e) {
-      // The trial stays recorded, never shown: a later boot that does not start it counts it
-      // as not armed again (steps.ts trialNotArmed), never as a trial not taken.
+      // The trial stays recorded as being withdrawn, never shown: a later boot that does not
+      // start it is no verdict (steps.ts trialNotArmed) and is not counted a second time.
       log.warn({ err: errorText(e), code: errorCode(e) }, "disarm after a failed arm failed");
     }
     throw new AgentError(
