@@ -25,16 +25,20 @@ import type { DownloadSupervisor } from "./download.js";
 import type { HealthGates } from "./health-run.js";
 import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
+import { MAX_ARM_ATTEMPTS } from "./arming.js";
 import {
   armed,
+  armShown,
   bootFilesInstalled,
   bootFilesRefused,
   bootFilesStarted,
   disarmed,
+  disarming,
   drained,
   drainSkipped,
   fellBack,
   gaveUp,
+  notArmed,
   notTaken,
   promoted,
   skipped,
@@ -126,7 +130,12 @@ export class Actions {
     });
   }
 
+  /**
+   * Withdraws the trial: the intent first (a cut after the bootloader's disarm is then no
+   * verdict, steps.ts trialNotArmed), then the bootloader, then memory forgets the trial.
+   */
   async disarm(): Promise<void> {
+    await this.p.memory.update(disarming);
     await phase(this.p, "disarm", () => this.p.bootloader.disarm());
     await this.p.memory.update(disarmed);
   }
@@ -297,10 +306,10 @@ export class Actions {
         // checked again here, before arming; what a kill midway or a person changed since is
         // installed again (docs/machine.md).
         if (bootloader.installBootFiles !== undefined) await this.putBootFiles(slot);
-        // Recorded before the bootloader is touched: after a crash in between, the agent
-        // still knows which release it armed.
+        // The intent, recorded before the bootloader is touched: after a crash in between, the
+        // agent still knows which release it meant to try, and that it never saw it armed.
         await memory.update((m) => armed(m, release, slot, at, bootId));
-        await phase(this.p, "arm trial", () => bootloader.armTrial(slot));
+        await phase(this.p, "arm trial", () => this.armAndShow(slot, release));
         await this.p.reportRebooting(v.why);
         return this.reboot(v.why);
       case "skip-trial":
@@ -313,6 +322,44 @@ export class Actions {
         throw new Error(`unknown verdict ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * Arms the trial and reads the bootloader back: only a trial it shows armed is recorded as
+   * shown (its outcome is then a verdict on the release). An arm that fails, or reads back
+   * anything else, is counted as not armed (arming.ts: no verdict, tried again, bounded), what
+   * half of it may have left is disarmed, and the step fails with LIKEN_AGENT_TRIAL_NOT_ARMED.
+   */
+  private async armAndShow(slot: Slot, release: ReleaseRef): Promise<void> {
+    const { memory, bootloader, log } = this.p;
+    let why: string;
+    try {
+      await bootloader.armTrial(slot);
+      const r = await bootloader.read();
+      if (r.armed === slot) {
+        await memory.update((m) => armShown(m, rfc3339(new Date())));
+        return;
+      }
+      why = `${bootloader.backend} reads back ${r.shows ?? `armed ${r.armed ?? "none"}`}`;
+    } catch (e) {
+      why = `${errorText(e)}${errorCode(e) ? ` [${errorCode(e)}]` : ""}`;
+    }
+    await memory.update((m) => notArmed(m, why, rfc3339(new Date())));
+    const attempts = memory.now.noVerdict?.attempts ?? 1;
+    try {
+      await this.disarm();
+    } catch (e) {
+      // The trial stays recorded as being withdrawn, never shown: a later boot that does not
+      // start it is no verdict (steps.ts trialNotArmed) and is not counted a second time.
+      log.warn({ err: errorText(e), code: errorCode(e) }, "disarm after a failed arm failed");
+    }
+    throw new AgentError(
+      "LIKEN_AGENT_TRIAL_NOT_ARMED",
+      `the trial of ${release.version} in slot ${slot} could not be armed (attempt ${attempts} ` +
+        `of ${MAX_ARM_ATTEMPTS}): ${why}; no verdict on the release, armed again at the next ` +
+        "look while attempts remain",
+      { retryable: true, context: { slot, version: release.version, attempts } },
+    );
   }
 
   /**
@@ -431,6 +478,23 @@ export class Actions {
     await memory.update((m) => notTaken(m, seen, rfc3339(new Date())));
     const t = memory.now.lastTrial;
     log.error({ version: t?.version, slot }, t?.message ?? "the trial was not taken");
+    await this.disarm();
+  }
+
+  /**
+   * A later boot found the trial recorded but never shown armed, and nothing armed (steps.ts
+   * trialNotArmed): counted as an attempt without a verdict (the release is not failed), then
+   * disarmed (what half an arm left), so the next look arms it again within the turn, or holds
+   * once MAX_ARM_ATTEMPTS are used up (arming.ts). No reboot.
+   */
+  async notArmed(o: Observed, slot: Slot): Promise<void> {
+    const { memory, bootloader, log } = this.p;
+    const record = await bootloader.read();
+    const why =
+      `the machine rebooted (boot ${o.bootId}) before ${bootloader.backend} was shown armed, ` +
+      `and booted slot ${o.running.slot}${record.shows ? ` (${record.shows})` : ""}`;
+    await memory.update((m) => notArmed(m, why, rfc3339(new Date())));
+    log.warn({ slot, ...memory.now.noVerdict }, "the trial was never armed; no verdict");
     await this.disarm();
   }
 

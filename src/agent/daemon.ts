@@ -37,6 +37,7 @@ import { watchdogPeriodMs } from "./watchdog.js";
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
   "fall-back-report",
   "not-taken-report",
+  "not-armed-report",
   "install-boot-files",
 ]);
 
@@ -293,6 +294,7 @@ export class AgentDaemon {
       promote: (a) => acts.promote(o, a.slot),
       "fall-back-report": (a) => acts.fallBack(o, a.slot),
       "not-taken-report": (a) => acts.notTaken(o, a.slot),
+      "not-armed-report": (a) => acts.notArmed(o, a.slot),
       "release-turn": (a) => acts.releaseTurn(a.reason),
     };
   }
@@ -362,6 +364,7 @@ const REASONS: Readonly<Record<string, string>> = {
   LIKEN_AGENT_RELEASE_REFUSED: "ReleaseRefused",
   LIKEN_AGENT_REBOOT_FAILED: "RebootFailed",
   LIKEN_AGENT_SLOT_CHECK_FAILED: "SlotCheckFailed",
+  LIKEN_AGENT_TRIAL_NOT_ARMED: "TrialNotArmed",
 };
 
 function reasonOf(code: string | undefined): string {

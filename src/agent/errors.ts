@@ -13,6 +13,11 @@ export type AgentCode =
   | "LIKEN_AGENT_SLOT_CHECK_FAILED"
   /** Reading the slot back took longer than timeouts.slotCheckMs. */
   | "LIKEN_AGENT_SLOT_CHECK_TIMEOUT"
+  /**
+   * The bootloader failed to arm the trial or did not read back armed: no verdict on the
+   * release; counted and armed again, at most MAX_ARM_ATTEMPTS times (arming.ts).
+   */
+  | "LIKEN_AGENT_TRIAL_NOT_ARMED"
   /** This boot's id (config bootId) cannot be read: no trial is judged without it. */
   | "LIKEN_AGENT_BOOT_ID_UNREADABLE";
 

@@ -15,6 +15,7 @@ import type {
 } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
+import { TRIAL_NOT_ARMED } from "./arming.js";
 
 export interface Memory {
   /** Releases not to try again (failed trial or slot check), newest last. */
@@ -36,6 +37,25 @@ export interface Memory {
    * installed for its slot when it was staged: no turn is asked for before they are.
    */
   bootFiles?: { slot: SlotName; digest: string };
+  /**
+   * The last trial that ended without a verdict on its release (a failure to look, such as a
+   * trial the machine could not show it armed): counted, reported, never remembered as failed.
+   */
+  noVerdict?: NoVerdict;
+}
+
+/**
+ * A trial of a release that ended without a verdict: the release is not failed for it, and the
+ * agent tries again a bounded number of times (arming.ts).
+ */
+export interface NoVerdict extends ReleaseRef {
+  slot: SlotName;
+  /** CamelCase, e.g. TrialNotArmed (docs/agent.md, "Trials without a verdict"). */
+  reason: string;
+  /** How many attempts in a row ended this way for this digest and reason. */
+  attempts: number;
+  at: string;
+  message: string;
 }
 
 export interface ArmedTrial extends ReleaseRef {
@@ -43,6 +63,19 @@ export interface ArmedTrial extends ReleaseRef {
   armedAt: string;
   /** The boot it was armed in (boot_id): a later boot that did not start it, did not take it. */
   bootId?: string;
+  /**
+   * When the bootloader read back armed for this trial. Absent: only the intent was recorded
+   * (the arm failed or was cut short), and a later boot that did not start the trial is no
+   * verdict on the release (steps.ts trialNotArmed).
+   */
+  shownAt?: string;
+  /** Which attempt at arming this release this is (1, 2, ...; bounded by arming.ts). */
+  attempt?: number;
+  /**
+   * The agent is withdrawing the trial from the bootloader (disarming()): a later boot that
+   * finds nothing armed is then no verdict, and not an arming attempt either.
+   */
+  withdrawing?: true;
   /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
   gaveUp?: string;
   /** The reason the report after the fallback gives, when not TrialFellBack (a health gate). */
@@ -116,7 +149,7 @@ function without(m: Memory, ...keys: (keyof Memory)[]): Memory {
 /** A new `liken.sh/retry` value: forget the failed releases, once per value. */
 export function retried(m: Memory, value: string | undefined): Memory {
   if (value === undefined || value === m.retryHandled) return m;
-  return { ...m, failed: [], retryHandled: value };
+  return { ...without(m, "noVerdict"), failed: [], retryHandled: value };
 }
 
 /** This boot is the trial: note when it was first seen, once (restarts keep the first time). */
@@ -185,7 +218,11 @@ function failedSkipped(
   };
 }
 
-/** The slot matched: the trial of `release` in `slot` is armed (written before arming). */
+/**
+ * The slot matched: the intent to arm the trial of `release` in `slot`, written before the
+ * bootloader is touched, so that after a crash or a power cut the agent still knows which
+ * release it meant to try. Not yet a trial the bootloader was shown to hold: armShown() says so.
+ */
 export function armed(
   m: Memory,
   release: ReleaseRef,
@@ -199,8 +236,64 @@ export function armed(
     slot,
     armedAt: at,
     ...(bootId === undefined ? {} : { bootId }),
+    attempt: notArmedAttempts(m, release) + 1,
   };
   return { ...without(m, "trialSeenAt"), trial };
+}
+
+/** The bootloader read back armed for the recorded trial: from now on its outcome is a verdict. */
+export function armShown(m: Memory, at: string): Memory {
+  const t = m.trial;
+  if (t === undefined || t.shownAt !== undefined) return m;
+  const rest = m.noVerdict?.digest === t.digest ? without(m, "noVerdict") : m;
+  return { ...rest, trial: { ...t, shownAt: at } };
+}
+
+/** How many attempts at arming `release` ended without the bootloader shown armed. */
+export function notArmedAttempts(m: Memory, release: ReleaseRef): number {
+  const n = m.noVerdict;
+  return n !== undefined && n.reason === TRIAL_NOT_ARMED && n.digest === release.digest
+    ? n.attempts
+    : 0;
+}
+
+/**
+ * The recorded trial could not be shown armed (the arm failed, or a later boot found nothing
+ * armed and the trial not started): counted as attempt `trial.attempt` for its release, which
+ * is NOT remembered as failed and whose lastTrial is left as it was (the failure brake counts
+ * neither). Idempotent: a crash before the disarm repeats the step without counting it twice.
+ * The trial itself stays until the bootloader is disarmed (disarmed()).
+ */
+export function notArmed(m: Memory, why: string, at: string): Memory {
+  const t = m.trial;
+  if (t === undefined || t.withdrawing) return m;
+  const attempts = Math.max(t.attempt ?? 1, notArmedAttempts(m, t));
+  const ref = { version: t.version, digest: t.digest };
+  if (notArmedAttempts(m, t) === attempts) return m;
+  const message =
+    `the trial of ${ref.version} in slot ${t.slot} could not be shown armed ` +
+    `(attempt ${attempts}): ${why}`;
+  const noVerdict: NoVerdict = {
+    ...ref,
+    slot: t.slot,
+    reason: TRIAL_NOT_ARMED,
+    attempts,
+    at,
+    message,
+  };
+  return { ...m, noVerdict };
+}
+
+/**
+ * About to withdraw the trial from the bootloader (written before it is touched): no longer a
+ * trial the bootloader is shown to hold, so a power cut after the bootloader's disarm and before
+ * disarmed() is not read as a trial the bootloader did not take.
+ */
+export function disarming(m: Memory): Memory {
+  const t = m.trial;
+  if (t === undefined || t.withdrawing) return m;
+  const { shownAt: _shown, ...rest } = t;
+  return { ...m, trial: { ...rest, withdrawing: true } };
 }
 
 /** The armed trial was withdrawn from the bootloader: nothing is armed any more. */

@@ -125,7 +125,7 @@ export class Observer {
       ...nodeFacts(node),
       trialSeenAt: mem.trialSeenAt,
       bootId,
-      armedTrial: mem.trial && { slot: mem.trial.slot, bootId: mem.trial.bootId },
+      ...trialFacts(mem),
       ...(boot.kind === "on-trial" && this.p.health !== undefined
         ? { health: this.p.health.seen(api?.cluster) }
         : {}),
@@ -260,4 +260,13 @@ function bootFilesDue(bl: Bootloader, other: SlotView, mem: Memory): boolean {
   if (bl.installBootFiles === undefined || other.state !== "staged") return false;
   const done = mem.bootFiles;
   return done?.slot !== other.slot || done.digest !== other.release?.digest;
+}
+
+/** What memory says of the trial armed last, and of the last trial without a verdict. */
+function trialFacts(mem: Memory): Pick<Observed, "armedTrial" | "noVerdict"> {
+  const t = mem.trial;
+  return {
+    armedTrial: t && { slot: t.slot, bootId: t.bootId, shown: t.shownAt !== undefined },
+    ...(mem.noVerdict ? { noVerdict: mem.noVerdict } : {}),
+  };
 }

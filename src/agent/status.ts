@@ -13,6 +13,7 @@ import {
 } from "../api/types.js";
 import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
+import { inconclusiveMessage } from "./arming.js";
 import type { Memory } from "./memory.js";
 import type { Decision, Observed, SlotView } from "./steps.js";
 
@@ -122,6 +123,11 @@ function conditions(
     const status = t.result === "Succeeded" ? "True" : "False";
     const message = t.message ?? `${t.version} on slot ${t.slot}: ${t.result}`;
     wanted.push({ type: "TrialSucceeded", status, reason: t.reason, message });
+  }
+  const inconclusive = inconclusiveMessage(mem.noVerdict, o.target);
+  if (inconclusive !== undefined && mem.noVerdict !== undefined) {
+    const reason = mem.noVerdict.reason;
+    wanted.push({ type: "TrialInconclusive", status: "True", reason, message: inconclusive });
   }
   if (x.drainBlocker !== undefined) {
     const message = x.drainBlocker.message;

@@ -9,6 +9,7 @@
 // (the default slot only changes in "promote", after the trial boot rejoined).
 import type { BootVerdict, Slot } from "../bootloader/types.js";
 import { approves } from "../coordinator/turn.js";
+import { armHold, type NoVerdictSeen } from "./arming.js";
 import { gateStep, healthGiveUp, type HealthSeen } from "./health.js";
 import {
   sameRelease,
@@ -45,6 +46,12 @@ export const PHASES = [
    * it. Report, remember, disarm, give back; never reboot for it again.
    */
   "TrialNotTaken",
+  /**
+   * A later boot of the old slot, the trial recorded but never shown armed (a power cut or a
+   * failed arm): no verdict on the release. Count it, disarm, arm again within the turn; after
+   * MAX_ARM_ATTEMPTS (arming.ts) give the turn back and hold, the release not failed.
+   */
+  "TrialNotArmed",
   /** The target release failed here (trial or slot check); not retried until it changes. */
   "Failed",
 ] as const;
@@ -100,6 +107,7 @@ export const PHASE_TIMEOUT = {
   Proving: "proveMs",
   FallingBack: null,
   TrialNotTaken: null,
+  TrialNotArmed: null,
   Failed: null,
 } as const satisfies Record<Phase, keyof Timeouts | null>;
 
@@ -161,9 +169,12 @@ export interface Observed {
   bootId: string;
   /**
    * The trial the agent armed and has not seen through (memory), and the boot it was armed in
-   * (undefined: armed by an agent that did not record it, so never judged not taken).
+   * (undefined: armed by an agent that did not record it, so never judged not taken); `shown`:
+   * the bootloader read back armed for it (false: only the intent was recorded).
    */
-  armedTrial: { slot: Slot; bootId: string | undefined } | undefined;
+  armedTrial: { slot: Slot; bootId: string | undefined; shown: boolean } | undefined;
+  /** The last trial that ended without a verdict (memory's noVerdict), for the arming bound. */
+  noVerdict?: NoVerdictSeen;
 }
 
 export type Action =
@@ -186,6 +197,8 @@ export type Action =
   | { kind: "fall-back-report"; slot: Slot }
   /** The bootloader did not take the trial of `slot`: remember, disarm, report (no reboot). */
   | { kind: "not-taken-report"; slot: Slot }
+  /** The trial of `slot` was never shown armed: count it (not a failure), disarm, no reboot. */
+  | { kind: "not-armed-report"; slot: Slot }
   /** Give the turn back and undo liken's cordon (the machine serves again without a reboot). */
   | { kind: "release-turn"; reason: string };
 
@@ -326,6 +339,15 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
     const action: Action = { kind: "install-boot-files", slot: o.other.slot, release };
     return d("Downloading", "Downloading", action, "staged; installing its kernel and initrd");
   }
+  const hold = armHold(o.noVerdict, release);
+  if (hold !== undefined) {
+    // No verdict on the release (never failedReleases): the machine, not the release, needs a
+    // person. Give the turn back first, then wait for liken.sh/retry or a new target.
+    if (o.drainedDigest !== undefined) {
+      return d("TrialNotArmed", "Failed", { kind: "release-turn", reason: hold }, hold);
+    }
+    return d("TrialNotArmed", "Failed", WAIT, hold);
+  }
   if (o.policy === "Manual" && !approves(o.approval, release)) {
     const why = `waiting for liken approve-reboot of ${release.version}`;
     return d("AwaitingApproval", "RebootPending", WAIT, why);
@@ -409,8 +431,28 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
  * liken_trial empty; systemd-boot: LoaderEntryOneShot still set) or consumed without starting
  * the trial (no counted try). A restart of the agent within the arming boot is not that: the
  * reboot is still due. A trial the bootloader started shows as on-trial or trial-failed.
+ * A verdict only for a trial the bootloader was shown to hold: read back armed before the
+ * reboot (`shown`), or still armed now; else it is trialNotArmed().
  */
 export function trialNotTaken(o: Pick<Observed, "boot" | "bootId" | "armedTrial">): Slot | null {
+  const slot = bootNotStarting(o);
+  if (slot === null) return null;
+  return o.armedTrial?.shown === true || o.boot.kind === "armed" ? slot : null;
+}
+
+/**
+ * As trialNotTaken, but the bootloader was never shown to hold the trial (only the intent was
+ * recorded: a power cut or a failed arm before the read-back) and shows nothing armed now: the
+ * old default booted because nothing was armed. A failure to look, not a verdict (arming.ts).
+ */
+export function trialNotArmed(o: Pick<Observed, "boot" | "bootId" | "armedTrial">): Slot | null {
+  const slot = bootNotStarting(o);
+  if (slot === null) return null;
+  return o.armedTrial?.shown === true || o.boot.kind === "armed" ? null : slot;
+}
+
+/** The slot of a trial recorded in an earlier boot that this boot did not start, or null. */
+function bootNotStarting(o: Pick<Observed, "boot" | "bootId" | "armedTrial">): Slot | null {
   const t = o.armedTrial;
   if (t === undefined || t.bootId === undefined || t.bootId === o.bootId) return null;
   if (o.boot.kind !== "armed" && o.boot.kind !== "steady") return null;
@@ -424,6 +466,15 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     // Purely local, like a fallback: never armed or rebooted again for this trial.
     const why = `the bootloader did not take the trial of slot ${notTaken}`;
     return d("TrialNotTaken", "Failed", { kind: "not-taken-report", slot: notTaken }, why);
+  }
+  const notArmed = trialNotArmed(o);
+  if (notArmed !== null) {
+    // The turn is still held: count the attempt, disarm what half an arm left, arm again.
+    const why =
+      `the trial of slot ${notArmed} was never shown armed before the reboot ` +
+      "(a power cut or a failed arm): no verdict on the release";
+    const action: Action = { kind: "not-armed-report", slot: notArmed };
+    return d("TrialNotArmed", "Updating", action, why, { wantsTurn: true });
   }
   switch (boot.kind) {
     case "on-trial":

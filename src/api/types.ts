@@ -582,6 +582,11 @@ export const MACHINE_CONDITION_TYPES = [
   "DrainBlocked",
   /** The last trial: True Succeeded, False when it fell back or was skipped. */
   "TrialSucceeded",
+  /**
+   * True while the last trial of the target ended without a verdict on the release (reason
+   * TrialNotArmed: the bootloader was never shown armed); the release is not counted as failed.
+   */
+  "TrialInconclusive",
 ] as const;
 export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];
 export type MachineCondition = Condition<MachineConditionType>;

@@ -13,10 +13,10 @@
 // is armed with the glob `liken-b*.conf`, which names the entry under every version.
 // `EntryName.id` below is liken's own name for a slot's entry (the file name without the
 // counter), not systemd-boot's.
-import { readdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { bootFilesOf, installBootFiles, type InstallHooks } from "./boot-files.js";
 import type { EfiVars } from "./efivars.js";
+import { DiskEntryDir, renameDurably, type EntryDir } from "./entry-dir.js";
 import { BootloaderError } from "./errors.js";
 import {
   isSlot,
@@ -99,22 +99,29 @@ export function bootIdOf(e: EntryName): string {
 export class SystemdBootBootloader implements Bootloader {
   readonly backend = "systemd-boot" as const;
 
+  /** The entry files: loader/entries on the ESP, unless a power-cut test gives its own. */
+  readonly dir: EntryDir;
+
   /**
    * @param esp mount point of the ESP (holding loader/entries)
    * @param hooks tests stop an install midway with them (boot-files.ts)
+   * @param dir the entries directory (power-cut tests); default loader/entries on the ESP
    */
   constructor(
     readonly esp: string,
     readonly vars: EfiVars,
     private readonly hooks: InstallHooks = {},
-  ) {}
+    dir?: EntryDir,
+  ) {
+    this.dir = dir ?? new DiskEntryDir(join(esp, "loader", "entries"));
+  }
 
   get entriesDir(): string {
-    return join(this.esp, "loader", "entries");
+    return this.dir.path;
   }
 
   async entries(): Promise<EntryName[]> {
-    return (await readdir(this.entriesDir)).filter((f) => f.endsWith(".conf")).map(parseEntryName);
+    return (await this.dir.list()).filter((f) => f.endsWith(".conf")).map(parseEntryName);
   }
 
   private async entryOf(slot: Slot): Promise<EntryName> {
@@ -130,9 +137,9 @@ export class SystemdBootBootloader implements Bootloader {
     return e;
   }
 
+  /** Renames the entry for its counter, durably: a variable written next may name it. */
   private async setName(e: EntryName, left: number | null, done: number): Promise<void> {
-    const to = entryFileName(e.id, left, done);
-    if (to !== e.file) await rename(join(this.entriesDir, e.file), join(this.entriesDir, to));
+    await renameDurably(this.dir, e.file, entryFileName(e.id, left, done));
   }
 
   async read(): Promise<BootRecord> {
@@ -174,7 +181,8 @@ export class SystemdBootBootloader implements Bootloader {
         { context: { slot } },
       );
     }
-    // One try, then the one-shot: a cut in between leaves a counted entry nobody boots.
+    // One try, synced, then the one-shot: a cut in between leaves a counted entry nobody boots;
+    // a one-shot written before the rename reached the ESP could boot the trial uncounted.
     await this.setName(await this.entryOf(slot), 1, 0);
     await this.vars.set(ONESHOT, slotOneShot(slot));
   }
@@ -237,9 +245,9 @@ export class SystemdBootBootloader implements Bootloader {
 export async function systemdBootOnce(
   esp: string,
   vars: EfiVars,
-  opts: { ignoreOneShot?: boolean } = {},
+  opts: { ignoreOneShot?: boolean; dir?: EntryDir } = {},
 ): Promise<{ id: string; slot: Slot | null; counted: boolean }> {
-  const sb = new SystemdBootBootloader(esp, vars);
+  const sb = new SystemdBootBootloader(esp, vars, {}, opts.dir);
   const entries = sortEntries(await sb.entries());
   // ignoreOneShot: a boot manager that does not honour LoaderEntryOneShot (another loader
   // chained first, a firmware boot entry past systemd-boot): the variable stays, the default boots.
@@ -256,10 +264,9 @@ export async function systemdBootOnce(
     );
   let counted = false;
   if (pick.left !== null && pick.left > 0) {
-    await rename(
-      join(sb.entriesDir, pick.file),
-      join(sb.entriesDir, entryFileName(pick.id, pick.left - 1, pick.done + 1)),
-    );
+    // systemd-boot writes the renamed file through the firmware's file protocol and flushes it
+    // before it starts the kernel (boot.c, entry_bump_counters).
+    await renameDurably(sb.dir, pick.file, entryFileName(pick.id, pick.left - 1, pick.done + 1));
     counted = true;
   }
   await vars.set(SELECTED, bootIdOf(pick));

@@ -58,12 +58,16 @@ export async function stagedSlots(
   return { file, slots };
 }
 
-/** A machine on disk with `version` staged in slot b; `config()` makes its AgentConfig. */
+/**
+ * A machine on disk with `version` staged in slot b; `config()` makes its AgentConfig. `name`:
+ * its directory under the channel's root (a test with several machines names each).
+ */
 export async function stagedMachine(
   channel: ReleaseChannel,
   version: string,
+  name = "m",
 ): Promise<{ dir: string; config: (c: Partial<AgentConfig>) => AgentConfig }> {
-  const dir = path.join(channel.root, "m");
+  const dir = path.join(channel.root, name);
   const { file, slots } = await stagedSlots(dir, channel, version);
   // Never contacted by a daemon whose run() (watches, heartbeat) is not started.
   const kubeconfig = path.join(dir, "kubeconfig");

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   armed,
+  armShown,
   disarmed,
+  disarming,
   drained,
   EMPTY_MEMORY,
   fellBack,
   gaveUp,
+  notArmed,
   notTaken,
   promoted,
   retried,
@@ -32,7 +35,7 @@ describe("memory transitions", () => {
 
   it("armed, then promoted: the trial is forgotten and reported Succeeded", () => {
     const a = armed(trialSeen(EMPTY_MEMORY, 7), V2, "b", AT);
-    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT });
+    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT, attempt: 1 });
     expect(a.trialSeenAt).toBeUndefined();
     const p = promoted(trialSeen(a, 9), V2, "b", AT);
     expect(p.trial).toBeUndefined();
@@ -72,7 +75,7 @@ describe("memory transitions", () => {
 
   it("a trial not taken: remembered as failed with its own reason and what the bootloader showed", () => {
     const a = armed(EMPTY_MEMORY, V2, "b", AT, "boot-1");
-    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT, bootId: "boot-1" });
+    expect(a.trial).toEqual({ ...V2, slot: "b", armedAt: AT, bootId: "boot-1", attempt: 1 });
     const shows = "grubenv: saved_entry=a next_entry=b liken_trial=";
     const n = notTaken(a, { backend: "grub", running: "a", shows }, "2026-12-02T12:05:00Z");
     expect(n.lastTrial).toMatchObject({
@@ -97,6 +100,43 @@ describe("memory transitions", () => {
     const sd = notTaken(a, { backend: "systemd-boot", running: "a", shows: undefined }, AT);
     expect(sd.lastTrial?.message).toMatch(/bootctl/);
     expect(notTaken(EMPTY_MEMORY, { backend: "grub", running: "a", shows }, AT)).toBe(EMPTY_MEMORY);
+  });
+
+  it("a trial never shown armed: counted per attempt, never failed, lastTrial untouched", () => {
+    const last = fellBack(armed(EMPTY_MEMORY, V1, "b", AT), "b", "a", undefined, AT).lastTrial;
+    const start: Memory = { ...EMPTY_MEMORY, lastTrial: last };
+    const a1 = armed(start, V2, "b", AT, "boot-1");
+    const n1 = notArmed(a1, "EIO", AT);
+    expect(n1.noVerdict).toMatchObject({ ...V2, slot: "b", reason: "TrialNotArmed", attempts: 1 });
+    expect(n1.noVerdict?.message).toContain("EIO");
+    expect(n1.failed).toEqual([]);
+    expect(n1.lastTrial).toBe(last);
+    // A crash before the disarm repeats the step: counted once.
+    expect(notArmed(n1, "again", AT)).toBe(n1);
+    // The next attempt at the same release counts on; another release starts at 1.
+    const a2 = armed(disarmed(n1), V2, "b", AT, "boot-2");
+    expect(a2.trial?.attempt).toBe(2);
+    expect(notArmed(a2, "cut", AT).noVerdict?.attempts).toBe(2);
+    expect(armed(disarmed(n1), V1, "b", AT).trial?.attempt).toBe(1);
+    // Shown armed: a verdict follows; the count is forgotten.
+    const shown = armShown(a2, "2026-12-02T12:01:00Z");
+    expect(shown.trial?.shownAt).toBe("2026-12-02T12:01:00Z");
+    expect(shown.noVerdict).toBeUndefined();
+    expect(armShown(shown, "later")).toBe(shown);
+    // A new liken.sh/retry value forgets it too.
+    expect(retried(n1, "r1").noVerdict).toBeUndefined();
+    expect(notArmed(EMPTY_MEMORY, "x", AT)).toBe(EMPTY_MEMORY);
+  });
+
+  it("disarming: no longer shown armed before the bootloader is touched, and never counted", () => {
+    const shown = armShown(armed(EMPTY_MEMORY, V2, "b", AT, "boot-1"), AT);
+    const d = disarming(shown);
+    expect(d.trial?.shownAt).toBeUndefined();
+    expect(d.trial?.withdrawing).toBe(true);
+    expect(disarming(d)).toBe(d);
+    expect(notArmed(d, "a cut after the disarm", AT)).toBe(d);
+    expect(disarmed(d).trial).toBeUndefined();
+    expect(disarming(EMPTY_MEMORY)).toBe(EMPTY_MEMORY);
   });
 
   it("drained until the turn is given back", () => {

@@ -81,6 +81,39 @@ describe("machineStatus", () => {
     });
   });
 
+  it("a trial without a verdict: TrialInconclusive while it is about the target, never a failure", () => {
+    const noVerdict = {
+      ...V2,
+      slot: "b" as const,
+      reason: "TrialNotArmed",
+      attempts: 1,
+      at: "2026-12-02T11:59:00Z",
+      message: "the trial of 2026.10.12-001 in slot b could not be shown armed (attempt 1): EIO",
+    };
+    const mem = { failed: [], noVerdict };
+    const o = obs({ turn: true, drainedDigest: V2.digest, noVerdict });
+    const s = machineStatus(undefined, o, decide(o), mem, { now });
+    expect(s.step).toBe("Updating");
+    expect(s.failedReleases).toBeUndefined();
+    expect(s.lastTrial).toBeUndefined();
+    const c = s.conditions?.find((x) => x.type === "TrialInconclusive");
+    expect(c).toMatchObject({ status: "True", reason: "TrialNotArmed" });
+    expect(c?.message).toContain("EIO; the release is not counted as failed");
+    expect(c?.message).toContain("attempt 1 of 3");
+    // Used up: the condition says what to do.
+    const used = { ...noVerdict, attempts: 3 };
+    const h = obs({ noVerdict: used });
+    const held = machineStatus(undefined, h, decide(h), { failed: [], noVerdict: used }, { now });
+    expect(held.step).toBe("Failed");
+    expect(held.conditions?.find((x) => x.type === "TrialInconclusive")?.message).toContain(
+      "liken.sh/retry",
+    );
+    // About another release than the target: not shown.
+    const other = obs({ target: V1 });
+    const gone = machineStatus(undefined, other, decide(other), mem, { now });
+    expect(gone.conditions?.find((x) => x.type === "TrialInconclusive")).toBeUndefined();
+  });
+
   it("keeps lastTransitionTime and the first ask's time across writes", () => {
     const first = status(obs());
     const later = new Date("2026-12-02T12:05:00Z");

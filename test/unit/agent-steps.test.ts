@@ -18,8 +18,19 @@ const laterBoot = {
   turn: true,
   drainedDigest: V2.digest,
   bootId: "boot-2",
-  armedTrial: { slot: "b" as const, bootId: "boot-1" },
+  armedTrial: { slot: "b" as const, bootId: "boot-1", shown: true },
 };
+
+/** The last `n` attempts at arming V2 were never shown armed (memory's noVerdict). */
+function notArmedTimes(n: number): NonNullable<Observed["noVerdict"]> {
+  return {
+    ...V2,
+    reason: "TrialNotArmed",
+    attempts: n,
+    message:
+      "the trial of 2026.10.12-001 in slot b could not be shown armed (attempt 3): EIO [LIKEN_BOOTLOADER_IO]",
+  };
+}
 
 interface Row {
   name: string;
@@ -307,6 +318,80 @@ const rows: Row[] = [
     action: "not-taken-report",
   },
   {
+    name: "rebooted, the trial recorded but never shown armed, nothing armed: no verdict, count it",
+    o: base({ ...laterBoot, armedTrial: { slot: "b", bootId: "boot-1", shown: false } }),
+    phase: "TrialNotArmed",
+    step: "Updating",
+    action: "not-armed-report",
+    wantsTurn: true,
+  },
+  {
+    name: "never shown armed, and the API down: still purely local",
+    o: base({
+      ...laterBoot,
+      apiReachable: false,
+      armedTrial: { slot: "b", bootId: "boot-1", shown: false },
+    }),
+    phase: "TrialNotArmed",
+    step: "Updating",
+    action: "not-armed-report",
+  },
+  {
+    name: "never shown armed by the agent, yet armed across the reboot: the bootloader held it, not taken",
+    o: base({
+      ...laterBoot,
+      boot: { kind: "armed", slot: "b" },
+      armedTrial: { slot: "b", bootId: "boot-1", shown: false },
+    }),
+    phase: "TrialNotTaken",
+    step: "Failed",
+    action: "not-taken-report",
+  },
+  {
+    name: "never shown armed in this boot (a failed arm): arm again within the turn",
+    o: base({
+      ...laterBoot,
+      bootId: "boot-1",
+      armedTrial: { slot: "b", bootId: "boot-1", shown: false },
+    }),
+    phase: "CheckingSlot",
+    step: "Updating",
+    action: "check-and-reboot",
+    wantsTurn: true,
+  },
+  {
+    name: "not armed twice, an attempt left: arm again",
+    o: base({ ...laterBoot, bootId: "boot-3", armedTrial: undefined, noVerdict: notArmedTimes(2) }),
+    phase: "CheckingSlot",
+    step: "Updating",
+    action: "check-and-reboot",
+    wantsTurn: true,
+  },
+  {
+    name: "not armed three times, turn held: give it back, the release not failed",
+    o: base({ ...laterBoot, bootId: "boot-3", armedTrial: undefined, noVerdict: notArmedTimes(3) }),
+    phase: "TrialNotArmed",
+    step: "Failed",
+    action: "release-turn",
+    wantsTurn: false,
+  },
+  {
+    name: "not armed three times, turn given back: hold, never ask again",
+    o: base({ other: stagedV2, noVerdict: notArmedTimes(3) }),
+    phase: "TrialNotArmed",
+    step: "Failed",
+    action: "wait",
+    wantsTurn: false,
+  },
+  {
+    name: "not armed three times for another release: the target goes on",
+    o: base({ other: stagedV2, noVerdict: { ...notArmedTimes(3), ...V3 } }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "request-turn",
+    wantsTurn: true,
+  },
+  {
     name: "not taken, even with the API down: purely local",
     o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, apiReachable: false }),
     phase: "TrialNotTaken",
@@ -326,7 +411,7 @@ const rows: Row[] = [
     o: base({
       ...laterBoot,
       boot: { kind: "armed", slot: "b" },
-      armedTrial: { slot: "b", bootId: undefined },
+      armedTrial: { slot: "b", bootId: undefined, shown: true },
     }),
     phase: "Rebooting",
     step: "Updating",
@@ -337,7 +422,7 @@ const rows: Row[] = [
     o: base({
       boot: { kind: "trial-failed", slot: "b", running: "a" },
       bootId: "boot-3",
-      armedTrial: { slot: "b", bootId: "boot-1" },
+      armedTrial: { slot: "b", bootId: "boot-1", shown: true },
     }),
     phase: "FallingBack",
     step: "Failed",
@@ -351,7 +436,7 @@ const rows: Row[] = [
       nodeReady: false,
       trialSeenAt: 1_000_000 - 1,
       bootId: "boot-2",
-      armedTrial: { slot: "b", bootId: "boot-1" },
+      armedTrial: { slot: "b", bootId: "boot-1", shown: true },
     }),
     phase: "Proving",
     step: "Updating",

@@ -54,7 +54,10 @@ describe("firmware model on the testbed scenarios", () => {
     expect(r).toMatchObject({ defaultSlot: "a", armed: "b", started: null });
     expect(r.shows).toMatch(/saved_entry=a next_entry=b liken_trial=$/);
     // The agent's rule reads it as not taken in a later boot; a trial GRUB started, not.
-    const later = { bootId: "boot-2", armedTrial: { slot: "b" as const, bootId: "boot-1" } };
+    const later = {
+      bootId: "boot-2",
+      armedTrial: { slot: "b" as const, bootId: "boot-1", shown: true },
+    };
     expect(trialNotTaken({ boot: judgeBoot(r, "a"), ...later })).toBe("b");
     const started = new MemoryEnvStore([Buffer.from(init), Buffer.from(init)]);
     await new GrubBootloader(started).armTrial("b");

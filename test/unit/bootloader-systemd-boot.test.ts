@@ -126,7 +126,10 @@ describe("systemd-boot backend with its firmware model", () => {
   });
 
   it("the agent's rule reads these states: not taken, or a trial that started and fell back", async () => {
-    const later = { bootId: "boot-2", armedTrial: { slot: "b" as const, bootId: "boot-1" } };
+    const later = {
+      bootId: "boot-2",
+      armedTrial: { slot: "b" as const, bootId: "boot-1", shown: true },
+    };
     const after = async (quirks: { ignoreOneShot?: boolean }, bareId: boolean) => {
       await bl.disarm();
       await bl.armTrial("b");
