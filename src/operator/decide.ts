@@ -86,7 +86,13 @@ export interface Observed {
   /** The Machines whose spec.cluster names this Cluster. */
   machines: readonly Machine[];
   heartbeats: HeartbeatView;
+  /** The wall clock: what the records say (grantedAt, deadlines) and the messages. */
   now: Date;
+  /**
+   * The operator's monotonic clock (ms, performance.now()), which the heartbeats are on:
+   * Lost is judged on it, so a wall clock stepped back does not hide a dead machine.
+   */
+  mono: number;
   /** When this copy started granting-wise: its start, or its wake-up after a pause. */
   startedAt: Date;
   channel?: ChannelView;
@@ -166,7 +172,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   const lost = new Set(
     o.machines
-      .filter((m) => isLost(m, o.heartbeats, o.now, s.lostAfterSeconds))
+      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
       .map((m) => m.metadata.name),
   );
   const target = targetOf(o.cluster);
@@ -417,6 +423,13 @@ function soakOf(ctx: Ctx, turn: RebootTurn): RebootTurn | "done" | undefined {
   return done ? "done" : turn;
 }
 
+/**
+ * A trial of the turn's release is this turn's unless the turn's record names it as the one
+ * the machine showed at the grant (priorTrialAt). The operator compares its own record, never
+ * trial.at against grantedAt: the agent stamps its trial on its own clock, and one running
+ * hours ahead would make an earlier failed trial look newer than a fresh turn and release it
+ * as RolledBack before the machine even drained.
+ */
 function rolledBack(m: Machine, turn: RebootTurn): Found {
   const s = m.status ?? {};
   const trial = s.lastTrial;
@@ -424,7 +437,7 @@ function rolledBack(m: Machine, turn: RebootTurn): Found {
     return undefined;
   }
   // Only a trial of THIS turn (not one from an earlier attempt), and only once it is over.
-  if (Date.parse(trial.at) < Date.parse(turn.grantedAt) || s.step === "Updating") return undefined;
+  if (!trialOfThisTurn(trial.at, turn) || s.step === "Updating") return undefined;
   const what = trial.result === "Failed" ? "failed" : "was skipped";
   return {
     reason: "RolledBack",
@@ -504,11 +517,28 @@ function grantTurns(
       version: target.version,
       digest: target.digest,
       deadline: deadlineOf(rfc3339(o.now), s.turnDeadlineSeconds),
+      ...priorTrialOf(m, target),
     };
     grants.push(turn);
     down.set(turn.machine, { machine: turn.machine, leader: turn.leader });
   }
   return { grants, blocked };
+}
+
+function trialOfThisTurn(at: string, turn: RebootTurn): boolean {
+  // A record granted before priorTrialAt existed: the agent's stamp against the grant, as
+  // that operator did (skew and all); every record granted since carries the field.
+  if (turn.priorTrialAt === undefined) return Date.parse(at) >= Date.parse(turn.grantedAt);
+  return at !== turn.priorTrialAt;
+}
+
+/**
+ * The trial of the target the machine shows at the grant ("" for none): not this turn's.
+ * Always written, so a record without it is one from an operator before it (trialOfThisTurn).
+ */
+function priorTrialOf(m: Machine, target: ReleaseRef): Pick<RebootTurn, "priorTrialAt"> {
+  const trial = m.status?.lastTrial;
+  return { priorTrialAt: trial?.version === target.version ? trial.at : "" };
 }
 
 /**

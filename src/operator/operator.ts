@@ -31,7 +31,7 @@ import { LeaseElector } from "./election.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
-import { PauseDetector } from "./liveness.js";
+import { PauseDetector, SYSTEM_CLOCKS, type ClockJump } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
 
@@ -146,7 +146,7 @@ export class Operator {
       onChange: (ev) => this.schedule(ev.object.spec.cluster),
       onError: onError("watching Machines"),
     });
-    this.heartbeats = new HeartbeatTracker(this.startedAt);
+    this.heartbeats = new HeartbeatTracker(SYSTEM_CLOCKS.mono());
     this.leases = watchHeartbeats(
       kc,
       this.heartbeats,
@@ -156,7 +156,7 @@ export class Operator {
       },
       onError("watching heartbeat Leases"),
     );
-    this.pause = new PauseDetector((ms, now) => this.wake(ms, now));
+    this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono));
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
     this.metrics = new OperatorMetrics({
@@ -181,7 +181,7 @@ export class Operator {
   async start(): Promise<void> {
     this.stopped = false;
     this.startedAt = new Date();
-    this.heartbeats.rebaseline(this.startedAt);
+    this.heartbeats.rebaseline(SYSTEM_CLOCKS.mono());
     this.pause.start();
     await Promise.all([this.machines.start(), this.leases.start()]);
     await this.clusters.start();
@@ -217,14 +217,34 @@ export class Operator {
     return new Date(this.startedAt.getTime() + this.settings.startGraceSeconds * 1000);
   }
 
+  private jumped(jump: ClockJump, now: Date, mono: number): void {
+    switch (jump.kind) {
+      case "paused":
+        return this.wake(jump.ms, now, mono);
+      case "stepped-back":
+        // Nothing seen is stale and the heartbeats are on the monotonic clock: only the
+        // grace, a wall time, starts again from the new wall time (liveness.ts says why).
+        this.startedAt = now;
+        this.opts.log.warn(
+          { steppedBackMs: jump.ms, grantsFrom: rfc3339(this.graceEnds()) },
+          "the wall clock was stepped back: the start-up grace counts again from the new time",
+        );
+        return;
+      default: {
+        const never: never = jump;
+        throw new Error(`unknown clock jump ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
   /**
    * Woke from a pause: everything seen before is stale. Grant nothing for the grace again,
    * judge heartbeats from now, and list everything again.
    */
-  private wake(pausedMs: number, now: Date): void {
+  private wake(pausedMs: number, now: Date, mono: number): void {
     this.stats.wakeUps++;
     this.startedAt = now;
-    this.heartbeats.rebaseline(now);
+    this.heartbeats.rebaseline(mono);
     this.written.clear();
     this.opts.log.warn(
       { pausedMs, grantsFrom: rfc3339(this.graceEnds()) },
@@ -303,6 +323,7 @@ export class Operator {
           machines: this.machinesOf(name),
           heartbeats: this.heartbeats.view(),
           now: new Date(),
+          mono: SYSTEM_CLOCKS.mono(),
           startedAt: this.startedAt,
           ...(channel === undefined ? {} : { channel }),
         },
