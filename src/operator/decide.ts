@@ -125,14 +125,27 @@ export interface TurnStall {
   message: string;
 }
 
-/** A write to a Machine's status the operator owns: step Lost, or back from Lost. */
+/**
+ * Why the operator writes a Machine's Alive condition (the reason it carries):
+ * - NoHeartbeat: silent for the Lost threshold; step Lost;
+ * - HeartbeatUnseen: marked Lost, and the agent wrote its own step over the mark: it lives
+ *   but its heartbeat does not reach this copy. The operator yields: it stops writing Lost
+ *   (each mark met a write back, with no end) and leaves the agent's step; the machine still
+ *   counts as Lost (budget, no turn) until a renewal is seen;
+ * - HeartbeatReturned: a renewal seen again; the step the machine shows again, if it read Lost.
+ */
+export const ALIVE_REASONS = ["NoHeartbeat", "HeartbeatUnseen", "HeartbeatReturned"] as const;
+export type AliveReason = (typeof ALIVE_REASONS)[number];
+
+/** A write to a Machine's status the operator owns: the Alive condition, and step Lost or back. */
 export interface LostMark {
   machine: string;
   /** The resourceVersion the mark was decided from (the write is conditioned on it). */
   resourceVersion: string | undefined;
   lost: boolean;
-  /** The step it shows: Lost, or the step it shows again. */
-  step: "Lost" | AgentStep;
+  reason: AliveReason;
+  /** The step it shows: Lost, or the step it shows again; absent: the agent's, untouched. */
+  step?: "Lost" | AgentStep;
   message: string;
 }
 
@@ -631,27 +644,55 @@ function downSet(ctx: Ctx, kept: readonly RebootTurn[]): Map<string, Down> {
 function markLost(ctx: Ctx): LostMark[] {
   const marks: LostMark[] = [];
   for (const m of ctx.o.machines) {
-    const name = m.metadata.name;
-    const lost = ctx.lost.has(name);
-    const step = m.status?.step;
-    if (lost && step !== "Lost") {
-      marks.push({
-        machine: name,
-        resourceVersion: m.metadata.resourceVersion,
-        lost: true,
-        step: "Lost",
-        message: `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${step ?? "not yet reporting"}`,
-      });
-    } else if (!lost && step === "Lost") {
-      const back = stepAfterLost(m);
-      marks.push({
-        machine: name,
-        resourceVersion: m.metadata.resourceVersion,
-        lost: false,
-        step: back,
-        message: `its heartbeat returned; it shows ${back} again`,
-      });
-    }
+    const mark = lostMarkOf(ctx, m);
+    if (mark !== undefined) marks.push(mark);
   }
   return marks;
+}
+
+function lostMarkOf(ctx: Ctx, m: Machine): LostMark | undefined {
+  const name = m.metadata.name;
+  const lost = ctx.lost.has(name);
+  const step = m.status?.step;
+  const alive = m.status?.conditions?.find((c) => c.type === "Alive");
+  const base = { machine: name, resourceVersion: m.metadata.resourceVersion, lost };
+  if (lost && step !== "Lost") {
+    if (alive?.status !== "False") {
+      const was = step ?? "not yet reporting";
+      const message = `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${was}`;
+      return { ...base, reason: "NoHeartbeat", step: "Lost", message };
+    }
+    // Marked before, and the agent wrote its step over the mark (it keeps Alive as it is):
+    // it lives. Writing Lost again would meet another write back, and so on without end.
+    if (alive.reason === "HeartbeatUnseen") return undefined;
+    return { ...base, reason: "HeartbeatUnseen", message: unseenMessage(ctx, name, step) };
+  }
+  if (!lost && (step === "Lost" || alive?.status === "False")) return backMark(m, base);
+  return undefined;
+}
+
+/** A renewal seen again: Alive=True, and the step it shows again if it reads Lost. */
+function backMark(
+  m: Machine,
+  base: Pick<LostMark, "machine" | "resourceVersion" | "lost">,
+): LostMark {
+  const step = m.status?.step;
+  if (step !== "Lost") {
+    const message = `its heartbeat returned; it shows ${step ?? "no step"} (its agent's)`;
+    return { ...base, reason: "HeartbeatReturned", message };
+  }
+  const back = stepAfterLost(m);
+  const message = `its heartbeat returned; it shows ${back} again`;
+  return { ...base, reason: "HeartbeatReturned", step: back, message };
+}
+
+function unseenMessage(ctx: Ctx, name: string, step: string | undefined): string {
+  return (
+    `its agent writes its status (step ${step ?? "none"}) but this operator has seen no renewal ` +
+    `of its heartbeat Lease liken-heartbeats/${name} for ${ctx.s.lostAfterSeconds} s: it counts ` +
+    `as Lost (against the budget, no turn) and keeps the agent's step; Lost is not written ` +
+    `again until a renewal is seen. Check the agent's heartbeatSeconds (at most a quarter of ` +
+    `${ctx.s.lostAfterSeconds} s), its log for "heartbeat not renewed" (a refused Lease write: ` +
+    `RBAC, admission), and this operator's log for "watching heartbeat Leases failed"`
+  );
 }

@@ -24,12 +24,13 @@ import {
   decide,
   type ChannelView,
   type Decision,
+  type AliveReason,
   type DecideSettings,
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import type { BeforeTurnWrite } from "./hold.js";
-import { KubeEvents, type EventSink } from "./events.js";
+import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector, SYSTEM_CLOCKS, type ClockJump } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
@@ -78,6 +79,13 @@ const DEBOUNCE_MS = 5;
 const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
 const FIELD_MANAGER = "cluster-operator";
+
+/** The Event each Alive mark is announced with. */
+const LOST_MARK_EVENTS: Record<AliveReason, { event: EventReason; type: "Normal" | "Warning" }> = {
+  NoHeartbeat: { event: "MachineLost", type: "Warning" },
+  HeartbeatUnseen: { event: "HeartbeatUnseen", type: "Warning" },
+  HeartbeatReturned: { event: "MachineBack", type: "Normal" },
+};
 
 export class Operator {
   readonly stats: OperatorStats = {
@@ -437,24 +445,31 @@ export class Operator {
         {
           type: "Alive",
           status: mark.lost ? "False" : "True",
-          reason: mark.lost ? "NoHeartbeat" : "HeartbeatReturned",
+          reason: mark.reason,
           message: mark.message,
         },
         now,
       );
+      const step = mark.step === undefined ? {} : { step: mark.step };
       this.api.machines
         .patchStatus(
           mark.machine,
-          { status: { step: mark.step, conditions } },
+          { status: { ...step, conditions } },
           { resourceVersion: mark.resourceVersion, fieldManager: FIELD_MANAGER },
         )
         .then(
           () => {
             this.stats.machineWrites++;
-            const reason = mark.lost ? "MachineLost" : "MachineBack";
+            const { event, type } = LOST_MARK_EVENTS[mark.reason];
             const msg = `Machine ${mark.machine}: ${mark.message}`;
-            this.opts.log.info({ cluster: cluster.metadata.name, machine: mark.machine }, msg);
-            this.event(cluster, mark.lost ? "Warning" : "Normal", reason, msg);
+            const fields = {
+              cluster: cluster.metadata.name,
+              machine: mark.machine,
+              reason: mark.reason,
+            };
+            if (type === "Warning") this.opts.log.warn(fields, msg);
+            else this.opts.log.info(fields, msg);
+            this.event(cluster, type, event, msg);
           },
           (e: unknown) => {
             // A conflict means the agent (or another copy) wrote first: decide again.
