@@ -39,6 +39,7 @@ import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
+import { seenUpTo } from "./freshness.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
 import { specValidCondition, windowState } from "./windows.js";
@@ -85,6 +86,12 @@ export interface Observed {
   cluster: Cluster;
   /** The Machines whose spec.cluster names this Cluster. */
   machines: readonly Machine[];
+  /**
+   * The resourceVersion the Machine view is at (its list, or its watch's last event or
+   * bookmark). Releases on what the Machines no longer say (GivenBack, MachineDeleted) wait
+   * for a view at least as new as the Cluster (freshness.ts).
+   */
+  machinesVersion: string | undefined;
   heartbeats: HeartbeatView;
   /** The wall clock: what the records say (grantedAt, deadlines) and the messages. */
   now: Date;
@@ -158,6 +165,11 @@ export interface Decision {
   releases: TurnRelease[];
   stalls: TurnStall[];
   lostMarks: LostMark[];
+  /**
+   * A record would be released as GivenBack or MachineDeleted, but the Machine view is older
+   * than the Cluster: it was kept, and the caller reads the Machines again and decides anew.
+   */
+  needsFreshMachines: boolean;
   budget: BudgetParse;
   /** Why no (more) turn was granted, for the condition and the logs. */
   blocked: GrantBlock | undefined;
@@ -193,7 +205,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
 
-  const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
+  const { kept, releases, stalls, deferred } = settleTurns(ctx, before.rebootTurns ?? []);
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
   const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
   const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
@@ -244,6 +256,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     releases,
     stalls,
     lostMarks,
+    needsFreshMachines: deferred,
     budget,
     blocked,
     held: heldNotice(before.conditions, progressing),
@@ -320,13 +333,19 @@ function canonical(v: unknown): unknown {
 function settleTurns(
   ctx: Ctx,
   recorded: readonly RebootTurn[],
-): { kept: RebootTurn[]; releases: TurnRelease[]; stalls: TurnStall[] } {
+): { kept: RebootTurn[]; releases: TurnRelease[]; stalls: TurnStall[]; deferred: boolean } {
   const kept: RebootTurn[] = [];
   const releases: TurnRelease[] = [];
   const stalls: TurnStall[] = [];
+  let deferred = false;
   for (const recordedTurn of recorded) {
     let turn = recordedTurn;
     const release = releaseOf(ctx, turn);
+    if (release !== undefined && onAbsence(release) && !machinesFresh(ctx)) {
+      deferred = true; // kept as it is until a Machine view as new as this Cluster says so
+      kept.push(turn);
+      continue;
+    }
     if (release !== undefined) {
       releases.push(release);
       continue;
@@ -357,7 +376,16 @@ function settleTurns(
     }
     kept.push(turn);
   }
-  return { kept, releases, stalls };
+  return { kept, releases, stalls, deferred };
+}
+
+/** Releases decided on what a Machine no longer says: a stale view says it wrongly. */
+function onAbsence(r: TurnRelease): boolean {
+  return r.reason === "GivenBack" || r.reason === "MachineDeleted";
+}
+
+function machinesFresh(ctx: Ctx): boolean {
+  return seenUpTo(ctx.o.machinesVersion, ctx.o.cluster.metadata.resourceVersion);
 }
 
 export function deadlineOf(grantedAt: string, seconds: number): string {

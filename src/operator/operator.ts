@@ -80,6 +80,12 @@ const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
 const FIELD_MANAGER = "cluster-operator";
 
+/** Machines and the resourceVersion they are as of. */
+interface MachineView {
+  machines: Machine[];
+  version: string;
+}
+
 /** The Event each Alive mark is announced with. */
 const LOST_MARK_EVENTS: Record<AliveReason, { event: EventReason; type: "Normal" | "Warning" }> = {
   NoHeartbeat: { event: "MachineLost", type: "Warning" },
@@ -325,18 +331,8 @@ export class Operator {
     this.maybePollChannel(cluster);
     for (let attempt = 1; ; attempt++) {
       const channel = this.channelViews.get(name);
-      const d = decide(
-        {
-          cluster,
-          machines: this.machinesOf(name),
-          heartbeats: this.heartbeats.view(),
-          now: new Date(),
-          mono: SYSTEM_CLOCKS.mono(),
-          startedAt: this.startedAt,
-          ...(channel === undefined ? {} : { channel }),
-        },
-        this.settings,
-      );
+      const d = await this.decideFresh(cluster, channel);
+      if (d === undefined) return; // paused while reading the Machines
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       if (!d.changed) {
@@ -373,6 +369,67 @@ export class Operator {
         if (this.pause.check()) return;
       }
     }
+  }
+
+  /**
+   * decide() on the Cluster and the cached Machines; when a release needs a Machine view as
+   * new as the Cluster and the cache is older, again on the Machines read from the API server
+   * (freshness.ts). Undefined: this copy was paused meanwhile (decide nothing).
+   */
+  private async decideFresh(
+    cluster: Cluster,
+    channel: ChannelView | undefined,
+  ): Promise<Decision | undefined> {
+    const cached = {
+      machines: this.machinesOf(cluster.metadata.name),
+      version: this.machines.version,
+    };
+    const d = this.decideOn(cluster, cached, channel);
+    if (!d.needsFreshMachines) return d;
+    const fresh = await this.readMachines(cluster);
+    if (this.pause.check()) return undefined;
+    return this.decideOn(cluster, fresh, channel);
+  }
+
+  private decideOn(
+    cluster: Cluster,
+    view: MachineView,
+    channel: ChannelView | undefined,
+  ): Decision {
+    return decide(
+      {
+        cluster,
+        machines: view.machines,
+        machinesVersion: view.version,
+        heartbeats: this.heartbeats.view(),
+        now: new Date(),
+        mono: SYSTEM_CLOCKS.mono(),
+        startedAt: this.startedAt,
+        ...(channel === undefined ? {} : { channel }),
+      },
+      this.settings,
+    );
+  }
+
+  /**
+   * The Machines of a Cluster read from the API server (a quorum list: as new as anything this
+   * copy read before), for a release the cached view is too old to decide.
+   */
+  private async readMachines(cluster: Cluster): Promise<MachineView> {
+    const name = cluster.metadata.name;
+    this.stats.reads++;
+    const list = await this.api.machines.list();
+    this.opts.log.info(
+      {
+        cluster: name,
+        clusterVersion: cluster.metadata.resourceVersion,
+        cacheVersion: this.machines.version,
+        listVersion: list.resourceVersion,
+      },
+      "a turn would be released on a Machine cache older than the Cluster: read the Machines again",
+    );
+    const machines = list.items.filter((m) => m.spec.cluster === name);
+    return { machines, version: list.resourceVersion };
   }
 
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {

@@ -145,6 +145,7 @@ export function observed(
     startedAt?: Date;
     silentFor?: Record<string, number>;
     unseen?: string[];
+    machinesVersion?: string;
   } = {},
 ): Observed {
   const now = opts.now ?? NOW;
@@ -160,6 +161,9 @@ export function observed(
   return {
     cluster: c,
     machines,
+    // A Machine view newer than every Cluster of the tables (rv "100"): fresh, unless a case
+    // says otherwise.
+    machinesVersion: opts.machinesVersion ?? "1000",
     heartbeats: { renewedAt, since: (opts.startedAt ?? T0).getTime() },
     now,
     mono,
