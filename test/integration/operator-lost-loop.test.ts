@@ -119,8 +119,17 @@ describe("operator: a live agent whose heartbeat it cannot see", () => {
       async () => alive(await fleet.api.machines.get(NAME))?.status === "False",
       { timeoutMs: (LOST_AFTER_S + 60) * 1000, intervalMs: 250 },
     );
+    // The mark's Event follows its write: the window starts once it is there, so the one
+    // MachineLost of the first mark is never counted as a second.
+    const before = await waitFor(
+      "the MachineLost Event of the first mark",
+      async () => {
+        const e = await events();
+        return (e.MachineLost ?? 0) >= 1 ? e : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     const from = Date.now();
-    const before = await events();
     // The window is the measurement itself (writes per unit of time), not a wait for a state.
     await new Promise((r) => setTimeout(r, WINDOW_MS));
     const writes = fleet.history.filter(
