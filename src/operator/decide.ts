@@ -32,6 +32,7 @@ import {
   type ClusterStatus,
   type DrainSkipped,
   type Machine,
+  type MachineCondition,
   type RebootTurn,
   type ReleaseRef,
 } from "../api/index.js";
@@ -690,13 +691,47 @@ function lostMarkOf(ctx: Ctx, m: Machine): LostMark | undefined {
       const message = `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${was}`;
       return { ...base, reason: "NoHeartbeat", step: "Lost", message };
     }
-    // Marked before, and the agent wrote its step over the mark (it keeps Alive as it is):
-    // it lives. Writing Lost again would meet another write back, and so on without end.
-    if (alive.reason === "HeartbeatUnseen") return undefined;
-    return { ...base, reason: "HeartbeatUnseen", message: unseenMessage(ctx, name, step) };
+    return yieldMark(ctx, m, alive, base);
   }
   if (!lost && (step === "Lost" || alive?.status === "False")) return backMark(m, base);
   return undefined;
+}
+
+/**
+ * Silent, marked Lost before, and the agent wrote its step over the mark (it keeps Alive as
+ * it is): it lives. Writing Lost again would meet another write back, and so on without end:
+ * yield once (HeartbeatUnseen), and mark it Lost again only REPROBE_SECONDS later.
+ */
+function yieldMark(
+  ctx: Ctx,
+  m: Machine,
+  alive: MachineCondition,
+  base: Pick<LostMark, "machine" | "resourceVersion" | "lost">,
+): LostMark | undefined {
+  const name = m.metadata.name;
+  const step = m.status?.step;
+  if (alive.reason !== "HeartbeatUnseen") {
+    return { ...base, reason: "HeartbeatUnseen", message: unseenMessage(ctx, name, step) };
+  }
+  if (!reprobeDue(alive.lastTransitionTime, ctx.o.now)) return undefined;
+  // In case the agent died since the yield: an idle agent writes nothing, so only its answer
+  // to a mark tells.
+  const message = `still no heartbeat (Lease ${name}) seen; marked Lost again to see whether its agent still answers (it was ${step ?? "not reporting"})`;
+  return { ...base, reason: "NoHeartbeat", step: "Lost", message };
+}
+
+/**
+ * How long the operator leaves a machine it yielded to (HeartbeatUnseen) before it marks it
+ * Lost once more: a machine that died after the yield shows its agent's last step until then.
+ * Ten minutes keeps STATUS at most that far behind, at one mark, one write back and one
+ * HeartbeatUnseen per machine per ten minutes (the loop ran hundreds of writes a second).
+ */
+export const REPROBE_SECONDS = 10 * 60;
+
+/** Measured from the yield's own record (the condition's lastTransitionTime, this side's clock). */
+function reprobeDue(yieldedAt: string, now: Date): boolean {
+  const at = Date.parse(yieldedAt);
+  return Number.isNaN(at) || now.getTime() - at >= REPROBE_SECONDS * 1000;
 }
 
 /** A renewal seen again: Alive=True, and the step it shows again if it reads Lost. */

@@ -203,12 +203,12 @@ describe("Lost marks say what happened", () => {
 });
 
 describe("Lost and back: the operator yields to a live agent whose heartbeat it does not see", () => {
-  const alive = (status: "True" | "False", reason: string): MachineCondition => ({
+  const alive = (status: "True" | "False", reason: string, ago = 30): MachineCondition => ({
     type: "Alive",
     status,
     reason,
     message: "",
-    lastTransitionTime: iso(NOW, -30),
+    lastTransitionTime: iso(NOW, -ago),
   });
   const cases: {
     name: string;
@@ -251,6 +251,20 @@ describe("Lost and back: the operator yields to a live agent whose heartbeat it 
       cond: alive("False", "HeartbeatUnseen"),
       silent: true,
       want: undefined,
+    },
+    {
+      name: "yielded 9 min 59 s ago: still no write",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen", 599),
+      silent: true,
+      want: undefined,
+    },
+    {
+      name: "yielded 10 min ago: marked Lost once more (the agent may have died since)",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen", 600),
+      silent: true,
+      want: { reason: "NoHeartbeat", step: "Lost" },
     },
     {
       name: "yielded, then a renewal seen: Alive again, the agent's step kept",
