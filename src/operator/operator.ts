@@ -495,6 +495,9 @@ export class Operator {
       if (this.marking.has(mark.machine)) continue;
       const m = this.machines.get(mark.machine);
       if (m === undefined || mark.resourceVersion === undefined) continue;
+      // The conditions below come from the cache: only when it holds the very Machine the mark
+      // was decided on (a decision on a fresh list may be newer); the next pass marks otherwise.
+      if (m.metadata.resourceVersion !== mark.resourceVersion) continue;
       this.marking.add(mark.machine);
       const now = rfc3339(new Date());
       const conditions = setCondition<MachineCondition>(
