@@ -70,6 +70,7 @@ export function watchHeartbeats(
   tracker: HeartbeatTracker,
   onRenewal: (machine: string) => void,
   onError: (e: unknown) => void,
+  mono: () => number = () => performance.now(),
 ): LeaseWatch {
   const api = kc.makeApiClient(CoordinationV1Api);
   const informer: Informer<V1Lease> & ObjectCache<V1Lease> = makeInformer(
@@ -85,7 +86,7 @@ export function watchHeartbeats(
     if (machine === undefined) return;
     const renew = l.spec?.renewTime;
     const text = renew === undefined ? undefined : new Date(renew).toISOString();
-    if (tracker.observe(machine, text, performance.now(), baseline)) onRenewal(machine);
+    if (tracker.observe(machine, text, mono(), baseline)) onRenewal(machine);
   };
   informer.on("add", seen);
   informer.on("update", seen);

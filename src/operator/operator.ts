@@ -32,7 +32,7 @@ import { LeaseElector } from "./election.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
-import { PauseDetector, SYSTEM_CLOCKS, type ClockJump } from "./liveness.js";
+import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
 
@@ -58,6 +58,8 @@ export interface OperatorOptions {
   events?: EventSink;
   /** Test seam (hold.ts): runs between a decision that grants and its write. */
   beforeTurnWrite?: BeforeTurnWrite;
+  /** Test seam: the wall and monotonic clocks this copy reads (default: the system's). */
+  clocks?: Clocks;
 }
 
 /** What the operator did, for logs at exit and the benchmark. */
@@ -117,6 +119,7 @@ export class Operator {
   private readonly pause: PauseDetector;
   private readonly elector: LeaseElector | undefined;
   private readonly events: EventSink;
+  private readonly clocks: Clocks;
   private startedAt = new Date();
   /** A Cluster this copy wrote, until the watch delivers that version. */
   private readonly written = new Map<string, Cluster>();
@@ -134,6 +137,7 @@ export class Operator {
     private readonly opts: OperatorOptions,
   ) {
     this.api = new LikenApi(kc, FIELD_MANAGER);
+    this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {
       identity: opts.identity,
       startGraceSeconds: opts.startGraceSeconds ?? DEFAULT_SETTINGS.startGraceSeconds,
@@ -160,7 +164,7 @@ export class Operator {
       onChange: (ev) => this.schedule(ev.object.spec.cluster),
       onError: onError("watching Machines"),
     });
-    this.heartbeats = new HeartbeatTracker(SYSTEM_CLOCKS.mono());
+    this.heartbeats = new HeartbeatTracker(this.clocks.mono());
     this.leases = watchHeartbeats(
       kc,
       this.heartbeats,
@@ -169,8 +173,9 @@ export class Operator {
         if (m?.status?.step === "Lost") this.schedule(m.spec.cluster);
       },
       onError("watching heartbeat Leases"),
+      this.clocks.mono,
     );
-    this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono));
+    this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
     this.metrics = new OperatorMetrics({
@@ -194,8 +199,8 @@ export class Operator {
   /** Starts watching; resolves once the first lists are in. Grants wait for the grace. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.startedAt = new Date();
-    this.heartbeats.rebaseline(SYSTEM_CLOCKS.mono());
+    this.startedAt = new Date(this.clocks.wall());
+    this.heartbeats.rebaseline(this.clocks.mono());
     this.pause.start();
     await Promise.all([this.machines.start(), this.leases.start()]);
     await this.clusters.start();
@@ -402,8 +407,8 @@ export class Operator {
         machines: view.machines,
         machinesVersion: view.version,
         heartbeats: this.heartbeats.view(),
-        now: new Date(),
-        mono: SYSTEM_CLOCKS.mono(),
+        now: new Date(this.clocks.wall()),
+        mono: this.clocks.mono(),
         startedAt: this.startedAt,
         ...(channel === undefined ? {} : { channel }),
       },
@@ -499,7 +504,7 @@ export class Operator {
       // was decided on (a decision on a fresh list may be newer); the next pass marks otherwise.
       if (m.metadata.resourceVersion !== mark.resourceVersion) continue;
       this.marking.add(mark.machine);
-      const now = rfc3339(new Date());
+      const now = rfc3339(new Date(this.clocks.wall()));
       const conditions = setCondition<MachineCondition>(
         m.status?.conditions,
         {
