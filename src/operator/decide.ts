@@ -14,7 +14,10 @@
 //   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
 //   - a record leaves the list when its machine is back on the release and Ready (for
 //     spec.rollout.soakSeconds), rolled back and reported it, gave the turn back unused, was
-//     deleted, or was released.
+//     deleted, or was released; "gave back" and "deleted" only on a Machine view at least as
+//     new as the Cluster (freshness.ts);
+//   - Lost on the operator's monotonic clock; a live agent that writes its step over a Lost
+//     mark is yielded to (HeartbeatUnseen), not marked again (markLost).
 // And the brakes on top of the page (each in its own module, each with its table):
 //   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
 //     (brake.ts), until spec.version changes or a person resumes;
