@@ -10,6 +10,7 @@ import type { BootloaderConfig } from "../bootloader/index.js";
 import type { DriverPodSelectors } from "../drain/index.js";
 import { parseMetricsAddress, type ListenAddress } from "../metrics/serve.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
+import { LOST_AFTER_SECONDS } from "../api/types.js";
 import { AgentError } from "./errors.js";
 import {
   DEFAULT_HEALTH_TIMEOUT_SECONDS,
@@ -109,6 +110,66 @@ function positive(file: string, field: string, v: unknown, fallback: number): nu
   return v;
 }
 
+/**
+ * Node's timers hold a 32-bit signed count of milliseconds: a longer delay is replaced by
+ * 1 ms with a TimeoutOverflowWarning, so a timeout past it would fire at once.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The slowest heartbeat the operator's Lost rule allows: a quarter of the Lost threshold, so
+ * three renewals in a row can be lost or late before the machine reads Lost (the kubelet
+ * renews its node Lease at the same fraction, 10 s of 40 s). A slower heartbeat makes the
+ * operator mark a live agent Lost again and again (docs/agent.md, "Bounds").
+ */
+export const MAX_HEARTBEAT_SECONDS = LOST_AFTER_SECONDS / 4;
+/** Each renewal is a PUT: faster than once a second loads the API server for nothing. */
+export const MIN_HEARTBEAT_SECONDS = 1;
+/**
+ * The loop's own look (the command line, the boot id, both slot markers) runs every turn:
+ * more often than ten times a second is busy-waiting.
+ */
+export const MIN_LOOP_SECONDS = 0.1;
+/**
+ * The loop's turn is what notices a phase timeout and a download's progress when no watch
+ * woke it: slower than the shortest default wait (downloadRetryMs, 60 s) it would double it.
+ */
+export const MAX_LOOP_SECONDS = 60;
+/**
+ * No phase finishes in less than a second (a status write, a drain, a read-back): a shorter
+ * timeout fails every time.
+ */
+export const MIN_TIMEOUT_MS = 1000;
+
+/** A number within [min, max] (in the field's own unit), or the fallback when absent. */
+function bounded(
+  file: string,
+  field: string,
+  v: unknown,
+  fallback: number,
+  [min, max, why]: readonly [number, number, string],
+): number {
+  const n = positive(file, field, v, fallback);
+  if (n < min || n > max) bad(file, field, `must be between ${min} and ${max}: ${why}`);
+  return n;
+}
+
+const HEARTBEAT_BOUNDS = [
+  MIN_HEARTBEAT_SECONDS,
+  MAX_HEARTBEAT_SECONDS,
+  `the operator reads a machine Lost after ${LOST_AFTER_SECONDS} s without a renewal, so a slower heartbeat makes a live machine read Lost; lower it`,
+] as const;
+const LOOP_BOUNDS = [
+  MIN_LOOP_SECONDS,
+  MAX_LOOP_SECONDS,
+  "the loop notices timeouts and download progress at this pace (docs/agent.md)",
+] as const;
+const TIMEOUT_BOUNDS = [
+  MIN_TIMEOUT_MS,
+  MAX_TIMER_MS,
+  "milliseconds; Node fires a longer timer at once, and no phase ends in under a second",
+] as const;
+
 function parseReboot(file: string, v: unknown): RebootConfig {
   if (v === undefined) return { command: ["systemctl", "reboot"] };
   if (typeof v !== "object" || v === null) bad(file, "reboot", "must be a mapping");
@@ -141,7 +202,7 @@ function parseTimeouts(file: string, v: unknown): Timeouts {
   for (const [k, x] of Object.entries(v)) {
     if (!(k in t))
       bad(file, `timeouts.${k}`, `is not a known timeout (known: ${Object.keys(t).join(", ")})`);
-    t[k as keyof Timeouts] = positive(file, `timeouts.${k}`, x, 0);
+    t[k as keyof Timeouts] = bounded(file, `timeouts.${k}`, x, 0, TIMEOUT_BOUNDS);
   }
   return t;
 }
@@ -340,8 +401,8 @@ export function parseAgentSection(
     cmdline: slots.cmdline,
     bootId: rel(str(file, d, "bootId", false) ?? DEFAULT_BOOT_ID),
     reboot: parseReboot(file, d.reboot),
-    heartbeatMs: positive(file, "heartbeatSeconds", d.heartbeatSeconds, 10) * 1000,
-    loopMs: positive(file, "loopSeconds", d.loopSeconds, 5) * 1000,
+    heartbeatMs: bounded(file, "heartbeatSeconds", d.heartbeatSeconds, 10, HEARTBEAT_BOUNDS) * 1000,
+    loopMs: bounded(file, "loopSeconds", d.loopSeconds, 5, LOOP_BOUNDS) * 1000,
     direct: d.direct !== false,
     timeouts: parseTimeouts(file, d.timeouts),
     ...parseMetrics(file, d.metricsAddress),

@@ -133,8 +133,15 @@ function conditions(
     const message = x.drainBlocker.message;
     wanted.push({ type: "DrainBlocked", status: "True", reason: "EvictionRefused", message });
   }
-  return wanted.map((c) => condition(prev?.conditions, c, now));
+  // cluster-operator's Alive stays as it wrote it: the operator reads an Alive=False under a
+  // step that is not Lost as this agent answering its Lost mark, and stops writing Lost
+  // (docs/operator.md, HeartbeatUnseen); an agent that dropped it would start the loop again.
+  const kept = (prev?.conditions ?? []).filter((c) => OPERATOR_CONDITIONS.has(c.type));
+  return [...wanted.map((c) => condition(prev?.conditions, c, now)), ...kept];
 }
+
+/** The conditions cluster-operator owns on a Machine. */
+const OPERATOR_CONDITIONS: ReadonlySet<MachineCondition["type"]> = new Set(["Alive"]);
 
 function optional<K extends keyof MachineStatus>(
   key: K,

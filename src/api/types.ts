@@ -292,6 +292,13 @@ export interface RebootTurn {
    * turn is released once it stayed Ready spec.rollout.soakSeconds from then.
    */
   returnedAt?: Time;
+  /**
+   * The machine's status.lastTrial.at when the turn was granted, when that trial was of the
+   * turn's release ("" when it showed none): a trial carrying this stamp is an earlier one,
+   * not this turn's. Copied and compared as text, never as a time: the agent wrote it on its
+   * own clock. Absent only on records granted by an operator before this field.
+   */
+  priorTrialAt?: string;
 }
 
 export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable", "SpecValid"] as const;

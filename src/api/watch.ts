@@ -132,6 +132,14 @@ export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
     return [...this.cache.values()];
   }
 
+  /**
+   * The resourceVersion the cache has caught up to: its last list, event or bookmark ("" before
+   * the first list). Every change up to it is in the cache.
+   */
+  get version(): string {
+    return this.resourceVersion;
+  }
+
   private restart(): void {
     if (this.stopped) return;
     this.epoch++;

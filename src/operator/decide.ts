@@ -14,7 +14,10 @@
 //   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
 //   - a record leaves the list when its machine is back on the release and Ready (for
 //     spec.rollout.soakSeconds), rolled back and reported it, gave the turn back unused, was
-//     deleted, or was released.
+//     deleted, or was released; "gave back" and "deleted" only on a Machine view at least as
+//     new as the Cluster (freshness.ts);
+//   - Lost on the operator's monotonic clock; a live agent that writes its step over a Lost
+//     mark is yielded to (HeartbeatUnseen), not marked again (markLost).
 // And the brakes on top of the page (each in its own module, each with its table):
 //   - none once spec.rollout.maxFailedTrials machines failed their trial of the target
 //     (brake.ts), until spec.version changes or a person resumes;
@@ -32,6 +35,7 @@ import {
   type ClusterStatus,
   type DrainSkipped,
   type Machine,
+  type MachineCondition,
   type RebootTurn,
   type ReleaseRef,
 } from "../api/index.js";
@@ -39,6 +43,7 @@ import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
+import { seenUpTo } from "./freshness.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
 import { specValidCondition, windowState } from "./windows.js";
@@ -85,8 +90,20 @@ export interface Observed {
   cluster: Cluster;
   /** The Machines whose spec.cluster names this Cluster. */
   machines: readonly Machine[];
+  /**
+   * The resourceVersion the Machine view is at (its list, or its watch's last event or
+   * bookmark). Releases on what the Machines no longer say (GivenBack, MachineDeleted) wait
+   * for a view at least as new as the Cluster (freshness.ts).
+   */
+  machinesVersion: string | undefined;
   heartbeats: HeartbeatView;
+  /** The wall clock: what the records say (grantedAt, deadlines) and the messages. */
   now: Date;
+  /**
+   * The operator's monotonic clock (ms, performance.now()), which the heartbeats are on:
+   * Lost is judged on it, so a wall clock stepped back does not hide a dead machine.
+   */
+  mono: number;
   /** When this copy started granting-wise: its start, or its wake-up after a pause. */
   startedAt: Date;
   channel?: ChannelView;
@@ -119,14 +136,27 @@ export interface TurnStall {
   message: string;
 }
 
-/** A write to a Machine's status the operator owns: step Lost, or back from Lost. */
+/**
+ * Why the operator writes a Machine's Alive condition (the reason it carries):
+ * - NoHeartbeat: silent for the Lost threshold; step Lost;
+ * - HeartbeatUnseen: marked Lost, and the agent wrote its own step over the mark: it lives
+ *   but its heartbeat does not reach this copy. The operator yields: it stops writing Lost
+ *   (each mark met a write back, with no end) and leaves the agent's step; the machine still
+ *   counts as Lost (budget, no turn) until a renewal is seen;
+ * - HeartbeatReturned: a renewal seen again; the step the machine shows again, if it read Lost.
+ */
+export const ALIVE_REASONS = ["NoHeartbeat", "HeartbeatUnseen", "HeartbeatReturned"] as const;
+export type AliveReason = (typeof ALIVE_REASONS)[number];
+
+/** A write to a Machine's status the operator owns: the Alive condition, and step Lost or back. */
 export interface LostMark {
   machine: string;
   /** The resourceVersion the mark was decided from (the write is conditioned on it). */
   resourceVersion: string | undefined;
   lost: boolean;
-  /** The step it shows: Lost, or the step it shows again. */
-  step: "Lost" | AgentStep;
+  reason: AliveReason;
+  /** The step it shows: Lost, or the step it shows again; absent: the agent's, untouched. */
+  step?: "Lost" | AgentStep;
   message: string;
 }
 
@@ -139,6 +169,11 @@ export interface Decision {
   releases: TurnRelease[];
   stalls: TurnStall[];
   lostMarks: LostMark[];
+  /**
+   * A record would be released as GivenBack or MachineDeleted, but the Machine view is older
+   * than the Cluster: it was kept, and the caller reads the Machines again and decides anew.
+   */
+  needsFreshMachines: boolean;
   budget: BudgetParse;
   /** Why no (more) turn was granted, for the condition and the logs. */
   blocked: GrantBlock | undefined;
@@ -166,7 +201,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   const lost = new Set(
     o.machines
-      .filter((m) => isLost(m, o.heartbeats, o.now, s.lostAfterSeconds))
+      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
       .map((m) => m.metadata.name),
   );
   const target = targetOf(o.cluster);
@@ -174,7 +209,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
 
-  const { kept, releases, stalls } = settleTurns(ctx, before.rebootTurns ?? []);
+  const { kept, releases, stalls, deferred } = settleTurns(ctx, before.rebootTurns ?? []);
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
   const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
   const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
@@ -225,6 +260,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     releases,
     stalls,
     lostMarks,
+    needsFreshMachines: deferred,
     budget,
     blocked,
     held: heldNotice(before.conditions, progressing),
@@ -301,13 +337,19 @@ function canonical(v: unknown): unknown {
 function settleTurns(
   ctx: Ctx,
   recorded: readonly RebootTurn[],
-): { kept: RebootTurn[]; releases: TurnRelease[]; stalls: TurnStall[] } {
+): { kept: RebootTurn[]; releases: TurnRelease[]; stalls: TurnStall[]; deferred: boolean } {
   const kept: RebootTurn[] = [];
   const releases: TurnRelease[] = [];
   const stalls: TurnStall[] = [];
+  let deferred = false;
   for (const recordedTurn of recorded) {
     let turn = recordedTurn;
     const release = releaseOf(ctx, turn);
+    if (release !== undefined && onAbsence(release) && !machinesFresh(ctx)) {
+      deferred = true; // kept as it is until a Machine view as new as this Cluster says so
+      kept.push(turn);
+      continue;
+    }
     if (release !== undefined) {
       releases.push(release);
       continue;
@@ -338,7 +380,16 @@ function settleTurns(
     }
     kept.push(turn);
   }
-  return { kept, releases, stalls };
+  return { kept, releases, stalls, deferred };
+}
+
+/** Releases decided on what a Machine no longer says: a stale view says it wrongly. */
+function onAbsence(r: TurnRelease): boolean {
+  return r.reason === "GivenBack" || r.reason === "MachineDeleted";
+}
+
+function machinesFresh(ctx: Ctx): boolean {
+  return seenUpTo(ctx.o.machinesVersion, ctx.o.cluster.metadata.resourceVersion);
 }
 
 export function deadlineOf(grantedAt: string, seconds: number): string {
@@ -417,6 +468,13 @@ function soakOf(ctx: Ctx, turn: RebootTurn): RebootTurn | "done" | undefined {
   return done ? "done" : turn;
 }
 
+/**
+ * A trial of the turn's release is this turn's unless the turn's record names it as the one
+ * the machine showed at the grant (priorTrialAt). The operator compares its own record, never
+ * trial.at against grantedAt: the agent stamps its trial on its own clock, and one running
+ * hours ahead would make an earlier failed trial look newer than a fresh turn and release it
+ * as RolledBack before the machine even drained.
+ */
 function rolledBack(m: Machine, turn: RebootTurn): Found {
   const s = m.status ?? {};
   const trial = s.lastTrial;
@@ -424,7 +482,7 @@ function rolledBack(m: Machine, turn: RebootTurn): Found {
     return undefined;
   }
   // Only a trial of THIS turn (not one from an earlier attempt), and only once it is over.
-  if (Date.parse(trial.at) < Date.parse(turn.grantedAt) || s.step === "Updating") return undefined;
+  if (!trialOfThisTurn(trial.at, turn) || s.step === "Updating") return undefined;
   const what = trial.result === "Failed" ? "failed" : "was skipped";
   return {
     reason: "RolledBack",
@@ -504,11 +562,28 @@ function grantTurns(
       version: target.version,
       digest: target.digest,
       deadline: deadlineOf(rfc3339(o.now), s.turnDeadlineSeconds),
+      ...priorTrialOf(m, target),
     };
     grants.push(turn);
     down.set(turn.machine, { machine: turn.machine, leader: turn.leader });
   }
   return { grants, blocked };
+}
+
+function trialOfThisTurn(at: string, turn: RebootTurn): boolean {
+  // A record granted before priorTrialAt existed: the agent's stamp against the grant, as
+  // that operator did (skew and all); every record granted since carries the field.
+  if (turn.priorTrialAt === undefined) return Date.parse(at) >= Date.parse(turn.grantedAt);
+  return at !== turn.priorTrialAt;
+}
+
+/**
+ * The trial of the target the machine shows at the grant ("" for none): not this turn's.
+ * Always written, so a record without it is one from an operator before it (trialOfThisTurn).
+ */
+function priorTrialOf(m: Machine, target: ReleaseRef): Pick<RebootTurn, "priorTrialAt"> {
+  const trial = m.status?.lastTrial;
+  return { priorTrialAt: trial?.version === target.version ? trial.at : "" };
 }
 
 /**
@@ -601,27 +676,89 @@ function downSet(ctx: Ctx, kept: readonly RebootTurn[]): Map<string, Down> {
 function markLost(ctx: Ctx): LostMark[] {
   const marks: LostMark[] = [];
   for (const m of ctx.o.machines) {
-    const name = m.metadata.name;
-    const lost = ctx.lost.has(name);
-    const step = m.status?.step;
-    if (lost && step !== "Lost") {
-      marks.push({
-        machine: name,
-        resourceVersion: m.metadata.resourceVersion,
-        lost: true,
-        step: "Lost",
-        message: `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${step ?? "not yet reporting"}`,
-      });
-    } else if (!lost && step === "Lost") {
-      const back = stepAfterLost(m);
-      marks.push({
-        machine: name,
-        resourceVersion: m.metadata.resourceVersion,
-        lost: false,
-        step: back,
-        message: `its heartbeat returned; it shows ${back} again`,
-      });
-    }
+    const mark = lostMarkOf(ctx, m);
+    if (mark !== undefined) marks.push(mark);
   }
   return marks;
+}
+
+function lostMarkOf(ctx: Ctx, m: Machine): LostMark | undefined {
+  const name = m.metadata.name;
+  const lost = ctx.lost.has(name);
+  const step = m.status?.step;
+  const alive = m.status?.conditions?.find((c) => c.type === "Alive");
+  const base = { machine: name, resourceVersion: m.metadata.resourceVersion, lost };
+  if (lost && step !== "Lost") {
+    if (alive?.status !== "False") {
+      const was = step ?? "not yet reporting";
+      const message = `no heartbeat (Lease ${name}) for ${ctx.s.lostAfterSeconds} s; it was ${was}`;
+      return { ...base, reason: "NoHeartbeat", step: "Lost", message };
+    }
+    return yieldMark(ctx, m, alive, base);
+  }
+  if (!lost && (step === "Lost" || alive?.status === "False")) return backMark(m, base);
+  return undefined;
+}
+
+/**
+ * Silent, marked Lost before, and the agent wrote its step over the mark (it keeps Alive as
+ * it is): it lives. Writing Lost again would meet another write back, and so on without end:
+ * yield once (HeartbeatUnseen), and mark it Lost again only REPROBE_SECONDS later.
+ */
+function yieldMark(
+  ctx: Ctx,
+  m: Machine,
+  alive: MachineCondition,
+  base: Pick<LostMark, "machine" | "resourceVersion" | "lost">,
+): LostMark | undefined {
+  const name = m.metadata.name;
+  const step = m.status?.step;
+  if (alive.reason !== "HeartbeatUnseen") {
+    return { ...base, reason: "HeartbeatUnseen", message: unseenMessage(ctx, name, step) };
+  }
+  if (!reprobeDue(alive.lastTransitionTime, ctx.o.now)) return undefined;
+  // In case the agent died since the yield: an idle agent writes nothing, so only its answer
+  // to a mark tells.
+  const message = `still no heartbeat (Lease ${name}) seen; marked Lost again to see whether its agent still answers (it was ${step ?? "not reporting"})`;
+  return { ...base, reason: "NoHeartbeat", step: "Lost", message };
+}
+
+/**
+ * How long the operator leaves a machine it yielded to (HeartbeatUnseen) before it marks it
+ * Lost once more: a machine that died after the yield shows its agent's last step until then.
+ * Ten minutes keeps STATUS at most that far behind, at one mark, one write back and one
+ * HeartbeatUnseen per machine per ten minutes (the loop ran hundreds of writes a second).
+ */
+export const REPROBE_SECONDS = 10 * 60;
+
+/** Measured from the yield's own record (the condition's lastTransitionTime, this side's clock). */
+function reprobeDue(yieldedAt: string, now: Date): boolean {
+  const at = Date.parse(yieldedAt);
+  return Number.isNaN(at) || now.getTime() - at >= REPROBE_SECONDS * 1000;
+}
+
+/** A renewal seen again: Alive=True, and the step it shows again if it reads Lost. */
+function backMark(
+  m: Machine,
+  base: Pick<LostMark, "machine" | "resourceVersion" | "lost">,
+): LostMark {
+  const step = m.status?.step;
+  if (step !== "Lost") {
+    const message = `its heartbeat returned; it shows ${step ?? "no step"} (its agent's)`;
+    return { ...base, reason: "HeartbeatReturned", message };
+  }
+  const back = stepAfterLost(m);
+  const message = `its heartbeat returned; it shows ${back} again`;
+  return { ...base, reason: "HeartbeatReturned", step: back, message };
+}
+
+function unseenMessage(ctx: Ctx, name: string, step: string | undefined): string {
+  return (
+    `its agent writes its status (step ${step ?? "none"}) but this operator has seen no renewal ` +
+    `of its heartbeat Lease liken-heartbeats/${name} for ${ctx.s.lostAfterSeconds} s: it counts ` +
+    `as Lost (against the budget, no turn) and keeps the agent's step; Lost is not written ` +
+    `again until a renewal is seen. Check the agent's heartbeatSeconds (at most a quarter of ` +
+    `${ctx.s.lostAfterSeconds} s), its log for "heartbeat not renewed" (a refused Lease write: ` +
+    `RBAC, admission), and this operator's log for "watching heartbeat Leases failed"`
+  );
 }

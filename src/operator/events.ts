@@ -13,6 +13,7 @@ export type EventReason =
   | "RolloutStalled"
   | "MachineLost"
   | "MachineBack"
+  | "HeartbeatUnseen"
   | "ReleaseFailed"
   | "OutsideMaintenanceWindow"
   | "CanaryPaused"

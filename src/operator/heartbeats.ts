@@ -1,5 +1,5 @@
 // Heartbeats as the operator sees them: it watches the agents' Leases in liken-heartbeats
-// and notes, on its own clock, when it saw each one renewed (see HeartbeatView in
+// and notes, on its own monotonic clock, when it saw each one renewed (see HeartbeatView in
 // machine-view.ts for why its own clock). A Lease it finds at start (or after waking from
 // a pause) is a baseline, not a renewal: the machine behind it may have died long ago.
 import {
@@ -10,16 +10,18 @@ import {
   type ObjectCache,
   type V1Lease,
 } from "@kubernetes/client-node";
+import { performance } from "node:perf_hooks";
 import { HEARTBEAT_NAMESPACE, LABEL_MACHINE } from "../api/index.js";
 import type { HeartbeatView } from "./machine-view.js";
 
 /** The bookkeeping, without I/O (unit-tested). */
 export class HeartbeatTracker {
   private readonly renewTime = new Map<string, string>();
-  private readonly renewedAt = new Map<string, Date>();
-  private since: Date;
+  /** performance.now() readings (machine-view.ts says why not the wall clock). */
+  private readonly renewedAt = new Map<string, number>();
+  private since: number;
 
-  constructor(since: Date) {
+  constructor(since: number) {
     this.since = since;
   }
 
@@ -28,7 +30,7 @@ export class HeartbeatTracker {
    * wake-up, so a renewTime that is new to this copy is not evidence of life.
    * Returns true when this is a renewal (the machine is alive now).
    */
-  observe(machine: string, renewTime: string | undefined, now: Date, baseline: boolean): boolean {
+  observe(machine: string, renewTime: string | undefined, now: number, baseline: boolean): boolean {
     const before = this.renewTime.get(machine);
     if (renewTime === undefined) return false;
     this.renewTime.set(machine, renewTime);
@@ -44,7 +46,7 @@ export class HeartbeatTracker {
   }
 
   /** After a pause: what this copy saw before is stale; judge everyone from `now` again. */
-  rebaseline(now: Date): void {
+  rebaseline(now: number): void {
     this.since = now;
     this.renewedAt.clear();
   }
@@ -68,6 +70,7 @@ export function watchHeartbeats(
   tracker: HeartbeatTracker,
   onRenewal: (machine: string) => void,
   onError: (e: unknown) => void,
+  mono: () => number = () => performance.now(),
 ): LeaseWatch {
   const api = kc.makeApiClient(CoordinationV1Api);
   const informer: Informer<V1Lease> & ObjectCache<V1Lease> = makeInformer(
@@ -83,7 +86,7 @@ export function watchHeartbeats(
     if (machine === undefined) return;
     const renew = l.spec?.renewTime;
     const text = renew === undefined ? undefined : new Date(renew).toISOString();
-    if (tracker.observe(machine, text, new Date(), baseline)) onRenewal(machine);
+    if (tracker.observe(machine, text, mono(), baseline)) onRenewal(machine);
   };
   informer.on("add", seen);
   informer.on("update", seen);

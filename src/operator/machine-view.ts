@@ -11,38 +11,42 @@ import {
 import { approves } from "../coordinator/turn.js";
 
 /**
- * What the operator knows of a machine's heartbeat: the time on ITS OWN clock at which it
- * last saw the machine's Lease renewed (renewTime changed), or undefined when it has seen
- * no renewal since `since` (its start, or its wake-up after a pause). The operator's clock,
- * not the agent's renewTime, decides, as the node lifecycle controller does with kubelet
- * Leases: a machine whose clock is off by a minute must not read Lost (or alive) for it.
+ * What the operator knows of a machine's heartbeat: the reading of ITS OWN monotonic clock
+ * (ms, performance.now()) at which it last saw the machine's Lease renewed (renewTime
+ * changed), or undefined when it has seen no renewal since `since` (its start, or its wake-up
+ * after a pause, on the same clock). The operator's clock, not the agent's renewTime, decides,
+ * as the node lifecycle controller does with kubelet Leases: a machine whose clock is off by
+ * a minute must not read Lost (or alive) for it. And its monotonic clock, not its wall clock:
+ * a wall clock stepped back by an hour (NTP, a person) would otherwise make a machine that
+ * died a minute ago look renewed in the future, and hide it for that hour.
  */
 export interface HeartbeatView {
-  renewedAt: ReadonlyMap<string, Date>;
-  since: Date;
+  renewedAt: ReadonlyMap<string, number>;
+  since: number;
 }
 
 /**
- * Lost: no heartbeat for `lostAfterSeconds`. A machine whose renewal this copy has not seen
- * yet is judged from `since`: it keeps its last status until 40 s pass (the page), unless
- * another copy already recorded it Lost, which this copy honours until it sees a renewal
- * (so two copies agree instead of overwriting each other's view).
+ * Lost: no heartbeat for `lostAfterSeconds` on the operator's monotonic clock (`mono`). A
+ * machine whose renewal this copy has not seen yet is judged from `since`: it keeps its last
+ * status until 40 s pass (the page), unless another copy already recorded it Lost, which this
+ * copy honours until it sees a renewal (so two copies agree instead of overwriting each
+ * other's view).
  */
 export function isLost(
   m: Machine,
   hb: HeartbeatView,
-  now: Date,
+  mono: number,
   lostAfterSeconds: number,
 ): boolean {
   const limit = lostAfterSeconds * 1000;
   const seen = hb.renewedAt.get(m.metadata.name);
-  if (seen !== undefined) return now.getTime() - seen.getTime() >= limit;
+  if (seen !== undefined) return mono - seen >= limit;
   if (m.status?.step === "Lost") return true;
-  return now.getTime() - hb.since.getTime() >= limit;
+  return mono - hb.since >= limit;
 }
 
-/** When this copy last saw the machine alive (a renewal, or its own start). */
-export function lastSeenAlive(m: Machine, hb: HeartbeatView): Date {
+/** When this copy last saw the machine alive (a renewal, or its own start), monotonic ms. */
+export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
   return hb.renewedAt.get(m.metadata.name) ?? hb.since;
 }
 

@@ -24,14 +24,15 @@ import {
   decide,
   type ChannelView,
   type Decision,
+  type AliveReason,
   type DecideSettings,
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import type { BeforeTurnWrite } from "./hold.js";
-import { KubeEvents, type EventSink } from "./events.js";
+import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
-import { PauseDetector } from "./liveness.js";
+import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
 
@@ -57,6 +58,8 @@ export interface OperatorOptions {
   events?: EventSink;
   /** Test seam (hold.ts): runs between a decision that grants and its write. */
   beforeTurnWrite?: BeforeTurnWrite;
+  /** Test seam: the wall and monotonic clocks this copy reads (default: the system's). */
+  clocks?: Clocks;
 }
 
 /** What the operator did, for logs at exit and the benchmark. */
@@ -78,6 +81,19 @@ const DEBOUNCE_MS = 5;
 const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
 const FIELD_MANAGER = "cluster-operator";
+
+/** Machines and the resourceVersion they are as of. */
+interface MachineView {
+  machines: Machine[];
+  version: string;
+}
+
+/** The Event each Alive mark is announced with. */
+const LOST_MARK_EVENTS: Record<AliveReason, { event: EventReason; type: "Normal" | "Warning" }> = {
+  NoHeartbeat: { event: "MachineLost", type: "Warning" },
+  HeartbeatUnseen: { event: "HeartbeatUnseen", type: "Warning" },
+  HeartbeatReturned: { event: "MachineBack", type: "Normal" },
+};
 
 export class Operator {
   readonly stats: OperatorStats = {
@@ -103,6 +119,7 @@ export class Operator {
   private readonly pause: PauseDetector;
   private readonly elector: LeaseElector | undefined;
   private readonly events: EventSink;
+  private readonly clocks: Clocks;
   private startedAt = new Date();
   /** A Cluster this copy wrote, until the watch delivers that version. */
   private readonly written = new Map<string, Cluster>();
@@ -120,6 +137,7 @@ export class Operator {
     private readonly opts: OperatorOptions,
   ) {
     this.api = new LikenApi(kc, FIELD_MANAGER);
+    this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {
       identity: opts.identity,
       startGraceSeconds: opts.startGraceSeconds ?? DEFAULT_SETTINGS.startGraceSeconds,
@@ -146,7 +164,7 @@ export class Operator {
       onChange: (ev) => this.schedule(ev.object.spec.cluster),
       onError: onError("watching Machines"),
     });
-    this.heartbeats = new HeartbeatTracker(this.startedAt);
+    this.heartbeats = new HeartbeatTracker(this.clocks.mono());
     this.leases = watchHeartbeats(
       kc,
       this.heartbeats,
@@ -155,8 +173,9 @@ export class Operator {
         if (m?.status?.step === "Lost") this.schedule(m.spec.cluster);
       },
       onError("watching heartbeat Leases"),
+      this.clocks.mono,
     );
-    this.pause = new PauseDetector((ms, now) => this.wake(ms, now));
+    this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
     this.metrics = new OperatorMetrics({
@@ -180,8 +199,8 @@ export class Operator {
   /** Starts watching; resolves once the first lists are in. Grants wait for the grace. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.startedAt = new Date();
-    this.heartbeats.rebaseline(this.startedAt);
+    this.startedAt = new Date(this.clocks.wall());
+    this.heartbeats.rebaseline(this.clocks.mono());
     this.pause.start();
     await Promise.all([this.machines.start(), this.leases.start()]);
     await this.clusters.start();
@@ -217,14 +236,34 @@ export class Operator {
     return new Date(this.startedAt.getTime() + this.settings.startGraceSeconds * 1000);
   }
 
+  private jumped(jump: ClockJump, now: Date, mono: number): void {
+    switch (jump.kind) {
+      case "paused":
+        return this.wake(jump.ms, now, mono);
+      case "stepped-back":
+        // Nothing seen is stale and the heartbeats are on the monotonic clock: only the
+        // grace, a wall time, starts again from the new wall time (liveness.ts says why).
+        this.startedAt = now;
+        this.opts.log.warn(
+          { steppedBackMs: jump.ms, grantsFrom: rfc3339(this.graceEnds()) },
+          "the wall clock was stepped back: the start-up grace counts again from the new time",
+        );
+        return;
+      default: {
+        const never: never = jump;
+        throw new Error(`unknown clock jump ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
   /**
    * Woke from a pause: everything seen before is stale. Grant nothing for the grace again,
    * judge heartbeats from now, and list everything again.
    */
-  private wake(pausedMs: number, now: Date): void {
+  private wake(pausedMs: number, now: Date, mono: number): void {
     this.stats.wakeUps++;
     this.startedAt = now;
-    this.heartbeats.rebaseline(now);
+    this.heartbeats.rebaseline(mono);
     this.written.clear();
     this.opts.log.warn(
       { pausedMs, grantsFrom: rfc3339(this.graceEnds()) },
@@ -297,17 +336,8 @@ export class Operator {
     this.maybePollChannel(cluster);
     for (let attempt = 1; ; attempt++) {
       const channel = this.channelViews.get(name);
-      const d = decide(
-        {
-          cluster,
-          machines: this.machinesOf(name),
-          heartbeats: this.heartbeats.view(),
-          now: new Date(),
-          startedAt: this.startedAt,
-          ...(channel === undefined ? {} : { channel }),
-        },
-        this.settings,
-      );
+      const d = await this.decideFresh(cluster, channel);
+      if (d === undefined) return; // paused while reading the Machines
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       if (!d.changed) {
@@ -344,6 +374,67 @@ export class Operator {
         if (this.pause.check()) return;
       }
     }
+  }
+
+  /**
+   * decide() on the Cluster and the cached Machines; when a release needs a Machine view as
+   * new as the Cluster and the cache is older, again on the Machines read from the API server
+   * (freshness.ts). Undefined: this copy was paused meanwhile (decide nothing).
+   */
+  private async decideFresh(
+    cluster: Cluster,
+    channel: ChannelView | undefined,
+  ): Promise<Decision | undefined> {
+    const cached = {
+      machines: this.machinesOf(cluster.metadata.name),
+      version: this.machines.version,
+    };
+    const d = this.decideOn(cluster, cached, channel);
+    if (!d.needsFreshMachines) return d;
+    const fresh = await this.readMachines(cluster);
+    if (this.pause.check()) return undefined;
+    return this.decideOn(cluster, fresh, channel);
+  }
+
+  private decideOn(
+    cluster: Cluster,
+    view: MachineView,
+    channel: ChannelView | undefined,
+  ): Decision {
+    return decide(
+      {
+        cluster,
+        machines: view.machines,
+        machinesVersion: view.version,
+        heartbeats: this.heartbeats.view(),
+        now: new Date(this.clocks.wall()),
+        mono: this.clocks.mono(),
+        startedAt: this.startedAt,
+        ...(channel === undefined ? {} : { channel }),
+      },
+      this.settings,
+    );
+  }
+
+  /**
+   * The Machines of a Cluster read from the API server (a quorum list: as new as anything this
+   * copy read before), for a release the cached view is too old to decide.
+   */
+  private async readMachines(cluster: Cluster): Promise<MachineView> {
+    const name = cluster.metadata.name;
+    this.stats.reads++;
+    const list = await this.api.machines.list();
+    this.opts.log.info(
+      {
+        cluster: name,
+        clusterVersion: cluster.metadata.resourceVersion,
+        cacheVersion: this.machines.version,
+        listVersion: list.resourceVersion,
+      },
+      "a turn would be released on a Machine cache older than the Cluster: read the Machines again",
+    );
+    const machines = list.items.filter((m) => m.spec.cluster === name);
+    return { machines, version: list.resourceVersion };
   }
 
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
@@ -409,31 +500,41 @@ export class Operator {
       if (this.marking.has(mark.machine)) continue;
       const m = this.machines.get(mark.machine);
       if (m === undefined || mark.resourceVersion === undefined) continue;
+      // The conditions below come from the cache: only when it holds the very Machine the mark
+      // was decided on (a decision on a fresh list may be newer); the next pass marks otherwise.
+      if (m.metadata.resourceVersion !== mark.resourceVersion) continue;
       this.marking.add(mark.machine);
-      const now = rfc3339(new Date());
+      const now = rfc3339(new Date(this.clocks.wall()));
       const conditions = setCondition<MachineCondition>(
         m.status?.conditions,
         {
           type: "Alive",
           status: mark.lost ? "False" : "True",
-          reason: mark.lost ? "NoHeartbeat" : "HeartbeatReturned",
+          reason: mark.reason,
           message: mark.message,
         },
         now,
       );
+      const step = mark.step === undefined ? {} : { step: mark.step };
       this.api.machines
         .patchStatus(
           mark.machine,
-          { status: { step: mark.step, conditions } },
+          { status: { ...step, conditions } },
           { resourceVersion: mark.resourceVersion, fieldManager: FIELD_MANAGER },
         )
         .then(
           () => {
             this.stats.machineWrites++;
-            const reason = mark.lost ? "MachineLost" : "MachineBack";
+            const { event, type } = LOST_MARK_EVENTS[mark.reason];
             const msg = `Machine ${mark.machine}: ${mark.message}`;
-            this.opts.log.info({ cluster: cluster.metadata.name, machine: mark.machine }, msg);
-            this.event(cluster, mark.lost ? "Warning" : "Normal", reason, msg);
+            const fields = {
+              cluster: cluster.metadata.name,
+              machine: mark.machine,
+              reason: mark.reason,
+            };
+            if (type === "Warning") this.opts.log.warn(fields, msg);
+            else this.opts.log.info(fields, msg);
+            this.event(cluster, type, event, msg);
           },
           (e: unknown) => {
             // A conflict means the agent (or another copy) wrote first: decide again.

@@ -72,6 +72,25 @@ metricsAddress: "127.0.0.1:9101"
     ["an empty reboot command", "reboot: { command: [] }\n", /reboot.command must be/],
     ["a string loop", "loopSeconds: fast\n", /loopSeconds must be a positive number/],
     [
+      "a heartbeat slower than the Lost threshold allows",
+      "heartbeatSeconds: 40\n",
+      /heartbeatSeconds must be between 1 and 10: the operator reads a machine Lost after 40 s/,
+    ],
+    ["a heartbeat just past a quarter of 40 s", "heartbeatSeconds: 10.5\n", /between 1 and 10/],
+    ["a heartbeat ten times a second", "heartbeatSeconds: 0.1\n", /between 1 and 10/],
+    ["a loop of an hour", "loopSeconds: 3600\n", /loopSeconds must be between 0.1 and 60/],
+    ["a loop that spins", "loopSeconds: 0.01\n", /loopSeconds must be between 0.1 and 60/],
+    [
+      "a timeout past Node's timer limit (it would fire at once)",
+      "timeouts: { drainMs: 2147483648 }\n",
+      /timeouts.drainMs must be between 1000 and 2147483647: milliseconds; Node fires a longer timer at once/,
+    ],
+    [
+      "a timeout given in seconds by mistake",
+      "timeouts: { proveMs: 900 }\n",
+      /timeouts.proveMs must be between 1000 and 2147483647/,
+    ],
+    [
       "a metrics port alone",
       "metricsAddress: 9101\n",
       /metricsAddress must be "host:port" or "off"/,
@@ -83,6 +102,20 @@ metricsAddress: "127.0.0.1:9101"
     ],
   ])("refuses %s", (_name, extra, re) => {
     expect(() => parse(extra)).toThrow(re);
+  });
+
+  it("accepts every bound itself", () => {
+    const c = parse(`
+heartbeatSeconds: 10
+loopSeconds: 60
+timeouts: { drainMs: 2147483647, proveMs: 1000 }
+`);
+    expect(c).toMatchObject({ heartbeatMs: 10_000, loopMs: 60_000 });
+    expect(c.timeouts).toMatchObject({ drainMs: 2 ** 31 - 1, proveMs: 1000 });
+    expect(parse("heartbeatSeconds: 1\nloopSeconds: 0.1\n")).toMatchObject({
+      heartbeatMs: 1000,
+      loopMs: 100,
+    });
   });
 
   it("refuses a file without machine or bootloader", () => {

@@ -114,6 +114,26 @@ describe("machineStatus", () => {
     expect(gone.conditions?.find((x) => x.type === "TrialInconclusive")).toBeUndefined();
   });
 
+  it("keeps the operator's Alive condition as it wrote it, over a Lost mark too", () => {
+    const o = obs();
+    const alive = {
+      type: "Alive" as const,
+      status: "False" as const,
+      reason: "NoHeartbeat",
+      message: "no heartbeat (Lease m1) for 40 s; it was UpdatePending",
+      lastTransitionTime: "2026-12-02T11:59:00Z",
+    };
+    const mine = status(o);
+    const marked = { ...mine, step: "Lost" as const, conditions: [...mine.conditions!, alive] };
+    const next = machineStatus(marked, o, decide(o), { failed: [] }, { now });
+    // The agent writes its step back (it lives) and leaves the operator's word in place: the
+    // operator reads that as "alive but its heartbeat unseen" and stops marking it Lost.
+    expect(next.step).toBe("UpdatePending");
+    expect(next.conditions?.find((c) => c.type === "Alive")).toEqual(alive);
+    // Written once: the status it wrote is the status it would write again.
+    expect(sameStatus(next, machineStatus(next, o, decide(o), { failed: [] }, { now }))).toBe(true);
+  });
+
   it("keeps lastTransitionTime and the first ask's time across writes", () => {
     const first = status(obs());
     const later = new Date("2026-12-02T12:05:00Z");

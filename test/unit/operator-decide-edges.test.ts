@@ -2,7 +2,12 @@
 // trial's report ends a turn, when a request gives it back, the ties in the request order,
 // the deadline's last second, the Lost marks' words, and when a status counts as unchanged.
 import { describe, expect, it } from "vitest";
-import type { ClusterStatus, Machine, MachineStatus } from "../../src/api/index.js";
+import type {
+  ClusterStatus,
+  Machine,
+  MachineCondition,
+  MachineStatus,
+} from "../../src/api/index.js";
 import { decide, type ChannelView } from "../../src/operator/decide.js";
 import {
   D1,
@@ -175,6 +180,7 @@ describe("Lost marks say what happened", () => {
         machine: "m1",
         resourceVersion: "rv-m1",
         lost: true,
+        reason: "NoHeartbeat",
         step: "Lost",
         message: `no heartbeat (Lease m1) for ${SETTINGS.lostAfterSeconds} s; it was ${was}`,
       },
@@ -188,10 +194,122 @@ describe("Lost marks say what happened", () => {
         machine: "m1",
         resourceVersion: "rv-m1",
         lost: false,
+        reason: "HeartbeatReturned",
         step: "Ready",
         message: "its heartbeat returned; it shows Ready again",
       },
     ]);
+  });
+});
+
+describe("Lost and back: the operator yields to a live agent whose heartbeat it does not see", () => {
+  const alive = (status: "True" | "False", reason: string, ago = 30): MachineCondition => ({
+    type: "Alive",
+    status,
+    reason,
+    message: "",
+    lastTransitionTime: iso(NOW, -ago),
+  });
+  const cases: {
+    name: string;
+    step: MachineStatus["step"];
+    cond: MachineCondition | undefined;
+    silent: boolean;
+    want: { reason: string; step?: string } | undefined;
+  }[] = [
+    {
+      name: "silent, never marked: Lost",
+      step: "UpdatePending",
+      cond: undefined,
+      silent: true,
+      want: { reason: "NoHeartbeat", step: "Lost" },
+    },
+    {
+      name: "silent, Alive=True from an earlier return: Lost",
+      step: "Ready",
+      cond: alive("True", "HeartbeatReturned"),
+      silent: true,
+      want: { reason: "NoHeartbeat", step: "Lost" },
+    },
+    {
+      name: "marked Lost and still Lost: nothing",
+      step: "Lost",
+      cond: alive("False", "NoHeartbeat"),
+      silent: true,
+      want: undefined,
+    },
+    {
+      name: "marked Lost, the agent wrote its step back: yield, the step untouched",
+      step: "UpdatePending",
+      cond: alive("False", "NoHeartbeat"),
+      silent: true,
+      want: { reason: "HeartbeatUnseen" },
+    },
+    {
+      name: "yielded already: no write at all",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen"),
+      silent: true,
+      want: undefined,
+    },
+    {
+      name: "yielded 9 min 59 s ago: still no write",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen", 599),
+      silent: true,
+      want: undefined,
+    },
+    {
+      name: "yielded 10 min ago: marked Lost once more (the agent may have died since)",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen", 600),
+      silent: true,
+      want: { reason: "NoHeartbeat", step: "Lost" },
+    },
+    {
+      name: "yielded, then a renewal seen: Alive again, the agent's step kept",
+      step: "UpdatePending",
+      cond: alive("False", "HeartbeatUnseen"),
+      silent: false,
+      want: { reason: "HeartbeatReturned" },
+    },
+    {
+      name: "alive and never marked: nothing",
+      step: "Ready",
+      cond: alive("True", "HeartbeatReturned"),
+      silent: false,
+      want: undefined,
+    },
+  ];
+  it.each(cases)("$name", ({ step, cond, silent, want }) => {
+    const m = asking("m1", { status: { step, conditions: cond === undefined ? [] : [cond] } });
+    const o = observed(cluster(), [m], silent ? { silentFor: { m1: 41 } } : {});
+    const d = decide(o, SETTINGS);
+    // Yielding changes nothing about the budget: a machine not seen is Lost all the same.
+    if (silent) expect(d.grants).toEqual([]);
+    if (want === undefined) {
+      expect(d.lostMarks).toEqual([]);
+      return;
+    }
+    expect(d.lostMarks).toHaveLength(1);
+    const mark = d.lostMarks[0]!;
+    expect({ reason: mark.reason, step: mark.step }).toEqual({ step: undefined, ...want });
+    expect(mark.lost).toBe(silent);
+  });
+
+  it("says what to do when it yields", () => {
+    const m = asking("m1", { status: { conditions: [alive("False", "NoHeartbeat")] } });
+    const d = decide(observed(cluster(), [m], { silentFor: { m1: 41 } }), SETTINGS);
+    const text = d.lostMarks[0]?.message ?? "";
+    for (const part of [
+      "its agent writes its status (step UpdatePending)",
+      "liken-heartbeats/m1",
+      "counts as Lost",
+      "heartbeatSeconds",
+      "heartbeat not renewed",
+    ]) {
+      expect(text).toContain(part);
+    }
   });
 });
 

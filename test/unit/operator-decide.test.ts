@@ -272,6 +272,7 @@ describe("decide: which machine gets a turn", () => {
         version: V2,
         digest: `sha256:${"2".repeat(64)}`,
         deadline: iso(NOW, 30 * 60),
+        priorTrialAt: "",
       },
     ]);
     expect(d.status.rebootTurns).toEqual(d.grants);

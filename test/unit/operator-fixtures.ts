@@ -145,21 +145,28 @@ export function observed(
     startedAt?: Date;
     silentFor?: Record<string, number>;
     unseen?: string[];
+    machinesVersion?: string;
   } = {},
 ): Observed {
   const now = opts.now ?? NOW;
-  const renewedAt = new Map<string, Date>();
+  // The monotonic clock reads as the wall clock here (no step); clock tests move one alone.
+  const mono = now.getTime();
+  const renewedAt = new Map<string, number>();
   for (const m of machines) {
     const name = m.metadata.name;
     if (opts.unseen?.includes(name)) continue;
     const silent = opts.silentFor?.[name] ?? 5;
-    renewedAt.set(name, new Date(now.getTime() - silent * 1000));
+    renewedAt.set(name, mono - silent * 1000);
   }
   return {
     cluster: c,
     machines,
-    heartbeats: { renewedAt, since: opts.startedAt ?? T0 },
+    // A Machine view newer than every Cluster of the tables (rv "100"): fresh, unless a case
+    // says otherwise.
+    machinesVersion: opts.machinesVersion ?? "1000",
+    heartbeats: { renewedAt, since: (opts.startedAt ?? T0).getTime() },
     now,
+    mono,
     startedAt: opts.startedAt ?? T0,
   };
 }

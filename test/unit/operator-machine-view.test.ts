@@ -11,23 +11,12 @@ import {
   turnAsk,
   type HeartbeatView,
 } from "../../src/operator/machine-view.js";
-import {
-  D1,
-  D2,
-  D3,
-  NOW,
-  T0,
-  V1,
-  V2,
-  V3,
-  asking,
-  cluster,
-  iso,
-  machine,
-} from "./operator-fixtures.js";
+import { D1, D2, D3, T0, V1, V2, V3, asking, cluster, iso, machine } from "./operator-fixtures.js";
 
 const LOST_AFTER = 40;
-const at = (secondsBeforeNow: number): Date => new Date(NOW.getTime() - secondsBeforeNow * 1000);
+/** A reading of the operator's monotonic clock, `secondsBeforeNow` before MONO_NOW. */
+const MONO_NOW = 7_200_000;
+const at = (secondsBeforeNow: number): number => MONO_NOW - secondsBeforeNow * 1000;
 
 describe("isLost", () => {
   it.each([
@@ -62,18 +51,18 @@ describe("isLost", () => {
       renewedAt: new Map(renewed === undefined ? [] : [["m", at(renewed)]]),
       since: at(since),
     };
-    expect(isLost(m, hb, NOW, LOST_AFTER)).toBe(want);
+    expect(isLost(m, hb, MONO_NOW, LOST_AFTER)).toBe(want);
   });
 
   it("a machine with no status yet is judged from this copy's start", () => {
     const m: Machine = { ...machine("m"), status: undefined };
     const hb: HeartbeatView = { renewedAt: new Map(), since: at(39) };
-    expect(isLost(m, hb, NOW, LOST_AFTER)).toBe(false);
+    expect(isLost(m, hb, MONO_NOW, LOST_AFTER)).toBe(false);
   });
 
   it("judges each machine by its own renewal", () => {
     const hb: HeartbeatView = { renewedAt: new Map([["other", at(1)]]), since: at(600) };
-    expect(isLost(machine("m"), hb, NOW, LOST_AFTER)).toBe(true);
+    expect(isLost(machine("m"), hb, MONO_NOW, LOST_AFTER)).toBe(true);
   });
 });
 

@@ -6,6 +6,7 @@ import { pino } from "pino";
 import { collectProcessMetrics } from "../../metrics/process.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
+import { MAX_HEARTBEAT_SECONDS, MIN_HEARTBEAT_SECONDS } from "../../agent/config.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { holdFirstTurnWrite } from "../../operator/hold.js";
@@ -41,6 +42,45 @@ export function parseSeconds(text: string): number {
   return n * factor;
 }
 
+/** Node's timers hold a 32-bit count of milliseconds; a longer delay fires at once. */
+const MAX_TIMER_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+/**
+ * The bounds of each timing flag, and why. The Lost threshold's floor: agents renew at most
+ * every second and at least four times per threshold (src/agent/config.ts), so below 4 s no
+ * agent heartbeat leaves room for a missed renewal, and a live machine reads Lost, back, Lost.
+ */
+export const OPERATOR_TIMING_BOUNDS = {
+  "--start-grace": [
+    0,
+    3600,
+    "an hour of no grants after every restart is an outage of the rollout",
+  ],
+  "--lost-after": [
+    4 * MIN_HEARTBEAT_SECONDS,
+    3600,
+    `a machine is Lost after ${LOST_AFTER_SECONDS} s (the page); agents renew every 1-${MAX_HEARTBEAT_SECONDS} s, at least four times per threshold, and a dead machine must count against the budget within the hour`,
+  ],
+  "--turn-deadline": [1, MAX_TIMER_SECONDS, "at most Node's timer limit (2^31-1 ms)"],
+  "--channel-interval": [1, MAX_TIMER_SECONDS, "at most Node's timer limit (2^31-1 ms)"],
+} as const satisfies Record<string, readonly [number, number, string]>;
+
+/** parseSeconds, refused outside the flag's bounds (with what to do). */
+export function boundedSeconds(
+  flag: keyof typeof OPERATOR_TIMING_BOUNDS,
+): (text: string) => number {
+  const [min, max, why] = OPERATOR_TIMING_BOUNDS[flag];
+  return (text) => {
+    const n = parseSeconds(text);
+    if (n < min || n > max) {
+      throw new InvalidArgumentError(
+        `${flag} ${text} is ${n} s; give ${min} s to ${max} s: ${why}`,
+      );
+    }
+    return n;
+  };
+}
+
 export function registerOperator(program: Command): void {
   program
     .command("operator")
@@ -58,25 +98,25 @@ export function registerOperator(program: Command): void {
     .option(
       "--start-grace <duration>",
       `grant no turn this long after starting (the page: ${START_GRACE_SECONDS}s; shorten only in tests)`,
-      parseSeconds,
+      boundedSeconds("--start-grace"),
       START_GRACE_SECONDS,
     )
     .option(
       "--lost-after <duration>",
       `a machine without heartbeat this long reads Lost (the page: ${LOST_AFTER_SECONDS}s; shorten only in tests)`,
-      parseSeconds,
+      boundedSeconds("--lost-after"),
       LOST_AFTER_SECONDS,
     )
     .option(
       "--turn-deadline <duration>",
       `a machine holding a turn this long without coming back stalls the rollout (in seconds unless a unit is given)`,
-      parseSeconds,
+      boundedSeconds("--turn-deadline"),
       DEFAULT_TURN_DEADLINE_SECONDS,
     )
     .option(
       "--channel-interval <duration>",
       `read each Cluster's release channel this often (the liken.sh/check-releases annotation asks for a read at once)`,
-      parseSeconds,
+      boundedSeconds("--channel-interval"),
       DEFAULT_CHANNEL_INTERVAL_MS / 1000,
     )
     .option("--endpoint <url>", "the ENDPOINT column (default: the API server of the kubeconfig)")
