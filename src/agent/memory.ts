@@ -15,6 +15,8 @@ import type {
 } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
+import { isVerdict, type GiveUpReason } from "./give-up.js";
+import { withSeen } from "./rejoin.js";
 
 export interface Memory {
   /** Releases not to try again (failed trial or slot check), newest last. */
@@ -45,8 +47,10 @@ export interface ArmedTrial extends ReleaseRef {
   bootId?: string;
   /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
   gaveUp?: string;
-  /** The reason the report after the fallback gives, when not TrialFellBack (a health gate). */
-  gaveUpReason?: "HealthCheckFailed";
+  /** The reason the report after the fallback gives, when not TrialFellBack (give-up.ts). */
+  gaveUpReason?: GiveUpReason;
+  /** The Node's bootIDs the trial boot read (rejoin.ts), to name them when it gives up. */
+  nodeBootIds?: string[];
 }
 
 export const EMPTY_MEMORY: Memory = { failed: [] };
@@ -208,8 +212,14 @@ export function disarmed(m: Memory): Memory {
   return without(m, "trial", "trialSeenAt");
 }
 
+/** The trial boot read its Node showing `bootId` (kept once each, bounded: rejoin.ts). */
+export function nodeBootSeen(m: Memory, bootId: string): Memory {
+  if (m.trial === undefined) return m;
+  return { ...m, trial: { ...m.trial, nodeBootIds: withSeen(m.trial.nodeBootIds, bootId) } };
+}
+
 /** The trial boot did not prove itself: say why, for the report after the fallback. */
-export function gaveUp(m: Memory, why: string, reason?: "HealthCheckFailed"): Memory {
+export function gaveUp(m: Memory, why: string, reason?: GiveUpReason): Memory {
   if (m.trial === undefined) return m;
   return { ...m, trial: { ...m.trial, gaveUp: why, ...(reason ? { gaveUpReason: reason } : {}) } };
 }
@@ -277,10 +287,12 @@ export function fellBack(
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +
     `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
   const reason = t?.gaveUpReason ?? "TrialFellBack";
+  // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again.
+  const verdict = t?.gaveUpReason === undefined || isVerdict(t.gaveUpReason);
   return {
     ...without(m, "trial", "trialSeenAt"),
-    failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot, result: "Failed", at, reason, message },
+    failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
+    lastTrial: { ...ref, slot, result: verdict ? "Failed" : "Inconclusive", at, reason, message },
   };
 }
 

@@ -511,10 +511,13 @@ export interface StagedRelease extends ReleaseRef {
   at: Time;
 }
 
-export const TRIAL_RESULTS = ["Succeeded", "Failed", "Skipped"] as const;
+export const TRIAL_RESULTS = ["Succeeded", "Failed", "Skipped", "Inconclusive"] as const;
 /**
  * Succeeded: booted, rejoined, promoted. Failed: the bootloader fell back. Skipped: the
  * pre-trial slot check did not match the staged release; rebooted without the trial.
+ * Inconclusive: the trial boot fell back without a verdict on the release (it could not read
+ * the API server or its Node for the whole prove deadline, or the target changed meanwhile):
+ * not remembered as failed, not counted by the failure brake, tried again.
  */
 export type TrialResult = (typeof TRIAL_RESULTS)[number];
 

@@ -47,7 +47,7 @@ describe("machineStatus", () => {
       boot: { kind: "on-trial", slot: "b" },
       running: { slot: "b", state: "staged", release: V2 },
       other: { slot: "a", state: "staged", release: V1 },
-      nodeReady: false,
+      node: undefined,
       trialSeenAt: now.getTime(),
     });
     const s = status(o);
