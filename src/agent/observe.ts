@@ -36,6 +36,9 @@ export interface Observation {
   progress: DownloadBytes | undefined;
 }
 
+/** The log message that names this boot's id, once per agent process. */
+export const BOOT_ID_LOG_MESSAGE = "this boot";
+
 /** The result of a look at the API: what it said, or why there is no answer. */
 export type Look<T> = { ok: true; value: T } | { ok: false; error: ApiError };
 
@@ -168,7 +171,12 @@ export class Observer {
   private async thisBoot(): Promise<{ runningSlot: Slot; bootId: string }> {
     const { cfg } = this.p;
     this.cmdline ??= await readFile(cfg.cmdline, "utf8");
-    this.bootId ??= await readBootId(cfg.bootId);
+    if (this.bootId === undefined) {
+      this.bootId = await readBootId(cfg.bootId);
+      // Once per process: what the kubelet of this boot must report as the Node's bootID for a
+      // trial to count as rejoined (rejoin.ts). A test's stand-in kubelet reads it here too.
+      this.p.log.info({ bootId: this.bootId }, BOOT_ID_LOG_MESSAGE);
+    }
     return { runningSlot: runningSlotFromCmdline(this.cmdline), bootId: this.bootId };
   }
 
