@@ -30,3 +30,29 @@ export function isVerdict(r: GiveUpReason): boolean {
     }
   }
 }
+
+/**
+ * Whether the trial of `digest` given up for `reason` (undefined: the bootloader fell back by
+ * itself, a panic or a hang) is a verdict on the release, given the machine's previous trial
+ * (its lastTrial record). A TrialUnobserved trial is no verdict, unless the previous trial was
+ * one of the same release too: the second in a row is. Why a bound at all: a release that
+ * breaks the network of its own boot looks, from that boot, exactly like an API server that
+ * was away; unbounded, machine after machine would take a turn, drain and reboot for it,
+ * again and again. Why the second: the machine's old release read the API server again right
+ * after the first fallback (it reported, and asked for a new turn), which rules out a passing
+ * outage; a second trial boot that reads nothing for its whole prove deadline points at the
+ * release.
+ */
+export function trialVerdict(
+  reason: GiveUpReason | undefined,
+  digest: string,
+  previous: { digest: string; reason: string; result: string } | undefined,
+): boolean {
+  if (reason === undefined || isVerdict(reason)) return true;
+  return (
+    reason === "TrialUnobserved" &&
+    previous?.digest === digest &&
+    previous.reason === "TrialUnobserved" &&
+    previous.result === "Inconclusive"
+  );
+}

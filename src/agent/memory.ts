@@ -15,7 +15,7 @@ import type {
 } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
-import { isVerdict, type GiveUpReason } from "./give-up.js";
+import { trialVerdict, type GiveUpReason } from "./give-up.js";
 import { withSeen } from "./rejoin.js";
 
 export interface Memory {
@@ -277,6 +277,7 @@ export function fellBack(
   marker: ReleaseRef | undefined,
   at: string,
 ): Memory {
+  if (reportedBefore(m, slot, marker)) return m;
   const t = m.trial?.slot === slot ? m.trial : undefined;
   const release = t ?? marker ?? { version: "unknown", digest: "" };
   const ref = { version: release.version, digest: release.digest };
@@ -287,13 +288,39 @@ export function fellBack(
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +
     `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
   const reason = t?.gaveUpReason ?? "TrialFellBack";
-  // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again.
-  const verdict = t?.gaveUpReason === undefined || isVerdict(t.gaveUpReason);
+  // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again; the
+  // second such trial of the release in a row is.
+  const verdict = trialVerdict(t?.gaveUpReason, ref.digest, m.lastTrial);
+  const again = verdict && reason === "TrialUnobserved" ? UNOBSERVED_AGAIN : "";
   return {
     ...without(m, "trial", "trialSeenAt"),
     failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
-    lastTrial: { ...ref, slot, result: verdict ? "Failed" : "Inconclusive", at, reason, message },
+    lastTrial: {
+      ...ref,
+      slot,
+      result: verdict ? "Failed" : "Inconclusive",
+      at,
+      reason,
+      message: message + again,
+    },
   };
+}
+
+/** Said of the second TrialUnobserved trial of a release in a row (give-up.ts trialVerdict). */
+const UNOBSERVED_AGAIN =
+  "; the second trial of this release in a row that could not read its Node, while the old " +
+  "release can: remembered as failed until liken.sh/retry";
+
+/**
+ * The fallback of `slot` is already reported: redone after a crash before the disarm, with the
+ * trial record gone. The report keeps the reason the trial boot gave (an Inconclusive one must
+ * not turn into a TrialFellBack verdict now). The slot is withdrawn by then (no marker) or
+ * still names the reported release.
+ */
+function reportedBefore(m: Memory, slot: SlotName, marker: ReleaseRef | undefined): boolean {
+  const last = m.lastTrial;
+  if (m.trial?.slot === slot || last?.slot !== slot || last.result === "Succeeded") return false;
+  return marker === undefined || marker.digest === last.digest;
 }
 
 /** What the agent saw when the bootloader did not take a trial: for the report. */

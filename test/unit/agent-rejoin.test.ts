@@ -270,6 +270,37 @@ describe("a trial given up without a verdict: reported, not remembered, not coun
     expect(failedTrialOf(machine, V2) !== undefined).toBe(remembered);
   });
 
+  it("the second TrialUnobserved trial of the same release in a row is a verdict", () => {
+    const unobserved = (m: typeof EMPTY_MEMORY, release = V2) =>
+      fellBack(
+        gaveUp(armed(m, release, "b", AT), "never read Node m1", "TrialUnobserved"),
+        "b",
+        "a",
+        undefined,
+        AT,
+      );
+    const first = unobserved(EMPTY_MEMORY);
+    expect(first.lastTrial).toMatchObject({ result: "Inconclusive", reason: "TrialUnobserved" });
+    expect(first.failed).toEqual([]);
+    const second = unobserved(first);
+    expect(second.lastTrial).toMatchObject({ result: "Failed", reason: "TrialUnobserved" });
+    expect(second.lastTrial?.message).toMatch(/the second trial of this release in a row/);
+    expect(second.failed.map((f) => f.digest)).toEqual([V2.digest]);
+    // Another release in between resets the count.
+    const other = unobserved(unobserved(first, V3));
+    expect(other.lastTrial).toMatchObject({ ...V2, result: "Inconclusive" });
+    // A trial that rejoined in between (promoted elsewhere, or a verdict) resets it as well.
+    const afterVerdict = unobserved(after("NodeNotRejoined"));
+    expect(afterVerdict.lastTrial).toMatchObject({ result: "Inconclusive" });
+  });
+
+  it("redone after a crash before the disarm, the report keeps the trial boot's reason", () => {
+    const once = after("TrialUnobserved");
+    // The slot is withdrawn (no marker) or still names the release: nothing changes.
+    expect(fellBack(once, "b", "a", undefined, "2026-12-02T10:05:00Z")).toBe(once);
+    expect(fellBack(once, "b", "a", V2, "2026-12-02T10:05:00Z")).toBe(once);
+  });
+
   it("a panic or a hang (no give-up recorded) stays TrialFellBack, a verdict", () => {
     const m = fellBack(armed(EMPTY_MEMORY, V2, "b", AT), "b", "a", V2, AT);
     expect(m.lastTrial).toMatchObject({ result: "Failed", reason: "TrialFellBack" });
