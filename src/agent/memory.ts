@@ -291,7 +291,6 @@ export function fellBack(
   // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again; the
   // second such trial of the release in a row is.
   const verdict = trialVerdict(t?.gaveUpReason, ref.digest, m.lastTrial);
-  const again = verdict && reason === "TrialUnobserved" ? UNOBSERVED_AGAIN : "";
   return {
     ...without(m, "trial", "trialSeenAt"),
     failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
@@ -301,15 +300,19 @@ export function fellBack(
       result: verdict ? "Failed" : "Inconclusive",
       at,
       reason,
-      message: message + again,
+      message: message + unobservedAgain(verdict, reason),
     },
   };
 }
 
 /** Said of the second TrialUnobserved trial of a release in a row (give-up.ts trialVerdict). */
-const UNOBSERVED_AGAIN =
-  "; the second trial of this release in a row that could not read its Node, while the old " +
-  "release can: remembered as failed until liken.sh/retry";
+function unobservedAgain(verdict: boolean, reason: string): string {
+  if (!verdict || reason !== "TrialUnobserved") return "";
+  return (
+    "; the second trial of this release in a row that could not read its Node, while the " +
+    "old release can: remembered as failed until liken.sh/retry"
+  );
+}
 
 /**
  * The fallback of `slot` is already reported: redone after a crash before the disarm, with the
