@@ -20,7 +20,7 @@
 //     Faults apply to trial boots only, as firmware.ts does.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdir, open, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, open, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
@@ -31,6 +31,7 @@ import { downloadArgv } from "../agent/download.js";
 import type { HealthCommand } from "../agent/health.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
+import { errorText } from "../errors.js";
 import { postBootStatus } from "./kubelet.js";
 
 /** The exit code by which the agent asks its supervisor for a reboot (docs/agent.md). */
@@ -238,7 +239,17 @@ export class SimulatedMachine {
     this.kubelet = ac;
     const o = this.opts;
     const kubeconfig = o.kubeletKubeconfig ?? o.kubeconfig;
-    void postBootStatus(kubeconfig, o.nodeName ?? o.name, bootId, ac.signal).then((ok) => {
+    // What the API server refused, where a person looks for this machine's logs (it retries).
+    let said = "";
+    const onError = (e: unknown): void => {
+      const what = errorText(e);
+      if (what === said) return;
+      said = what;
+      const line = `${new Date().toISOString()} cannot post the Node's status: ${what}\n`;
+      void appendFile(path.join(o.dir, "kubelet.log"), line).catch(() => undefined);
+    };
+    const node = o.nodeName ?? o.name;
+    void postBootStatus(kubeconfig, node, bootId, ac.signal, onError).then((ok) => {
       if (ok) this.postedBootIds.push(bootId);
     });
   }
