@@ -583,7 +583,10 @@ export const MACHINE_CONDITION_TYPES = [
   "ReleaseStaged",
   /** True while an eviction is refused; see status.drainBlocker. */
   "DrainBlocked",
-  /** The last trial: True Succeeded, False when it fell back or was skipped. */
+  /**
+   * The last trial: True Succeeded, False when it fell back or was skipped, Unknown when it
+   * fell back without a verdict (Inconclusive).
+   */
   "TrialSucceeded",
 ] as const;
 export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];

@@ -97,7 +97,7 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
     );
     expect(n.failedReleases ?? []).toEqual([]);
     expect(n.conditions?.find((c) => c.type === "TrialSucceeded")).toMatchObject({
-      status: "False",
+      status: "Unknown",
       reason: "TrialUnobserved",
     });
     nonet.faults = {};

@@ -81,6 +81,29 @@ describe("machineStatus", () => {
     });
   });
 
+  it("a trial without a verdict: TrialSucceeded Unknown with its reason, no failed release", () => {
+    const mem = {
+      failed: [],
+      lastTrial: {
+        ...V2,
+        slot: "b" as const,
+        result: "Inconclusive" as const,
+        at: "2026-12-02T11:59:00Z",
+        reason: "TrialUnobserved",
+        message: "never read Node m1 (API server not reachable); no verdict on the release",
+      },
+    };
+    const o = obs({ other: { slot: "b", state: "withdrawn" } });
+    const s = machineStatus(undefined, o, decide(o), mem, { now });
+    expect(s.step).not.toBe("Failed");
+    expect(s.failedReleases).toBeUndefined();
+    expect(s.conditions?.find((c) => c.type === "TrialSucceeded")).toMatchObject({
+      status: "Unknown",
+      reason: "TrialUnobserved",
+      message: expect.stringMatching(/never read Node m1/),
+    });
+  });
+
   it("keeps lastTransitionTime and the first ask's time across writes", () => {
     const first = status(obs());
     const later = new Date("2026-12-02T12:05:00Z");
