@@ -26,6 +26,7 @@ import type { HealthGates } from "./health-run.js";
 import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import { MAX_ARM_ATTEMPTS } from "./arming.js";
+import type { GiveUpReason } from "./give-up.js";
 import {
   armed,
   armShown,
@@ -432,7 +433,7 @@ export class Actions {
   }
 
   /** The trial boot did not prove itself in time: say why for the report, then reboot. */
-  async giveUpTrial(reason: string, failure?: "HealthCheckFailed"): Promise<void> {
+  async giveUpTrial(reason: string, failure?: GiveUpReason): Promise<void> {
     await this.p.memory.update((m) => gaveUp(m, reason, failure));
     return this.reboot(reason);
   }

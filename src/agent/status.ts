@@ -120,7 +120,9 @@ function conditions(
   const wanted: NewCondition[] = [upToDate(o, dec, x), releaseStaged(o, x)];
   const t = mem.lastTrial;
   if (t !== undefined) {
-    const status = t.result === "Succeeded" ? "True" : "False";
+    // Inconclusive: the trial fell back without a verdict (give-up.ts), neither True nor False.
+    const status =
+      t.result === "Succeeded" ? "True" : t.result === "Inconclusive" ? "Unknown" : "False";
     const message = t.message ?? `${t.version} on slot ${t.slot}: ${t.result}`;
     wanted.push({ type: "TrialSucceeded", status, reason: t.reason, message });
   }

@@ -171,6 +171,9 @@ export class Fleet {
       dir: path.join(this.dir, m.name),
       cluster: this.cluster,
       kubeconfig,
+      // The stand-in kubelet writes the Node's status as a kubelet does, with an identity of its
+      // own (the admin's here), whatever the agent's identity may do.
+      kubeletKubeconfig: kubeconfigPath(),
       slotSize: 1024 * 1024,
       loopSeconds: 0.5,
       heartbeatSeconds: 5,
