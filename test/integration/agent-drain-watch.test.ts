@@ -1,9 +1,10 @@
-// The drain as the Machine shows it, on the real control plane with the real agent: a pod
-// whose PodDisruptionBudget never allows its eviction holds the drain. The Machine names the
-// pod and its budget while the drain runs (long before the drain's deadline, which is what the
-// operator's stall Event and condition read); a retarget during the drain stops it, undoes
-// liken's cordon and says so (a DrainStopped Event on the Node); so does a revert to the
-// release the machine runs.
+// The drain as the Machine shows it, on the real control plane with the real agent and the
+// real cluster-operator (its eviction check included): a pod whose PodDisruptionBudget never
+// allows its eviction holds the drain. The Machine names the pod and its budget while the
+// drain runs (long before the drain's deadline; the operator's stall Event and condition read
+// it, operator-drain-stall.test.ts); a retarget during the drain stops it, undoes liken's
+// cordon and says so (a DrainStopped Event on the Node); so does a revert to the release the
+// machine runs, and cluster-operator takes the abandoned turn back.
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine, ReleaseRef } from "../../src/api/types.js";
@@ -104,7 +105,7 @@ describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by
     );
     await waitReady(ns, "db", 1, HELD);
     await waitBudget(ns, "db", 0);
-    fleet.startOperatorStandIn();
+    await fleet.startRealOperator();
     fleet.powerOnAll();
     await fleet.waitAll(
       "the machine runs the first release",
@@ -135,5 +136,14 @@ describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by
       (m) => m.status?.step === "Ready" && m.status.version === v1.version,
     );
     expect(await cordoned()).toBe(false);
+    // cluster-operator took the turn of the abandoned release back; the rollout is complete.
+    await waitFor(
+      "the Cluster reads Ready with no turn",
+      async () => {
+        const c = await fleet.api.clusters.get(fleet.cluster);
+        return c.status?.phase === "Ready" && (c.status.rebootTurns ?? []).length === 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
   }, 120_000);
 });
