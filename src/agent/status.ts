@@ -15,7 +15,13 @@ import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
 import { inconclusiveMessage } from "./arming.js";
 import type { Memory } from "./memory.js";
-import type { Decision, Observed, SlotView } from "./steps.js";
+import {
+  runsTargetVersion,
+  runsTargetWhy,
+  type Decision,
+  type Observed,
+  type SlotView,
+} from "./steps.js";
 
 export interface StatusExtras {
   now: Date;
@@ -88,6 +94,11 @@ function upToDate(o: Observed, dec: Decision, x: StatusExtras): NewCondition {
   if (o.target === undefined || sameRelease(o.running.release, o.target)) {
     const message = "runs the Cluster's spec.version";
     return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
+  }
+  if (runsTargetVersion(o.running.release, o.target)) {
+    // The catalog entry of this version was replaced (removed, then added with another digest).
+    const message = runsTargetWhy(o.running.release, o.target);
+    return { type: "UpToDate", status: "True", reason: "RunsTargetVersionOtherDigest", message };
   }
   const running = o.running.release?.version ?? "an unknown release";
   const now = `runs ${running}, target ${o.target.version}: ${dec.why}`;

@@ -476,6 +476,28 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
 }
 
 /**
+ * Whether the running release is the target's version. A version names one build: the API
+ * refuses a change of a catalog entry's digest, but an entry removed in one edit and added
+ * back with another digest in the next gets past it. A machine that runs that version must not
+ * stage the other build: cluster-operator counts it as on the target (status.version) and
+ * would never grant the turn it asks for, while the Cluster reads Ready
+ * (docs/adr/catalog-digest-immutable.md).
+ */
+export function runsTargetVersion(running: ReleaseRef | undefined, target: ReleaseRef): boolean {
+  return running !== undefined && running.version === target.version;
+}
+
+/** Why a machine on the target's version is idle; names a digest that differs from the catalog's. */
+export function runsTargetWhy(running: ReleaseRef | undefined, target: ReleaseRef): string {
+  if (running === undefined || sameRelease(running, target)) return "runs the target";
+  return (
+    `runs ${target.version} as built with digest ${running.digest}; the catalog now names ` +
+    `${target.digest} for that version, which is not rolled out: publish a rebuild under a new ` +
+    `version and point spec.version at it`
+  );
+}
+
+/**
  * The trial armed in an earlier boot that this boot did not start: the machine rebooted, and
  * the bootloader booted the old slot with the boot-once entry still armed (GRUB: next_entry set,
  * liken_trial empty; systemd-boot: LoaderEntryOneShot still set) or consumed without starting
@@ -553,8 +575,8 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     });
   }
   const target = o.target;
-  if (target === undefined || sameRelease(o.running.release, target)) {
-    const idle = target === undefined ? "no target" : "runs the target";
+  if (target === undefined || runsTargetVersion(o.running.release, target)) {
+    const idle = target === undefined ? "no target" : runsTargetWhy(o.running.release, target);
     if (o.download !== undefined) {
       return d("Idle", "Ready", { kind: "cancel-download", failed: false }, idle);
     }

@@ -36,6 +36,20 @@ describe("machineStatus", () => {
     expect(s.conditions?.find((c) => c.type === "UpToDate")?.status).toBe("False");
   });
 
+  it("runs the target's version under another catalog digest: Ready, no turn, says why", () => {
+    const rebuilt = { version: V1.version, digest: V2.digest };
+    const s = status(obs({ target: rebuilt, other: { slot: "b", state: "empty" } }));
+    expect(s.step).toBe("Ready");
+    expect(s.turnRequest).toBeUndefined();
+    expect(s.conditions?.find((c) => c.type === "UpToDate")).toMatchObject({
+      status: "True",
+      reason: "RunsTargetVersionOtherDigest",
+      message: expect.stringContaining(
+        `runs ${V1.version} as built with digest ${V1.digest}; the catalog now names ${V2.digest}`,
+      ),
+    });
+  });
+
   it("Manual without approval: no turn request", () => {
     const s = status(obs({ policy: "Manual" }));
     expect(s.step).toBe("RebootPending");
