@@ -23,9 +23,10 @@ export const CHART_COPIES: Readonly<Record<string, string>> = {
   "admission/machine-restriction.yaml": "files/admission-machine-restriction.yaml",
   "webhook/eviction-restriction.yaml": "files/webhook-eviction-restriction.yaml",
   // The optional monitoring component (config/monitoring), rendered by templates/monitoring.yaml
+  // (in a folder of its own: templates/config.yaml emits every files/*.yaml unconditionally)
   // only when monitoring.prometheusRule.enabled or monitoring.dashboard.enabled asks for it.
-  "monitoring/prometheus-rule.yaml": "files/prometheus-rule.yaml",
-  "monitoring/dashboard.json": "files/dashboard.json",
+  "monitoring/prometheus-rule.yaml": "files/monitoring/prometheus-rule.yaml",
+  "monitoring/dashboard.json": "files/monitoring/dashboard.json",
 };
 
 /** config/ files the chart renders from templates with values instead. */

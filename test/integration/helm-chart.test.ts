@@ -192,8 +192,8 @@ describe("the Helm chart", () => {
         [
           "apiVersion: kustomize.config.k8s.io/v1beta1",
           "kind: Kustomization",
-          `resources: [${path.join(REPO_ROOT, "config")}]`,
-          `components: [${path.join(REPO_ROOT, "config", "monitoring")}]`,
+          `resources: [${path.relative(overlay, path.join(REPO_ROOT, "config"))}]`,
+          `components: [${path.relative(overlay, path.join(REPO_ROOT, "config", "monitoring"))}]`,
           "",
         ].join("\n"),
       );
