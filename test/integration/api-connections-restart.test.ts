@@ -10,7 +10,7 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, Watch } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKubeConfig } from "../../src/api/index.js";
 import { kubeconfigPath, waitFor } from "../support/kube.js";
@@ -113,5 +113,45 @@ describe("API connections across a server restart", () => {
     const r = await api.listNamespace({ limit: 1 });
     expect(r.items.length).toBeGreaterThan(0);
     expect(relay.pairs.length, "a fresh connection carried it").toBe(before + 1);
+  });
+
+  it("a quiet watch outlives the idle timeout: only unused connections close", async () => {
+    const idleTimeoutMs = 300;
+    const kc = loadKubeConfig(file, { idleTimeoutMs });
+    const core = kc.makeApiClient(CoreV1Api);
+    const name = `quiet-${Date.now().toString(36)}`;
+    const seen: string[] = [];
+    let ended: unknown = "open";
+    const before = relay.pairs.length;
+    const req = await new Watch(kc).watch(
+      "/api/v1/namespaces",
+      { fieldSelector: `metadata.name=${name}` },
+      (type) => seen.push(type),
+      (e) => (ended = e ?? "ended"),
+    );
+    try {
+      await waitFor("the watch's connection", async () => relay.pairs.length > before);
+      const watchPair = relay.pairs[before]!;
+      // The clock: twice, a request on a second connection, then that connection closed by
+      // the client once idle; the watch's connection sat as long without a byte.
+      for (let i = 0; i < 2; i++) {
+        await core.listNamespace({ limit: 1 });
+        const other = relay.pairs[relay.pairs.length - 1]!;
+        expect(other).not.toBe(watchPair);
+        await waitFor("the unused connection to close", async () => other.closedByClient, {
+          timeoutMs: idleTimeoutMs * 10,
+          intervalMs: 50,
+        });
+      }
+      expect(watchPair.closedByClient, "the watch's connection was closed").toBe(false);
+      await core.createNamespace({ body: { metadata: { name } } });
+      await waitFor("the watch to see the namespace", async () => seen.includes("ADDED"), {
+        timeoutMs: 10_000,
+      });
+      expect(ended).toBe("open");
+    } finally {
+      req.abort();
+      await core.deleteNamespace({ name }).catch(() => undefined);
+    }
   });
 });
