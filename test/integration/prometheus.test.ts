@@ -131,7 +131,7 @@ describe("alerts and dashboard on a real Prometheus", () => {
       "LikenReleaseFailed fires for the cluster",
       async () => states("LikenReleaseFailed", fleet.cluster).includes("firing"),
       {
-        timeoutMs: 240_000,
+        timeoutMs: 120_000,
         intervalMs: 250,
       },
     );
@@ -160,7 +160,7 @@ describe("alerts and dashboard on a real Prometheus", () => {
       "LikenRolloutStalled fires for the cluster",
       async () => states("LikenRolloutStalled", fleet.cluster).includes("firing"),
       {
-        timeoutMs: 180_000,
+        timeoutMs: 120_000,
         intervalMs: 250,
       },
     );
@@ -180,5 +180,5 @@ describe("alerts and dashboard on a real Prometheus", () => {
       empty,
       `panels whose query returned no series; targets: ${JSON.stringify(await p.targets())}`,
     ).toEqual([]);
-  });
+  }, 600_000);
 });
