@@ -20,6 +20,22 @@ type CreateAgent = (
 
 const REUSING = Symbol("liken.reusesConnections");
 
+/**
+ * A kept connection that carried nothing for this long is closed by liken. A third of
+ * kube-apiserver's own idle timeout (90 s, `IdleTimeout` in k8s.io/apiserver
+ * pkg/server/secure_serving.go), so the client always closes an idle connection before the
+ * server does and never writes a request into one the server is closing; and a connection
+ * that broke while idle (the server restarted behind a relay, a NAT forgot it) is not reused
+ * once it has idled this long. Reuse within it still saves the handshakes that matter: a
+ * burst of status writes, Lease renewals every few seconds.
+ */
+export const IDLE_TIMEOUT_MS = 30_000;
+
+export interface ReuseOptions {
+  /** Close a kept connection after this long unused (ms); default IDLE_TIMEOUT_MS. */
+  idleTimeoutMs?: number;
+}
+
 /** The fields of an agent's options that decide which connections may be shared. */
 function identity(server: string | undefined, o: https.AgentOptions): string {
   const text = (v: unknown): string =>
@@ -33,9 +49,13 @@ function identity(server: string | undefined, o: https.AgentOptions): string {
  * Makes every client built from `kc` (API classes, watches, informers) reuse keep-alive
  * connections. Idempotent; returns `kc`.
  */
-export function reuseConnections(kc: KubeConfig): KubeConfig {
+export function reuseConnections(kc: KubeConfig, opts: ReuseOptions = {}): KubeConfig {
   const target = kc as unknown as { createAgent: CreateAgent; [REUSING]?: true };
   if (target[REUSING]) return kc;
+  // Node's agent puts this timeout on its free sockets and destroys one that reaches it; on a
+  // socket in use (a watch waiting for events) it only emits 'timeout', which nothing here
+  // acts on, so a quiet watch stays open.
+  const timeout = opts.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const original = target.createAgent.bind(kc);
   const agents = new Map<string, http.Agent>();
   target.createAgent = (cluster, options) => {
@@ -48,8 +68,8 @@ export function reuseConnections(kc: KubeConfig): KubeConfig {
       const made = original(cluster, options);
       agent =
         made instanceof https.Agent
-          ? new https.Agent({ ...made.options, keepAlive: true, scheduling: "lifo" })
-          : new http.Agent({ keepAlive: true, scheduling: "lifo" });
+          ? new https.Agent({ ...made.options, keepAlive: true, scheduling: "lifo", timeout })
+          : new http.Agent({ keepAlive: true, scheduling: "lifo", timeout });
       made.destroy();
       agents.set(key, agent);
     }
@@ -60,9 +80,9 @@ export function reuseConnections(kc: KubeConfig): KubeConfig {
 }
 
 /** From a kubeconfig file, or the default (KUBECONFIG, ~/.kube/config, in-cluster). */
-export function loadKubeConfig(file?: string): KubeConfig {
+export function loadKubeConfig(file?: string, opts: ReuseOptions = {}): KubeConfig {
   const kc = new KubeConfig();
   if (file === undefined) kc.loadFromDefault();
   else kc.loadFromFile(file);
-  return reuseConnections(kc);
+  return reuseConnections(kc, opts);
 }

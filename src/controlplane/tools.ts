@@ -1,4 +1,4 @@
-// Helm, promtool, umoci and runc, each built once from the Go module proxy at a pinned version
+// Helm, promtool, the Prometheus server, umoci and runc, each built once from the Go module proxy at a pinned version
 // into the cache the control plane uses, behind the same lock and the same completeness stamp.
 // A recipe per tool is data; one function builds any of them.
 import { spawnSync } from "node:child_process";
@@ -19,7 +19,7 @@ import { withLock } from "./lock.js";
 import { cacheRoot } from "./paths.js";
 import { HELM_VERSION, PROMETHEUS_VERSION, RUNC_VERSION, UMOCI_VERSION } from "./versions.js";
 
-export const TOOLS = ["helm", "promtool", "umoci", "runc"] as const;
+export const TOOLS = ["helm", "promtool", "prometheus", "umoci", "runc"] as const;
 export type Tool = (typeof TOOLS)[number];
 
 interface Recipe {
@@ -68,6 +68,20 @@ export const RECIPES: Record<Tool, Recipe> = {
     ldflags: [`-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION}`],
     // Prometheus's own switch to leave out the optional service discoveries (cloud SDKs):
     // `promtool check metrics` needs none of them, and they are most of the compile.
+    tags: ["remove_all_sd"],
+    cgo: false,
+    replaces: false,
+    goMinor: 26,
+  },
+  // The server the alert rules and the dashboard's queries are proven against
+  // (test/integration/prometheus.test.ts): the same module and version as promtool, so the two
+  // share the Go build cache and most of the compile. Without the `builtinassets` tag the web
+  // UI is not embedded (the test only uses the HTTP API), which keeps the build lean.
+  prometheus: {
+    module: "github.com/prometheus/prometheus",
+    version: prometheusModuleVersion(PROMETHEUS_VERSION),
+    pkg: "github.com/prometheus/prometheus/cmd/prometheus",
+    ldflags: [`-X github.com/prometheus/common/version.Version=${PROMETHEUS_VERSION}`],
     tags: ["remove_all_sd"],
     cgo: false,
     replaces: false,

@@ -57,7 +57,9 @@ export type Binary = (typeof BINARIES)[number];
 
 /**
  * The tools built from the Go module proxy into the same cache (tools.ts): Helm for the chart,
- * promtool to check the operator's metrics, umoci to pack the operator image, runc to run it.
+ * promtool to check the operator's metrics and liken's alert rules, the Prometheus server (same
+ * version) to prove the alerts and the dashboard on a rollout, umoci to pack the operator image,
+ * runc to run it.
  * Prometheus publishes its Go module as v0.<major><minor>.<patch>: 3.16.0 is v0.316.0.
  */
 export const HELM_VERSION = "4.3.2";

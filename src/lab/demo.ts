@@ -3,6 +3,7 @@
 // Manual machines as they ask, and watch until the Cluster is Ready. An independent
 // observer of the API objects measures turns in flight and leaders down throughout.
 import { createHash } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { request } from "undici";
 import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../api/types.js";
@@ -12,6 +13,8 @@ import { promisify } from "node:util";
 import { LAB_CLUSTER, type Lab } from "./lab.js";
 import { RolloutObserver } from "./observer.js";
 import { likenEntry } from "../cli/entry.js";
+import { renderTimelineSvg, timelineRows } from "../cli/views/timeline.js";
+import { LAB_TIMELINE } from "./paths.js";
 
 const run = promisify(execFile);
 
@@ -128,5 +131,17 @@ export async function runDemo(lab: Lab, log: (l: string) => void): Promise<strin
     return `lab: rollout to ${target} complete: ${n}/${n} machines, max turns in flight ${observer.maxTurns}, max leaders down ${observer.maxLeadersDown}, ${seconds} s`;
   } finally {
     observer.stop();
+    // The picture of the rollout, whether it completed or not (a stalled one is where it helps).
+    const end = Date.now();
+    const svg = renderTimelineSvg(timelineRows(observer.samples, end), {
+      title: `liken lab: the demo's rollout of cluster ${LAB_CLUSTER}`,
+      start: started,
+      end,
+    });
+    // Best effort: a failed write must not hide the demo's own outcome.
+    await writeFile(LAB_TIMELINE, svg).then(
+      () => log(`demo: the rollout's timeline: ${LAB_TIMELINE}`),
+      (e: unknown) => log(`demo: could not write ${LAB_TIMELINE}: ${(e as Error).message}`),
+    );
   }
 }

@@ -4,6 +4,7 @@
 import { LikenApi } from "../api/client.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
+import { sampleOf, type TimelineSample } from "../cli/views/timeline.js";
 
 export interface Instant {
   turnsInFlight: number;
@@ -41,6 +42,8 @@ export class RolloutObserver {
   maxLeadersDown = 0;
   maxUnavailable = 0;
   readonly changes: VersionChange[] = [];
+  /** The fleet at every change seen: the demo draws its timeline from these. */
+  readonly samples: TimelineSample[] = [];
   private cluster: Cluster | undefined;
   private readonly machines = new Map<string, Machine>();
   private readonly clusterWatch: ResourceWatcher<Cluster>;
@@ -103,6 +106,7 @@ export class RolloutObserver {
   }
 
   private record(): void {
+    this.samples.push(sampleOf(this.cluster, [...this.machines.values()], Date.now()));
     const i = measure(this.cluster, [...this.machines.values()]);
     this.maxTurns = Math.max(this.maxTurns, i.turnsInFlight);
     this.maxLeadersDown = Math.max(this.maxLeadersDown, i.leadersDown);

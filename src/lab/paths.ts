@@ -9,6 +9,8 @@ export const LAB_KUBECONFIG = path.join(LAB_DIR, "kubeconfig");
 export const LAB_CLUSTER = "lab";
 /** One run's files: machines, channel, logs, operator kubeconfig. Wiped at every start. */
 export const LAB_RUN_DIR = path.join(LAB_DIR, "lab");
+/** The demo's picture of its rollout (docs/timeline.md); kept after the lab stops. */
+export const LAB_TIMELINE = path.join(LAB_DIR, "timeline.svg");
 /** What the reaper of a lab that did not stop by itself did, one line per reap. */
 export const LAB_REAPER_LOG = path.join(LAB_DIR, "reaper.log");
 /** The running lab's pid and start time (see reap.ts). */

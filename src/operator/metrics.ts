@@ -7,7 +7,8 @@
 //     means a gauge can never drift from the objects the operator decides on.
 // Each Operator owns its registry, so two copies in one test process never share counters.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { MACHINE_STEPS, type Cluster, type Machine } from "../api/index.js";
+import { CHANNEL_REASONS, MACHINE_STEPS, type Cluster, type Machine } from "../api/index.js";
+import { parseBudget } from "./budget.js";
 import { RELEASE_REASONS, type Decision } from "./decide.js";
 
 /** What the state gauges read when scraped. */
@@ -93,6 +94,62 @@ export class OperatorMetrics {
           for (const step of MACHINE_STEPS) this.set({ cluster, step }, 0);
         for (const m of view.machines())
           this.inc({ cluster: m.spec.cluster, step: m.status?.step ?? "Unknown" });
+      },
+    });
+    new Gauge({
+      name: "liken_operator_machine_versions",
+      help: "Machines of each Cluster by the release they run (status.version; Unknown before the agent's first report).",
+      labelNames: ["cluster", "version"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of view.machines())
+          this.inc({ cluster: m.spec.cluster, version: m.status?.version ?? "Unknown" });
+      },
+    });
+    new Gauge({
+      name: "liken_operator_turn_budget",
+      help: "How many reboot turns each Cluster may hold at once (spec.disruption.maxUnavailable over its machines).",
+      labelNames: ["cluster"],
+      registers,
+      collect() {
+        this.reset();
+        const machines = view.machines();
+        for (const c of view.clusters()) {
+          const total = machines.filter((m) => m.spec.cluster === c.metadata.name).length;
+          const b = parseBudget(c.spec.disruption?.maxUnavailable, total);
+          this.set({ cluster: c.metadata.name }, b.budget);
+        }
+      },
+    });
+    new Gauge({
+      name: "liken_operator_turn_granted_timestamp_seconds",
+      help: "When each reboot turn recorded now was granted (Unix time; one series per machine holding a turn).",
+      labelNames: ["cluster", "machine"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters())
+          for (const t of c.status?.rebootTurns ?? [])
+            this.set(
+              { cluster: c.metadata.name, machine: t.machine },
+              Date.parse(t.grantedAt) / 1000,
+            );
+      },
+    });
+    new Gauge({
+      name: "liken_operator_channel_condition",
+      help: `1 for the reason of each Cluster's ChannelReachable condition now (${CHANNEL_REASONS.join(", ")}), 0 for the others; no series before the first read.`,
+      labelNames: ["cluster", "reason"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters()) {
+          const now = c.status?.conditions?.find((x) => x.type === "ChannelReachable")?.reason;
+          if (now === undefined) continue;
+          for (const reason of CHANNEL_REASONS)
+            this.set({ cluster: c.metadata.name, reason }, reason === now ? 1 : 0);
+        }
       },
     });
     new Gauge({

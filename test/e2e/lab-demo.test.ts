@@ -3,10 +3,11 @@
 // changes to the new version one machine at a time, within the budget of one, and never
 // two leaders at once.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { LAB_TIMELINE } from "../../src/lab/paths.js";
 
 interface MachineJson {
   metadata: { name: string };
@@ -54,6 +55,7 @@ function jsonObjects(onObject: (o: MachineJson) => void): (chunk: Buffer) => voi
 
 describe("npm run lab -- --demo", () => {
   it("rolls the fleet forward one machine at a time and prints the summary", async () => {
+    const started = Date.now();
     const lab = spawn("npm", ["run", "-s", "lab", "--", "--demo"], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
@@ -118,5 +120,18 @@ describe("npm run lab -- --demo", () => {
       const changes = versions.filter((v, i) => i === 0 || v !== versions[i - 1]);
       expect(changes, `LIKEN of ${name} over time`).toEqual([LAB_VERSIONS[0], target]);
     }
+
+    // The picture of this rollout (docs/timeline.md): written by this run, a row per machine,
+    // each machine's turn marked, the leaders' in red.
+    expect(stderr).toContain(`demo: the rollout's timeline: ${LAB_TIMELINE}`);
+    expect(statSync(LAB_TIMELINE).mtimeMs).toBeGreaterThan(started);
+    const svg = readFileSync(LAB_TIMELINE, "utf8");
+    for (const name of ["node-1", "node-2", "node-3", "node-4", "node-5"]) {
+      expect(svg, name).toMatch(new RegExp(`<title>${name} held a reboot turn for [0-9.]+`));
+      expect(svg, name).toMatch(
+        new RegExp(`<title>${name}: Ready on ${target.replace(/\./g, "\\.")}`),
+      );
+    }
+    expect(svg).toMatch(/\(a leader down\)/);
   });
 });

@@ -204,9 +204,10 @@ export class Fleet {
    */
   /**
    * The real cluster-operator (`liken operator`) as its own process, with the start-up grace
-   * shortened (the page's 40 s is the operator's own test's business).
+   * shortened (the page's 40 s is the operator's own test's business). `extraArgs` come last,
+   * so a test may set a flag given here again (e.g. --turn-deadline, --metrics-address).
    */
-  async startRealOperator(opts: { turnDeadline?: string } = {}): Promise<void> {
+  async startRealOperator(extraArgs: string[] = []): Promise<void> {
     // It serves the eviction check as in the lab: by URL, since the API server runs on loopback.
     await kubectl(["apply", "-f", path.join(REPO, "config", "webhook")]);
     const port = await freePort();
@@ -222,16 +223,9 @@ export class Fleet {
       "--webhook-url",
       `https://127.0.0.1:${port}${EVICTION_PATH}`,
     ];
-    const deadline = opts.turnDeadline ?? "10m";
-    args.push(
-      "--identity",
-      "agent-test-operator",
-      "--no-leader-elect",
-      "--turn-deadline",
-      deadline,
-    );
+    args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
     // Parallel test files each run an operator: never the default :8080.
-    args.push("--metrics-address", "127.0.0.1:0");
+    args.push("--metrics-address", "127.0.0.1:0", ...extraArgs);
     this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });
     this.operatorExit = new Promise((resolve) => this.operator!.on("exit", () => resolve()));
   }

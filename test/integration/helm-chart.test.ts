@@ -3,7 +3,8 @@
 // config/` does; the API server's dry run accepts the rendered chart; the values change what
 // they say. Helm is the pinned v4 from src/controlplane/tools.ts.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +12,7 @@ import { parseAllDocuments } from "yaml";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { ensureTool } from "../../src/controlplane/tools.js";
 import { CHART_DIR, generateChart } from "../../src/deploy/chart.js";
-import { kubectl } from "../support/kube.js";
+import { kubectl, waitFor } from "../support/kube.js";
 
 const exec = promisify(execFile);
 let helmBin = "";
@@ -150,5 +151,110 @@ describe("the Helm chart", () => {
     await expect(
       template("metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"),
     ).rejects.toThrow(/needs metrics.service.enabled/);
+  });
+
+  it("renders the alerts and the dashboard on request, as config/monitoring does, and the API server accepts them", async () => {
+    const none = objects(await template());
+    expect([...none.keys()].filter((k) => /PrometheusRule|ConfigMap/.test(k))).toEqual([]);
+
+    const all = objects(
+      await template(
+        "monitoring.prometheusRule.enabled=true",
+        "monitoring.prometheusRule.labels.release=prom",
+        "monitoring.dashboard.enabled=true",
+      ),
+    );
+    const ruleId = "monitoring.coreos.com/v1 PrometheusRule liken-system/liken";
+    const dashId = "v1 ConfigMap liken-system/liken-dashboard";
+    const rule = all.get(ruleId) as unknown as {
+      metadata: { labels: Record<string, string> };
+      spec: unknown;
+    };
+    const dash = all.get(dashId) as unknown as {
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    };
+    expect(rule.metadata.labels.release).toBe("prom");
+    expect(dash.metadata.labels.grafana_dashboard).toBe("1");
+    // Byte for byte the dashboard of config/monitoring, and its alerts as written there.
+    const source = readFileSync(path.join(REPO_ROOT, "config", "monitoring", "dashboard.json"));
+    expect(dash.data["liken.json"]).toBe(source.toString("utf8"));
+    const shipped = objects(
+      readFileSync(path.join(REPO_ROOT, "config", "monitoring", "prometheus-rule.yaml"), "utf8"),
+    ).get(ruleId) as unknown as { spec: unknown };
+    expect(rule.spec).toEqual(shipped.spec);
+
+    // The kustomize component renders the same two objects on top of config/.
+    const overlay = mkdtempSync(path.join(tmpdir(), "liken-monitoring-overlay-"));
+    try {
+      writeFileSync(
+        path.join(overlay, "kustomization.yaml"),
+        [
+          "apiVersion: kustomize.config.k8s.io/v1beta1",
+          "kind: Kustomization",
+          `resources: [${path.relative(overlay, path.join(REPO_ROOT, "config"))}]`,
+          `components: [${path.relative(overlay, path.join(REPO_ROOT, "config", "monitoring"))}]`,
+          "",
+        ].join("\n"),
+      );
+      const k = await kubectl(["kustomize", overlay]);
+      expect(k.code, k.stderr).toBe(0);
+      const kz = objects(k.stdout);
+      expect((kz.get(ruleId) as unknown as { spec: unknown }).spec).toEqual(rule.spec);
+      expect(kz.get(dashId)).toEqual({
+        ...dash,
+        metadata: { ...dash.metadata, labels: { ...dash.metadata.labels } },
+      });
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
+
+    // prometheus-operator's CRD, so the API server checks the rule against its schema.
+    const crd = path.join(
+      REPO_ROOT,
+      "test",
+      "fixtures",
+      "crds",
+      "monitoring.coreos.com_prometheusrules.yaml",
+    );
+    const applied = await kubectl(["apply", "--server-side", "-f", crd]);
+    expect(applied.code, applied.stderr).toBe(0);
+    await waitFor("the PrometheusRule CRD is established", async () => {
+      const r = await kubectl([
+        "get",
+        "crd",
+        "prometheusrules.monitoring.coreos.com",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type=='Established')].status}",
+      ]);
+      return r.stdout === "True";
+    });
+    const docs = ["liken-system"].map(async (ns) => {
+      if ((await kubectl(["get", "namespace", ns])).code !== 0)
+        await kubectl(["create", "namespace", ns]);
+    });
+    await Promise.all(docs);
+    const rendered = await helm([
+      "template",
+      "liken",
+      CHART_DIR,
+      "--show-only",
+      "templates/monitoring.yaml",
+      "--set",
+      "monitoring.prometheusRule.enabled=true",
+      "--set",
+      "monitoring.dashboard.enabled=true",
+    ]);
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], { input: rendered });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/prometheusrule.monitoring.coreos.com\/liken .*\(server dry run\)/);
+    expect(r.stdout).toMatch(/configmap\/liken-dashboard .*\(server dry run\)/);
+    // The CRD's schema is what judges: a rule with a misspelt field is refused.
+    const bad = rendered.replace("expr:", "exprr:");
+    const refused = await kubectl(["apply", "--dry-run=server", "--validate=strict", "-f", "-"], {
+      input: bad,
+    });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/exprr/);
   });
 });

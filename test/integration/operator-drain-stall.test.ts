@@ -33,7 +33,7 @@ describe("a stalled turn whose drain a budget holds", () => {
     );
     await waitReady(ns, "db", 1, HELD);
     await waitBudget(ns, "db", 0);
-    await fleet.startRealOperator({ turnDeadline: "15s" });
+    await fleet.startRealOperator(["--turn-deadline", "15s"]);
     fleet.powerOnAll();
     await fleet.waitAll(
       "the machine runs the first release",

@@ -16,6 +16,7 @@ import {
   observed,
   turn,
   NOW,
+  V1,
   V2,
   D2,
   failedTrial,
@@ -145,6 +146,51 @@ describe("operator metrics", () => {
     expect(total(s, "liken_operator_machines", { cluster: "lab", step: "Lost" })).toBe(1);
     expect(total(s, "liken_operator_rollout_stalled", { cluster: "lab" })).toBe(1);
     expect(total(s, "liken_operator_leading")).toBe(1);
+  });
+
+  it("reads versions, the turn budget, each turn's grant time and the channel's condition when scraped", async () => {
+    const c0 = cluster({ maxUnavailable: "50%", turns: [turn("m1")] });
+    const channel = {
+      type: "ChannelReachable" as const,
+      status: "False" as const,
+      reason: "ChannelMalformed" as const,
+      message: "not a channel document",
+      lastTransitionTime: iso(NOW),
+    };
+    let clusters: Cluster[] = [{ ...c0, status: { ...c0.status, conditions: [channel] } }];
+    const machines: Machine[] = [
+      asking("m1"),
+      machine("m2", { status: { version: V2 } }),
+      machine("m3", { status: { version: V2 } }),
+      { ...machine("m4"), status: undefined },
+    ];
+    const m = new OperatorMetrics({
+      clusters: () => clusters,
+      machines: () => machines,
+      leading: () => true,
+    });
+    let s = await samples(m);
+    const of = (version: string) => ({ cluster: "lab", version });
+    expect(total(s, "liken_operator_machine_versions", of(V2))).toBe(2);
+    expect(total(s, "liken_operator_machine_versions", of("Unknown"))).toBe(1);
+    expect(total(s, "liken_operator_machine_versions", of(V1))).toBe(1);
+    expect(total(s, "liken_operator_machine_versions", { cluster: "lab" })).toBe(4);
+    // 50 % of 4 machines.
+    expect(total(s, "liken_operator_turn_budget", { cluster: "lab" })).toBe(2);
+    expect(
+      total(s, "liken_operator_turn_granted_timestamp_seconds", { cluster: "lab", machine: "m1" }),
+    ).toBe(Date.parse(turn("m1").grantedAt) / 1000);
+    expect(
+      total(s, "liken_operator_channel_condition", { cluster: "lab", reason: "ChannelMalformed" }),
+    ).toBe(1);
+    expect(total(s, "liken_operator_channel_condition", { cluster: "lab" })).toBe(1);
+
+    // The turn given back and no condition yet: their series go.
+    clusters = [cluster({ maxUnavailable: 1, turns: [] })];
+    s = await samples(m);
+    expect(s.filter((x) => x.name === "liken_operator_turn_granted_timestamp_seconds")).toEqual([]);
+    expect(s.filter((x) => x.name === "liken_operator_channel_condition")).toEqual([]);
+    expect(total(s, "liken_operator_turn_budget", { cluster: "lab" })).toBe(1);
   });
 
   it("counts channel reads by result", async () => {

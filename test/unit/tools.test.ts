@@ -34,7 +34,7 @@ describe("pinned tools", () => {
     expect(isTool("kubectl")).toBe(false);
     await expect(ensureTool("kubectl" as never, () => undefined)).rejects.toMatchObject({
       code: "LIKEN_CLUSTER_UNKNOWN_TOOL",
-      message: expect.stringContaining("helm, promtool, umoci, runc"),
+      message: expect.stringContaining("helm, promtool, prometheus, umoci, runc"),
     });
   });
 });

@@ -7,6 +7,7 @@ import { LikenApi } from "../../api/client.js";
 import type { Cluster } from "../../api/types.js";
 import { LikenError } from "../../errors.js";
 import { renderStatus } from "../views/status.js";
+import { recordTimeline } from "./timeline.js";
 
 /** Refresh period of the live view: fast enough to watch a download, cheap for the API. */
 const REFRESH_MS = 1000;
@@ -40,12 +41,26 @@ export function registerStatus(program: Command): void {
     .option("--kubeconfig <file>", "kubeconfig (default: KUBECONFIG or ~/.kube/config)")
     .option("-w, --watch", "keep refreshing (the default in a terminal)")
     .option("--once", "print once and exit (the default in a pipe)")
+    .option(
+      "--timeline <file>",
+      "record the rollout of CLUSTER and draw it into an SVG file when it settles (or on Ctrl-C)",
+    )
     .action(
       async (
         cluster: string | undefined,
-        o: { kubeconfig?: string; watch?: boolean; once?: boolean },
+        o: { kubeconfig?: string; watch?: boolean; once?: boolean; timeline?: string },
       ) => {
         const api = LikenApi.fromKubeconfig(o.kubeconfig);
+        if (o.timeline !== undefined) {
+          if (cluster === undefined) {
+            throw new LikenError(
+              "LIKEN_CLI_TIMELINE_NEEDS_CLUSTER",
+              "--timeline draws one Cluster's rollout: name it (liken status CLUSTER --timeline FILE)",
+            );
+          }
+          await recordTimeline(api, cluster, o.timeline, (l) => process.stderr.write(`${l}\n`));
+          return;
+        }
         const tty = process.stdout.isTTY === true;
         const live = !o.once && (o.watch === true || tty);
         if (!live) {
