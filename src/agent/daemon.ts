@@ -12,7 +12,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { API_ERROR_CODES, type ApiError } from "../api/errors.js";
+import { API_ERROR_CODES, isInvalid, isNotFound, type ApiError } from "../api/errors.js";
+import { RefusalBackoff } from "../api/status-refusal.js";
 import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
@@ -28,7 +29,8 @@ import { healthGates } from "./health-run.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
-import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
+import { machineStatus, sameStatus, statusKey, type Problem, type StatusExtras } from "./status.js";
+import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
@@ -66,6 +68,8 @@ export class AgentDaemon {
   private readonly observer: Observer;
   private readonly actions: Actions;
   private readonly abort = new AbortController();
+  /** The last status write, when the server refused it (422): the same one waits (backoff). */
+  private readonly refusals = new RefusalBackoff();
   /** The last failure on the way to the target, and which action it came from. */
   private problem: (Problem & { action: Action["kind"] }) | undefined;
   private phase = "";
@@ -325,7 +329,11 @@ export class AgentDaemon {
       ...(problem ? { problem: { reason: problem.reason, message: problem.message } } : {}),
     };
     const mem = this.memory.now;
-    if (sameStatus(machine.status, machineStatus(machine.status, o, dec, mem, extras))) return;
+    const next = machineStatus(machine.status, o, dec, mem, extras);
+    if (sameStatus(machine.status, next)) return;
+    // The same status the server refused (422) waits for its backoff; news goes at once.
+    const key = statusKey(next);
+    if (this.refusals.holds(REFUSAL_KEY, key, Date.now())) return;
     const began = Date.now();
     try {
       // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
@@ -341,12 +349,25 @@ export class AgentDaemon {
         }),
         machine,
       );
+      this.refusals.clear(REFUSAL_KEY);
       if (written) {
         this.view.wrote(written);
         const ms = Date.now() - began;
         this.log.debug({ step: written.status?.step, ms }, "status written");
       }
     } catch (e) {
+      if (isNotFound(e)) {
+        // Deleted while this agent runs: it registers the Machine again (observe.ts) once the
+        // watch sees it gone, instead of writing to a Machine that is not there every tick.
+        this.view.forgetWritten();
+        this.log.warn({ machine: this.cfg.machine }, "the Machine is gone; registering it again");
+        return;
+      }
+      if (isInvalid(e)) {
+        const delay = this.refusals.refused(REFUSAL_KEY, key, Date.now());
+        await reportRefused(this.api, machine, e, delay, this.log);
+        return;
+      }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }
   }
@@ -356,6 +377,9 @@ export class AgentDaemon {
     await this.report(await this.observer.observe(), rebootingDecision(reason));
   }
 }
+
+/** The one object whose refusals the agent tracks: its Machine's status. */
+const REFUSAL_KEY = "status";
 
 /** The condition reason for a failed action, from its code where liken knows it. */
 const REASONS: Readonly<Record<string, string>> = {

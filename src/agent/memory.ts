@@ -14,6 +14,7 @@ import type {
   TrialRecord,
 } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
+import { MACHINE_STATUS_BOUNDS, maxLengthOf, truncate } from "../api/bounds.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 
 export interface Memory {
@@ -168,6 +169,15 @@ export function bootFilesRefused(
   return failedSkipped(without(m, "bootFiles"), release, slot, at, "BootFilesRefused", message);
 }
 
+/**
+ * A trial's message as status.lastTrial holds it (the CRD's maxLength). It is made from what
+ * went wrong (every mismatched artifact, a health check's output) and persisted: one character
+ * too many would have the API server refuse every later status write of this machine.
+ */
+function trialMessage(message: string): string {
+  return truncate(message, maxLengthOf(MACHINE_STATUS_BOUNDS, "lastTrial.message"));
+}
+
 /** `release` failed here without a trial: remembered as failed and reported as skipped. */
 function failedSkipped(
   m: Memory,
@@ -181,7 +191,7 @@ function failedSkipped(
   return {
     ...m,
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot, result: "Skipped", at, reason, message },
+    lastTrial: { ...ref, slot, result: "Skipped", at, reason, message: trialMessage(message) },
   };
 }
 
@@ -280,7 +290,7 @@ export function fellBack(
   return {
     ...without(m, "trial", "trialSeenAt"),
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot, result: "Failed", at, reason, message },
+    lastTrial: { ...ref, slot, result: "Failed", at, reason, message: trialMessage(message) },
   };
 }
 
@@ -326,6 +336,13 @@ export function notTaken(m: Memory, seen: NotTakenSeen, at: string): Memory {
   return {
     ...m,
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot: t.slot, result: "Failed", at, reason, message },
+    lastTrial: {
+      ...ref,
+      slot: t.slot,
+      result: "Failed",
+      at,
+      reason,
+      message: trialMessage(message),
+    },
   };
 }

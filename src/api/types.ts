@@ -294,7 +294,13 @@ export interface RebootTurn {
   returnedAt?: Time;
 }
 
-export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable", "SpecValid"] as const;
+export const CLUSTER_CONDITION_TYPES = [
+  "Progressing",
+  "ChannelReachable",
+  "SpecValid",
+  /** True: the API server refused the last status write (422); see STATUS_WRITE_REASONS. */
+  "StatusWriteRefused",
+] as const;
 export type ClusterConditionType = (typeof CLUSTER_CONDITION_TYPES)[number];
 
 /** Reasons of the Progressing condition. */
@@ -332,10 +338,19 @@ export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 export const SPEC_VALID_REASONS = ["SpecAccepted", "UnknownTimeZone"] as const;
 export type SpecValidReason = (typeof SPEC_VALID_REASONS)[number];
 
+/**
+ * The reason of StatusWriteRefused (both kinds): the API server refused a status write as
+ * Invalid (422), most likely a field over the bound of the CRD installed in the cluster (an
+ * older or edited CRD). The message names the fields and the server's words.
+ */
+export const STATUS_WRITE_REASONS = ["StatusInvalid"] as const;
+export type StatusWriteReason = (typeof STATUS_WRITE_REASONS)[number];
+
 export type ClusterCondition =
   | Condition<"Progressing", ProgressingReason>
   | Condition<"ChannelReachable", ChannelReason>
-  | Condition<"SpecValid", SpecValidReason>;
+  | Condition<"SpecValid", SpecValidReason>
+  | Condition<"StatusWriteRefused", StatusWriteReason>;
 
 export interface ClusterStatus {
   observedGeneration?: number;
@@ -582,6 +597,8 @@ export const MACHINE_CONDITION_TYPES = [
   "DrainBlocked",
   /** The last trial: True Succeeded, False when it fell back or was skipped. */
   "TrialSucceeded",
+  /** True: the API server refused the agent's last full status write (422 Invalid). */
+  "StatusWriteRefused",
 ] as const;
 export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];
 export type MachineCondition = Condition<MachineConditionType>;
