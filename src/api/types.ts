@@ -61,8 +61,17 @@ export function heartbeatLeaseMetadata(
   machine: string,
   cluster: string,
 ): { name: string; labels: Record<string, string> } {
-  return { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } };
+  // A label value holds at most 63 characters; a Machine or Cluster name up to 253. A longer
+  // name is left out of the labels (the Lease would be refused whole, and the machine would
+  // read Lost): the Lease's name is the Machine's, and readers fall back to it.
+  const labels: Record<string, string> = {};
+  if (cluster.length <= LABEL_VALUE_MAX_LENGTH) labels[LABEL_CLUSTER] = cluster;
+  if (machine.length <= LABEL_VALUE_MAX_LENGTH) labels[LABEL_MACHINE] = machine;
+  return { name, labels };
 }
+
+/** Kubernetes' bound on a label value (apimachinery validation.LabelValueMaxLength). */
+export const LABEL_VALUE_MAX_LENGTH = 63;
 
 /** A machine silent this long reads Lost (the page: "40 seconds pass with no heartbeat"). */
 export const LOST_AFTER_SECONDS = 40;
