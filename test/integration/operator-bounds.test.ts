@@ -95,6 +95,21 @@ describe("Cluster status at the CRD's limits", () => {
     expect(c.status!.turns!.startsWith(names.slice().sort()[0]!)).toBe(true);
     expect(refusedCondition(c)).toBeUndefined();
     expect(op.log()).not.toContain("refused the status write");
+    // Their heartbeats exist too: a label value holds 63 characters, so the Lease of a
+    // 253-character name carries no machine label (readers take the Lease's name).
+    const lease = await kubectl([
+      "get",
+      "lease",
+      "-n",
+      "liken-heartbeats",
+      names[0]!,
+      "-o",
+      "json",
+    ]);
+    expect(lease.code, lease.stderr).toBe(0);
+    const labels = (JSON.parse(lease.stdout) as { metadata: { labels?: Record<string, string> } })
+      .metadata.labels;
+    expect(labels).toEqual({ "liken.sh/cluster": cluster });
   });
 
   it("a refused status write is an Event and a condition, backs off, and recovers", async () => {
