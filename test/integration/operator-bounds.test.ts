@@ -225,4 +225,18 @@ spec:
     expect(c.status?.rebootTurns?.[0]?.machine).toBe(name);
     expect(refusedCondition(c)).toBeUndefined();
   });
+
+  it("maxLength counts characters, not bytes: bounds.ts's '…' costs one", async () => {
+    const cluster = uniqueName("runes");
+    await newCluster(cluster, []);
+    const c = await api.clusters.get(cluster);
+    const write = (turns: string) =>
+      api.clusters.replaceStatus({ ...c, status: { ...c.status, turns } }, { dryRun: true }).then(
+        () => "accepted",
+        (e: unknown) => `refused ${(e as { httpStatus?: number }).httpStatus}`,
+      );
+    // 4096 characters of 3 bytes each in UTF-8.
+    expect(await write("…".repeat(TURNS_MAX))).toBe("accepted");
+    expect(await write("…".repeat(TURNS_MAX + 1))).toBe("refused 422");
+  });
 });
