@@ -7,8 +7,10 @@ import { CLUSTER_STATUS_BOUNDS, maxItemsOf, maxLengthOf } from "../../src/api/bo
 import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../../src/api/index.js";
 import { handledForm, pollDue } from "../../src/operator/channel.js";
 import { decide } from "../../src/operator/decide.js";
+import { failedList } from "../../src/operator/brake.js";
 import {
   asking,
+  back,
   cluster,
   GRANTED,
   iso,
@@ -93,5 +95,34 @@ describe("Cluster status fields that grow with the fleet", () => {
     // The endpoint kept from before (the summary writes it only when configured).
     expect(d.status.endpoint?.length ?? 0).toBeLessThanOrEqual(2048);
     expect(d.cut).toEqual(["endpoint"]);
+  });
+
+  it("ten failed trials with whole 4096-character messages leave the condition room", () => {
+    const failed = Array.from({ length: 12 }, (_, i) => ({
+      machine: longName(i),
+      reason: "SlotCheckMismatch",
+      message: "q".repeat(4096),
+      at: GRANTED,
+    }));
+    const text = failedList(failed);
+    expect(text.length).toBeLessThan(MESSAGE_MAX / 4);
+    expect(text).toMatch(/ and 2 more$/);
+  });
+
+  it("many machines soaking at once still leave the Progressing message within its bound", () => {
+    const returnedAt = iso(NOW, -5);
+    const turns = Array.from({ length: 400 }, (_, i) =>
+      turn(longName(i), { grantedAt: GRANTED, returnedAt }),
+    );
+    // Half of them soak; the others still hold their turns, so the rollout is in progress.
+    const ms = turns.map((t, i) => (i % 2 === 0 ? back(t.machine) : asking(t.machine)));
+    for (const [i, t] of turns.entries()) if (i % 2 === 1) delete t.returnedAt;
+    const c = brakeOff(cluster({ maxUnavailable: "100%", turns }));
+    c.spec.rollout = { ...c.spec.rollout, soakSeconds: 600 };
+    const d = decide(observed(c, ms), SETTINGS);
+    const p = d.status.conditions?.find((x) => x.type === "Progressing");
+    expect(p?.message).toContain("back and soaking");
+    expect(p!.message.length).toBeLessThanOrEqual(MESSAGE_MAX);
+    expect(d.cut).toEqual([]);
   });
 });
