@@ -29,7 +29,7 @@ import { healthGates } from "./health-run.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
-import { machineStatus, sameStatus, statusKey, type Problem, type StatusExtras } from "./status.js";
+import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
 import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { ApiView } from "./view.js";
@@ -331,9 +331,10 @@ export class AgentDaemon {
     const mem = this.memory.now;
     const next = machineStatus(machine.status, o, dec, mem, extras);
     if (sameStatus(machine.status, next)) return;
-    // The same status the server refused (422) waits for its backoff; news goes at once.
-    const key = statusKey(next);
-    if (this.refusals.holds(REFUSAL_KEY, key, Date.now())) return;
+    // After a refusal (422) every status waits for the backoff, not only the same one: what
+    // the server refused (a field the installed CRD does not take) is in the next one too, and
+    // a download's progress would otherwise make a new status, and a new refusal, every tick.
+    if (this.refusals.holds(REFUSAL_KEY, REFUSAL_KEY, Date.now())) return;
     const began = Date.now();
     try {
       // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
@@ -364,7 +365,7 @@ export class AgentDaemon {
         return;
       }
       if (isInvalid(e)) {
-        const delay = this.refusals.refused(REFUSAL_KEY, key, Date.now());
+        const delay = this.refusals.refused(REFUSAL_KEY, REFUSAL_KEY, Date.now());
         await reportRefused(this.api, machine, e, delay, this.log);
         return;
       }
