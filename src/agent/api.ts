@@ -32,6 +32,16 @@ interface Lease {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
 }
 
+/**
+ * kubectl's naming: the object's name and a unique suffix, within the 253 characters of a name
+ * (a Machine's own name may take all 253): the name is cut, never the suffix.
+ */
+export function eventName(machine: string, nowMs: number): string {
+  const suffix = `.${nowMs.toString(16)}`;
+  const head = machine.slice(0, 253 - suffix.length).replace(/[.-]+$/, "");
+  return `${head}${suffix}`;
+}
+
 /** The fields of a core/v1 Event the agent writes. */
 interface KubeEvent {
   apiVersion: string;
@@ -107,8 +117,7 @@ export class AgentApi {
     await this.events.create({
       apiVersion: "v1",
       kind: "Event",
-      // kubectl's naming: the object's name and a unique suffix.
-      metadata: { name: `${m.metadata.name}.${Date.now().toString(16)}`, namespace: "default" },
+      metadata: { name: eventName(m.metadata.name, Date.now()), namespace: "default" },
       involvedObject: {
         apiVersion: API_VERSION,
         kind: MACHINE_KIND,

@@ -129,3 +129,15 @@ describe("boundStatus", () => {
     expect(boundStatus(MACHINE_STATUS_BOUNDS, status)).toEqual({ status, cut: [] });
   });
 });
+
+describe("the agent's Event names", () => {
+  it("stay a valid name of at most 253 characters for the longest Machine name", async () => {
+    const { eventName } = await import("../../src/agent/api.js");
+    const longest = `${"a".repeat(60)}.${"b".repeat(60)}.${"c".repeat(60)}.${"d".repeat(60)}.${"e".repeat(9)}`;
+    expect(longest).toHaveLength(253);
+    const name = eventName(longest, Date.UTC(2026, 11, 4));
+    expect(name.length).toBeLessThanOrEqual(253);
+    expect(name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/);
+    expect(eventName("node-1", 255)).toBe("node-1.ff");
+  });
+});
