@@ -88,6 +88,15 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   ...CONDITION_BOUNDS("conditions"),
 };
 
+/**
+ * Spec fields a person's command writes (`liken rollout resume`): checked before the write, so
+ * the person reads which flag is too long instead of the server's 422.
+ */
+export const MACHINE_SPEC_BOUNDS: Bounds = {
+  "resume.by": text(253),
+  "resume.reason": text(1024),
+};
+
 /** The maxLength of a path in a table (throws for a path the table does not bound: a bug). */
 export function maxLengthOf(bounds: Bounds, path: string): number {
   const b = bounds[path];

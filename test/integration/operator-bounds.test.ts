@@ -7,11 +7,20 @@
 //     CRD tighter than this liken's, as an older installed CRD would be) is an Event and the
 //     condition StatusWriteRefused, the operator backs off instead of writing every second, and
 //     once the server accepts again the turn is recorded and the condition goes.
+import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLUSTER_STATUS_BOUNDS, maxLengthOf } from "../../src/api/bounds.js";
 import type { Cluster } from "../../src/api/types.js";
-import { clusterEventMessages, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import {
+  clusterEventMessages,
+  kubeconfigPath,
+  kubectl,
+  uniqueName,
+  waitFor,
+} from "../support/kube.js";
 import {
   api,
   createCluster,
@@ -238,5 +247,25 @@ spec:
     // 4096 characters of 3 bytes each in UTF-8.
     expect(await write("…".repeat(TURNS_MAX))).toBe("accepted");
     expect(await write("…".repeat(TURNS_MAX + 1))).toBe("refused 422");
+  });
+
+  it("`liken rollout resume` refuses a --reason the Machine's spec cannot hold, writing nothing", async () => {
+    const liken = path.resolve(import.meta.dirname, "../../bin/liken.js");
+    const args = ["rollout", "resume", "no-such-cluster", "no-such-machine"];
+    const r = await promisify(execFile)(liken, [
+      ...args,
+      "--reason",
+      "r".repeat(1025),
+      "--kubeconfig",
+      kubeconfigPath(),
+    ]).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, stderr: e.stderr ?? "" }),
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      "--reason has 1025 characters; Machine spec.resume.reason holds at most 1024",
+    );
+    expect(r.stderr).toContain("LIKEN_OPERATOR_USAGE");
   });
 });

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import {
   CLUSTER_STATUS_BOUNDS,
+  MACHINE_SPEC_BOUNDS,
   MACHINE_STATUS_BOUNDS,
   boundStatus,
   joinBounded,
@@ -22,11 +23,11 @@ interface Schema {
   maxLength?: number;
 }
 
-function statusSchema(file: string): Schema {
+function statusSchema(file: string, part = "status"): Schema {
   const crd = parse(readFileSync(new URL(`../../config/crd/${file}`, import.meta.url), "utf8")) as {
     spec: { versions: { schema: { openAPIV3Schema: Schema } }[] };
   };
-  return crd.spec.versions[0]!.schema.openAPIV3Schema.properties!.status!;
+  return crd.spec.versions[0]!.schema.openAPIV3Schema.properties![part]!;
 }
 
 /** Every maxLength / maxItems under a schema, by the path bounds.ts uses ("a.b", "l[].c"). */
@@ -47,6 +48,11 @@ describe("the status bounds are the CRDs'", () => {
     ["Machine", "liken.sh_machines.yaml", MACHINE_STATUS_BOUNDS],
   ])("%s: every bounded status field, with the same number", (_kind, file, table) => {
     expect({ ...table }).toEqual(boundsOf(statusSchema(file)));
+  });
+
+  it("the Machine spec fields `liken rollout resume` writes", () => {
+    const spec = boundsOf(statusSchema("liken.sh_machines.yaml", "spec"));
+    for (const [path, b] of Object.entries(MACHINE_SPEC_BOUNDS)) expect(spec[path]).toEqual(b);
   });
 });
 
