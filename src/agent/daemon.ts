@@ -68,7 +68,7 @@ export class AgentDaemon {
   private readonly observer: Observer;
   private readonly actions: Actions;
   private readonly abort = new AbortController();
-  /** The last status write, when the server refused it (422): the same one waits (backoff). */
+  /** Whether the last status write was refused (422): then every status waits (backoff). */
   private readonly refusals = new RefusalBackoff();
   /** The last failure on the way to the target, and which action it came from. */
   private problem: (Problem & { action: Action["kind"] }) | undefined;

@@ -321,7 +321,6 @@ export class Operator {
       );
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
-      this.noteCut(name, d.cut);
       const { status, needed } = statusToWrite(d);
       if (!needed) {
         // The channel's news is already in the status: the view is spent, and a view left
@@ -329,6 +328,7 @@ export class Operator {
         this.spendChannelView(name, channel);
         return;
       }
+      this.noteCut(name, d.cut); // only with a write: an unchanged status would log every tick
       try {
         await this.beforeTurnWrite(name, d);
         const written = await this.api.clusters.replaceStatus(
