@@ -36,6 +36,33 @@ interface Lease {
   spec?: { holderIdentity?: string; leaseDurationSeconds?: number; renewTime?: string };
 }
 
+/**
+ * kubectl's naming: the object's name and a unique suffix, within the 253 characters of a name
+ * (a Machine's own name may take all 253): the name is cut, never the suffix.
+ */
+export function eventName(machine: string, nowMs: number): string {
+  const suffix = `.${nowMs.toString(16)}`;
+  const head = machine.slice(0, 253 - suffix.length).replace(/[.-]+$/, "");
+  return `${head}${suffix}`;
+}
+
+/** The fields of a core/v1 Event the agent writes. */
+interface KubeEvent {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  involvedObject: { apiVersion: string; kind: string; name: string; uid?: string };
+  type: string;
+  reason: string;
+  message: string;
+  source: { component: string };
+  reportingComponent: string;
+  reportingInstance: string;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  count: number;
+}
+
 /** A MicroTime: the server parses exactly six fractional digits. */
 export function microTime(now: Date): string {
   return now.toISOString().replace(/Z$/, "000Z");
@@ -47,6 +74,7 @@ export class AgentApi {
   readonly clusters: RestResource<Cluster>;
   readonly nodes: RestResource<NodeView>;
   readonly leases: LeaseRenewal<Lease>;
+  private readonly events: RestResource<KubeEvent>;
 
   constructor(kubeconfig: string | undefined, machine: string) {
     this.rest = new Rest(loadRestConfig(kubeconfig), `liken-agent/${machine}`);
@@ -55,6 +83,8 @@ export class AgentApi {
     this.machines = new RestResource(this.rest, MACHINE_KIND, `${crd}/${MACHINE_PLURAL}`, fm);
     this.clusters = new RestResource(this.rest, CLUSTER_KIND, `${crd}/${CLUSTER_PLURAL}`, fm);
     this.nodes = new RestResource(this.rest, "Node", "/api/v1/nodes", fm);
+    // Events about a cluster-scoped object live in "default" (config/rbac/agent.yaml).
+    this.events = new RestResource(this.rest, "Event", "/api/v1/namespaces/default/events", fm);
     const leases = new RestResource<Lease>(
       this.rest,
       "Lease",
@@ -77,6 +107,38 @@ export class AgentApi {
         }),
       renew: (_name, base, m, now) =>
         leases.replace({ ...base, spec: { ...base.spec, ...spec(m, now) } }),
+    });
+  }
+
+  /** An Event about this agent's Machine, for `kubectl describe machine` (best effort: throws). */
+  async machineEvent(
+    m: Machine,
+    type: "Normal" | "Warning",
+    reason: string,
+    message: string,
+  ): Promise<void> {
+    const now = new Date().toISOString();
+    await this.events.create({
+      apiVersion: "v1",
+      kind: "Event",
+      metadata: { name: eventName(m.metadata.name, Date.now()), namespace: "default" },
+      involvedObject: {
+        apiVersion: API_VERSION,
+        kind: MACHINE_KIND,
+        name: m.metadata.name,
+        ...(m.metadata.uid === undefined ? {} : { uid: m.metadata.uid }),
+      },
+      type,
+      reason,
+      // As the operator's Events (events.ts): events.k8s.io/v1 refuses a note over 1 KiB,
+      // and the condition carries the whole message.
+      message: message.slice(0, 1024),
+      source: { component: "liken-agent" },
+      reportingComponent: "liken-agent",
+      reportingInstance: m.metadata.name.slice(0, 128),
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
     });
   }
 

@@ -12,7 +12,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { API_ERROR_CODES, type ApiError } from "../api/errors.js";
+import { API_ERROR_CODES, isInvalid, isNotFound, type ApiError } from "../api/errors.js";
+import { RefusalBackoff } from "../api/status-refusal.js";
 import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
@@ -29,6 +30,7 @@ import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
 import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
+import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { drainStopReason } from "./drain-stop.js";
 import type { ReleaseRef } from "../api/types.js";
@@ -69,6 +71,8 @@ export class AgentDaemon {
   private readonly observer: Observer;
   private readonly actions: Actions;
   private readonly abort = new AbortController();
+  /** Whether the last status write was refused (422): then every status waits (backoff). */
+  private readonly refusals = new RefusalBackoff();
   /** The last failure on the way to the target, and which action it came from. */
   private problem: (Problem & { action: Action["kind"] }) | undefined;
   private phase = "";
@@ -368,7 +372,12 @@ export class AgentDaemon {
       ...(problem ? { problem: { reason: problem.reason, message: problem.message } } : {}),
     };
     const mem = this.memory.now;
-    if (sameStatus(machine.status, machineStatus(machine.status, o, dec, mem, extras))) return;
+    const next = machineStatus(machine.status, o, dec, mem, extras);
+    if (sameStatus(machine.status, next)) return;
+    // After a refusal (422) every status waits for the backoff, not only the same one: what
+    // the server refused (a field the installed CRD does not take) is in the next one too, and
+    // a download's progress would otherwise make a new status, and a new refusal, every tick.
+    if (this.refusals.holds(REFUSAL_KEY, REFUSAL_KEY, Date.now())) return;
     const began = Date.now();
     try {
       // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
@@ -384,12 +393,25 @@ export class AgentDaemon {
         }),
         machine,
       );
+      this.refusals.clear(REFUSAL_KEY);
       if (written) {
         this.view.wrote(written);
         const ms = Date.now() - began;
         this.log.debug({ step: written.status?.step, ms }, "status written");
       }
     } catch (e) {
+      if (isNotFound(e)) {
+        // Deleted while this agent runs: it registers the Machine again (observe.ts) once the
+        // watch sees it gone, instead of writing to a Machine that is not there every tick.
+        this.view.forgetWritten();
+        this.log.warn({ machine: this.cfg.machine }, "the Machine is gone; registering it again");
+        return;
+      }
+      if (isInvalid(e)) {
+        const delay = this.refusals.refused(REFUSAL_KEY, REFUSAL_KEY, Date.now());
+        await reportRefused(this.api, machine, e, delay, this.log);
+        return;
+      }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }
   }
@@ -399,6 +421,9 @@ export class AgentDaemon {
     await this.report(await this.observer.observe(), rebootingDecision(reason));
   }
 }
+
+/** The one object whose refusals the agent tracks: its Machine's status. */
+const REFUSAL_KEY = "status";
 
 /** The condition reason for a failed action, from its code where liken knows it. */
 const REASONS: Readonly<Record<string, string>> = {

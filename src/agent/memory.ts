@@ -14,6 +14,7 @@ import type {
   TrialRecord,
 } from "../api/types.js";
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
+import { MACHINE_STATUS_BOUNDS, maxLengthOf, truncate } from "../api/bounds.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 import { TRIAL_NOT_ARMED } from "./arming.js";
 import { trialVerdict, type GiveUpReason } from "./give-up.js";
@@ -205,6 +206,15 @@ export function bootFilesRefused(
   return failedSkipped(without(m, "bootFiles"), release, slot, at, "BootFilesRefused", message);
 }
 
+/**
+ * A trial's message as status.lastTrial holds it (the CRD's maxLength). It is made from what
+ * went wrong (every mismatched artifact, a health check's output) and persisted: one character
+ * too many would have the API server refuse every later status write of this machine.
+ */
+function trialMessage(message: string): string {
+  return truncate(message, maxLengthOf(MACHINE_STATUS_BOUNDS, "lastTrial.message"));
+}
+
 /** `release` failed here without a trial: remembered as failed and reported as skipped. */
 function failedSkipped(
   m: Memory,
@@ -218,7 +228,7 @@ function failedSkipped(
   return {
     ...m,
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot, result: "Skipped", at, reason, message },
+    lastTrial: { ...ref, slot, result: "Skipped", at, reason, message: trialMessage(message) },
   };
 }
 
@@ -393,7 +403,7 @@ export function fellBack(
       result: verdict ? "Failed" : "Inconclusive",
       at,
       reason,
-      message: message + unobservedAgain(verdict, reason),
+      message: trialMessage(message + unobservedAgain(verdict, reason)),
     },
   };
 }
@@ -461,6 +471,13 @@ export function notTaken(m: Memory, seen: NotTakenSeen, at: string): Memory {
   return {
     ...m,
     failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot: t.slot, result: "Failed", at, reason, message },
+    lastTrial: {
+      ...ref,
+      slot: t.slot,
+      result: "Failed",
+      at,
+      reason,
+      message: trialMessage(message),
+    },
   };
 }

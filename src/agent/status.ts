@@ -12,6 +12,7 @@ import {
   type SlotStatus,
 } from "../api/types.js";
 import { rfc3339 } from "../api/time.js";
+import { boundStatus, MACHINE_STATUS_BOUNDS } from "../api/bounds.js";
 import { turnRequestFor } from "../coordinator/turn.js";
 import { inconclusiveMessage } from "./arming.js";
 import type { Memory } from "./memory.js";
@@ -182,7 +183,9 @@ export function machineStatus(
           at: prev?.staged?.digest === other.release.digest ? prev.staged.at : now,
         }
       : undefined;
-  return {
+  // Within the CRD's bounds (bounds.ts), whatever was made or remembered: one field too long
+  // (a trial message persisted before its bound) would have the server refuse every write.
+  return boundStatus(MACHINE_STATUS_BOUNDS, {
     ...(running ? { version: running.version, digest: running.digest } : {}),
     step: dec.step,
     ...optional("updateStage", dec.stage),
@@ -199,17 +202,19 @@ export function machineStatus(
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
     conditions: conditions(prev, o, dec, mem, x, now),
-  };
+  } satisfies MachineStatus).status;
 }
 
 /** Whether two statuses say the same (lastHeartbeatTime and observedGeneration aside). */
 export function sameStatus(a: MachineStatus | undefined, b: MachineStatus): boolean {
-  const strip = (s: MachineStatus | undefined): string => {
-    if (s === undefined) return "";
-    const { lastHeartbeatTime: _h, observedGeneration: _g, ...rest } = s;
-    return canonical(rest);
-  };
-  return strip(a) === strip(b);
+  return statusKey(a) === statusKey(b);
+}
+
+/** What a status says, as one string (lastHeartbeatTime and observedGeneration aside). */
+export function statusKey(s: MachineStatus | undefined): string {
+  if (s === undefined) return "";
+  const { lastHeartbeatTime: _h, observedGeneration: _g, ...rest } = s;
+  return canonical(rest);
 }
 
 /** JSON with object keys sorted at every level (the server may reorder them). */

@@ -11,7 +11,7 @@
 import type { ApiError } from "../api/errors.js";
 import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
-import { ResourceWatcher } from "../api/watch.js";
+import { ResourceWatcher, type WatchEventType } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
 import { nodeSeenOf, type Look } from "./observe.js";
 import type { NodeSeen } from "./rejoin.js";
@@ -71,8 +71,15 @@ export class ApiView {
         this.failures.delete(key);
         this.onChange(`${key} listed`);
       },
-      onChange: (ev: { object: T }) => {
+      onChange: (ev: { type: WatchEventType; object: T }) => {
         this.healthy.add(key);
+        if (key === "machine" && ev.type === "deleted") {
+          // Someone deleted the Machine: this agent's last write of it is no Machine any more.
+          // Forgotten, the Machine reads as missing and the agent registers it again.
+          this.written = undefined;
+          this.onChange("machine deleted");
+          return;
+        }
         if (
           key === "machine" &&
           ev.object.metadata.resourceVersion === this.written?.metadata.resourceVersion
@@ -155,6 +162,14 @@ export class ApiView {
 
   get cluster(): Cluster | undefined {
     return this.clusters.get(this.t.cluster);
+  }
+
+  /**
+   * A write found the Machine gone (404): forget this agent's copy, so the Machine reads as
+   * missing (once the watch agrees) and is registered again instead of written to every tick.
+   */
+  forgetWritten(): void {
+    this.written = undefined;
   }
 
   /** What the server returned for this agent's own write of its Machine. */

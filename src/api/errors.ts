@@ -78,6 +78,11 @@ export function isNotFound(e: unknown): e is ApiError {
   return e instanceof ApiError && e.code === API_ERROR_CODES.notFound;
 }
 
+/** The server refused the object as it is (422, or 400): the same write would be refused again. */
+export function isInvalid(e: unknown): e is ApiError {
+  return e instanceof ApiError && e.code === API_ERROR_CODES.invalid;
+}
+
 /** What `read` returns, or undefined when the object does not exist (any other error throws). */
 export async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
   try {

@@ -61,8 +61,17 @@ export function heartbeatLeaseMetadata(
   machine: string,
   cluster: string,
 ): { name: string; labels: Record<string, string> } {
-  return { name, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: machine } };
+  // A label value holds at most 63 characters; a Machine or Cluster name up to 253. A longer
+  // name is left out of the labels (the Lease would be refused whole, and the machine would
+  // read Lost): the Lease's name is the Machine's, and readers fall back to it.
+  const labels: Record<string, string> = {};
+  if (cluster.length <= LABEL_VALUE_MAX_LENGTH) labels[LABEL_CLUSTER] = cluster;
+  if (machine.length <= LABEL_VALUE_MAX_LENGTH) labels[LABEL_MACHINE] = machine;
+  return { name, labels };
 }
+
+/** Kubernetes' bound on a label value (apimachinery validation.LabelValueMaxLength). */
+export const LABEL_VALUE_MAX_LENGTH = 63;
 
 /** A machine silent this long reads Lost (the page: "40 seconds pass with no heartbeat"). */
 export const LOST_AFTER_SECONDS = 40;
@@ -301,7 +310,13 @@ export interface RebootTurn {
   priorTrialAt?: string;
 }
 
-export const CLUSTER_CONDITION_TYPES = ["Progressing", "ChannelReachable", "SpecValid"] as const;
+export const CLUSTER_CONDITION_TYPES = [
+  "Progressing",
+  "ChannelReachable",
+  "SpecValid",
+  /** True: the API server refused the last status write (422); see STATUS_WRITE_REASONS. */
+  "StatusWriteRefused",
+] as const;
 export type ClusterConditionType = (typeof CLUSTER_CONDITION_TYPES)[number];
 
 /** Reasons of the Progressing condition. */
@@ -339,10 +354,19 @@ export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 export const SPEC_VALID_REASONS = ["SpecAccepted", "UnknownTimeZone"] as const;
 export type SpecValidReason = (typeof SPEC_VALID_REASONS)[number];
 
+/**
+ * The reason of StatusWriteRefused (both kinds): the API server refused a status write as
+ * Invalid (422), most likely a field over the bound of the CRD installed in the cluster (an
+ * older or edited CRD). The message names the fields and the server's words.
+ */
+export const STATUS_WRITE_REASONS = ["StatusInvalid"] as const;
+export type StatusWriteReason = (typeof STATUS_WRITE_REASONS)[number];
+
 export type ClusterCondition =
   | Condition<"Progressing", ProgressingReason>
   | Condition<"ChannelReachable", ChannelReason>
-  | Condition<"SpecValid", SpecValidReason>;
+  | Condition<"SpecValid", SpecValidReason>
+  | Condition<"StatusWriteRefused", StatusWriteReason>;
 
 export interface ClusterStatus {
   observedGeneration?: number;
@@ -600,6 +624,8 @@ export const MACHINE_CONDITION_TYPES = [
    * TrialNotArmed: the bootloader was never shown armed); the release is not counted as failed.
    */
   "TrialInconclusive",
+  /** True: the API server refused the agent's last full status write (422 Invalid). */
+  "StatusWriteRefused",
 ] as const;
 export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];
 export type MachineCondition = Condition<MachineConditionType>;

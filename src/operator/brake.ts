@@ -14,6 +14,7 @@
 // with `liken rollout resume CLUSTER --failed-release` (for exactly this release) no longer
 // count.
 import type { Cluster, Machine, ReleaseRef } from "../api/index.js";
+import { truncate } from "../api/bounds.js";
 
 /** The page's default: the first failed trial stops the release. */
 export const DEFAULT_MAX_FAILED_TRIALS = 1;
@@ -79,10 +80,15 @@ export function brakeOf(
   return { failed, counted, limit, held: limit > 0 && counted.length >= limit };
 }
 
+/** Each failure's message in failedList: ten of them, with names and times, use ~6 KiB of a 32 KiB message. */
+const FAILURE_MESSAGE_MAX = 256;
+
 /** "node-1 (TrialFellBack: ...), node-2 (SlotCheckMismatch)", for the condition and the CLI. */
 export function failedList(failed: readonly FailedTrial[]): string {
   const shown = failed.slice(0, 10).map((f) => {
-    const why = f.message ? `${f.reason}: ${f.message}` : f.reason;
+    // A trial's message may be its whole 4096 characters; ten of them would not fit the
+    // condition's message. The Machine's status.lastTrial keeps each whole.
+    const why = f.message ? `${f.reason}: ${truncate(f.message, FAILURE_MESSAGE_MAX)}` : f.reason;
     return `${f.machine} (${why}, at ${f.at})`;
   });
   const more = failed.length > 10 ? ` and ${failed.length - 10} more` : "";

@@ -9,6 +9,21 @@ import { errorText } from "../errors.js";
 import { fetchDocument } from "../verify/fetch.js";
 import type { ChannelView } from "./decide.js";
 import { rfc3339 } from "../api/time.js";
+import { createHash } from "node:crypto";
+import { CLUSTER_STATUS_BOUNDS, maxLengthOf } from "../api/bounds.js";
+
+const HANDLED_MAX = maxLengthOf(CLUSTER_STATUS_BOUNDS, "channel.handledCheckReleases");
+
+/**
+ * What status.channel.handledCheckReleases records for an annotation value: the value, or
+ * "sha256:<hex>" of it when it is longer than the field holds (an annotation may be up to
+ * 256 KiB). A cut value would never equal the annotation again, and the channel would be
+ * read on every tick; a digest is equal exactly when the value is.
+ */
+export function handledForm(value: string): string {
+  if (value.length <= HANDLED_MAX) return value;
+  return `sha256:${createHash("sha256").update(value).digest("hex")}`;
+}
 
 /** 5 minutes: a release a day is plenty fresh at this rate; the annotation is the fast path. */
 export const DEFAULT_CHANNEL_INTERVAL_MS = 5 * 60_000;
@@ -31,7 +46,9 @@ export function pollDue(
 ): { due: boolean; why: "annotation" | "interval" | "first" | "none" } {
   const wanted = cluster.metadata.annotations?.[ANNOTATION_CHECK_RELEASES];
   const handled = cluster.status?.channel?.handledCheckReleases;
-  if (wanted !== undefined && wanted !== handled) return { due: true, why: "annotation" };
+  if (wanted !== undefined && handledForm(wanted) !== handled) {
+    return { due: true, why: "annotation" };
+  }
   if (state.lastPollAt === undefined) return { due: true, why: "first" };
   if (now.getTime() - state.lastPollAt.getTime() >= intervalMs) {
     return { due: true, why: "interval" };
@@ -54,7 +71,7 @@ export async function readChannel(cluster: Cluster, now: () => Date): Promise<Ch
   const channel: ChannelView["channel"] = {
     ...before?.channel,
     lastCheckTime: rfc3339(started),
-    ...(annotation === undefined ? {} : { handledCheckReleases: annotation }),
+    ...(annotation === undefined ? {} : { handledCheckReleases: handledForm(annotation) }),
   };
   const cond = (
     status: ChannelCondition["status"],

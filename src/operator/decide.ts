@@ -46,6 +46,7 @@ import { progressingCondition, stallDetail, type GrantBlock } from "./progress.j
 import { seenUpTo } from "./freshness.js";
 import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
+import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
 import { specValidCondition, windowState } from "./windows.js";
 import {
   isLeader,
@@ -179,6 +180,8 @@ export interface Decision {
   blocked: GrantBlock | undefined;
   /** A brake that began to hold with this decision, for an Event (once, not every tick). */
   held: HeldNotice | undefined;
+  /** Status fields cut to their CRD bound by the last guard (bounds.ts): a maker's miss. */
+  cut: string[];
 }
 
 export interface HeldNotice {
@@ -236,23 +239,30 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
   conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
 
-  const status: ClusterStatus = {
+  const made: ClusterStatus = {
     ...before,
     ...summary,
     rebootTurns: turns,
-    turns: turns.map((t) => t.machine).join(","),
+    turns: joinBounded(
+      turns.map((t) => t.machine),
+      ",",
+      maxLengthOf(CLUSTER_STATUS_BOUNDS, "turns"),
+    ),
     display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
   };
   if (o.cluster.metadata.generation !== undefined) {
-    status.observedGeneration = o.cluster.metadata.generation;
+    made.observedGeneration = o.cluster.metadata.generation;
   }
   if (o.channel !== undefined) {
-    status.channel = o.channel.channel;
-    if (o.channel.available !== undefined) status.available = o.channel.available;
+    made.channel = o.channel.channel;
+    if (o.channel.available !== undefined) made.available = o.channel.available;
   }
+  // Compared and written within the CRD's bounds: a field over its bound would be refused
+  // whole by the API server (422), and compared unbounded it would look changed every tick.
+  const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
   return {
     status,
     changed: JSON.stringify(canonical(status)) !== JSON.stringify(canonical(before)),
@@ -264,6 +274,7 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     budget,
     blocked,
     held: heldNotice(before.conditions, progressing),
+    cut,
   };
 }
 

@@ -17,7 +17,8 @@ export type EventReason =
   | "ReleaseFailed"
   | "OutsideMaintenanceWindow"
   | "CanaryPaused"
-  | "AwaitingFirstTrial";
+  | "AwaitingFirstTrial"
+  | "StatusWriteRefused";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

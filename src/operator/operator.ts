@@ -12,8 +12,10 @@ import {
   LikenApi,
   ResourceWatcher,
   isConflict,
+  isInvalid,
   isNotFound,
   type Cluster,
+  type ClusterCondition,
   type Machine,
   type MachineCondition,
 } from "../api/index.js";
@@ -35,6 +37,8 @@ import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats
 import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
+import { RefusalBackoff, refusalCondition, withoutRefusal } from "../api/status-refusal.js";
+import type { ApiError } from "../api/errors.js";
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -74,6 +78,8 @@ export interface OperatorStats {
   releases: number;
   stalls: number;
   wakeUps: number;
+  /** Status writes the API server refused as Invalid (422). */
+  refusals: number;
 }
 
 /** Coalesces a burst of watch events (a wave of machines reporting) into one decision. */
@@ -107,6 +113,7 @@ export class Operator {
     releases: 0,
     stalls: 0,
     wakeUps: 0,
+    refusals: 0,
   };
   /** Prometheus metrics of this copy; `liken operator` serves its registry. */
   readonly metrics: OperatorMetrics;
@@ -126,6 +133,8 @@ export class Operator {
   private readonly channelViews = new Map<string, ChannelView>();
   private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
   private readonly marking = new Set<string>();
+  /** Clusters whose last status write was refused (422): no same write before the backoff. */
+  private readonly refusals = new RefusalBackoff();
   private readonly dirty = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ticker: NodeJS.Timeout | undefined;
@@ -332,6 +341,8 @@ export class Operator {
     if (this.pause.check()) return;
     let cluster = this.current(name);
     if (cluster === undefined) return;
+    // A refused write waits for its backoff (a timer schedules it), unless the spec changed.
+    if (this.refusals.holds(name, generationOf(cluster), Date.now())) return;
     this.stats.reconciles++;
     this.maybePollChannel(cluster);
     for (let attempt = 1; ; attempt++) {
@@ -340,25 +351,28 @@ export class Operator {
       if (d === undefined) return; // paused while reading the Machines
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
-      if (!d.changed) {
+      const { status, needed } = statusToWrite(d);
+      if (!needed) {
         // The channel's news is already in the status: the view is spent, and a view left
         // behind would block every later read (maybePollChannel waits for it).
         this.spendChannelView(name, channel);
         return;
       }
+      this.noteCut(name, d.cut); // only with a write: an unchanged status would log every tick
       try {
         await this.beforeTurnWrite(name, d);
         const written = await this.api.clusters.replaceStatus(
-          { ...cluster, status: d.status },
+          { ...cluster, status },
           { fieldManager: FIELD_MANAGER },
         );
         this.stats.clusterWrites++;
+        this.refusals.clear(name);
         this.written.set(name, written);
         this.spendChannelView(name, channel);
         this.announce(written, d);
         return;
       } catch (e) {
-        if (isNotFound(e)) return;
+        if (this.writeEnded(cluster, e, d.cut)) return;
         if (!isConflict(e) || attempt >= MAX_ATTEMPTS) throw e;
         // Another writer (a second copy, a person) changed the Cluster: decide again from
         // the Cluster as it is now. Never replay a decision onto a state it was not made for.
@@ -435,6 +449,60 @@ export class Operator {
     );
     const machines = list.items.filter((m) => m.spec.cluster === name);
     return { machines, version: list.resourceVersion };
+  }
+
+  /** A write that no retry now can help: the Cluster is gone (404) or refused it (422). */
+  private writeEnded(cluster: Cluster, e: unknown, cut: readonly string[]): boolean {
+    if (isNotFound(e)) return true;
+    if (!isInvalid(e)) return false;
+    this.statusRefused(cluster, e, cut);
+    return true;
+  }
+
+  /** A maker missed a bound (bounds.ts): the field was cut to fit, and that is a bug. */
+  private noteCut(cluster: string, cut: readonly string[]): void {
+    if (cut.length > 0) {
+      this.opts.log.warn({ cluster, fields: cut }, "status fields cut to their bounds");
+    }
+  }
+
+  /**
+   * The API server refused the status as Invalid (422): nothing of this decision was recorded
+   * (no grant, no release, no stall). Say so where a person looks (an Event, the condition
+   * StatusWriteRefused written alone on the Cluster as the server has it) and write again only
+   * after a backoff (status-refusal.ts), not every second.
+   */
+  private statusRefused(cluster: Cluster, e: ApiError, cut: readonly string[]): void {
+    const name = cluster.metadata.name;
+    const delay = this.refusals.refused(name, generationOf(cluster), Date.now());
+    setTimeout(() => this.schedule(name), delay).unref();
+    this.stats.refusals++;
+    const cond = refusalCondition("Cluster", name, e, delay);
+    this.opts.log.error(
+      { cluster: name, code: e.code, retryMs: delay, cut, causes: e.causes },
+      cond.message,
+    );
+    this.event(cluster, "Warning", "StatusWriteRefused", cond.message);
+    const conditions = setCondition<ClusterCondition>(
+      cluster.status?.conditions,
+      cond,
+      rfc3339(new Date()),
+    );
+    this.api.clusters
+      .patchStatus(
+        name,
+        { status: { conditions } },
+        {
+          ...(cluster.metadata.resourceVersion === undefined
+            ? {}
+            : { resourceVersion: cluster.metadata.resourceVersion }),
+          fieldManager: FIELD_MANAGER,
+        },
+      )
+      .catch((err: unknown) => {
+        // A conflict: the Cluster moved on; the next attempt decides (and says) again.
+        this.opts.log.warn({ cluster: name, err: String(err) }, "StatusWriteRefused not written");
+      });
   }
 
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
@@ -577,4 +645,22 @@ export class Operator {
         this.schedule(name);
       });
   }
+}
+
+/**
+ * The status to write: the decision's, without StatusWriteRefused (a write accepted ends the
+ * refusal), and whether to write it (a change, or a refusal condition to take away).
+ */
+function statusToWrite(d: Decision): { status: Cluster["status"]; needed: boolean } {
+  const conditions = withoutRefusal(d.status.conditions);
+  if (conditions === d.status.conditions) return { status: d.status, needed: d.changed };
+  return {
+    status: { ...d.status, ...(conditions === undefined ? {} : { conditions }) },
+    needed: true,
+  };
+}
+
+/** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
+function generationOf(c: Cluster): string {
+  return String(c.metadata.generation ?? "");
 }

@@ -16,6 +16,15 @@ import { turnAsk } from "./machine-view.js";
 import { rfc3339 } from "../api/time.js";
 import { duration } from "./text.js";
 import { wallClock, type WindowState } from "./windows.js";
+import { CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
+
+/** The Progressing condition's message bound (the CRD's conditions[].message maxLength). */
+const MESSAGE_MAX = maxLengthOf(CLUSTER_STATUS_BOUNDS, "conditions[].message");
+/**
+ * The soaking machines' part of the message: an eighth of it, ~60 machines with their times;
+ * the rest of the message (turns, budget, brakes) then always has room.
+ */
+const SOAKING_MAX = MESSAGE_MAX / 8;
 
 /** Why the operator granted no (further) turn. */
 export type GrantBlock =
@@ -163,7 +172,7 @@ function progressingMessage(p: ProgressInput): string {
   if (soaking.length > 0) {
     const until = (t: RebootTurn): string =>
       `${t.machine} until ${rfc3339(new Date(Date.parse(t.returnedAt ?? "") + soak * 1000))}`;
-    msg += `; back and soaking (spec.rollout.soakSeconds ${soak}): ${soaking.map(until).join(", ")}`;
+    msg += `; back and soaking (spec.rollout.soakSeconds ${soak}): ${joinBounded(soaking.map(until), ", ", SOAKING_MAX)}`;
   }
   const b = p.blocked;
   if (b?.kind === "budget") msg += `; ${b.down} machine(s) down, the budget is full`;
@@ -246,7 +255,10 @@ function stalledMessage(p: ProgressInput, stalled: readonly RebootTurn[]): strin
     return stallDetail(t, m, p.lost.has(t.machine));
   });
   const first = stalled[0]?.machine ?? "<machine>";
-  return `${parts.join(" ")} No more turns until a person examines it: \`liken rollout status ${cluster}\`, then \`liken rollout resume ${cluster} ${first} --reason "..."\`.`;
+  const next = ` No more turns until a person examines it: \`liken rollout status ${cluster}\`, then \`liken rollout resume ${cluster} ${first} --reason "..."\`.`;
+  // Many turns can stall at once (a wide budget, a rack that lost power): name as many as the
+  // condition holds and keep the way out, which comes last, whole.
+  return `${joinBounded(parts, " ", MESSAGE_MAX - next.length)}${next}`;
 }
 
 /** One stalled turn, for the condition, the Event and `liken rollout status`. */

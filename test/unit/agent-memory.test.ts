@@ -143,3 +143,16 @@ describe("memory transitions", () => {
     expect(turnGivenBack(drained(EMPTY_MEMORY, V2.digest)).drainedDigest).toBeUndefined();
   });
 });
+
+describe("a trial's message is remembered within status.lastTrial's bound", () => {
+  it("a slot check naming every mismatched artifact is cut where it is made", () => {
+    const why = Array.from(
+      { length: 30 },
+      (_, i) => `artifact-${i}: sha256 ${"e".repeat(300)}`,
+    ).join(", ");
+    const m = skipped(EMPTY_MEMORY, V2, "b", AT, why);
+    expect(m.lastTrial!.message!.length).toBeLessThanOrEqual(4096);
+    expect(m.lastTrial!.message).toMatch(/^artifact-0: .*… and \d+ more characters$/);
+    expect(m.lastTrial!.reason).toBe("SlotCheckMismatch");
+  });
+});

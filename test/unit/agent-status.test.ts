@@ -197,3 +197,29 @@ describe("machineStatus", () => {
     });
   });
 });
+
+describe("machineStatus within the CRD's bounds", () => {
+  it("a trial message remembered before its bound is reported cut, not refused forever", () => {
+    // A memory file written by an older agent: 20 artifacts' mismatches, 9 000 characters.
+    const long = Array.from({ length: 20 }, (_, i) => `artifact-${i}: ${"d".repeat(440)}`).join(
+      "; ",
+    );
+    const mem = {
+      failed: [{ ...V2, at: "2026-12-02T11:59:00Z", reason: "SlotCheckMismatch" }],
+      lastTrial: {
+        ...V2,
+        slot: "b" as const,
+        result: "Skipped" as const,
+        at: "2026-12-02T11:59:00Z",
+        reason: "SlotCheckMismatch",
+        message: long,
+      },
+    };
+    const o = obs({ other: { slot: "b", state: "withdrawn" }, failedDigests: [V2.digest] });
+    const s = machineStatus(undefined, o, decide(o), mem, { now });
+    expect(s.lastTrial!.message!.length).toBeLessThanOrEqual(4096);
+    expect(s.lastTrial!.message).toMatch(/^artifact-0: d+.*… and \d+ more characters$/);
+    // The condition's bound is 32768: it keeps the whole message.
+    expect(s.conditions?.find((c) => c.type === "TrialSucceeded")?.message).toBe(long);
+  });
+});

@@ -36,6 +36,19 @@ describe("parseBudget: what it says", () => {
     { value: 2, total: 3, budget: 2, text: "2" },
     { value: "12", total: 3, budget: 12, text: "12" },
     { value: "50%", total: 5, budget: 3, text: "50% of 5 machines = 3" },
+    {
+      value: "100%",
+      total: 3000,
+      budget: 1024,
+      text: "100% of 3000 machines = 3000, capped at 1024 (the most turns status.rebootTurns holds)",
+    },
+    {
+      value: 5000,
+      total: 10,
+      budget: 1024,
+      text: "5000, capped at 1024 (the most turns status.rebootTurns holds)",
+    },
+    { value: "1024", total: 10, budget: 1024, text: "1024" },
   ])("$value of $total: budget $budget, text $text", ({ value, total, budget, text }) => {
     expect(parseBudget(value, total)).toEqual({ ok: true, budget, text });
   });

@@ -12,6 +12,7 @@ import { parseBudget } from "../../operator/budget.js";
 import { OperatorError } from "../../operator/errors.js";
 import { stallDetail } from "../../operator/progress.js";
 import { rfc3339 } from "../../api/time.js";
+import { MACHINE_SPEC_BOUNDS, maxLengthOf } from "../../api/bounds.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 export function registerRollout(program: Command): void {
@@ -81,6 +82,16 @@ export function registerRollout(program: Command): void {
     );
 }
 
+/** Refuses a value the Machine's spec.<path> cannot hold, before anything is written. */
+function withinBound(what: string, value: string, path: string, fix: string): void {
+  const max = maxLengthOf(MACHINE_SPEC_BOUNDS, path);
+  if (value.length <= max) return;
+  throw new OperatorError(
+    "LIKEN_OPERATOR_USAGE",
+    `${what} has ${value.length} characters; Machine spec.${path} holds at most ${max}: ${fix}. Nothing was written`,
+  );
+}
+
 /** Releases a stalled turn: Machine spec.resume, conditioned on the Machine's resourceVersion. */
 async function resumeTurn(
   cluster: string,
@@ -91,6 +102,13 @@ async function resumeTurn(
   const kc = loadKubeConfig(o.kubeconfig);
   const api = likenApi(kc);
   const by = await whoAmI(kc);
+  withinBound(
+    "--reason",
+    reason,
+    "resume.reason",
+    "say it shorter; the details belong in your ticket",
+  );
+  withinBound("your Kubernetes user name", by, "resume.by", "run it as a user with a shorter name");
   for (let attempt = 1; ; attempt++) {
     const c = await getCluster(api.clusters.find.bind(api.clusters), cluster);
     const turn = c.status?.rebootTurns?.find((t) => t.machine === machine);
