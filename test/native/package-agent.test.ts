@@ -60,6 +60,7 @@ describe("the agent package", () => {
       manifest: 0o644,
       unit: 0o644,
       example: 0o644,
+      schema: 0o644,
     });
     expect(readFileSync(path.join(pkg.tree, LAYOUT.unit), "utf8")).toBe(
       readFileSync(path.join(ROOT, "config", "systemd", "liken-agent.service"), "utf8"),
@@ -93,6 +94,11 @@ describe("the agent package", () => {
       bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
       reboot: { command: ["systemctl", "reboot"] },
     });
+    // The modeline points at the schema shipped beside it, so an editor on the machine finds it.
+    expect(text).toContain(`# yaml-language-server: $schema=/${LAYOUT.schema}\n`);
+    expect(readFileSync(path.join(pkg.tree, LAYOUT.schema), "utf8")).toBe(
+      readFileSync(path.join(ROOT, "config", "schema", "agent.schema.json"), "utf8"),
+    );
   });
 
   it("runs liken --version and --help through the launcher, from outside the checkout", () => {

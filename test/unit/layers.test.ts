@@ -21,6 +21,9 @@ const LAYER: Readonly<Record<string, number>> = {
   controlplane: 1,
   // Prometheus exposition (a registry served over HTTP): each program's own metrics sit above it.
   metrics: 1,
+  // How config files are declared (zod helpers, the refusal sentence): each module's own
+  // declaration sits above it (docs/adr/config-schema.md).
+  schema: 1,
   // Pieces of the product's mechanisms.
   verify: 2,
   slots: 2,
