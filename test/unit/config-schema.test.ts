@@ -64,6 +64,21 @@ describe("agent.yaml's schema", () => {
     expect(validate(parse(text))).toBe(false);
   });
 
+  it("a value that is not a positive number is told that alone, not the bounds too", () => {
+    const text = readFileSync(EXAMPLE, "utf8") + "timeouts: { proveMs: 0 }\n";
+    let error: unknown;
+    try {
+      agent(text);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({
+      code: "LIKEN_AGENT_CONFIG_INVALID",
+      message: `${FILE}: timeouts.proveMs must be a positive number (got 0)`,
+      context: { field: "timeouts.proveMs", fields: ["timeouts.proveMs"] },
+    });
+  });
+
   it("the schema carries the bounds the agent enforces", () => {
     const ok = parse(readFileSync(EXAMPLE, "utf8")) as Record<string, unknown>;
     for (const [k, v] of [
