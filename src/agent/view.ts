@@ -13,7 +13,7 @@ import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
-import { readyOf, type Look } from "./observe.js";
+import { readyOf, type Look } from "./look.js";
 
 /**
  * A fresh list of each object this often, even when no watch failed. Why at all: a watch can

@@ -36,11 +36,9 @@ import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liv
 import { OperatorMetrics } from "./metrics.js";
 import { rfc3339 } from "../api/time.js";
 
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+// The log the operator's parts write to lives in ./logger.ts (./hold.ts takes it from there).
+import type { Logger } from "./logger.js";
+export type { Logger } from "./logger.js";
 
 export interface OperatorOptions {
   identity: string;
