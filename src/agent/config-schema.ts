@@ -255,6 +255,9 @@ export const wholeAgentFile = strict({ ...slotsSection, ...agentSection }).descr
   "liken's agent config, /etc/liken/agent.yaml (docs/agent.md). Unknown keys are refused; relative paths resolve against this file's directory.",
 );
 
+/** agent.yaml as a program writes it (the lab, the machine image): checked by the compiler. */
+export type AgentYaml = z.input<typeof wholeAgentFile>;
+
 /** The JSON Schema of agent.yaml (draft-07: what yaml-language-server reads). */
 export function agentJsonSchema(): Record<string, unknown> {
   return {
