@@ -101,6 +101,27 @@ describe("the agent package", () => {
     );
   });
 
+  it("the packaged agent refuses its example with a typo, naming the key path and the keys allowed", () => {
+    const file = path.join(out, "typo.yaml");
+    writeFileSync(
+      file,
+      readFileSync(path.join(pkg.tree, LAYOUT.example), "utf8").replace(
+        "heartbeatSeconds:",
+        "heartbeatSecond:",
+      ),
+    );
+    let stderr = "";
+    try {
+      liken(["agent", "run", "--config", file]);
+    } catch (e) {
+      stderr = String((e as { stderr?: unknown }).stderr);
+    }
+    expect(stderr).toContain("LIKEN_AGENT_CONFIG_INVALID");
+    expect(stderr).toMatch(
+      /typo\.yaml: heartbeatSecond is not a known field \(known: machine, cluster, .*heartbeatSeconds/,
+    );
+  });
+
   it("runs liken --version and --help through the launcher, from outside the checkout", () => {
     expect(liken(["--version"]).trim()).toBe(version);
     const help = liken(["--help"]);
