@@ -26,6 +26,7 @@ import type { HealthGates } from "./health-run.js";
 import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
 import { AgentError } from "./errors.js";
 import { MAX_ARM_ATTEMPTS } from "./arming.js";
+import type { GiveUpReason } from "./give-up.js";
 import {
   armed,
   armShown,
@@ -215,8 +216,17 @@ export class Actions {
     });
   }
 
-  async drain(release: ReleaseRef, cluster: Cluster | undefined): Promise<void> {
-    const { cfg, signal, memory } = this.p;
+  /**
+   * Drains for `release`. `watch.stop` ends it when the target changed (drain-stop.ts): the
+   * drain module undoes liken's cordon and says so, and the next look decides afresh.
+   * `watch.blocked` is told each new blocker, so the status names it while the drain runs.
+   */
+  async drain(
+    release: ReleaseRef,
+    cluster: Cluster | undefined,
+    watch: DrainWatch = {},
+  ): Promise<void> {
+    const { cfg, signal, memory, log } = this.p;
     const { drainNode } = await import("../drain/index.js");
     const kc = await this.p.kc();
     const limits = drainLimits(cluster, cfg.timeouts.drainMs);
@@ -226,21 +236,29 @@ export class Actions {
         ...drainOptions(cfg),
         timeoutMs: limits.timeoutMs,
         signal,
+        ...(watch.stop ? { stop: watch.stop } : {}),
         onProgress: (p) => {
           sdNotify("WATCHDOG=1");
           if (p.kind !== "blocked") return;
           const b = p.blocker;
+          const before = this.blocker;
           this.blocker = {
             pod: b.pod,
             ...(b.pdbs[0] ? { podDisruptionBudget: b.pdbs[0] } : {}),
-            since: this.blocker?.pod === b.pod ? this.blocker.since : rfc3339(new Date()),
+            since: before?.pod === b.pod ? before.since : rfc3339(new Date()),
             message: b.message,
           };
+          if (!sameBlocker(before, this.blocker)) watch.blocked?.();
         },
       }),
     ).then(
       () => "drained" as const,
       async (e: unknown) => {
+        if (errorCode(e) === "LIKEN_DRAIN_STOPPED") {
+          // Not a failure: the target changed; the drain module undid liken's cordon.
+          log.info({ err: errorText(e) }, "drain stopped: the target changed");
+          return "stopped" as const;
+        }
         // onDrainTimeout Skip: only the deadline, only with the turn in hand; anything else
         // (an abort, a refused eviction, Stall) goes on as before.
         if (!limits.skip || errorCode(e) !== "LIKEN_DRAIN_DEADLINE" || turn === undefined) throw e;
@@ -250,6 +268,7 @@ export class Actions {
     );
     if (outcome === "skipped") return;
     this.blocker = undefined;
+    if (outcome === "stopped") return;
     await memory.update((m) => drained(m, release.digest));
   }
 
@@ -432,7 +451,7 @@ export class Actions {
   }
 
   /** The trial boot did not prove itself in time: say why for the report, then reboot. */
-  async giveUpTrial(reason: string, failure?: "HealthCheckFailed"): Promise<void> {
+  async giveUpTrial(reason: string, failure?: GiveUpReason): Promise<void> {
     await this.p.memory.update((m) => gaveUp(m, reason, failure));
     return this.reboot(reason);
   }
@@ -507,6 +526,21 @@ export class Actions {
     });
     await memory.update(turnGivenBack);
   }
+}
+
+/** What the daemon watches a drain with (see Actions.drain). */
+export interface DrainWatch {
+  stop?: AbortSignal;
+  blocked?: () => void;
+}
+
+function sameBlocker(a: DrainBlocker | undefined, b: DrainBlocker): boolean {
+  return (
+    a !== undefined &&
+    a.pod === b.pod &&
+    a.podDisruptionBudget === b.podDisruptionBudget &&
+    a.message === b.message
+  );
 }
 
 /** The bootloader's refusals that say the staged release cannot boot on this machine. */

@@ -22,7 +22,11 @@ import {
 /** The part of a Node the agent reads. */
 export interface NodeView {
   metadata: { name: string; resourceVersion?: string };
-  status?: { conditions?: { type: string; status: string }[] };
+  status?: {
+    conditions?: { type: string; status: string; lastHeartbeatTime?: string }[];
+    /** bootID: the boot the kubelet that posted this status runs in (rejoin.ts). */
+    nodeInfo?: { bootID?: string };
+  };
 }
 
 interface Lease {

@@ -30,6 +30,8 @@ import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
 import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./status.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
+import { drainStopReason } from "./drain-stop.js";
+import type { ReleaseRef } from "../api/types.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
 
@@ -76,6 +78,8 @@ export class AgentDaemon {
   private lastTick = bootClockMs();
   private acting = false;
   private heartbeat: HeartbeatLoop | undefined;
+  /** While a drain runs: looks again at each change a watch sees (drainWatched). */
+  private drainLook: (() => void) | undefined;
 
   constructor(
     private readonly cfg: AgentConfig,
@@ -191,6 +195,7 @@ export class AgentDaemon {
     this.log.debug({ why }, "woken");
     this.dirty = true;
     this.wake?.();
+    this.drainLook?.();
   }
 
   /**
@@ -285,7 +290,7 @@ export class AgentDaemon {
         if (source === undefined) return none();
         return acts.startDownload(source, a.slot, a.release, o.running.slot);
       },
-      drain: (a) => acts.drain(a.release, seen.cluster),
+      drain: (a) => this.drainWatched(seen, a.release),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
       reboot: (a) =>
         o.boot.kind === "on-trial" ? acts.giveUpTrial(a.reason, a.failure) : acts.reboot(a.reason),
@@ -297,6 +302,42 @@ export class AgentDaemon {
       "not-armed-report": (a) => acts.notArmed(o, a.slot),
       "release-turn": (a) => acts.releaseTurn(a.reason),
     };
+  }
+
+  /**
+   * The drain, watched while it runs (the loop waits for it): each new blocker reaches the
+   * status at once, so the Machine (and the operator's stall Event and condition) name the pod
+   * and its budget before any deadline; each change a watch sees is looked at, and a target
+   * that moved stops the drain (drain-stop.ts). Looks run one after another, never beside the
+   * tick's own report.
+   */
+  private async drainWatched(seen: Observation, release: ReleaseRef): Promise<void> {
+    const stop = new AbortController();
+    let looks = Promise.resolve();
+    const look = (): void => {
+      looks = looks
+        .then(async () => {
+          if (stop.signal.aborted) return;
+          const now = await this.observer.observe();
+          const why = drainStopReason(now.o, release);
+          if (why !== undefined) {
+            this.log.info({ why }, "stopping the drain");
+            stop.abort(new Error(why));
+            return;
+          }
+          await this.report(now, this.decideAndLog(now));
+        })
+        .catch((e: unknown) =>
+          this.log.warn({ err: errorText(e) }, "look during the drain failed"),
+        );
+    };
+    this.drainLook = look;
+    try {
+      await this.actions.drain(release, seen.cluster, { stop: stop.signal, blocked: look });
+    } finally {
+      this.drainLook = undefined;
+      await looks;
+    }
   }
 
   private downloadEnded(end: DownloadEnd): void {

@@ -97,6 +97,8 @@ export interface HealthParts {
   log: Logger;
   /** The boot clock (clock.ts). */
   now: () => number;
+  /** When this boot started on the wall clock (ms): a pod counts when Ready since then. */
+  bootStartedAt: () => number;
 }
 
 /** The gates of this trial boot and their last check (kept in memory: a reboot ends the boot). */
@@ -150,9 +152,9 @@ export class HealthGates {
           op: { verb: "list", kind: "Pod" },
         },
       );
-      return podsGate(g, nodeName, list.items);
+      return podsGate(g, nodeName, list.items, this.p.bootStartedAt());
     } catch (e) {
-      const r = podsGate(g, nodeName, []);
+      const r = podsGate(g, nodeName, [], this.p.bootStartedAt());
       return { gate: r.gate, ok: false, output: `cannot list the pods: ${errorText(e)}` };
     }
   }
@@ -166,6 +168,7 @@ export function healthGates(cfg: AgentConfig, rest: Rest, log: Logger): HealthGa
     rest,
     log,
     now: bootClockMs,
+    bootStartedAt: () => Date.now() - bootClockMs(),
   });
 }
 

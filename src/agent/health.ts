@@ -2,13 +2,16 @@
 // the new slot the default (as greenboot's required.d: the boot is good only when every check
 // says so). Two kinds of gate:
 //   - the Cluster's spec.health.pods: pods on this machine's node, selected by namespace and
-//     label selector; at least one matches and every match is Ready;
+//     label selector; at least one matches and every match is Ready SINCE THIS BOOT (its Ready
+//     condition's lastTransitionTime after the boot started: a Ready the API server still
+//     shows from the previous boot says nothing about this one, rejoin.ts);
 //   - agent.yaml's health.commands: commands run on the host; exit 0 within timeoutSeconds.
 // The trial is promoted only when every gate passed within the prove deadline (timeouts.proveMs,
 // counted from the trial boot, as for the rejoin); otherwise the agent reboots without
 // promoting, the bootloader boots the old default, and the report names the gate and what it
 // said (HealthCheckFailed). The running of the gates is health-run.ts; this file decides.
 import type { HealthPods, LabelSelector } from "../api/types.js";
+import { HEARTBEAT_SLACK_MS } from "./rejoin.js";
 
 /** A check run on the host (agent.yaml `health.commands`). */
 export interface HealthCommand {
@@ -123,16 +126,28 @@ export interface PodView {
   metadata: { name: string; namespace?: string; deletionTimestamp?: string };
   status?: {
     phase?: string;
-    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    conditions?: {
+      type: string;
+      status: string;
+      reason?: string;
+      message?: string;
+      lastTransitionTime?: string;
+    }[];
   };
 }
 
 /**
  * The pods gate over the pods the API server listed for it (namespace, selector, this node):
- * at least one, every one Ready. A pod on its way out (deleted, or a finished Job's pod) is not
- * a verdict on this boot and is left out.
+ * at least one, every one Ready since `bootStartedAt` (wall ms; same slack as the Node's
+ * heartbeat, rejoin.ts: the time has whole seconds). A pod on its way out (deleted, or a
+ * finished Job's pod) is not a verdict on this boot and is left out.
  */
-export function podsGate(g: HealthPods, node: string, pods: readonly PodView[]): GateResult {
+export function podsGate(
+  g: HealthPods,
+  node: string,
+  pods: readonly PodView[],
+  bootStartedAt: number,
+): GateResult {
   const gate = podsGateName(g);
   const live = pods.filter(
     (p) => p.metadata.deletionTimestamp === undefined && p.status?.phase !== "Succeeded",
@@ -140,14 +155,25 @@ export function podsGate(g: HealthPods, node: string, pods: readonly PodView[]):
   if (live.length === 0) {
     return { gate, ok: false, output: `no pod matches on node ${node}` };
   }
-  const notReady = live.filter(
-    (p) => !(p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True"),
-  );
+  const readySince = (p: PodView): boolean =>
+    (p.status?.conditions ?? []).some(
+      (c) =>
+        c.type === "Ready" &&
+        c.status === "True" &&
+        c.lastTransitionTime !== undefined &&
+        Date.parse(c.lastTransitionTime) >= bootStartedAt - HEARTBEAT_SLACK_MS,
+    );
+  const notReady = live.filter((p) => !readySince(p));
   if (notReady.length === 0) return { gate, ok: true };
   const one = (p: PodView): string => {
     const c = p.status?.conditions?.find((x) => x.type === "Ready");
+    const stale = c?.status === "True";
     const why =
-      c === undefined ? "no Ready condition" : `Ready ${c.status}${c.reason ? ` ${c.reason}` : ""}`;
+      c === undefined
+        ? "no Ready condition"
+        : stale
+          ? `Ready since ${c.lastTransitionTime ?? "an unknown time"}, before this boot`
+          : `Ready ${c.status}${c.reason ? ` ${c.reason}` : ""}`;
     return `${p.metadata.name} (${p.status?.phase ?? "no phase"}, ${why})`;
   };
   const shown = notReady.slice(0, 5).map(one).join(", ");
@@ -155,7 +181,7 @@ export function podsGate(g: HealthPods, node: string, pods: readonly PodView[]):
   return {
     gate,
     ok: false,
-    output: `${notReady.length} of ${live.length} pod(s) not Ready: ${shown}${more}`,
+    output: `${notReady.length} of ${live.length} pod(s) not Ready since this boot: ${shown}${more}`,
   };
 }
 

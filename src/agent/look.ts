@@ -1,6 +1,9 @@
-// One look at the API server and what it gave, and the Node's Ready condition: shared by the
-// observer (./observe.ts) and the watched view (./view.ts), which imports nothing of the observer.
+// One look at the API server and what it gave, and what a Node's object says (its Ready
+// condition, its boot): shared by the observer (./observe.ts) and the watched view
+// (./view.ts), which imports nothing of the observer.
 import { toApiError, type ApiError } from "../api/errors.js";
+import type { NodeView } from "./api.js";
+import type { NodeSeen } from "./rejoin.js";
 
 /** The result of a look at the API: what it said, or why there is no answer. */
 export type Look<T> = { ok: true; value: T } | { ok: false; error: ApiError };
@@ -26,4 +29,16 @@ export function readyOf(node: {
   status?: { conditions?: { type: string; status: string }[] };
 }): boolean {
   return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+}
+
+/** What names a boot in a Node (rejoin.ts): its bootID and its Ready condition's heartbeat. */
+export function nodeSeenOf(node: NodeView): NodeSeen {
+  const r = node.status?.conditions?.find((c) => c.type === "Ready");
+  const at = r?.lastHeartbeatTime === undefined ? NaN : Date.parse(r.lastHeartbeatTime);
+  return {
+    bootId: node.status?.nodeInfo?.bootID ?? "",
+    ...(r === undefined
+      ? {}
+      : { ready: { status: r.status, ...(Number.isNaN(at) ? {} : { heartbeatAt: at }) } }),
+  };
 }

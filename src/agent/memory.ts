@@ -16,6 +16,8 @@ import type {
 import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 import { TRIAL_NOT_ARMED } from "./arming.js";
+import { trialVerdict, type GiveUpReason } from "./give-up.js";
+import { withSeen } from "./rejoin.js";
 
 export interface Memory {
   /** Releases not to try again (failed trial or slot check), newest last. */
@@ -78,8 +80,10 @@ export interface ArmedTrial extends ReleaseRef {
   withdrawing?: true;
   /** Why the agent gave the trial boot up (prove timeout), said again after the fallback. */
   gaveUp?: string;
-  /** The reason the report after the fallback gives, when not TrialFellBack (a health gate). */
-  gaveUpReason?: "HealthCheckFailed";
+  /** The reason the report after the fallback gives, when not TrialFellBack (give-up.ts). */
+  gaveUpReason?: GiveUpReason;
+  /** The Node's bootIDs the trial boot read (rejoin.ts), to name them when it gives up. */
+  nodeBootIds?: string[];
 }
 
 export const EMPTY_MEMORY: Memory = { failed: [] };
@@ -301,8 +305,14 @@ export function disarmed(m: Memory): Memory {
   return without(m, "trial", "trialSeenAt");
 }
 
+/** The trial boot read its Node showing `bootId` (kept once each, bounded: rejoin.ts). */
+export function nodeBootSeen(m: Memory, bootId: string): Memory {
+  if (m.trial === undefined) return m;
+  return { ...m, trial: { ...m.trial, nodeBootIds: withSeen(m.trial.nodeBootIds, bootId) } };
+}
+
 /** The trial boot did not prove itself: say why, for the report after the fallback. */
-export function gaveUp(m: Memory, why: string, reason?: "HealthCheckFailed"): Memory {
+export function gaveUp(m: Memory, why: string, reason?: GiveUpReason): Memory {
   if (m.trial === undefined) return m;
   return { ...m, trial: { ...m.trial, gaveUp: why, ...(reason ? { gaveUpReason: reason } : {}) } };
 }
@@ -360,6 +370,7 @@ export function fellBack(
   marker: ReleaseRef | undefined,
   at: string,
 ): Memory {
+  if (reportedBefore(m, slot, marker)) return m;
   const t = m.trial?.slot === slot ? m.trial : undefined;
   const release = t ?? marker ?? { version: "unknown", digest: "" };
   const ref = { version: release.version, digest: release.digest };
@@ -370,11 +381,42 @@ export function fellBack(
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +
     `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
   const reason = t?.gaveUpReason ?? "TrialFellBack";
+  // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again; the
+  // second such trial of the release in a row is.
+  const verdict = trialVerdict(t?.gaveUpReason, ref.digest, m.lastTrial);
   return {
     ...without(m, "trial", "trialSeenAt"),
-    failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: { ...ref, slot, result: "Failed", at, reason, message },
+    failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
+    lastTrial: {
+      ...ref,
+      slot,
+      result: verdict ? "Failed" : "Inconclusive",
+      at,
+      reason,
+      message: message + unobservedAgain(verdict, reason),
+    },
   };
+}
+
+/** Said of the second TrialUnobserved trial of a release in a row (give-up.ts trialVerdict). */
+function unobservedAgain(verdict: boolean, reason: string): string {
+  if (!verdict || reason !== "TrialUnobserved") return "";
+  return (
+    "; the second trial of this release in a row that could not read its Node, while the " +
+    "old release can: remembered as failed until liken.sh/retry"
+  );
+}
+
+/**
+ * The fallback of `slot` is already reported: redone after a crash before the disarm, with the
+ * trial record gone. The report keeps the reason the trial boot gave (an Inconclusive one must
+ * not turn into a TrialFellBack verdict now). The slot is withdrawn by then (no marker) or
+ * still names the reported release.
+ */
+function reportedBefore(m: Memory, slot: SlotName, marker: ReleaseRef | undefined): boolean {
+  const last = m.lastTrial;
+  if (m.trial?.slot === slot || last?.slot !== slot || last.result === "Succeeded") return false;
+  return marker === undefined || marker.digest === last.digest;
 }
 
 /** What the agent saw when the bootloader did not take a trial: for the report. */

@@ -21,7 +21,8 @@ import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
 import type { DownloadBytes, DownloadSupervisor } from "./download.js";
 import type { HealthGates } from "./health-run.js";
-import { retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
+import { nodeBootSeen, retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
+import type { NodeSeen } from "./rejoin.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
 import { look, type Look } from "./look.js";
@@ -35,8 +36,12 @@ export interface Observation {
   progress: DownloadBytes | undefined;
 }
 
-// A look and its result live in ./look.ts, where ./view.ts takes them from too (no import circle).
-export { look, type Look } from "./look.js";
+/** The log message that names this boot's id, once per agent process. */
+export const BOOT_ID_LOG_MESSAGE = "this boot";
+
+// A look, its result and what a Node's object says live in ./look.ts, where ./view.ts takes
+// them from too (no import circle).
+export { look, nodeSeenOf, readyOf, type Look } from "./look.js";
 
 export interface ObserverParts {
   cfg: AgentConfig;
@@ -77,10 +82,10 @@ export class Observer {
     const api = await this.readApi();
     const machine = api?.machine;
     await this.retryIfAsked(machine);
-    const node = api === undefined ? undefined : this.p.view.node;
+    const node = await this.nodeOnTrial(api !== undefined, boot.kind === "on-trial");
     const running = await this.slotView(runningSlot);
     const other = await this.slotView(otherSlot(runningSlot));
-    const mem = memory.now;
+    const mem = memory.now; // after nodeBootSeen, so this tick's bootID is among those seen
     const staged = turnRelease({ boot, running, other });
     const o: Observed = {
       now: bootClockMs(),
@@ -99,7 +104,7 @@ export class Observer {
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
       bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
-      ...nodeFacts(node),
+      ...nodeObserved(cfg.nodeName, node, mem),
       trialSeenAt: mem.trialSeenAt,
       bootId,
       ...trialFacts(mem),
@@ -110,11 +115,34 @@ export class Observer {
     return { o, cluster: api?.cluster, machine, progress };
   }
 
+  /**
+   * The Node as the watch has it (undefined while the API is down). On a trial boot, the
+   * bootID it shows is remembered, across restarts of the agent: a trial given up names every
+   * boot its Node showed (rejoin.ts).
+   */
+  private async nodeOnTrial(
+    reachable: boolean,
+    onTrial: boolean,
+  ): Promise<Look<NodeSeen | undefined> | undefined> {
+    if (!reachable) return undefined;
+    const node = this.p.view.node;
+    const seen = node.ok ? node.value : undefined;
+    if (onTrial && seen !== undefined) {
+      await this.p.memory.update((m) => nodeBootSeen(m, seen.bootId));
+    }
+    return node;
+  }
+
   /** The slot this boot runs from and the boot's id: fixed for the life of this process. */
   private async thisBoot(): Promise<{ runningSlot: Slot; bootId: string }> {
     const { cfg } = this.p;
     this.cmdline ??= await readFile(cfg.cmdline, "utf8");
-    this.bootId ??= await readBootId(cfg.bootId);
+    if (this.bootId === undefined) {
+      this.bootId = await readBootId(cfg.bootId);
+      // Once per process: what the kubelet of this boot must report as the Node's bootID for a
+      // trial to count as rejoined (rejoin.ts). A test's stand-in kubelet reads it here too.
+      this.p.log.info({ bootId: this.bootId }, BOOT_ID_LOG_MESSAGE);
+    }
     return { runningSlot: runningSlotFromCmdline(this.cmdline), bootId: this.bootId };
   }
 
@@ -192,14 +220,32 @@ export class Observer {
   }
 }
 
-/** Node Ready as a verdict, or why there is none (not looked at while the API is down). */
+/**
+ * The Node as read, or why there is none (not looked at while the API is down: then
+ * apiReachable says so). An unreadable Node is never read as a Node that is not Ready.
+ */
 export function nodeFacts(
-  node: Look<boolean> | undefined,
-): Pick<Observed, "nodeReady" | "nodeUnread"> {
-  if (node === undefined) return { nodeReady: false, nodeUnread: undefined };
+  node: Look<NodeSeen | undefined> | undefined,
+): Pick<Observed, "node" | "nodeUnread"> {
+  if (node === undefined) return { node: undefined, nodeUnread: undefined };
   return node.ok
-    ? { nodeReady: node.value, nodeUnread: undefined }
-    : { nodeReady: false, nodeUnread: `${node.error.message} [${node.error.code}]` };
+    ? { node: node.value, nodeUnread: undefined }
+    : { node: undefined, nodeUnread: `${node.error.message} [${node.error.code}]` };
+}
+
+/** What decide() sees of the Node and of this boot's start (rejoin.ts). */
+function nodeObserved(
+  nodeName: string,
+  node: Look<NodeSeen | undefined> | undefined,
+  mem: Memory,
+): Pick<Observed, "nodeName" | "node" | "nodeUnread" | "bootStartedAt" | "nodeBootIds"> {
+  const ids = mem.trial?.nodeBootIds;
+  return {
+    nodeName,
+    ...nodeFacts(node),
+    bootStartedAt: Date.now() - bootClockMs(),
+    ...(ids === undefined ? {} : { nodeBootIds: ids }),
+  };
 }
 
 function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"]): boolean {

@@ -15,7 +15,13 @@ import { rfc3339 } from "../api/time.js";
 import { turnRequestFor } from "../coordinator/turn.js";
 import { inconclusiveMessage } from "./arming.js";
 import type { Memory } from "./memory.js";
-import type { Decision, Observed, SlotView } from "./steps.js";
+import {
+  runsTargetVersion,
+  runsTargetWhy,
+  type Decision,
+  type Observed,
+  type SlotView,
+} from "./steps.js";
 
 export interface StatusExtras {
   now: Date;
@@ -89,6 +95,11 @@ function upToDate(o: Observed, dec: Decision, x: StatusExtras): NewCondition {
     const message = "runs the Cluster's spec.version";
     return { type: "UpToDate", status: "True", reason: "RunsTarget", message };
   }
+  if (runsTargetVersion(o.running.release, o.target)) {
+    // The catalog entry of this version was replaced (removed, then added with another digest).
+    const message = runsTargetWhy(o.running.release, o.target);
+    return { type: "UpToDate", status: "True", reason: "RunsTargetVersionOtherDigest", message };
+  }
   const running = o.running.release?.version ?? "an unknown release";
   const now = `runs ${running}, target ${o.target.version}: ${dec.why}`;
   if (x.problem === undefined) {
@@ -120,7 +131,9 @@ function conditions(
   const wanted: NewCondition[] = [upToDate(o, dec, x), releaseStaged(o, x)];
   const t = mem.lastTrial;
   if (t !== undefined) {
-    const status = t.result === "Succeeded" ? "True" : "False";
+    // Inconclusive: the trial fell back without a verdict (give-up.ts), neither True nor False.
+    const status =
+      t.result === "Succeeded" ? "True" : t.result === "Inconclusive" ? "Unknown" : "False";
     const message = t.message ?? `${t.version} on slot ${t.slot}: ${t.result}`;
     wanted.push({ type: "TrialSucceeded", status, reason: t.reason, message });
   }

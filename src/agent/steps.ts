@@ -10,7 +10,9 @@
 import type { BootVerdict, Slot } from "../bootloader/types.js";
 import { approves } from "../coordinator/turn.js";
 import { armHold, type NoVerdictSeen } from "./arming.js";
+import type { GiveUpReason } from "./give-up.js";
 import { gateStep, healthGiveUp, type HealthSeen } from "./health.js";
+import { bootIdText, rejoinOf, type NodeSeen, type Rejoin } from "./rejoin.js";
 import {
   sameRelease,
   type Approval,
@@ -157,10 +159,16 @@ export interface Observed {
    * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.
    */
   bootFilesDue?: boolean;
-  /** The node object reports Ready=True. */
-  nodeReady: boolean;
-  /** Why the Node could not be read (then nodeReady is false for want of a look, not a verdict). */
+  /** The Node's name (the agent's config). */
+  nodeName: string;
+  /** The Node as read (rejoin.ts); undefined: not read (see nodeUnread) or no such Node. */
+  node: NodeSeen | undefined;
+  /** Why the Node could not be read: then there is no look, and no verdict. */
   nodeUnread: string | undefined;
+  /** When this boot started on the wall clock (ms): a Ready heartbeat must be later. */
+  bootStartedAt: number;
+  /** On a trial boot: the bootIDs its Node showed so far (memory), to name them on giving up. */
+  nodeBootIds?: readonly string[];
   /** When this boot was first seen as a trial boot (for the prove timeout). */
   trialSeenAt: number | undefined;
   /** On a trial boot: the health gates and their last check (health.ts); absent: none. */
@@ -188,8 +196,8 @@ export type Action =
   | { kind: "install-boot-files"; slot: Slot; release: ReleaseRef }
   | { kind: "drain"; release: ReleaseRef }
   | { kind: "check-and-reboot"; slot: Slot; release: ReleaseRef }
-  /** `failure`: on a trial boot, the reason the report after the fallback gives (else TrialFellBack). */
-  | { kind: "reboot"; reason: string; failure?: "HealthCheckFailed" }
+  /** `failure`: on a trial boot, the reason the report after the fallback gives (give-up.ts). */
+  | { kind: "reboot"; reason: string; failure?: GiveUpReason }
   /** Run the health gates of the trial boot (health-run.ts); the next look sees the result. */
   | { kind: "check-health" }
   | { kind: "disarm"; reason: string }
@@ -253,24 +261,60 @@ export function timedOut(
 }
 
 /**
- * The trial boot: prove it (API + node Ready, then every health gate) within proveMs, else
- * reboot without promoting: the bootloader boots the old default.
+ * The trial boot: prove it within proveMs (its Node shows THIS boot, Ready since it: rejoin.ts;
+ * then every health gate), else reboot without promoting: the bootloader boots the old default.
+ * A release that is no longer the target is never promoted: the machine falls back at once.
  */
 function decideOnTrial(o: Observed, slot: Slot, t: Timeouts): Decision {
   const stage = { stage: "Proving" as const, wantsTurn: true };
-  if (o.apiReachable && o.nodeReady) return decideGates(o, slot, t);
-  const why = !o.apiReachable
-    ? "API server not reachable"
-    : o.nodeUnread !== undefined
-      ? `cannot read the Node: ${o.nodeUnread}`
-      : "waiting for the node to report Ready";
+  const running = o.running.release;
+  if (o.apiReachable && o.target !== undefined && running !== undefined) {
+    if (!sameRelease(running, o.target)) {
+      // The turn is still held, so this reboot is covered; not a verdict on the release.
+      const reason =
+        `trial of ${running.version} in slot ${slot}: the Cluster's target is now ` +
+        `${o.target.version}; not promoted, falling back`;
+      const action: Action = { kind: "reboot", reason, failure: "TargetChanged" };
+      return d("Proving", "Updating", action, reason, stage);
+    }
+  }
+  const rejoin = rejoinOf(o);
+  if (rejoin.kind === "rejoined") return decideGates(o, slot, t);
   if (timedOut("Proving", o.trialSeenAt, o.now, t)) {
     // The turn is still held (its record stays until we give it back), so this reboot is
     // covered; next_entry was consumed, so the bootloader boots the old default.
-    const reason = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms (${why})`;
-    return d("Proving", "Updating", { kind: "reboot", reason }, reason, stage);
+    const { reason, failure } = notRejoined(o, slot, t, rejoin);
+    return d("Proving", "Updating", { kind: "reboot", reason, failure }, reason, stage);
   }
-  return d("Proving", "Updating", WAIT, why, stage);
+  return d("Proving", "Updating", WAIT, `waiting for the trial to rejoin: ${rejoin.why}`, stage);
+}
+
+/**
+ * Why a trial that did not rejoin in time is given up: a verdict (NodeNotRejoined) when its
+ * Node was read at least once on this boot, else no verdict (TrialUnobserved): a failure to
+ * look for the whole deadline says nothing about the release.
+ */
+export function notRejoined(
+  o: Pick<Observed, "nodeBootIds" | "nodeName" | "bootId">,
+  slot: Slot,
+  t: Pick<Timeouts, "proveMs">,
+  rejoin: Exclude<Rejoin, { kind: "rejoined" }>,
+): { reason: string; failure: GiveUpReason } {
+  const within = `trial of slot ${slot} did not rejoin within ${t.proveMs} ms`;
+  const seen = o.nodeBootIds ?? [];
+  if (rejoin.kind === "unread" && seen.length === 0) {
+    return {
+      reason: `${within}: never read Node ${o.nodeName} (${rejoin.why}); no verdict on the release`,
+      failure: "TrialUnobserved",
+    };
+  }
+  const ids = seen.map(bootIdText).join(", ");
+  const reason =
+    rejoin.kind === "not-rejoined"
+      ? `${within}: ${rejoin.why} (bootIDs it showed on this boot: ${ids || "(none)"})`
+      : `${within}: ${rejoin.why}; earlier Node ${o.nodeName} showed bootID ${ids}, ` +
+        `this boot is ${o.bootId}`;
+  return { reason, failure: "NodeNotRejoined" };
 }
 
 /** The trial rejoined: promote once every health gate passed, within the same deadline. */
@@ -411,6 +455,12 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     );
   }
   if (other.state === "staged") return decideStaged(o, target);
+  if (o.drainedDigest !== undefined) {
+    // Back from a trial without a verdict (give-up.ts): give this turn back and uncordon; the
+    // next try asks for a turn of its own and drains again.
+    const reason = "back from a trial without a verdict; giving the turn back before trying again";
+    return d("Downloading", "Downloading", { kind: "release-turn", reason }, reason);
+  }
   if (o.download !== undefined) {
     if (timedOut("Downloading", o.downloadIdleSince, o.now, t)) {
       const why = `no progress for ${t.downloadMs} ms`;
@@ -423,6 +473,28 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   }
   const action: Action = { kind: "download", slot: other.slot, release: target };
   return d("Downloading", "Downloading", action, `downloading ${target.version}`);
+}
+
+/**
+ * Whether the running release is the target's version. A version names one build: the API
+ * refuses a change of a catalog entry's digest, but an entry removed in one edit and added
+ * back with another digest in the next gets past it. A machine that runs that version must not
+ * stage the other build: cluster-operator counts it as on the target (status.version) and
+ * would never grant the turn it asks for, while the Cluster reads Ready
+ * (docs/adr/catalog-digest-immutable.md).
+ */
+export function runsTargetVersion(running: ReleaseRef | undefined, target: ReleaseRef): boolean {
+  return running !== undefined && running.version === target.version;
+}
+
+/** Why a machine on the target's version is idle; names a digest that differs from the catalog's. */
+export function runsTargetWhy(running: ReleaseRef | undefined, target: ReleaseRef): string {
+  if (running === undefined || sameRelease(running, target)) return "runs the target";
+  return (
+    `runs ${target.version} as built with digest ${running.digest}; the catalog now names ` +
+    `${target.digest} for that version, which is not rolled out: publish a rebuild under a new ` +
+    `version and point spec.version at it`
+  );
 }
 
 /**
@@ -503,8 +575,8 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     });
   }
   const target = o.target;
-  if (target === undefined || sameRelease(o.running.release, target)) {
-    const idle = target === undefined ? "no target" : "runs the target";
+  if (target === undefined || runsTargetVersion(o.running.release, target)) {
+    const idle = target === undefined ? "no target" : runsTargetWhy(o.running.release, target);
     if (o.download !== undefined) {
       return d("Idle", "Ready", { kind: "cancel-download", failed: false }, idle);
     }

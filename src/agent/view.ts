@@ -13,7 +13,8 @@ import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
-import { readyOf, type Look } from "./look.js";
+import { nodeSeenOf, type Look } from "./look.js";
+import type { NodeSeen } from "./rejoin.js";
 
 /**
  * A fresh list of each object this often, even when no watch failed. Why at all: a watch can
@@ -45,7 +46,8 @@ export class ApiView {
   private heartbeatOk = true;
   /** The Machine as this agent last wrote it (newer than the watch's copy until its event). */
   private written: Machine | undefined;
-  private lastReady = false;
+  /** The Node's readiness and bootID as last seen: only their changes wake the loop. */
+  private lastNodeKey = "";
 
   constructor(
     api: AgentApi,
@@ -78,10 +80,13 @@ export class ApiView {
           return; // the echo of this agent's own status write
         }
         if (key === "node") {
-          // kwok and the kubelet rewrite the Node often; only readiness matters here.
-          const ready = readyOf(ev.object as unknown as NodeView);
-          if (ready === this.lastReady) return;
-          this.lastReady = ready;
+          // kwok and the kubelet rewrite the Node often (heartbeats); only its readiness and
+          // the boot it names matter here (rejoin.ts), and a fresh heartbeat is read at the
+          // next tick anyway.
+          const n = nodeSeenOf(ev.object as unknown as NodeView);
+          const nodeKey = `${n.ready?.status ?? ""}/${n.bootId}`;
+          if (nodeKey === this.lastNodeKey) return;
+          this.lastNodeKey = nodeKey;
         }
         this.onChange(`${key} changed`);
       },
@@ -125,11 +130,15 @@ export class ApiView {
     return this.failures.get("machine") ?? this.failures.get("cluster");
   }
 
-  /** Node Ready as its watch has it, or why the watch cannot tell (never "not Ready" for a 403). */
-  get node(): Look<boolean> {
+  /**
+   * The Node as its watch has it (undefined: no such Node), or why the watch cannot tell
+   * (never "not Ready" for a 403).
+   */
+  get node(): Look<NodeSeen | undefined> {
     const e = this.failures.get("node");
     if (!this.healthy.has("node") && e !== undefined) return { ok: false, error: e };
-    return { ok: true, value: this.nodeReady };
+    const node = this.nodes.get(this.t.nodeName);
+    return { ok: true, value: node === undefined ? undefined : nodeSeenOf(node) };
   }
 
   /** Listed, and the Machine does not exist (the agent registers it). */
@@ -146,11 +155,6 @@ export class ApiView {
 
   get cluster(): Cluster | undefined {
     return this.clusters.get(this.t.cluster);
-  }
-
-  get nodeReady(): boolean {
-    const node = this.nodes.get(this.t.nodeName);
-    return node !== undefined && readyOf(node);
   }
 
   /** What the server returned for this agent's own write of its Machine. */

@@ -518,10 +518,13 @@ export interface StagedRelease extends ReleaseRef {
   at: Time;
 }
 
-export const TRIAL_RESULTS = ["Succeeded", "Failed", "Skipped"] as const;
+export const TRIAL_RESULTS = ["Succeeded", "Failed", "Skipped", "Inconclusive"] as const;
 /**
  * Succeeded: booted, rejoined, promoted. Failed: the bootloader fell back. Skipped: the
  * pre-trial slot check did not match the staged release; rebooted without the trial.
+ * Inconclusive: the trial boot fell back without a verdict on the release (it could not read
+ * the API server or its Node for the whole prove deadline, or the target changed meanwhile):
+ * not remembered as failed, not counted by the failure brake, tried again.
  */
 export type TrialResult = (typeof TRIAL_RESULTS)[number];
 
@@ -587,7 +590,10 @@ export const MACHINE_CONDITION_TYPES = [
   "ReleaseStaged",
   /** True while an eviction is refused; see status.drainBlocker. */
   "DrainBlocked",
-  /** The last trial: True Succeeded, False when it fell back or was skipped. */
+  /**
+   * The last trial: True Succeeded, False when it fell back or was skipped, Unknown when it
+   * fell back without a verdict (Inconclusive).
+   */
   "TrialSucceeded",
   /**
    * True while the last trial of the target ended without a verdict on the release (reason

@@ -3,7 +3,9 @@
 //
 // Must never: delete a pod (evictions only, so budgets apply); evict a driver pod while a
 // claim it serves lists a consumer on this node; return "finished" while a planned pod is
-// still on the node; uncordon on failure (the node stays cordoned, the error says why).
+// still on the node; uncordon on failure (the node stays cordoned, the error says why). A
+// stop (`stop`: the caller no longer needs the node drained, its target changed) is not a
+// failure: the drain stops evicting, undoes liken's cordon, and says so.
 import type { KubeConfig, V1Node, V1Pod } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cordonAction, type CordonAction } from "./cordon.js";
@@ -11,6 +13,7 @@ import type { DriverPodSelectors } from "./drivers.js";
 import { errorText } from "../errors.js";
 import { DrainError } from "./errors.js";
 import { DrainApi, type EvictionOutcome } from "./kube.js";
+import { uncordonWith } from "./uncordon.js";
 import { budgetsFor } from "./pdb.js";
 import {
   admitNewcomers,
@@ -35,6 +38,12 @@ export interface DrainOptions {
   /** Told every step: the agent puts blockers into the Machine status, the CLI prints them. */
   onProgress?: (p: DrainProgress) => void;
   signal?: AbortSignal;
+  /**
+   * Aborted when the drain is no longer wanted (the agent's target changed during it): no
+   * further eviction, liken's cordon undone, a `DrainStopped` Event, then LIKEN_DRAIN_STOPPED
+   * with the abort reason's text. Unlike `signal`, which leaves the node cordoned.
+   */
+  stop?: AbortSignal;
   /** Between two looks at the node (tests shorten it). */
   pollIntervalMs?: number;
   /** Record Events on the Node (default true). */
@@ -124,7 +133,7 @@ class DrainRun {
     for (const d of unidentified) await this.reportUnidentified(d, plan);
 
     for (;;) {
-      this.checkAbort();
+      await this.checkAbort();
       const snap = await this.observeOrWait();
       if (snap === undefined) continue;
       plan = this.admit(plan, snap);
@@ -350,7 +359,10 @@ class DrainRun {
     });
   }
 
-  private checkAbort(): void {
+  private async checkAbort(): Promise<void> {
+    if (this.opts.stop?.aborted === true && this.opts.signal?.aborted !== true) {
+      await this.stopped();
+    }
     if (this.opts.signal?.aborted !== true) return;
     throw new DrainError(
       "LIKEN_DRAIN_ABORTED",
@@ -359,15 +371,34 @@ class DrainRun {
     );
   }
 
+  /** The drain is no longer wanted: undo liken's cordon, say so, end with LIKEN_DRAIN_STOPPED. */
+  private async stopped(): Promise<never> {
+    const why = reasonText(this.opts.stop?.reason);
+    const uncordoned = (await uncordonWith(this.api, this.node)) === "uncordoned";
+    const message =
+      `node ${this.node}: drain stopped before it finished: ${why}. ` +
+      `${this.evicted.length} pod(s) were evicted, no further eviction is made; ` +
+      (uncordoned
+        ? "liken's cordon is undone and the node takes pods again."
+        : "the node carries no cordon of liken's to undo.");
+    this.report({ kind: "warning", message });
+    await this.event("Normal", "DrainStopped", message);
+    throw new DrainError("LIKEN_DRAIN_STOPPED", message, {
+      context: { node: this.node, evicted: this.evicted },
+      cause: this.opts.stop?.reason,
+    });
+  }
+
   private async pause(): Promise<void> {
     const ms = Math.max(
       0,
       Math.min(this.opts.pollIntervalMs ?? POLL_INTERVAL_MS, this.deadline - Date.now()),
     );
+    const signals = [this.opts.signal, this.opts.stop].filter((x) => x !== undefined);
     try {
-      await sleep(ms, undefined, { signal: this.opts.signal });
+      await sleep(ms, undefined, { signal: AbortSignal.any(signals) });
     } catch {
-      this.checkAbort();
+      await this.checkAbort();
     }
   }
 
@@ -380,6 +411,11 @@ class DrainRun {
       this.report({ kind: "warning", message: errorText(e) });
     }
   }
+}
+
+function reasonText(reason: unknown): string {
+  if (reason instanceof Error) return reason.message;
+  return typeof reason === "string" ? reason : "the caller stopped it";
 }
 
 export function blockerText(b: Blocker): string {

@@ -6,6 +6,8 @@ export type DrainErrorCode =
   | "LIKEN_DRAIN_DEADLINE"
   /** The caller aborted the drain; the node stays cordoned. */
   | "LIKEN_DRAIN_ABORTED"
+  /** The caller stopped a drain it no longer needs; liken's cordon is undone (not a failure). */
+  | "LIKEN_DRAIN_STOPPED"
   | "LIKEN_DRAIN_NODE_NOT_FOUND"
   /** The API server refused an eviction for a reason no retry fixes (403, 422, ...). */
   | "LIKEN_DRAIN_EVICTION_REFUSED"

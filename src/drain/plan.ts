@@ -16,7 +16,13 @@
 //                                   that could run it, once that driver's claims are free.
 // Left on the node, as `kubectl drain --ignore-daemonsets` leaves them: mirror (static)
 // pods, finished pods, DaemonSet pods that run no driver. A driver whose claim is held by
-// a pod the drain leaves stays too: it must answer that pod's unprepare call at shutdown.
+// a pod the drain leaves stays too, so that it is there for that pod's unprepare call. What
+// liken relies on is the drain: the kubelet calls NodeUnprepareResources when a claim
+// holder's pod stops, which the drain makes happen, before the driver goes. At the reboot
+// itself the kubelet stops the pods left on the node (and calls unprepare) only with its
+// graceful node shutdown on (kubelet shutdownGracePeriod, and systemd-logind to hold the
+// shutdown); without it those pods die with the machine and their claims are unprepared by
+// the kubelet of the next boot (docs/drain.md).
 import type { V1Pod, ResourceV1ResourceClaim } from "@kubernetes/client-node";
 import { claimsHeldBy, claimsOnNode, driversOf, localConsumers } from "./claims.js";
 import { identifyDriver, mayRunAPlugin, type DriverPodSelectors } from "./drivers.js";

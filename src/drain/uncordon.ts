@@ -8,8 +8,12 @@ export type UncordonResult = "uncordoned" | "not-ours" | "not-cordoned";
 
 const UNCORDON_ATTEMPTS = 5;
 
-export async function uncordonNode(kc: KubeConfig, node: string): Promise<UncordonResult> {
-  const api = new DrainApi(kc);
+export function uncordonNode(kc: KubeConfig, node: string): Promise<UncordonResult> {
+  return uncordonWith(new DrainApi(kc), node);
+}
+
+/** The same through an existing client (a drain that stops undoes its own cordon). */
+export async function uncordonWith(api: DrainApi, node: string): Promise<UncordonResult> {
   for (let attempt = 1; attempt <= UNCORDON_ATTEMPTS; attempt++) {
     const obj = await api.getNode(node);
     if (obj === undefined) {

@@ -9,13 +9,18 @@
 //     grubenv bytes the agent's GRUB backend wrote, and boots the slot GRUB would boot;
 //   - the kernel command line: `liken.slot=<x>` written to the file the config names, and a
 //     fresh boot id (the kernel's random boot_id) to the file the config's bootId names;
+//   - the kubelet: at every boot that comes up, the Node's status.nodeInfo.bootID set to that
+//     boot id with a fresh Ready heartbeat (kubelet.ts), as a kubelet starting in it does;
 //   - faults of a trial boot: "panic" (panic=N reboots at once), "hang" (the watchdog armed
 //     for the trial resets it after hangResetMs), "no-network" (the OS starts, the agent runs,
-//     but cannot reach the API server, so it never rejoins and its prove timeout reboots).
+//     but neither it nor the kubelet reaches the API server: the trial is never observed, and
+//     its prove timeout reboots without a verdict), "kubelet-down" (the OS and the agent run,
+//     the kubelet never starts: the Node keeps the last boot's id, so the trial does not
+//     rejoin and its prove timeout reboots with NodeNotRejoined).
 //     Faults apply to trial boots only, as firmware.ts does.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdir, open, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, open, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { DirEnvStore, ENV_FILES } from "../bootloader/envstore.js";
@@ -27,11 +32,13 @@ import type { AgentYaml } from "../agent/config-schema.js";
 import type { HealthCommand } from "../agent/health.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
+import { errorText } from "../errors.js";
+import { postBootStatus } from "./kubelet.js";
 
 /** The exit code by which the agent asks its supervisor for a reboot (docs/agent.md). */
 export const REBOOT_EXIT_CODE = 194;
 
-export type LabFault = TrialFault | "no-network";
+export type LabFault = TrialFault | "no-network" | "kubelet-down";
 
 export interface SimulatedMachineOptions {
   name: string;
@@ -57,6 +64,11 @@ export interface SimulatedMachineOptions {
   env?: NodeJS.ProcessEnv;
   /** Host checks of a trial boot (agent.yaml health.commands). */
   healthCommands?: HealthCommand[];
+  /**
+   * The identity the stand-in kubelet posts the Node's status with (kubelet.ts); default: the
+   * agent's kubeconfig (the lab's agents may not write Node status: it passes its admin's).
+   */
+  kubeletKubeconfig?: string;
 }
 
 export interface BootRecordEntry {
@@ -80,6 +92,10 @@ export class SimulatedMachine {
   private childExit: Promise<number | null> | undefined;
   private running = false;
   private booting: Promise<void> = Promise.resolve();
+  /** Ends the stand-in kubelet of the current boot (a reboot or a stop ends the boot). */
+  private kubelet: AbortController | undefined;
+  /** The boot ids the stand-in kubelet posted to the Node, in order (tests read them). */
+  readonly postedBootIds: string[] = [];
   private readonly store: DirEnvStore;
 
   constructor(readonly opts: SimulatedMachineOptions) {
@@ -196,7 +212,10 @@ export class SimulatedMachine {
         continue; // the watchdog reset
       }
       await writeFile(this.cmdlineFile, `liken.slot=${b.slot}\n`);
-      await writeFile(this.bootIdFile, `${randomUUID()}\n`);
+      const bootId = randomUUID();
+      await writeFile(this.bootIdFile, `${bootId}\n`);
+      // Without a network the kubelet cannot post either; with kubelet-down it never starts.
+      if (fault === "none") this.startKubelet(bootId);
       let config = this.configFile;
       if (fault === "no-network") {
         config = path.join(this.opts.dir, "agent-no-network.yaml");
@@ -210,7 +229,30 @@ export class SimulatedMachine {
         if (!this.running || code === REBOOT_EXIT_CODE) break;
         await new Promise((r) => setTimeout(r, 200)); // RestartSec
       }
+      this.kubelet?.abort(); // the boot is over
     }
+  }
+
+  /** The kubelet of this boot posts the Node's status with its boot id (kubelet.ts). */
+  private startKubelet(bootId: string): void {
+    this.kubelet?.abort();
+    const ac = new AbortController();
+    this.kubelet = ac;
+    const o = this.opts;
+    const kubeconfig = o.kubeletKubeconfig ?? o.kubeconfig;
+    // What the API server refused, where a person looks for this machine's logs (it retries).
+    let said = "";
+    const onError = (e: unknown): void => {
+      const what = errorText(e);
+      if (what === said) return;
+      said = what;
+      const line = `${new Date().toISOString()} cannot post the Node's status: ${what}\n`;
+      void appendFile(path.join(o.dir, "kubelet.log"), line).catch(() => undefined);
+    };
+    const node = o.nodeName ?? o.name;
+    void postBootStatus(kubeconfig, node, bootId, ac.signal, onError).then((ok) => {
+      if (ok) this.postedBootIds.push(bootId);
+    });
   }
 
   private async faultOf(slot: Slot): Promise<LabFault> {
@@ -259,6 +301,7 @@ export class SimulatedMachine {
   /** Stops the machine: SIGTERM to the agent (it finishes or abandons its step), no restart. */
   async stop(): Promise<void> {
     this.running = false;
+    this.kubelet?.abort();
     this.child?.kill("SIGTERM");
     await this.childExit;
     await this.booting;
@@ -267,6 +310,7 @@ export class SimulatedMachine {
   /** A power cut and power on: the agent dies at once, the firmware boots again. */
   async powerCycle(): Promise<void> {
     this.running = false;
+    this.kubelet?.abort();
     this.killAll();
     await this.booting;
     this.powerOn();

@@ -85,6 +85,10 @@ ${commandLines([
     "its kernel panics on its trial: catalog it, set spec.version; one machine tries it, the Cluster reads ReleaseFailed",
   ],
   [
+    "npm run -s lab -- bad-release 2026.10.13-002 --kubelet-down",
+    "it boots, its kubelet never starts: one machine tries it, gives up with NodeNotRejoined, falls back",
+  ],
+  [
     `npm run -s lab -- fault stop-machine ${worker}`,
     "power a machine off: after 40 s it reads Lost and counts against the budget",
   ],
@@ -189,15 +193,28 @@ program
 
 program
   .command("bad-release")
-  .description("publish into the lab's channel a release whose kernel panics on its trial boot")
+  .description(
+    "publish into the lab's channel a release whose kernel panics on its trial boot " +
+      "(--kubelet-down: it boots, but its kubelet never starts)",
+  )
   .argument("<version>", "its version, e.g. 2026.10.13-001")
-  .action(async (version: string) => {
+  .option("--kubelet-down", "the release boots and its agent runs, but its kubelet never starts")
+  .action(async (version: string, opts: { kubeletDown?: boolean }) => {
     const dir = path.join(LAB_DIR, "lab");
-    const r = await buildLabRelease(path.join(dir, "channel"), dir, version, "panic");
+    const behaviour = opts.kubeletDown === true ? "kubelet-down" : "panic";
+    const r = await buildLabRelease(path.join(dir, "channel"), dir, version, behaviour);
+    const how =
+      behaviour === "panic"
+        ? "whose kernel panics on its trial boot"
+        : "which boots, but whose kubelet never starts: its Node never shows the trial boot's bootID";
+    const back =
+      behaviour === "panic"
+        ? "falls back to its old slot by itself"
+        : "gives the trial up at its prove deadline (NodeNotRejoined), falls back to its old slot";
     process.stdout.write(
-      `published ${r.version} (${r.digest}), whose kernel panics on its trial boot.\n` +
+      `published ${r.version} (${r.digest}), ${how}.\n` +
         `Catalog it and point spec.version at it (kubectl edit cluster ${LAB_CLUSTER}): every machine stages it; the first to take\n` +
-        `its turn boots it once, falls back to its old slot by itself and reports the failed trial (kubectl get machines).\n` +
+        `its turn boots it once, ${back} and reports the failed trial (kubectl get machines).\n` +
         `The failure brake (spec.rollout.maxFailedTrials, default 1) then holds the rest: kubectl get clusters reads ReleaseFailed.\n` +
         `Set spec.version to another release to go on, or let one more machine try it: liken rollout resume ${LAB_CLUSTER} --failed-release\n`,
     );

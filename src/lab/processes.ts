@@ -192,6 +192,8 @@ export async function startFleet(
       dir,
       cluster: LAB_CLUSTER,
       kubeconfig: agentKubeconfig(lab.controlPlane, dir, spec.name),
+      // The stand-in kubelet writes Node status, which the agents' own identity may not.
+      kubeletKubeconfig: lab.controlPlane.kubeconfig,
     });
     await m.create();
     m.faults = faultsFromSlotBytes(m);

@@ -11,7 +11,8 @@ import path from "node:path";
 import { buildRelease } from "../release/build.js";
 
 export const LAB_KERNEL_MAGIC = "LIKEN-LAB-KERNEL/1";
-export type LabKernelBehaviour = "ok" | "panic" | "hang";
+/** kubelet-down: the kernel boots, the agent runs, the kubelet never starts (lab machine.ts). */
+export type LabKernelBehaviour = "ok" | "panic" | "hang" | "kubelet-down";
 
 export interface LabRelease {
   version: string;
@@ -48,7 +49,7 @@ export function labKernel(
 export function kernelBehaviour(bytes: Buffer): LabKernelBehaviour {
   const text = bytes.subarray(0, 256).toString("latin1");
   if (!text.startsWith(LAB_KERNEL_MAGIC)) return "ok";
-  const m = /\nbehaviour: (ok|panic|hang)\n/.exec(text);
+  const m = /\nbehaviour: (ok|panic|hang|kubelet-down)\n/.exec(text);
   return (m?.[1] as LabKernelBehaviour | undefined) ?? "ok";
 }
 

@@ -6,7 +6,10 @@
 // target (version and digest) and did not succeed (it fell back, its slot check did not
 // match, it was not proven in time, a health gate failed, the bootloader did not take it),
 // or the machine lists the target
-// among its failedReleases (it will not try it again). Trials of other releases never count,
+// among its failedReleases (it will not try it again). An Inconclusive trial (the trial boot
+// could not read the API server or its Node for its whole prove deadline, or the target changed
+// meanwhile) is not a failure: a failure to look is no verdict on the release, and the machine
+// tries it again. Trials of other releases never count,
 // so a retarget starts from the failures of the new target only. Failures a person accepted
 // with `liken rollout resume CLUSTER --failed-release` (for exactly this release) no longer
 // count.
@@ -43,7 +46,12 @@ const same = (a: ReleaseRef, b: ReleaseRef): boolean =>
 export function failedTrialOf(m: Machine, target: ReleaseRef): FailedTrial | undefined {
   const s = m.status ?? {};
   const t = s.lastTrial;
-  if (t !== undefined && same(t, target) && t.result !== "Succeeded") {
+  if (
+    t !== undefined &&
+    same(t, target) &&
+    t.result !== "Succeeded" &&
+    t.result !== "Inconclusive"
+  ) {
     return {
       machine: m.metadata.name,
       reason: t.reason,

@@ -483,7 +483,12 @@ function rolledBack(m: Machine, turn: RebootTurn): Found {
   }
   // Only a trial of THIS turn (not one from an earlier attempt), and only once it is over.
   if (!trialOfThisTurn(trial.at, turn) || s.step === "Updating") return undefined;
-  const what = trial.result === "Failed" ? "failed" : "was skipped";
+  const what =
+    trial.result === "Failed"
+      ? "failed"
+      : trial.result === "Inconclusive"
+        ? "could not be judged"
+        : "was skipped";
   return {
     reason: "RolledBack",
     message: `its trial of ${turn.version} ${what} (${trial.reason}); it runs ${s.version ?? "its previous release"}`,

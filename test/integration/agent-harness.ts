@@ -171,6 +171,9 @@ export class Fleet {
       dir: path.join(this.dir, m.name),
       cluster: this.cluster,
       kubeconfig,
+      // The stand-in kubelet writes the Node's status as a kubelet does, with an identity of its
+      // own (the admin's here), whatever the agent's identity may do.
+      kubeletKubeconfig: kubeconfigPath(),
       slotSize: 1024 * 1024,
       loopSeconds: 0.5,
       heartbeatSeconds: 5,
@@ -203,7 +206,7 @@ export class Fleet {
    * The real cluster-operator (`liken operator`) as its own process, with the start-up grace
    * shortened (the page's 40 s is the operator's own test's business).
    */
-  async startRealOperator(): Promise<void> {
+  async startRealOperator(opts: { turnDeadline?: string } = {}): Promise<void> {
     // It serves the eviction check as in the lab: by URL, since the API server runs on loopback.
     await kubectl(["apply", "-f", path.join(REPO, "config", "webhook")]);
     const port = await freePort();
@@ -219,7 +222,14 @@ export class Fleet {
       "--webhook-url",
       `https://127.0.0.1:${port}${EVICTION_PATH}`,
     ];
-    args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
+    const deadline = opts.turnDeadline ?? "10m";
+    args.push(
+      "--identity",
+      "agent-test-operator",
+      "--no-leader-elect",
+      "--turn-deadline",
+      deadline,
+    );
     // Parallel test files each run an operator: never the default :8080.
     args.push("--metrics-address", "127.0.0.1:0");
     this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });

@@ -34,12 +34,16 @@ const clusterWith = (pods: HealthPods[]): Cluster => ({
 });
 
 describe("the pods gate on the real API server", () => {
+  let bootStartedAt = Date.now() - 60_000;
   const gates = new HealthGates({
     commands: [],
     nodeName: NODE,
     rest: new Rest(loadRestConfig(kubeconfigPath()), "health-pods-test"),
     log: pino({ level: "silent" }),
     now: () => Date.now(),
+    // This "boot" started before the pods were made Ready (kwok stamps their Ready now), unless
+    // a test moves it past them.
+    bootStartedAt: () => bootStartedAt,
   });
   const verdict = async (pods: HealthPods[]) => {
     const c = clusterWith(pods);
@@ -115,5 +119,18 @@ describe("the pods gate on the real API server", () => {
     });
     // cni-1 carries no tier label, and it is Ready.
     expect(await verdict(sel([{ key: "tier", operator: "DoesNotExist" }]))).toBeUndefined();
+  });
+
+  it("fails when the pods are Ready since before this boot (the last boot's Ready)", async () => {
+    const before = bootStartedAt;
+    bootStartedAt = Date.now() + 60_000;
+    try {
+      const got = await verdict([{ namespace: NS, selector: { matchLabels: { app: "cni" } } }]);
+      expect(got?.output).toMatch(
+        /^1 of 1 pod\(s\) not Ready since this boot: cni-1 \(Running, Ready since \S+, before this boot\)$/,
+      );
+    } finally {
+      bootStartedAt = before;
+    }
   });
 });

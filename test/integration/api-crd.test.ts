@@ -100,6 +100,45 @@ describe("Cluster rules on the real API server", () => {
     expect(await refusal(c)).toContain("spec.releases.catalog[0].version");
   });
 
+  it("a catalog entry's digest never changes: a rebuild is refused in the same edit", async () => {
+    const c = await api.clusters.create(cluster(uniqueName("c"), { version: "2026.10.10-001" }));
+    const name = c.metadata.name;
+    try {
+      const rebuilt = { version: "2026.10.10-001", digest: DIGEST_B };
+      const err = await api.clusters
+        .patch(name, { spec: { releases: { catalog: [rebuilt] } } })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(err).toMatchObject({ code: "LIKEN_API_INVALID", httpStatus: 422 });
+      const msg = (err as Error).message;
+      expect(msg).toContain("spec.releases.catalog[0].digest");
+      expect(msg).toContain(
+        `the digest of version "2026.10.10-001" cannot change (it was ${DIGEST_A})`,
+      );
+      expect(msg).toContain("Publish the rebuilt release under a new version");
+      // The way the message points to is accepted: a new version beside the old one.
+      const next = { version: "2026.10.10-002", digest: DIGEST_B };
+      await expect(
+        api.clusters.patch(name, {
+          spec: {
+            version: next.version,
+            releases: { catalog: [{ version: "2026.10.10-001", digest: DIGEST_A }, next] },
+          },
+        }),
+      ).resolves.toMatchObject({ spec: { version: next.version } });
+      // Removed in one edit and added back in another, the server has nothing to compare
+      // with: accepted (the agent's side of that is steps.ts runsTargetVersion).
+      await api.clusters.patch(name, { spec: { releases: { catalog: [next] } } });
+      await expect(
+        api.clusters.patch(name, { spec: { releases: { catalog: [next, rebuilt] } } }),
+      ).resolves.toMatchObject({ spec: { releases: { catalog: [next, rebuilt] } } });
+    } finally {
+      await api.clusters.delete(name);
+    }
+  });
+
   it.each([[1], [3], ["1%"], ["10%"], ["100%"]])("maxUnavailable %j is accepted", async (v) => {
     expect(
       await refusal(cluster(uniqueName("c"), { disruption: { maxUnavailable: v } })),

@@ -224,6 +224,46 @@ describe("drain on a real control plane", () => {
     expect(await nodeEvents(s.node, "DrainDeadline")).toHaveLength(1);
   });
 
+  it("a stop (the caller's target changed) ends the drain at once and undoes liken's cordon", async () => {
+    const s = await scene("drain-stop");
+    await apply(
+      deploymentYaml(s.ns, 1, { app: "solo", nodeSelector: s.pool }) +
+        "---\n" +
+        pdbYaml(s.ns, "solo", { minAvailable: 1 }),
+    );
+    const [solo] = await waitReady(s.ns, "solo", 1, s.node);
+    await waitBudget(s.ns, "solo", 0);
+
+    // Stopped as soon as the budget refuses the eviction: long before the deadline.
+    const stop = new AbortController();
+    const started = Date.now();
+    const err = await drainNode(kc, s.node, {
+      timeoutMs: 20_000,
+      pollIntervalMs: POLL_MS,
+      stop: stop.signal,
+      onProgress: (p) => {
+        if (p.kind === "blocked") stop.abort(new Error("the target changed from A to B"));
+      },
+    }).catch((e: unknown) => e);
+
+    expect(err).toBeInstanceOf(DrainError);
+    const e = err as DrainError;
+    expect(e.code).toBe("LIKEN_DRAIN_STOPPED");
+    expect(e.message).toBe(
+      `node ${s.node}: drain stopped before it finished: the target changed from A to B. ` +
+        "0 pod(s) were evicted, no further eviction is made; liken's cordon is undone and the " +
+        "node takes pods again.",
+    );
+    expect(Date.now() - started).toBeLessThan(15_000);
+    const node = await core.readNode({ name: s.node });
+    expect(node.spec?.unschedulable ?? false).toBe(false);
+    expect(node.metadata?.annotations?.[CORDONED_BY_ANNOTATION]).toBeUndefined();
+    const pod = await core.readNamespacedPod({ name: solo!.metadata!.name!, namespace: s.ns });
+    expect(pod.metadata?.deletionTimestamp).toBeUndefined();
+    const stopped = await nodeEvents(s.node, "DrainStopped");
+    expect(stopped.map((x) => [x.type, x.message])).toEqual([["Normal", e.message]]);
+  });
+
   it("says when a driver cannot be identified, and evicts the pods that may run it last", async () => {
     const s = await scene("drain-unid");
     await apply(

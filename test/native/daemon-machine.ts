@@ -4,7 +4,7 @@
 // Actions that arm a trial as the daemon would (its reboot plays as a thrown Rebooted); and the
 // API side of a daemon played: the watch cache shows one Machine and its Cluster, and each
 // status write is handed to the test instead of being sent.
-import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
@@ -16,6 +16,7 @@ import { AgentDaemon } from "../../src/agent/daemon.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
 import type { MemoryKeeper } from "../../src/agent/memory.js";
 import type { Look } from "../../src/agent/observe.js";
+import type { NodeSeen } from "../../src/agent/rejoin.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ApiView } from "../../src/agent/view.js";
 import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
@@ -149,6 +150,7 @@ class PlayedView extends ApiView {
   constructor(
     api: AgentApi,
     private readonly seen: () => { machine: Machine; cluster: Cluster },
+    private readonly bootIdFile: string,
   ) {
     super(
       api,
@@ -172,8 +174,10 @@ class PlayedView extends ApiView {
   override get cluster(): Cluster {
     return this.seen().cluster;
   }
-  override get node(): Look<boolean> {
-    return { ok: true, value: true };
+  /** The kubelet of the current boot posted its status: this boot's id, Ready just now. */
+  override get node(): Look<NodeSeen | undefined> {
+    const bootId = readFileSync(this.bootIdFile, "utf8").trim();
+    return { ok: true, value: { bootId, ready: { status: "True", heartbeatAt: Date.now() } } };
   }
   override wrote(): void {}
 }
@@ -197,7 +201,7 @@ export function playedDaemon(
     status: { version: running, step: "Updating" },
   } as Machine;
   const api = new AgentApi(cfg.kubeconfig, cfg.machine);
-  const view = new PlayedView(api, () => ({ machine, cluster: c }));
+  const view = new PlayedView(api, () => ({ machine, cluster: c }), cfg.bootId);
   api.machines.updateStatus = async (_name, next, first) => {
     const written = await next(first!);
     if (written === undefined) return undefined;

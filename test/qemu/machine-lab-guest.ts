@@ -42,6 +42,8 @@ export async function startLabGuest(o: {
   machine: string;
   cluster: string;
   kubeconfig: string;
+  /** The stand-in kubelet's identity (it writes the Node's status: the host's admin). */
+  kubeletKubeconfig: string;
   /** Where the machine downloads its factory release from (the host's channel). */
   channelUrl: string;
   first: { version: string; digest: string };
@@ -52,6 +54,7 @@ export async function startLabGuest(o: {
     dir: o.dir,
     cluster: o.cluster,
     kubeconfig: o.kubeconfig,
+    kubeletKubeconfig: o.kubeletKubeconfig,
     slotSize: 4 * SLOT_IMAGE_BYTES,
     loopSeconds: 1,
     heartbeatSeconds: 5,

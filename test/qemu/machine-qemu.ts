@@ -28,6 +28,16 @@ import {
 import type { Guest } from "./machine-guest.js";
 import { CLUSTER, MACHINE, type GuestStarter } from "./machine.js";
 import { PoweredQemu } from "./powered.js";
+import { postBootStatus } from "../../src/lab/kubelet.js";
+import { BOOT_ID_LOG_MESSAGE } from "../../src/agent/observe.js";
+
+/**
+ * The guest runs no kubelet yet: the host stands in for it. When the guest's agent names its
+ * boot on the console (once per agent process, observe.ts), the host posts that bootID with a
+ * fresh Ready to the guest's kwok Node, as the guest's kubelet would once it started in that
+ * boot; a boot whose agent never speaks (a panic) posts nothing, so its trial cannot rejoin.
+ */
+const AGENT_BOOT_ID = new RegExp(`"bootId":"([0-9a-f-]{36})".*"msg":"${BOOT_ID_LOG_MESSAGE}"`);
 
 /** The guest's memory: Debian with systemd and Node.js, the agent downloading. */
 const MEMORY_MIB = 1024;
@@ -95,12 +105,23 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       const lines: ConsoleLine[] = [];
       let used = 0;
       let stopped = false;
+      const kubelet = new AbortController();
+      const posted = new Set<string>();
+      const standInKubelet = (text: string): void => {
+        const id = AGENT_BOOT_ID.exec(text)?.[1];
+        if (id === undefined || posted.has(id)) return;
+        posted.add(id);
+        void postBootStatus(host.controlPlane.kubeconfig, MACHINE, id, kubelet.signal);
+      };
       const follow = (async () => {
         while (!stopped) {
           const nl = serial.text.lastIndexOf("\n");
           if (nl >= used) {
             const ms = Date.now() - t0;
-            for (const text of serial.text.slice(used, nl).split("\n")) lines.push({ ms, text });
+            for (const text of serial.text.slice(used, nl).split("\n")) {
+              lines.push({ ms, text });
+              standInKubelet(text);
+            }
             used = nl + 1;
           }
           await sleep(CONSOLE_POLL_MS);
@@ -143,6 +164,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         ],
         async stop() {
           stopped = true;
+          kubelet.abort();
           await follow;
           // Every console line with when it arrived: where each boot spends its time.
           writeFileSync(

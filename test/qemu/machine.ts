@@ -71,6 +71,7 @@ export const LAB_GUEST: GuestStarter = {
       machine: MACHINE,
       cluster: CLUSTER,
       kubeconfig,
+      kubeletKubeconfig: host.controlPlane.kubeconfig,
       channelUrl: host.channel.url,
       first: host.releases[0]!,
       t0,

@@ -76,7 +76,15 @@ describe("health gates: what their last check says", () => {
 });
 
 describe("health gates: the pods gate", () => {
-  const pod = (name: string, ready: string | undefined, over: Partial<PodView> = {}): PodView => ({
+  /** This boot started at BOOT; the pods' Ready changed at SINCE (after it) unless told. */
+  const BOOT = Date.parse("2026-12-02T10:00:00Z");
+  const SINCE = "2026-12-02T10:01:00Z";
+  const pod = (
+    name: string,
+    ready: string | undefined,
+    over: Partial<PodView> = {},
+    since = SINCE,
+  ): PodView => ({
     metadata: { name, namespace: "kube-system" },
     status: {
       phase: "Running",
@@ -87,6 +95,7 @@ describe("health gates: the pods gate", () => {
               {
                 type: "Ready",
                 status: ready,
+                lastTransitionTime: since,
                 ...(ready === "False" ? { reason: "ContainersNotReady" } : {}),
               },
             ],
@@ -105,13 +114,14 @@ describe("health gates: the pods gate", () => {
       name: "one of two not Ready: named with its reason",
       pods: [pod("c1", "True"), pod("c2", "False")],
       ok: false,
-      output: "1 of 2 pod(s) not Ready: c2 (Running, Ready False ContainersNotReady)",
+      output:
+        "1 of 2 pod(s) not Ready since this boot: c2 (Running, Ready False ContainersNotReady)",
     },
     {
       name: "no Ready condition yet",
       pods: [pod("c1", undefined, { status: { phase: "Pending" } })],
       ok: false,
-      output: "1 of 1 pod(s) not Ready: c1 (Pending, no Ready condition)",
+      output: "1 of 1 pod(s) not Ready since this boot: c1 (Pending, no Ready condition)",
     },
     {
       name: "a pod being deleted and a finished pod are left out",
@@ -124,9 +134,32 @@ describe("health gates: the pods gate", () => {
       ],
       ok: true,
     },
+    {
+      name: "Ready since before this boot: the API server's copy of the last boot's pod",
+      pods: [pod("c1", "True", {}, "2026-12-02T09:59:00Z")],
+      ok: false,
+      output:
+        "1 of 1 pod(s) not Ready since this boot: c1 (Running, Ready since 2026-12-02T09:59:00Z, before this boot)",
+    },
+    {
+      name: "Ready within the second the boot started: counts (whole-second times)",
+      pods: [pod("c1", "True", {}, "2026-12-02T09:59:59Z")],
+      ok: true,
+    },
+    {
+      name: "Ready with no transition time: not known to be this boot's",
+      pods: [
+        pod("c1", undefined, {
+          status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+        }),
+      ],
+      ok: false,
+      output:
+        "1 of 1 pod(s) not Ready since this boot: c1 (Running, Ready since an unknown time, before this boot)",
+    },
   ];
   it.each(cases)("$name", ({ pods, ok, output }) => {
-    const r = podsGate(CILIUM, "n1", pods);
+    const r = podsGate(CILIUM, "n1", pods, BOOT);
     expect(r.ok).toBe(ok);
     expect(r.gate).toBe("pods kube-system/k8s-app=cilium");
     if (output !== undefined) expect(r).toMatchObject({ output });
@@ -186,7 +219,10 @@ describe("the trial decision with health gates", () => {
     },
     {
       name: "node not Ready: the gates wait for the rejoin",
-      o: trial({ health: { gates: GATES }, nodeReady: false }),
+      o: trial({
+        health: { gates: GATES },
+        node: { bootId: "boot-1", ready: { status: "False" } },
+      }),
       action: "wait",
     },
     {
@@ -222,11 +258,15 @@ describe("the trial decision with health gates", () => {
     if (action === "reboot") expect(d.action).toMatchObject({ failure: "HealthCheckFailed" });
   });
 
-  it("a trial that does not rejoin is still TrialFellBack's business (no failure tag)", () => {
+  it("a trial that does not rejoin is the rejoin's business, not a health gate's", () => {
     const d = decide(
       trial({ apiReachable: false, health: failing, trialSeenAt: NOW - DEFAULT_TIMEOUTS.proveMs }),
     );
-    expect(d.action).toEqual({ kind: "reboot", reason: expect.stringMatching(/did not rejoin/) });
+    expect(d.action).toEqual({
+      kind: "reboot",
+      reason: expect.stringMatching(/did not rejoin/),
+      failure: "TrialUnobserved",
+    });
   });
 });
 

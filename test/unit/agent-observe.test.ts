@@ -8,7 +8,7 @@ import { AgentApi } from "../../src/agent/api.js";
 import type { AgentConfig } from "../../src/agent/config.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
 import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
-import { look, nodeFacts, Observer } from "../../src/agent/observe.js";
+import { look, nodeFacts, nodeSeenOf, Observer } from "../../src/agent/observe.js";
 import { ApiView } from "../../src/agent/view.js";
 import { installGrubEnv } from "../../src/bootloader/grub.js";
 import { createBootloader } from "../../src/bootloader/index.js";
@@ -25,7 +25,7 @@ describe("a look at the API is an answer or a failure with its cause, never a ve
     const r = await look(NODE, () => Promise.reject(forbidden));
     expect(r).toMatchObject({ ok: false, error: { code: "LIKEN_API_FORBIDDEN" } });
     expect(nodeFacts(r)).toEqual({
-      nodeReady: false,
+      node: undefined,
       nodeUnread: expect.stringMatching(/nodes is forbidden.*\[LIKEN_API_FORBIDDEN\]/),
     });
   });
@@ -36,15 +36,40 @@ describe("a look at the API is an answer or a failure with its cause, never a ve
     expect(nodeFacts(r).nodeUnread).toMatch(/x is not a function/);
   });
 
-  it("an answer is a verdict: Ready or not", async () => {
-    expect(nodeFacts(await look(NODE, () => Promise.resolve(false)))).toEqual({
-      nodeReady: false,
+  it("an answer is a Node as read: its bootID and Ready with the heartbeat", async () => {
+    const seen = { bootId: "b-1", ready: { status: "False" } };
+    expect(nodeFacts(await look(NODE, () => Promise.resolve(seen)))).toEqual({
+      node: seen,
       nodeUnread: undefined,
     });
-    expect(nodeFacts({ ok: true, value: true })).toEqual({
-      nodeReady: true,
+    expect(nodeFacts({ ok: true, value: undefined })).toEqual({
+      node: undefined,
       nodeUnread: undefined,
     });
+  });
+
+  it("reads bootID and the Ready heartbeat from a Node object", () => {
+    const at = "2026-10-12T08:00:05Z";
+    const node = {
+      metadata: { name: "m1" },
+      status: {
+        nodeInfo: { bootID: "b-2" },
+        conditions: [
+          { type: "MemoryPressure", status: "False", lastHeartbeatTime: "2020-01-01T00:00:00Z" },
+          { type: "Ready", status: "True", lastHeartbeatTime: at },
+        ],
+      },
+    };
+    expect(nodeSeenOf(node)).toEqual({
+      bootId: "b-2",
+      ready: { status: "True", heartbeatAt: Date.parse(at) },
+    });
+    expect(nodeSeenOf({ metadata: { name: "m1" } })).toEqual({ bootId: "" });
+    const noBeat = {
+      metadata: { name: "m1" },
+      status: { conditions: [{ type: "Ready", status: "Unknown" }] },
+    };
+    expect(nodeSeenOf(noBeat)).toEqual({ bootId: "", ready: { status: "Unknown" } });
   });
 });
 

@@ -36,6 +36,20 @@ describe("machineStatus", () => {
     expect(s.conditions?.find((c) => c.type === "UpToDate")?.status).toBe("False");
   });
 
+  it("runs the target's version under another catalog digest: Ready, no turn, says why", () => {
+    const rebuilt = { version: V1.version, digest: V2.digest };
+    const s = status(obs({ target: rebuilt, other: { slot: "b", state: "empty" } }));
+    expect(s.step).toBe("Ready");
+    expect(s.turnRequest).toBeUndefined();
+    expect(s.conditions?.find((c) => c.type === "UpToDate")).toMatchObject({
+      status: "True",
+      reason: "RunsTargetVersionOtherDigest",
+      message: expect.stringContaining(
+        `runs ${V1.version} as built with digest ${V1.digest}; the catalog now names ${V2.digest}`,
+      ),
+    });
+  });
+
   it("Manual without approval: no turn request", () => {
     const s = status(obs({ policy: "Manual" }));
     expect(s.step).toBe("RebootPending");
@@ -47,7 +61,7 @@ describe("machineStatus", () => {
       boot: { kind: "on-trial", slot: "b" },
       running: { slot: "b", state: "staged", release: V2 },
       other: { slot: "a", state: "staged", release: V1 },
-      nodeReady: false,
+      node: undefined,
       trialSeenAt: now.getTime(),
     });
     const s = status(o);
@@ -132,6 +146,29 @@ describe("machineStatus", () => {
     expect(next.conditions?.find((c) => c.type === "Alive")).toEqual(alive);
     // Written once: the status it wrote is the status it would write again.
     expect(sameStatus(next, machineStatus(next, o, decide(o), { failed: [] }, { now }))).toBe(true);
+  });
+
+  it("a trial without a verdict: TrialSucceeded Unknown with its reason, no failed release", () => {
+    const mem = {
+      failed: [],
+      lastTrial: {
+        ...V2,
+        slot: "b" as const,
+        result: "Inconclusive" as const,
+        at: "2026-12-02T11:59:00Z",
+        reason: "TrialUnobserved",
+        message: "never read Node m1 (API server not reachable); no verdict on the release",
+      },
+    };
+    const o = obs({ other: { slot: "b", state: "withdrawn" } });
+    const s = machineStatus(undefined, o, decide(o), mem, { now });
+    expect(s.step).not.toBe("Failed");
+    expect(s.failedReleases).toBeUndefined();
+    expect(s.conditions?.find((c) => c.type === "TrialSucceeded")).toMatchObject({
+      status: "Unknown",
+      reason: "TrialUnobserved",
+      message: expect.stringMatching(/never read Node m1/),
+    });
   });
 
   it("keeps lastTransitionTime and the first ask's time across writes", () => {

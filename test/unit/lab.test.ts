@@ -3,6 +3,7 @@ import type { Cluster, Machine } from "../../src/api/types.js";
 import { measure } from "../../src/lab/observer.js";
 import { kernelBehaviour, labKernel } from "../../src/lab/releases.js";
 import { defaultFleet } from "../../src/lab/fleet.js";
+import { bootStatusPatch } from "../../src/lab/kubelet.js";
 
 function cluster(turns: { machine: string; leader: boolean }[]): Cluster {
   return {
@@ -64,6 +65,8 @@ describe("lab releases", () => {
     expect(kernelBehaviour(labKernel("v1", "ok"))).toBe("ok");
     expect(kernelBehaviour(labKernel("v1", "panic"))).toBe("panic");
     expect(kernelBehaviour(labKernel("v1", "hang"))).toBe("hang");
+    // bad-release --kubelet-down: it boots, its kubelet never starts (src/lab/machine.ts).
+    expect(kernelBehaviour(labKernel("v1", "kubelet-down"))).toBe("kubelet-down");
     expect(kernelBehaviour(Buffer.alloc(4096))).toBe("ok");
     expect(labKernel("v1", "ok")).toEqual(labKernel("v1", "ok"));
     expect(labKernel("v1", "ok").length).toBe(64 * 1024);
@@ -78,5 +81,26 @@ describe("lab releases", () => {
       "node-4:Worker:Manual",
       "node-5:Worker:Manual",
     ]);
+  });
+});
+
+describe("the lab's stand-in kubelet", () => {
+  it("posts this boot's id and a Ready with a fresh heartbeat, merged by condition type", () => {
+    const now = new Date("2026-12-04T05:00:00.123Z");
+    expect(bootStatusPatch("b-1", now)).toEqual({
+      status: {
+        nodeInfo: { bootID: "b-1" },
+        conditions: [
+          {
+            type: "Ready",
+            status: "True",
+            reason: "KubeletReady",
+            message: "kubelet is posting ready status (liken lab)",
+            lastHeartbeatTime: "2026-12-04T05:00:00Z",
+            lastTransitionTime: "2026-12-04T05:00:00Z",
+          },
+        ],
+      },
+    });
   });
 });

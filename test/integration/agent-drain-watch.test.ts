@@ -1,0 +1,149 @@
+// The drain as the Machine shows it, on the real control plane with the real agent and the
+// real cluster-operator (its eviction check included): a pod whose PodDisruptionBudget never
+// allows its eviction holds the drain. The Machine names the pod and its budget while the
+// drain runs (long before the drain's deadline; the operator's stall Event and condition read
+// it, operator-drain-stall.test.ts); a retarget during the drain stops it, undoes liken's
+// cordon and says so (a DrainStopped Event on the Node); so does a revert to the release the
+// machine runs, and cluster-operator takes the abandoned turn back.
+import { CoreV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Machine, ReleaseRef } from "../../src/api/types.js";
+import {
+  apply,
+  deploymentYaml,
+  nodeEvents,
+  pdbYaml,
+  podsOf,
+  waitBudget,
+  waitReady,
+} from "../support/drain-helpers.js";
+import { createNamespace, kubeConfig, kubectl, waitFor } from "../support/kube.js";
+import { Fleet } from "./agent-harness.js";
+
+const HELD = `held-${Date.now().toString(36)}`;
+/**
+ * The drain's own deadline: far beyond every wait below, so what the test sees comes while
+ * the drain runs, never from its end.
+ */
+const DRAIN_MS = 600_000;
+/** How soon the blocker must show: a few eviction retries (1 s doubling to 5 s) and a write. */
+const BLOCKER_SHOWS_MS = 30_000;
+
+describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by a new target", () => {
+  const fleet = new Fleet();
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  let v1: ReleaseRef, v2: ReleaseRef, v3: ReleaseRef;
+  let ns = "";
+
+  const machine = (): Promise<Machine> => fleet.api.machines.get(HELD);
+  const cordoned = async (): Promise<boolean> =>
+    (await core.readNode({ name: HELD })).spec?.unschedulable ?? false;
+
+  /** Draining for `r`, and the status names the pod and its budget. */
+  async function blockerShown(r: ReleaseRef): Promise<void> {
+    await waitFor(
+      `${HELD} drains for ${r.version}`,
+      async () => {
+        const s = (await machine()).status;
+        return s?.updateStage === "Draining" && s.turnRequest?.version === r.version;
+      },
+      { timeoutMs: 120_000, intervalMs: 300 },
+    );
+    const s = await waitFor(
+      `${HELD}'s status names the blocker while it drains`,
+      async () => {
+        const st = (await machine()).status;
+        return st?.drainBlocker !== undefined && st.updateStage === "Draining" ? st : undefined;
+      },
+      { timeoutMs: BLOCKER_SHOWS_MS, intervalMs: 300 },
+    );
+    expect(s.drainBlocker).toMatchObject({
+      pod: expect.stringMatching(new RegExp(`^${ns}/db-`)) as unknown,
+      podDisruptionBudget: `${ns}/db`,
+    });
+    expect(s.conditions?.find((c) => c.type === "DrainBlocked")).toMatchObject({
+      status: "True",
+      reason: "EvictionRefused",
+    });
+    expect(await cordoned()).toBe(true);
+  }
+
+  /** The drain stopped: a DrainStopped Event saying `why`, the node uncordoned, no blocker. */
+  async function stoppedSaying(why: string): Promise<void> {
+    const event = await waitFor(
+      `a DrainStopped Event on ${HELD} saying "${why}"`,
+      async () => (await nodeEvents(HELD, "DrainStopped")).find((e) => e.message?.includes(why)),
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
+    expect(event.message).toContain("liken's cordon is undone and the node takes pods again");
+    expect(await cordoned()).toBe(false);
+    await waitFor(
+      `${HELD} no longer drains nor shows a blocker`,
+      async () => {
+        const s = (await machine()).status;
+        return s?.updateStage !== "Draining" && s?.drainBlocker === undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
+    // The held pod was never evicted: the budget held it, and nothing evicts it now.
+    const pods = (await podsOf(ns, "db")).filter((p) => p.spec?.nodeName === HELD);
+    expect(pods.filter((p) => p.metadata?.deletionTimestamp == null)).toHaveLength(1);
+  }
+
+  beforeAll(async () => {
+    await fleet.start(["2026.10.10-001", "2026.10.12-001", "2026.10.14-001"]);
+    [v1, v2, v3] = fleet.releases as [ReleaseRef, ReleaseRef, ReleaseRef];
+    await fleet.addMachine(
+      { name: HELD, role: "Worker", rebootPolicy: "Auto" },
+      { drainMs: DRAIN_MS },
+    );
+    ns = await createNamespace("held");
+    await apply(
+      deploymentYaml(ns, 1, { app: "db", nodeSelector: { "kubernetes.io/hostname": HELD } }) +
+        "---\n" +
+        pdbYaml(ns, "db", { minAvailable: 1 }),
+    );
+    await waitReady(ns, "db", 1, HELD);
+    await waitBudget(ns, "db", 0);
+    await fleet.startRealOperator();
+    fleet.powerOnAll();
+    await fleet.waitAll(
+      "the machine runs the first release",
+      (m) => m.status?.version === v1.version,
+    );
+  }, 300_000);
+  afterAll(async () => {
+    await fleet.stop();
+    if (ns) await kubectl(["delete", "namespace", ns, "--wait=false"]);
+  }, 60_000);
+
+  it("names the blocker while draining; a retarget stops the drain and uncordons", async () => {
+    await fleet.setTarget(v2);
+    await blockerShown(v2);
+    await fleet.setTarget(v3);
+    await stoppedSaying(`the target changed from ${v2.version} to ${v3.version}`);
+    // The new target goes its own way: staged, a turn, a drain that shows its blocker again.
+    await blockerShown(v3);
+  }, 300_000);
+
+  it("a revert to the running release stops the drain, uncordons, and the machine reads Ready", async () => {
+    await fleet.setTarget(v1);
+    await stoppedSaying(
+      `the target went back from ${v3.version} to ${v1.version}, which this machine runs`,
+    );
+    await fleet.waitAll(
+      "the machine serves on its release",
+      (m) => m.status?.step === "Ready" && m.status.version === v1.version,
+    );
+    expect(await cordoned()).toBe(false);
+    // cluster-operator took the turn of the abandoned release back; the rollout is complete.
+    await waitFor(
+      "the Cluster reads Ready with no turn",
+      async () => {
+        const c = await fleet.api.clusters.get(fleet.cluster);
+        return c.status?.phase === "Ready" && (c.status.rebootTurns ?? []).length === 0;
+      },
+      { timeoutMs: 30_000, intervalMs: 300 },
+    );
+  }, 120_000);
+});
