@@ -6,6 +6,7 @@
 //   usr/lib/liken/package.json            name and version (`liken --version` reads it)
 //   usr/lib/systemd/system/liken-agent.service
 //   usr/share/doc/liken/agent.yaml.example          what /etc/liken/agent.yaml looks like
+//   usr/share/doc/liken/agent.schema.json           its JSON Schema (the example's modeline names it)
 // Node.js itself is not in the package: the image installs Debian's `nodejs` (>= 20.18.1). The
 // bundle sits two levels under usr/lib/liken as src/cli/main.ts sits under the checkout, so
 // its import.meta.url finds build/Release and package.json the same way.
@@ -47,6 +48,7 @@ export const LAYOUT = {
   manifest: "usr/lib/liken/package.json",
   unit: "usr/lib/systemd/system/liken-agent.service",
   example: "usr/share/doc/liken/agent.yaml.example",
+  schema: "usr/share/doc/liken/agent.schema.json",
 } as const;
 
 export interface PackageOptions {
@@ -175,6 +177,7 @@ export async function packageAgent(opts: PackageOptions): Promise<AgentPackage> 
   copy(addon, at(LAYOUT.addon), 0o755);
   copy(path.join(root, "config", "systemd", "liken-agent.service"), at(LAYOUT.unit), 0o644);
   copy(path.join(root, "images", "agent.yaml.example"), at(LAYOUT.example), 0o644);
+  copy(path.join(root, "config", "schema", "agent.schema.json"), at(LAYOUT.schema), 0o644);
   writeText(
     at(LAYOUT.manifest),
     JSON.stringify(

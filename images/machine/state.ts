@@ -7,6 +7,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
+import type { AgentYaml } from "../../src/agent/config-schema.js";
 import { encodeMarker } from "../../src/slots/marker.js";
 import type { MachineBootloader, MachineIdentity, MachineImages } from "./contract.js";
 import { place, stateImage } from "./disk.js";
@@ -26,7 +27,7 @@ export interface InstalledRelease {
   document: Buffer | string;
 }
 
-function bootloaderSection(bootloader: MachineBootloader): Record<string, string> {
+function bootloaderSection(bootloader: MachineBootloader): AgentYaml["bootloader"] {
   return bootloader === "grub"
     ? { backend: "grub", envDir: `${ESP_MOUNT}/${GRUB_DIR}` }
     : { backend: "systemd-boot", esp: ESP_MOUNT, efivars: "/sys/firmware/efi/efivars" };
@@ -47,7 +48,7 @@ export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBo
     bootloader: bootloaderSection(bootloader),
     reboot: { command: ["systemctl", "reboot"] },
     direct: true,
-  });
+  } satisfies AgentYaml);
 }
 
 /**

@@ -8,8 +8,7 @@
 // before arming is read fresh (turnHeld).
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
-import type { AgentApi, NodeView } from "./api.js";
-import { toApiError, type ApiError } from "../api/errors.js";
+import type { AgentApi } from "./api.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -26,6 +25,7 @@ import { nodeBootSeen, retried, trialSeen, type Memory, type MemoryKeeper } from
 import type { NodeSeen } from "./rejoin.js";
 import { turnRelease } from "./status.js";
 import type { Observed, SlotView } from "./steps.js";
+import { look, type Look } from "./look.js";
 import type { ApiView } from "./view.js";
 
 export interface Observation {
@@ -39,43 +39,9 @@ export interface Observation {
 /** The log message that names this boot's id, once per agent process. */
 export const BOOT_ID_LOG_MESSAGE = "this boot";
 
-/** The result of a look at the API: what it said, or why there is no answer. */
-export type Look<T> = { ok: true; value: T } | { ok: false; error: ApiError };
-
-/**
- * Runs one read against the API server. Whatever it throws (a 403, a 5xx, no answer, a bug's
- * TypeError) becomes a failed look that keeps its code and the cause's text, so the caller can
- * log it and never mistake it for an answer.
- */
-export async function look<T>(
-  what: { verb: string; kind: string; name?: string },
-  read: () => Promise<T>,
-): Promise<Look<T>> {
-  try {
-    return { ok: true, value: await read() };
-  } catch (e) {
-    return { ok: false, error: toApiError(e, what) };
-  }
-}
-
-/** The Node's Ready condition, read from its object. */
-export function readyOf(node: {
-  status?: { conditions?: { type: string; status: string }[] };
-}): boolean {
-  return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-}
-
-/** What names a boot in a Node (rejoin.ts): its bootID and its Ready condition's heartbeat. */
-export function nodeSeenOf(node: NodeView): NodeSeen {
-  const r = node.status?.conditions?.find((c) => c.type === "Ready");
-  const at = r?.lastHeartbeatTime === undefined ? NaN : Date.parse(r.lastHeartbeatTime);
-  return {
-    bootId: node.status?.nodeInfo?.bootID ?? "",
-    ...(r === undefined
-      ? {}
-      : { ready: { status: r.status, ...(Number.isNaN(at) ? {} : { heartbeatAt: at }) } }),
-  };
-}
+// A look, its result and what a Node's object says live in ./look.ts, where ./view.ts takes
+// them from too (no import circle).
+export { look, nodeSeenOf, readyOf, type Look } from "./look.js";
 
 export interface ObserverParts {
   cfg: AgentConfig;

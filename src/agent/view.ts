@@ -13,7 +13,7 @@ import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher, type WatchEventType } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
-import { nodeSeenOf, type Look } from "./observe.js";
+import { nodeSeenOf, type Look } from "./look.js";
 import type { NodeSeen } from "./rejoin.js";
 
 /**

@@ -15,7 +15,6 @@ import {
 import { toApiError, unlessNotFound } from "./errors.js";
 import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
 import { loadKubeConfig, reuseConnections } from "./kubeconfig.js";
-import type { WatchQuery } from "./watch.js";
 import {
   CLUSTER_KIND,
   CLUSTER_PLURAL,
@@ -46,6 +45,12 @@ export interface ListOptions {
   labelSelector?: string;
   /** e.g. `spec.cluster=lab` (the Machine CRD declares spec.cluster and spec.nodeName). */
   fieldSelector?: string;
+}
+
+/** Query of a watch request: where to start, and which objects. */
+export interface WatchQuery extends ListOptions {
+  resourceVersion: string;
+  allowWatchBookmarks: boolean;
 }
 
 export interface ListResult<T> {

@@ -15,13 +15,11 @@
 // (ResourceClient over client-node for the operator, RestResource over node:https for the
 // agent, which must stay small).
 import { ApiError, API_ERROR_CODES, parseStatus, toApiError } from "./errors.js";
-import type { KubeObject, ListOptions, ListResult } from "./client.js";
+import type { KubeObject, ListOptions, ListResult, WatchQuery } from "./client.js";
 
-/** Query of a watch request: where to start, and which objects. */
-export interface WatchQuery extends ListOptions {
-  resourceVersion: string;
-  allowWatchBookmarks: boolean;
-}
+// The query sits with the list options it extends, in ./client.ts, which imports nothing of
+// the watcher (no import circle); re-exported for the sources that take it from here.
+export type { WatchQuery } from "./client.js";
 
 /** What a ResourceWatcher lists and watches. */
 export interface WatchSource<T> {

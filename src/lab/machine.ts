@@ -28,6 +28,7 @@ import { bootMachine, type FirmwareQuirks, type TrialFault } from "../bootloader
 import { initialEnvBlock } from "../bootloader/grub.js";
 import type { Slot } from "../bootloader/types.js";
 import { downloadArgv } from "../agent/download.js";
+import type { AgentYaml } from "../agent/config-schema.js";
 import type { HealthCommand } from "../agent/health.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
@@ -138,7 +139,7 @@ export class SimulatedMachine {
 
   private async writeConfig(file: string, kubeconfig: string): Promise<void> {
     const o = this.opts;
-    const cfg = {
+    const cfg: AgentYaml = {
       machine: o.name,
       cluster: o.cluster,
       nodeName: o.nodeName ?? o.name,

@@ -5,7 +5,7 @@
 // timed into that gap from outside; this hold can, and the rest of the process keeps running
 // (watches, the pause detector), as it would while one request is slow.
 import type { RebootTurn } from "../api/index.js";
-import type { Logger } from "./operator.js";
+import type { Logger } from "./logger.js";
 
 export const HOLD_ENV = "LIKEN_TEST_HOLD_TURN_WRITE";
 

@@ -40,11 +40,9 @@ import { rfc3339 } from "../api/time.js";
 import { RefusalBackoff, refusalCondition, withoutRefusal } from "../api/status-refusal.js";
 import type { ApiError } from "../api/errors.js";
 
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
+// The log the operator's parts write to lives in ./logger.ts (./hold.ts takes it from there).
+import type { Logger } from "./logger.js";
+export type { Logger } from "./logger.js";
 
 export interface OperatorOptions {
   identity: string;

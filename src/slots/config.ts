@@ -4,12 +4,13 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
+import { check, refusalText } from "../schema/index.js";
 import { SlotError } from "./errors.js";
+import { slotsFile, type SlotName } from "./schema.js";
 
 export const DEFAULT_CONFIG = "/etc/liken/agent.yaml";
 export const DEFAULT_CMDLINE = "/proc/cmdline";
-export const SLOT_NAMES = ["a", "b"] as const;
-export type SlotName = (typeof SLOT_NAMES)[number];
+export { SLOT_NAMES, type SlotName } from "./schema.js";
 
 export interface SlotConfig {
   /** Block device, partition or regular file holding the slot. */
@@ -28,38 +29,8 @@ export interface AgentSlotsConfig {
   file: string;
 }
 
-function invalid(file: string, field: string, what: string): never {
-  throw new SlotError("LIKEN_SLOT_CONFIG_INVALID", `${file}: ${field} ${what}`, {
-    context: { file, field },
-  });
-}
-
 function isSlotName(v: unknown): v is SlotName {
   return v === "a" || v === "b";
-}
-
-function parseSlot(
-  file: string,
-  dir: string,
-  slots: Record<string, unknown>,
-  name: SlotName,
-): SlotConfig {
-  const s = slots[name] as Record<string, unknown> | undefined;
-  if (typeof s !== "object" || s === null || typeof s.device !== "string" || s.device === "") {
-    invalid(file, `slots.${name}.device`, "must name a block device, partition or file");
-  }
-  for (const k of Object.keys(s)) {
-    if (k !== "device") invalid(file, `slots.${name}.${k}`, "is not a known field (known: device)");
-  }
-  return { device: path.resolve(dir, s.device) };
-}
-
-/** The `cmdline` key: the file to read `liken.slot=` from, relative to the config's directory. */
-function cmdlineFile(file: string, dir: string, v: unknown): string {
-  if (v === undefined) return DEFAULT_CMDLINE;
-  if (typeof v !== "string" || v === "")
-    invalid(file, "cmdline", "must name the file holding the kernel command line");
-  return path.resolve(dir, v);
 }
 
 export function parseAgentConfig(text: string, file: string): AgentSlotsConfig {
@@ -73,24 +44,29 @@ export function parseAgentConfig(text: string, file: string): AgentSlotsConfig {
       { cause },
     );
   }
-  if (typeof doc !== "object" || doc === null) invalid(file, "(document)", "must be a mapping");
-  const d = doc as Record<string, unknown>;
+  // The declaration (./schema.ts) checks every key this module owns; the rest of the file
+  // belongs to other modules, which check it themselves.
+  const d = check(slotsFile, doc, (first, all) => {
+    throw new SlotError("LIKEN_SLOT_CONFIG_INVALID", `${file}: ${refusalText(all)}`, {
+      context: { file, field: first.field },
+    });
+  });
   const dir = path.dirname(path.resolve(file));
-  const slots = d.slots as Record<string, unknown> | undefined;
-  if (typeof slots !== "object" || slots === null)
-    invalid(file, "slots", "must map a and b to devices");
-  for (const k of Object.keys(slots))
-    if (!isSlotName(k)) invalid(file, `slots.${k}`, "is not a slot name (a or b)");
-  const out = { a: parseSlot(file, dir, slots, "a"), b: parseSlot(file, dir, slots, "b") };
-  if (out.a.device === out.b.device)
-    invalid(file, "slots.b.device", "is the same as slots.a.device");
-  if (d.running !== undefined && !isSlotName(d.running)) invalid(file, "running", "must be a or b");
-  if (typeof d.stateDir !== "string" || d.stateDir === "")
-    invalid(file, "stateDir", "must name a directory for slot metadata");
+  const slots = {
+    a: { device: path.resolve(dir, d.slots.a.device) },
+    b: { device: path.resolve(dir, d.slots.b.device) },
+  };
+  // Two spellings of one path ("b.img", "./b.img") are the same device: compared resolved.
+  if (slots.a.device === slots.b.device)
+    throw new SlotError(
+      "LIKEN_SLOT_CONFIG_INVALID",
+      `${file}: slots.b.device is the same as slots.a.device (${slots.a.device}); give each slot its own device`,
+      { context: { file, field: "slots.b.device" } },
+    );
   return {
-    slots: out,
-    ...(isSlotName(d.running) ? { running: d.running } : {}),
-    cmdline: cmdlineFile(file, dir, d.cmdline),
+    slots,
+    ...(d.running === undefined ? {} : { running: d.running }),
+    cmdline: d.cmdline === undefined ? DEFAULT_CMDLINE : path.resolve(dir, d.cmdline),
     stateDir: path.resolve(dir, d.stateDir),
     file,
   };

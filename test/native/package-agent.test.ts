@@ -60,6 +60,7 @@ describe("the agent package", () => {
       manifest: 0o644,
       unit: 0o644,
       example: 0o644,
+      schema: 0o644,
     });
     expect(readFileSync(path.join(pkg.tree, LAYOUT.unit), "utf8")).toBe(
       readFileSync(path.join(ROOT, "config", "systemd", "liken-agent.service"), "utf8"),
@@ -93,6 +94,32 @@ describe("the agent package", () => {
       bootloader: { backend: "grub", envDir: "/boot/efi/EFI/liken" },
       reboot: { command: ["systemctl", "reboot"] },
     });
+    // The modeline points at the schema shipped beside it, so an editor on the machine finds it.
+    expect(text).toContain(`# yaml-language-server: $schema=/${LAYOUT.schema}\n`);
+    expect(readFileSync(path.join(pkg.tree, LAYOUT.schema), "utf8")).toBe(
+      readFileSync(path.join(ROOT, "config", "schema", "agent.schema.json"), "utf8"),
+    );
+  });
+
+  it("the packaged agent refuses its example with a typo, naming the key path and the keys allowed", () => {
+    const file = path.join(out, "typo.yaml");
+    writeFileSync(
+      file,
+      readFileSync(path.join(pkg.tree, LAYOUT.example), "utf8").replace(
+        "heartbeatSeconds:",
+        "heartbeatSecond:",
+      ),
+    );
+    let stderr = "";
+    try {
+      liken(["agent", "run", "--config", file]);
+    } catch (e) {
+      stderr = String((e as { stderr?: unknown }).stderr);
+    }
+    expect(stderr).toContain("LIKEN_AGENT_CONFIG_INVALID");
+    expect(stderr).toMatch(
+      /typo\.yaml: heartbeatSecond is not a known field \(known: machine, cluster, .*heartbeatSeconds/,
+    );
   });
 
   it("runs liken --version and --help through the launcher, from outside the checkout", () => {

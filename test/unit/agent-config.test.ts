@@ -68,7 +68,11 @@ metricsAddress: "127.0.0.1:9101"
     ["an unknown timeout", "timeouts: { proveMS: 1 }\n", /timeouts.proveMS is not a known timeout/],
     ["a zero timeout", "timeouts: { proveMs: 0 }\n", /timeouts.proveMs must be a positive number/],
     ["a reboot with neither", "reboot: {}\n", /reboot needs command/],
-    ["an exit code of 1", "reboot: { exitCode: 1 }\n", /reboot needs command/],
+    [
+      "an exit code of 1",
+      "reboot: { exitCode: 1 }\n",
+      /reboot\.exitCode must be an integer from 2 to 254 \(got 1\)/,
+    ],
     ["an empty reboot command", "reboot: { command: [] }\n", /reboot.command must be/],
     ["a string loop", "loopSeconds: fast\n", /loopSeconds must be a positive number/],
     [
@@ -227,7 +231,7 @@ drain:
     [
       "a bad operator",
       "drain: { driverPods: { d: { selector: { matchExpressions: [{ key: a, operator: Has }] } } } }\n",
-      /matchExpressions must be a list/,
+      /selector\.matchExpressions\[0\]\.operator must be one of In, NotIn, Exists, DoesNotExist \(got "Has"\)/,
     ],
   ])("refuses %s", (_name, extra, re) => {
     expect(() => parse(extra)).toThrow(re);

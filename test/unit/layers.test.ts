@@ -21,6 +21,9 @@ const LAYER: Readonly<Record<string, number>> = {
   controlplane: 1,
   // Prometheus exposition (a registry served over HTTP): each program's own metrics sit above it.
   metrics: 1,
+  // How config files are declared (zod helpers, the refusal sentence): each module's own
+  // declaration sits above it (docs/adr/config-schema.md).
+  schema: 1,
   // Pieces of the product's mechanisms.
   verify: 2,
   slots: 2,
@@ -97,6 +100,81 @@ export function allowed(from: string, to: string): boolean {
   if (a === undefined || b === undefined) return false;
   return b < a || (a === b && SIDEWAYS.has(`${from} -> ${to}`));
 }
+
+/** Each file under src/ (relative to it) -> the files under src/ it imports. */
+function fileGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of filesUnder(SRC)) {
+    const to = importsOf(file)
+      .map((spec) => path.resolve(path.dirname(file), spec).replace(/\.js$/, ".ts"))
+      .filter((f) => !path.relative(SRC, f).startsWith(".."))
+      .map((f) => path.relative(SRC, f));
+    graph.set(path.relative(SRC, file), [...new Set(to)]);
+  }
+  return graph;
+}
+
+/**
+ * Every import circle of a graph: its strongly connected components of more than one node,
+ * or a node that imports itself (Tarjan's algorithm), each sorted, for a readable failure.
+ */
+export function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const scc: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      scc.push(w);
+      if (w === v) break;
+    }
+    if (scc.length > 1 || (graph.get(v) ?? []).includes(v)) out.push(scc.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
+describe("import circles", () => {
+  it("no files under src/ import each other, directly or round a longer circle", () => {
+    expect(circles(fileGraph())).toEqual([]);
+  });
+
+  it.each([
+    ["none", { a: ["b"], b: ["c"], c: [] }, []],
+    ["a pair", { a: ["b"], b: ["a"] }, [["a", "b"]]],
+    [
+      "a longer circle beside a tail",
+      { a: ["b"], b: ["c"], c: ["a"], d: ["a"] },
+      [["a", "b", "c"]],
+    ],
+    ["a file importing itself", { a: ["a"] }, [["a"]]],
+    [
+      "two circles",
+      { a: ["b"], b: ["a"], c: ["d"], d: ["c"] },
+      [
+        ["a", "b"],
+        ["c", "d"],
+      ],
+    ],
+  ])("finds %s", (_name, g, want) => {
+    const found = circles(new Map(Object.entries(g)));
+    expect(found.sort((x, y) => x[0]!.localeCompare(y[0]!))).toEqual(want);
+  });
+});
 
 describe("layers", () => {
   it("every piece of src/ has a layer", () => {

@@ -90,7 +90,15 @@ describe("agent config", () => {
     }
   });
   it.each([
-    ["slots:\n  a: { device: x }\nstateDir: s\n", /slots\.b\.device must name/],
+    [
+      "slots:\n  a: { device: x }\nstateDir: s\n",
+      /slots\.b must be a mapping \{device\} \(it is missing\)/,
+    ],
+    ["slots:\n  a: { device: x }\n  b: {}\nstateDir: s\n", /slots\.b\.device must name/],
+    [
+      "slots:\n  a: { device: b.img }\n  b: { device: ./b.img }\nstateDir: s\n",
+      /slots\.b\.device is the same as slots\.a\.device \(\/etc\/liken\/b\.img\)/,
+    ],
     [
       "slots:\n  a: { device: x }\n  b: { device: x }\nstateDir: s\n",
       /is the same as slots\.a\.device/,

@@ -1,0 +1,44 @@
+// One look at the API server and what it gave, and what a Node's object says (its Ready
+// condition, its boot): shared by the observer (./observe.ts) and the watched view
+// (./view.ts), which imports nothing of the observer.
+import { toApiError, type ApiError } from "../api/errors.js";
+import type { NodeView } from "./api.js";
+import type { NodeSeen } from "./rejoin.js";
+
+/** The result of a look at the API: what it said, or why there is no answer. */
+export type Look<T> = { ok: true; value: T } | { ok: false; error: ApiError };
+
+/**
+ * Runs one read against the API server. Whatever it throws (a 403, a 5xx, no answer, a bug's
+ * TypeError) becomes a failed look that keeps its code and the cause's text, so the caller can
+ * log it and never mistake it for an answer.
+ */
+export async function look<T>(
+  what: { verb: string; kind: string; name?: string },
+  read: () => Promise<T>,
+): Promise<Look<T>> {
+  try {
+    return { ok: true, value: await read() };
+  } catch (e) {
+    return { ok: false, error: toApiError(e, what) };
+  }
+}
+
+/** The Node's Ready condition, read from its object. */
+export function readyOf(node: {
+  status?: { conditions?: { type: string; status: string }[] };
+}): boolean {
+  return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+}
+
+/** What names a boot in a Node (rejoin.ts): its bootID and its Ready condition's heartbeat. */
+export function nodeSeenOf(node: NodeView): NodeSeen {
+  const r = node.status?.conditions?.find((c) => c.type === "Ready");
+  const at = r?.lastHeartbeatTime === undefined ? NaN : Date.parse(r.lastHeartbeatTime);
+  return {
+    bootId: node.status?.nodeInfo?.bootID ?? "",
+    ...(r === undefined
+      ? {}
+      : { ready: { status: r.status, ...(Number.isNaN(at) ? {} : { heartbeatAt: at }) } }),
+  };
+}
