@@ -13,6 +13,7 @@ import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { setImmutable } from "../../src/native/index.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-start.js";
 
 describe("agent: a trial the ESP will not let it arm", () => {
   const fleet = new Fleet();
@@ -25,9 +26,7 @@ describe("agent: a trial the ESP will not let it arm", () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: NAME, role: "Worker", rebootPolicy: "Auto" });
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("the machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "the machine reports Ready");
   }, 300_000);
   afterAll(async () => {
     if (locked !== undefined) setImmutable(locked, false);

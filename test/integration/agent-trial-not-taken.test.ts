@@ -11,6 +11,7 @@ import { DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-start.js";
 
 describe("agent: a trial the bootloader did not take", () => {
   const fleet = new Fleet();
@@ -22,9 +23,7 @@ describe("agent: a trial the bootloader did not take", () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: NAME, role: "Worker", rebootPolicy: "Auto" });
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("the machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "the machine reports Ready");
   }, 300_000);
   afterAll(() => fleet.stop(), 60_000);
 

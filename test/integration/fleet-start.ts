@@ -1,0 +1,17 @@
+// The common start of the agent harness's fleet tests: the real operator runs, every machine
+// is powered on, and each reports the fleet's first release before a test changes the target.
+import type { Fleet } from "./agent-harness.js";
+
+/** Starts the real operator (with `operatorArgs`), powers every machine on and waits until
+ * each runs the first release; `what` names that wait in a timeout's message. */
+export async function runFirstRelease(
+  fleet: Fleet,
+  what: string,
+  operatorArgs: string[] = [],
+): Promise<void> {
+  const first = fleet.releases[0];
+  if (first === undefined) throw new Error("runFirstRelease: fleet.start() has made no release");
+  await fleet.startRealOperator(operatorArgs);
+  fleet.powerOnAll();
+  await fleet.waitAll(what, (m) => m.status?.version === first.version);
+}
