@@ -19,6 +19,7 @@ import {
   createMachine,
   deleteAll,
   ensureNamespaces,
+  fleetOnServer,
   now,
   stagedStatus,
   startOperator,
@@ -69,15 +70,8 @@ afterAll(async () => {
   if (process.env.LIKEN_OPERATOR_LOG) writeFileSync(process.env.LIKEN_OPERATOR_LOG, op.log());
 });
 
-async function fleetOf(cluster: string, plans: MachinePlan[], maxUnavailable: number | string = 1) {
-  const names = plans.map((p) => p.name);
-  cleanups.push(() => deleteAll(cluster, names));
-  await createCluster(cluster, { maxUnavailable });
-  for (const p of plans) await createMachine(cluster, p);
-  const beats = new Heartbeats(cluster, names, 400);
-  await beats.start();
-  cleanups.push(async () => beats.stop());
-  return { names, beats };
+function fleetOf(cluster: string, plans: MachinePlan[], maxUnavailable: number | string = 1) {
+  return fleetOnServer(cleanups, cluster, plans, { cluster: { maxUnavailable }, beatEveryMs: 400 });
 }
 
 async function events(cluster: string) {

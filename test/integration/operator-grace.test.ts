@@ -11,13 +11,9 @@ import { START_GRACE_SECONDS } from "../../src/api/index.js";
 import { PAUSE_MS } from "../../src/operator/liveness.js";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
-  Fleet,
-  Heartbeats,
   api,
-  createCluster,
-  createMachine,
-  deleteAll,
   ensureNamespaces,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
@@ -40,15 +36,10 @@ it(`grants nothing for ${START_GRACE_SECONDS} s after it starts, and again after
   const cluster = uniqueName("grace");
   const plans: MachinePlan[] = [{ name: uniqueName("w1") }, { name: uniqueName("w2") }];
   const [w1, w2] = plans.map((p) => p.name) as [string, string];
-  cleanups.push(() => deleteAll(cluster, [w1, w2]));
-  await createCluster(cluster, { maxUnavailable: 1 });
-  for (const p of plans) await createMachine(cluster, p);
-  const beats = new Heartbeats(cluster, [w1, w2], 1000);
-  await beats.start();
-  cleanups.push(async () => beats.stop());
-  const fleet = new Fleet(cluster, plans);
-  await fleet.start();
-  cleanups.push(() => fleet.stop());
+  const { fleet } = await playFleet(cleanups, cluster, plans, {
+    cluster: { maxUnavailable: 1 },
+    beatEveryMs: 1000,
+  });
   await writeStatus(w1, stagedStatus()); // asks before the operator starts
 
   const spawnedAt = Date.now();
