@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
 import { DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
-import { kubectl, waitFor } from "../support/kube.js";
+import { waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { runFirstRelease, waitUncordoned } from "./fleet-start.js";
 
 describe("agent: a trial the bootloader did not take", () => {
   const fleet = new Fleet();
@@ -82,14 +82,7 @@ describe("agent: a trial the bootloader did not take", () => {
       started: null,
     });
     // The node serves again.
-    const unschedulable = await waitFor(
-      "the node uncordoned",
-      async () => {
-        const r = await kubectl(["get", "node", NAME, "-o", "jsonpath={.spec.unschedulable}"]);
-        return r.stdout.trim() === "" ? "uncordoned" : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 300 },
-    );
+    const unschedulable = await waitUncordoned(NAME);
     expect(unschedulable).toBe("uncordoned");
 
     // The operator's failure brake counts it like any failed trial.

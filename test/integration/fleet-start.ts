@@ -1,5 +1,7 @@
-// The common start of the agent harness's fleet tests: the real operator runs, every machine
-// is powered on, and each reports the fleet's first release before a test changes the target.
+// The common steps of the agent harness's fleet tests: the start (the real operator runs, every
+// machine is powered on, and each reports the fleet's first release before a test changes the
+// target), and the wait for a machine's node to serve again after its turn.
+import { kubectl, waitFor } from "../support/kube.js";
 import type { Fleet } from "./agent-harness.js";
 
 /** Starts the real operator (with `operatorArgs`), powers every machine on and waits until
@@ -14,4 +16,16 @@ export async function runFirstRelease(
   await fleet.startRealOperator(operatorArgs);
   fleet.powerOnAll();
   await fleet.waitAll(what, (m) => m.status?.version === first.version);
+}
+
+/** Waits (30 s) until the Node `node` is schedulable again; "uncordoned" once it is. */
+export function waitUncordoned(node: string): Promise<"uncordoned"> {
+  return waitFor(
+    "the node uncordoned",
+    async () => {
+      const r = await kubectl(["get", "node", node, "-o", "jsonpath={.spec.unschedulable}"]);
+      return r.stdout.trim() === "" ? ("uncordoned" as const) : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 300 },
+  );
 }
