@@ -29,6 +29,8 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
 const run = promisify(execFile);
@@ -45,7 +47,7 @@ const liken = async (args: string[], kubeconfig = alice) => {
   }
 };
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 let op: OperatorProcess;
 
 beforeAll(async () => {
@@ -66,7 +68,7 @@ beforeAll(async () => {
   await waitForLog(op, "cluster-operator started", 90_000);
 });
 afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
+  await undo(cleanups);
   if (process.env.LIKEN_OPERATOR_LOG) writeFileSync(process.env.LIKEN_OPERATOR_LOG, op.log());
 });
 

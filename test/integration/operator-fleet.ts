@@ -398,8 +398,13 @@ export function sleepMs(ms: number): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // A test's fleet in one call
 
-/** What a test undoes when it ends, run last first (each test file runs them itself). */
+/** What a test undoes when it ends, run last first by undo(). */
 export type Cleanups = (() => Promise<unknown>)[];
+
+/** Runs `cleanups` last first, one at a time, and empties the list. */
+export async function undo(cleanups: Cleanups): Promise<void> {
+  for (const c of cleanups.splice(0).reverse()) await c();
+}
 
 export interface FleetOnServer {
   names: string[];

@@ -19,17 +19,17 @@ import {
   waitForLog,
   writeStatus,
   type MachinePlan,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const GRACE_MS = START_GRACE_SECONDS * 1000;
 
 beforeAll(async () => {
   await ensureNamespaces();
 }, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-}, 120_000);
+afterAll(() => undo(cleanups), 120_000);
 
 it(`grants nothing for ${START_GRACE_SECONDS} s after it starts, and again after it wakes from SIGSTOP`, async () => {
   expect(START_GRACE_SECONDS).toBe(40); // the page's number

@@ -21,9 +21,11 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const copies: OperatorProcess[] = [];
 
 beforeAll(async () => {
@@ -39,7 +41,7 @@ beforeAll(async () => {
   await Promise.all(copies.map((op) => waitForLog(op, "cluster-operator started", 120_000)));
 }, 180_000);
 afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
+  await undo(cleanups);
   const dump = process.env.LIKEN_OPERATOR_LOG;
   if (dump) copies.forEach((op, i) => writeFileSync(`${dump}.${i}`, op.log()));
 }, 300_000);

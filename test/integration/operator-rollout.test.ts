@@ -15,14 +15,14 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: Cleanups = [];
 // After each test, not all: a test's operator copy must not stay and hold the leader Lease
 // (and act on the next test's Cluster) while the next test runs its own.
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(() => undo(cleanups));
 beforeAll(ensureNamespaces);
 
 describe("a rollout", () => {

@@ -24,17 +24,17 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const ARGS = ["--start-grace", "1s", "--lost-after", "20s", "--no-leader-elect"];
 
 beforeAll(async () => {
   await ensureNamespaces();
 }, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-}, 120_000);
+afterAll(() => undo(cleanups), 120_000);
 
 function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
   const op = startOperator({ identity: uniqueName(id), args: ARGS, env });

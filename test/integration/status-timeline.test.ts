@@ -18,12 +18,12 @@ import {
   waitForLog,
   writeStatus,
   type MachinePlan,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups: Cleanups = [];
+afterEach(() => undo(cleanups));
 beforeAll(ensureNamespaces);
 
 describe("liken status --timeline", () => {
