@@ -16,6 +16,7 @@ import {
   V2,
   api,
   createCluster,
+  clusterEvents,
   createMachine,
   deleteAll,
   ensureNamespaces,
@@ -76,21 +77,6 @@ function fleetOf(cluster: string, plans: MachinePlan[], maxUnavailable: number |
   return fleetOnServer(cleanups, cluster, plans, { cluster: { maxUnavailable }, beatEveryMs: 400 });
 }
 
-async function events(cluster: string) {
-  const r = await kubectl([
-    "get",
-    "events",
-    "-n",
-    "default",
-    "--field-selector",
-    `involvedObject.name=${cluster}`,
-    "-o",
-    "json",
-  ]);
-  return (JSON.parse(r.stdout) as { items: { reason: string; message: string; type: string }[] })
-    .items;
-}
-
 const progressing = async (cluster: string) =>
   (await api.clusters.get(cluster)).status?.conditions?.find((c) => c.type === "Progressing");
 
@@ -133,7 +119,7 @@ describe("Lost", () => {
     });
     expect(back.status?.step).toBe("Ready");
     expect(back.status?.conditions?.find((x) => x.type === "Alive")?.status).toBe("True");
-    const reasons = (await events(cluster)).map((e) => e.reason);
+    const reasons = (await clusterEvents(cluster)).map((e) => e.reason);
     expect(reasons).toContain("MachineLost");
     expect(reasons).toContain("MachineBack");
   });
@@ -176,7 +162,7 @@ describe("stalls", () => {
     ]) {
       expect(p.message).toContain(part);
     }
-    expect((await events(cluster)).find((e) => e.reason === "RolloutStalled")?.type).toBe(
+    expect((await clusterEvents(cluster)).find((e) => e.reason === "RolloutStalled")?.type).toBe(
       "Warning",
     );
 
@@ -222,7 +208,7 @@ describe("stalls", () => {
     await waitFor(`a turn for ${y}`, async () =>
       (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === y),
     );
-    const released = (await events(cluster)).find(
+    const released = (await clusterEvents(cluster)).find(
       (e) => e.reason === "TurnReleased" && e.message.includes(x),
     );
     expect(released?.message).toContain("Resumed");
@@ -244,7 +230,9 @@ describe("stalls", () => {
       "no turn",
       async () => (await api.clusters.get(cluster)).status?.rebootTurns?.length === 0,
     );
-    expect((await events(cluster)).some((e) => e.message.includes("MachineDeleted"))).toBe(true);
+    expect((await clusterEvents(cluster)).some((e) => e.message.includes("MachineDeleted"))).toBe(
+      true,
+    );
   });
 });
 

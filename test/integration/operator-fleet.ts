@@ -453,6 +453,27 @@ export async function playFleet(
   return { ...onServer, fleet };
 }
 
+/** The Events the operator recorded on the Cluster `cluster` (namespace default). */
+export async function clusterEvents(
+  cluster: string,
+): Promise<{ reason: string; message: string; type: string; firstTimestamp: string }[]> {
+  const r = await kubectl([
+    "get",
+    "events",
+    "-n",
+    "default",
+    "--field-selector",
+    `involvedObject.name=${cluster}`,
+    "-o",
+    "json",
+  ]);
+  return (
+    JSON.parse(r.stdout) as {
+      items: { reason: string; message: string; type: string; firstTimestamp: string }[];
+    }
+  ).items;
+}
+
 /** A kubeconfig file path for CLI runs (the admin one). */
 export function adminKubeconfig(): string {
   return kubeconfigPath();

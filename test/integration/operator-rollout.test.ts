@@ -7,6 +7,7 @@ import {
   V1,
   V2,
   api,
+  clusterEvents,
   ensureNamespaces,
   playFleet,
   stagedStatus,
@@ -81,21 +82,7 @@ describe("a rollout", () => {
     );
 
     // No turn before the grace ended: the Events say when each was granted.
-    const ev = await kubectl([
-      "get",
-      "events",
-      "-n",
-      "default",
-      "--field-selector",
-      `involvedObject.name=${cluster}`,
-      "-o",
-      "json",
-    ]);
-    const events = (
-      JSON.parse(ev.stdout) as {
-        items: { reason: string; message: string; firstTimestamp: string }[];
-      }
-    ).items;
+    const events = await clusterEvents(cluster);
     const grants = events.filter((e) => e.reason === "TurnGranted");
     expect(grants).toHaveLength(6);
     for (const g of grants)
