@@ -11,7 +11,7 @@ import type { Machine, ReleaseRef } from "../../src/api/types.js";
 import { nodeEvents, podHeldOnNode, podsOf } from "../support/drain-helpers.js";
 import { createNamespace, kubeConfig, kubectl, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const HELD = `held-${Date.now().toString(36)}`;
 /**

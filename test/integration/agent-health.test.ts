@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster, Machine, ReleaseRef } from "../../src/api/types.js";
 import { kubectl, mintClientCert, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const run = promisify(execFile);
 const LIKEN = path.resolve(import.meta.dirname, "../../bin/liken.js");

@@ -13,7 +13,7 @@ import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { setImmutable } from "../../src/native/index.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
-import { runFirstRelease, waitUncordoned } from "./fleet-start.js";
+import { runFirstRelease, waitUncordoned } from "./fleet-steps.js";
 
 describe("agent: a trial the ESP will not let it arm", () => {
   const fleet = new Fleet();

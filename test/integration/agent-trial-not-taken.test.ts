@@ -11,7 +11,7 @@ import { DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
 import { waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
-import { runFirstRelease, waitUncordoned } from "./fleet-start.js";
+import { runFirstRelease, waitUncordoned } from "./fleet-steps.js";
 
 describe("agent: a trial the bootloader did not take", () => {
   const fleet = new Fleet();

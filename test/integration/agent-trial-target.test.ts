@@ -9,7 +9,7 @@ import type { ReleaseRef } from "../../src/api/types.js";
 import { brakeOf } from "../../src/operator/brake.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 describe("agent: the Cluster retargeted while the trial boot proves itself", () => {
   const fleet = new Fleet();

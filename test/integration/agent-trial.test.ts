@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
 import { kubeConfig, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { approveReboot, runFirstRelease } from "./fleet-steps.js";
 
 describe("agent: the slot check before the trial, and a trial that never rejoins", () => {
   const fleet = new Fleet();
@@ -67,10 +67,7 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
     await fh.write(b, 0, 1, 100);
     await fh.sync();
     await fh.close();
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(TAMPERED, {
-      spec: { approval: { version: v2.version, digest: v2.digest, by: "agent-test", at } },
-    });
+    await approveReboot(fleet, TAMPERED, v2, "agent-test");
 
     // The network-less trial's report; its retry is let through once it is seen.
     const nonet = fleet.machines.get(NONET)!;

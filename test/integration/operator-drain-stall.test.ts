@@ -8,7 +8,7 @@ import type { ReleaseRef } from "../../src/api/types.js";
 import { podHeldOnNode } from "../support/drain-helpers.js";
 import { clusterEventMessages, createNamespace, kubectl, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const HELD = `stall-${Date.now().toString(36)}`;
 /** The drain's own deadline: the stall must come from the turn deadline, well before it. */

@@ -15,7 +15,7 @@ import {
   waitFor,
 } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-start.js";
+import { approveReboot, runFirstRelease } from "./fleet-steps.js";
 
 const suffix = Date.now().toString(36);
 const HELD = `held-${suffix}`;
@@ -52,10 +52,7 @@ describe("a stuck drain with onDrainTimeout Skip", () => {
       { timeoutMs: 200_000, intervalMs: 300 },
     );
     // Approved while the held machine drains: once it gives its turn back, both ask.
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(FREE, {
-      spec: { approval: { version: v2.version, digest: v2.digest, by: "test", at } },
-    });
+    await approveReboot(fleet, FREE, v2, "test");
 
     const skipped = await waitFor(
       "the held machine reports its drain timed out",

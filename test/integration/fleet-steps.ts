@@ -1,6 +1,8 @@
 // The common steps of the agent harness's fleet tests: the start (the real operator runs, every
 // machine is powered on, and each reports the fleet's first release before a test changes the
-// target), and the wait for a machine's node to serve again after its turn.
+// target), a person's approval of a Manual machine's reboot, and the wait for a machine's node
+// to serve again after its turn.
+import type { ReleaseRef } from "../../src/api/types.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import type { Fleet } from "./agent-harness.js";
 
@@ -28,4 +30,17 @@ export function waitUncordoned(node: string): Promise<"uncordoned"> {
     },
     { timeoutMs: 30_000, intervalMs: 300 },
   );
+}
+
+/** What `liken approve-reboot` writes: spec.approval of `machine` for exactly `release`, by `by`. */
+export async function approveReboot(
+  fleet: Fleet,
+  machine: string,
+  release: ReleaseRef,
+  by: string,
+): Promise<void> {
+  const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+  await fleet.api.machines.patch(machine, {
+    spec: { approval: { version: release.version, digest: release.digest, by, at } },
+  });
 }
