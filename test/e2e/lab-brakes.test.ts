@@ -8,9 +8,8 @@
 //     tries it (its kernel panics, the firmware falls back), and the Cluster reads
 //     ReleaseFailed while the others keep it staged.
 import { afterAll, describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER, LAB_VERSIONS } from "../../src/lab/lab.js";
-import { exec, printed, startLab, stopLabs, until } from "./lab-support.js";
+import { printed, startLab, stopLabs, tourShell, until } from "./lab-support.js";
 
 const BAD = "2026.10.13-001";
 afterAll(stopLabs, 120_000);
@@ -36,14 +35,7 @@ interface ClusterView {
 describe("the brakes in the lab", () => {
   it("a closed window holds every turn while the machines stage; a bad release is tried by exactly one machine", async () => {
     const { lab, commands, exportLine } = await startLab();
-    const ok = async (cmd: string): Promise<string> => {
-      try {
-        return (await exec("bash", ["-c", `${exportLine}; ${cmd}`], { cwd: REPO_ROOT })).stdout;
-      } catch (e) {
-        const x = e as { stderr?: string };
-        throw new Error(`${cmd}: ${x.stderr ?? String(e)}`, { cause: e });
-      }
-    };
+    const { ok } = tourShell(exportLine);
     const machines = async (): Promise<Record<string, MachineView>> => {
       const j = JSON.parse(await ok("kubectl get machines -o json")) as {
         items: (MachineView & { metadata: { name: string } })[];

@@ -1,15 +1,52 @@
 // What the lab's end-to-end tests share: starting `npm run lab` as a newcomer does (in its own
 // process group, as in a terminal) and reading the tour it prints, waiting with a snapshot of
-// the lab in the timeout's message, and stopping every lab a file started.
+// the lab in the timeout's message, running the tour's commands as a person pastes them, and
+// stopping every lab a file started.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
+import { expect } from "vitest";
 import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_DIR, LAB_KUBECONFIG } from "../../src/lab/lab.js";
 import { waitFor } from "../support/kube.js";
 
 export const exec = promisify(execFile);
+
+export interface Shell {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * How a person runs the tour's commands: `sh(cmd)` runs one line through bash after the printed
+ * export line, in this checkout, and says how it ended; `ok(cmd)` is its stdout, and fails the
+ * test, naming the command and its stderr, when it does not exit 0.
+ */
+export function tourShell(exportLine: string): {
+  sh: (cmd: string, env?: Record<string, string>) => Promise<Shell>;
+  ok: (cmd: string, env?: Record<string, string>) => Promise<string>;
+} {
+  const sh = async (cmd: string, env: Record<string, string> = {}): Promise<Shell> => {
+    try {
+      const r = await exec("bash", ["-c", `${exportLine}; ${cmd}`], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, ...env },
+      });
+      return { code: 0, stdout: r.stdout, stderr: r.stderr };
+    } catch (e) {
+      const x = e as { code?: number; stdout?: string; stderr?: string };
+      return { code: x.code ?? 1, stdout: x.stdout ?? "", stderr: x.stderr ?? "" };
+    }
+  };
+  const ok = async (cmd: string, env?: Record<string, string>): Promise<string> => {
+    const r = await sh(cmd, env);
+    expect(r.code, `${cmd}: ${r.stderr}`).toBe(0);
+    return r.stdout;
+  };
+  return { sh, ok };
+}
 
 /** Every lab this file started, for stopLabs. */
 const labs: ChildProcess[] = [];

@@ -14,15 +14,9 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
-import { exec, printed, startLab, stopLabs, until } from "./lab-support.js";
+import { printed, startLab, stopLabs, tourShell, until } from "./lab-support.js";
 
 afterAll(stopLabs, 120_000);
-
-interface Shell {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 /** This checkout's `.lab/` (other checkouts on the same machine may run labs of their own). */
 const LAB_CLI = `${REPO_ROOT}/.lab/cli/liken.mjs`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -58,23 +52,7 @@ describe("npm run lab, then the printed tour", () => {
     const { lab, commands, exportLine } = await startLab();
     expect(exportLine).toContain(LAB_KUBECONFIG);
 
-    const sh = async (cmd: string, env: Record<string, string> = {}): Promise<Shell> => {
-      try {
-        const r = await exec("bash", ["-c", `${exportLine}; ${cmd}`], {
-          cwd: REPO_ROOT,
-          env: { ...process.env, ...env },
-        });
-        return { code: 0, stdout: r.stdout, stderr: r.stderr };
-      } catch (e) {
-        const x = e as { code?: number; stdout?: string; stderr?: string };
-        return { code: x.code ?? 1, stdout: x.stdout ?? "", stderr: x.stderr ?? "" };
-      }
-    };
-    const ok = async (cmd: string, env?: Record<string, string>): Promise<string> => {
-      const r = await sh(cmd, env);
-      expect(r.code, `${cmd}: ${r.stderr}`).toBe(0);
-      return r.stdout;
-    };
+    const { sh, ok } = tourShell(exportLine);
     const machines = async (): Promise<Record<string, { step?: string; version?: string }>> => {
       const j = JSON.parse(await ok("kubectl get machines -o json")) as {
         items: { metadata: { name: string }; status?: { step?: string; version?: string } }[];

@@ -8,17 +8,10 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine, ReleaseRef } from "../../src/api/types.js";
-import {
-  apply,
-  deploymentYaml,
-  nodeEvents,
-  pdbYaml,
-  podsOf,
-  waitBudget,
-  waitReady,
-} from "../support/drain-helpers.js";
+import { nodeEvents, podHeldOnNode, podsOf } from "../support/drain-helpers.js";
 import { createNamespace, kubeConfig, kubectl, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const HELD = `held-${Date.now().toString(36)}`;
 /**
@@ -98,19 +91,8 @@ describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by
       { drainMs: DRAIN_MS },
     );
     ns = await createNamespace("held");
-    await apply(
-      deploymentYaml(ns, 1, { app: "db", nodeSelector: { "kubernetes.io/hostname": HELD } }) +
-        "---\n" +
-        pdbYaml(ns, "db", { minAvailable: 1 }),
-    );
-    await waitReady(ns, "db", 1, HELD);
-    await waitBudget(ns, "db", 0);
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll(
-      "the machine runs the first release",
-      (m) => m.status?.version === v1.version,
-    );
+    await podHeldOnNode(ns, "db", HELD);
+    await runFirstRelease(fleet, "the machine runs the first release");
   }, 300_000);
   afterAll(async () => {
     await fleet.stop();

@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster, Machine, ReleaseRef } from "../../src/api/types.js";
 import { kubectl, mintClientCert, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const run = promisify(execFile);
 const LIKEN = path.resolve(import.meta.dirname, "../../bin/liken.js");
@@ -126,12 +127,7 @@ describe("health gates and the first trial, with the real operator and agents", 
       },
       { timeoutMs: 120_000, intervalMs: 500 },
     );
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll(
-      "every machine runs the first release",
-      (m) => m.status?.version === v1.version,
-    );
+    await runFirstRelease(fleet, "every machine runs the first release");
   }, 300_000);
   afterAll(async () => {
     await fleet.stop();

@@ -10,6 +10,7 @@ import { HeartbeatClient } from "../../src/api/heartbeat.js";
 import { kubeConfig, waitFor } from "../support/kube.js";
 import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { approveReboot } from "./fleet-steps.js";
 
 const VERSIONS = [
   "2026.10.10-001",
@@ -32,13 +33,8 @@ describe("agent rollout on the real control plane", () => {
   const fleet = new Fleet();
   let v1: ReleaseRef, v2: ReleaseRef, v3: ReleaseRef, v4: ReleaseRef, v5: ReleaseRef;
 
-  async function approve(machine: string, r: ReleaseRef): Promise<void> {
-    // What `liken approve-reboot` writes: spec.approval for exactly this release.
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(machine, {
-      spec: { approval: { version: r.version, digest: r.digest, by: "agent-test", at } },
-    });
-  }
+  const approve = (machine: string, r: ReleaseRef): Promise<void> =>
+    approveReboot(fleet, machine, r, "agent-test");
 
   beforeAll(async () => {
     // L1 fails a release the others then install: this test is about the agent, so the

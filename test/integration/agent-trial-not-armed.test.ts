@@ -13,6 +13,7 @@ import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { setImmutable } from "../../src/native/index.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { runFirstRelease, waitUncordoned } from "./fleet-steps.js";
 
 describe("agent: a trial the ESP will not let it arm", () => {
   const fleet = new Fleet();
@@ -25,9 +26,7 @@ describe("agent: a trial the ESP will not let it arm", () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: NAME, role: "Worker", rebootPolicy: "Auto" });
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("the machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "the machine reports Ready");
   }, 300_000);
   afterAll(async () => {
     if (locked !== undefined) setImmutable(locked, false);
@@ -72,14 +71,7 @@ describe("agent: a trial the ESP will not let it arm", () => {
     const c = await fleet.api.clusters.get(fleet.cluster);
     const progressing = c.status?.conditions?.find((x) => x.type === "Progressing");
     expect(progressing?.reason).not.toBe("ReleaseFailed");
-    const uncordoned = await waitFor(
-      "the node uncordoned",
-      async () => {
-        const r = await kubectl(["get", "node", NAME, "-o", "jsonpath={.spec.unschedulable}"]);
-        return r.stdout.trim() === "" ? "uncordoned" : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 300 },
-    );
+    const uncordoned = await waitUncordoned(NAME);
     expect(uncordoned).toBe("uncordoned");
 
     // The ESP repaired; a person asks again.

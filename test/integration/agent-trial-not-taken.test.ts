@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
 import { DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
-import { kubectl, waitFor } from "../support/kube.js";
+import { waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { runFirstRelease, waitUncordoned } from "./fleet-steps.js";
 
 describe("agent: a trial the bootloader did not take", () => {
   const fleet = new Fleet();
@@ -22,9 +23,7 @@ describe("agent: a trial the bootloader did not take", () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
     [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: NAME, role: "Worker", rebootPolicy: "Auto" });
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("the machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "the machine reports Ready");
   }, 300_000);
   afterAll(() => fleet.stop(), 60_000);
 
@@ -83,14 +82,7 @@ describe("agent: a trial the bootloader did not take", () => {
       started: null,
     });
     // The node serves again.
-    const unschedulable = await waitFor(
-      "the node uncordoned",
-      async () => {
-        const r = await kubectl(["get", "node", NAME, "-o", "jsonpath={.spec.unschedulable}"]);
-        return r.stdout.trim() === "" ? "uncordoned" : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 300 },
-    );
+    const unschedulable = await waitUncordoned(NAME);
     expect(unschedulable).toBe("uncordoned");
 
     // The operator's failure brake counts it like any failed trial.

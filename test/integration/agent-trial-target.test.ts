@@ -9,6 +9,7 @@ import type { ReleaseRef } from "../../src/api/types.js";
 import { brakeOf } from "../../src/operator/brake.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 describe("agent: the Cluster retargeted while the trial boot proves itself", () => {
   const fleet = new Fleet();
@@ -23,9 +24,7 @@ describe("agent: the Cluster retargeted while the trial boot proves itself", () 
       { name: NAME, role: "Worker", rebootPolicy: "Auto" },
       { proveMs: 600_000 },
     );
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("the machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "the machine reports Ready");
   }, 300_000);
   afterAll(() => fleet.stop(), 60_000);
 

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
 import { kubeConfig, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
+import { approveReboot, runFirstRelease } from "./fleet-steps.js";
 
 describe("agent: the slot check before the trial, and a trial that never rejoins", () => {
   const fleet = new Fleet();
@@ -32,9 +33,7 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
     await fleet.addMachine({ name: TAMPERED, role: "Worker", rebootPolicy: "Manual" });
     await fleet.addMachine({ name: NONET, role: "Worker", rebootPolicy: "Auto" });
     await fleet.addMachine({ name: NOKUBELET, role: "Worker", rebootPolicy: "Auto" });
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll("every machine reports Ready", (m) => m.status?.version === v1.version);
+    await runFirstRelease(fleet, "every machine reports Ready");
   }, 300_000);
   afterAll(() => fleet.stop(), 60_000);
 
@@ -68,10 +67,7 @@ describe("agent: the slot check before the trial, and a trial that never rejoins
     await fh.write(b, 0, 1, 100);
     await fh.sync();
     await fh.close();
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(TAMPERED, {
-      spec: { approval: { version: v2.version, digest: v2.digest, by: "agent-test", at } },
-    });
+    await approveReboot(fleet, TAMPERED, v2, "agent-test");
 
     // The network-less trial's report; its retry is let through once it is seen.
     const nonet = fleet.machines.get(NONET)!;

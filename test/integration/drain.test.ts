@@ -26,6 +26,7 @@ import {
   devicesYaml,
   nodeEvents,
   pdbYaml,
+  podHeldByBudget,
   podsOf,
   recordNamespace,
   remove,
@@ -175,13 +176,7 @@ describe("drain on a real control plane", () => {
 
   it("stops at the deadline on a budget that cannot be met; names pod and budget; stays cordoned", async () => {
     const s = await scene("drain-pdb");
-    await apply(
-      deploymentYaml(s.ns, 1, { app: "solo", nodeSelector: s.pool }) +
-        "---\n" +
-        pdbYaml(s.ns, "solo", { minAvailable: 1 }),
-    );
-    const [solo] = await waitReady(s.ns, "solo", 1, s.node);
-    await waitBudget(s.ns, "solo", 0);
+    const solo = await podHeldByBudget(s.ns, "solo", s.pool, s.node);
 
     const progress: DrainProgress[] = [];
     const started = Date.now();
@@ -195,23 +190,23 @@ describe("drain on a real control plane", () => {
     expect(err).toBeInstanceOf(DrainError);
     const e = err as DrainError;
     expect(e.code).toBe("LIKEN_DRAIN_DEADLINE");
-    expect(e.message).toContain(refOf(solo!));
+    expect(e.message).toContain(refOf(solo));
     expect(e.message).toContain(`PodDisruptionBudget ${s.ns}/solo`);
     expect(e.message).toContain("stays cordoned");
     expect(e.context.blockers).toEqual([
-      expect.objectContaining({ pod: refOf(solo!), pdbs: [`${s.ns}/solo`] }),
+      expect.objectContaining({ pod: refOf(solo), pdbs: [`${s.ns}/solo`] }),
     ]);
     expect(took).toBeGreaterThanOrEqual(5_000);
     expect(took).toBeLessThan(15_000);
     expect(progress).toContainEqual(
       expect.objectContaining({
         kind: "blocked",
-        blocker: expect.objectContaining({ pod: refOf(solo!), pdbs: [`${s.ns}/solo`] }),
+        blocker: expect.objectContaining({ pod: refOf(solo), pdbs: [`${s.ns}/solo`] }),
       }),
     );
     // The pod is still there and untouched; the node is still cordoned by liken.
-    const pod = await core.readNamespacedPod({ name: solo!.metadata!.name!, namespace: s.ns });
-    expect(pod.metadata?.uid).toBe(uidOf(solo!));
+    const pod = await core.readNamespacedPod({ name: solo.metadata!.name!, namespace: s.ns });
+    expect(pod.metadata?.uid).toBe(uidOf(solo));
     expect(pod.metadata?.deletionTimestamp).toBeUndefined();
     const node = await core.readNode({ name: s.node });
     expect(node.spec?.unschedulable).toBe(true);
@@ -226,13 +221,7 @@ describe("drain on a real control plane", () => {
 
   it("a stop (the caller's target changed) ends the drain at once and undoes liken's cordon", async () => {
     const s = await scene("drain-stop");
-    await apply(
-      deploymentYaml(s.ns, 1, { app: "solo", nodeSelector: s.pool }) +
-        "---\n" +
-        pdbYaml(s.ns, "solo", { minAvailable: 1 }),
-    );
-    const [solo] = await waitReady(s.ns, "solo", 1, s.node);
-    await waitBudget(s.ns, "solo", 0);
+    const solo = await podHeldByBudget(s.ns, "solo", s.pool, s.node);
 
     // Stopped as soon as the budget refuses the eviction: long before the deadline.
     const stop = new AbortController();
@@ -258,7 +247,7 @@ describe("drain on a real control plane", () => {
     const node = await core.readNode({ name: s.node });
     expect(node.spec?.unschedulable ?? false).toBe(false);
     expect(node.metadata?.annotations?.[CORDONED_BY_ANNOTATION]).toBeUndefined();
-    const pod = await core.readNamespacedPod({ name: solo!.metadata!.name!, namespace: s.ns });
+    const pod = await core.readNamespacedPod({ name: solo.metadata!.name!, namespace: s.ns });
     expect(pod.metadata?.deletionTimestamp).toBeUndefined();
     const stopped = await nodeEvents(s.node, "DrainStopped");
     expect(stopped.map((x) => [x.type, x.message])).toEqual([["Normal", e.message]]);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WEEKDAYS, type Cluster, type Machine, type ReleaseRef } from "../../src/api/types.js";
 import { clusterEventMessages, kubectl, mintClientCert, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const run = promisify(execFile);
 const LIKEN = path.resolve(import.meta.dirname, "../../bin/liken.js");
@@ -27,7 +28,7 @@ const trials = (fleet: Fleet, name: string) =>
 
 describe("rollout brakes with the real operator and agents", () => {
   const fleet = new Fleet();
-  let v1: ReleaseRef, bad: ReleaseRef, v3: ReleaseRef, v4: ReleaseRef, v5: ReleaseRef;
+  let bad: ReleaseRef, v3: ReleaseRef, v4: ReleaseRef, v5: ReleaseRef;
   let alice: string;
 
   const cluster = () => fleet.api.clusters.get(fleet.cluster);
@@ -51,7 +52,7 @@ describe("rollout brakes with the real operator and agents", () => {
       "2026.10.15-001",
       "2026.10.16-001",
     ]);
-    [v1, bad, v3, v4, v5] = fleet.releases as [
+    [, bad, v3, v4, v5] = fleet.releases as [
       ReleaseRef,
       ReleaseRef,
       ReleaseRef,
@@ -61,12 +62,7 @@ describe("rollout brakes with the real operator and agents", () => {
     for (const name of NAMES) {
       await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Auto" });
     }
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll(
-      "every machine runs the first release",
-      (m) => m.status?.version === v1.version,
-    );
+    await runFirstRelease(fleet, "every machine runs the first release");
   }, 300_000);
   afterAll(() => fleet.stop(), 60_000);
 

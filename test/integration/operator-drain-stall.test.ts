@@ -5,9 +5,10 @@
 // (docs/operator.md, "Stall").
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
-import { apply, deploymentYaml, pdbYaml, waitBudget, waitReady } from "../support/drain-helpers.js";
+import { podHeldOnNode } from "../support/drain-helpers.js";
 import { clusterEventMessages, createNamespace, kubectl, waitFor } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
+import { runFirstRelease } from "./fleet-steps.js";
 
 const HELD = `stall-${Date.now().toString(36)}`;
 /** The drain's own deadline: the stall must come from the turn deadline, well before it. */
@@ -15,30 +16,19 @@ const DRAIN_MS = 600_000;
 
 describe("a stalled turn whose drain a budget holds", () => {
   const fleet = new Fleet();
-  let v1: ReleaseRef, v2: ReleaseRef;
+  let v2: ReleaseRef;
   let ns = "";
 
   beforeAll(async () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
-    [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
+    [, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine(
       { name: HELD, role: "Worker", rebootPolicy: "Auto" },
       { drainMs: DRAIN_MS },
     );
     ns = await createNamespace("stall");
-    await apply(
-      deploymentYaml(ns, 1, { app: "db", nodeSelector: { "kubernetes.io/hostname": HELD } }) +
-        "---\n" +
-        pdbYaml(ns, "db", { minAvailable: 1 }),
-    );
-    await waitReady(ns, "db", 1, HELD);
-    await waitBudget(ns, "db", 0);
-    await fleet.startRealOperator(["--turn-deadline", "15s"]);
-    fleet.powerOnAll();
-    await fleet.waitAll(
-      "the machine runs the first release",
-      (m) => m.status?.version === v1.version,
-    );
+    await podHeldOnNode(ns, "db", HELD);
+    await runFirstRelease(fleet, "the machine runs the first release", ["--turn-deadline", "15s"]);
   }, 300_000);
   afterAll(async () => {
     await fleet.stop();

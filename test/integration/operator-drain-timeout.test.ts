@@ -6,7 +6,7 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster, ReleaseRef } from "../../src/api/types.js";
-import { apply, deploymentYaml, pdbYaml, waitBudget, waitReady } from "../support/drain-helpers.js";
+import { podHeldOnNode } from "../support/drain-helpers.js";
 import {
   clusterEventMessages,
   createNamespace,
@@ -15,6 +15,7 @@ import {
   waitFor,
 } from "../support/kube.js";
 import { Fleet } from "./agent-harness.js";
+import { approveReboot, runFirstRelease } from "./fleet-steps.js";
 
 const suffix = Date.now().toString(36);
 const HELD = `held-${suffix}`;
@@ -22,32 +23,21 @@ const FREE = `free-${suffix}`;
 
 describe("a stuck drain with onDrainTimeout Skip", () => {
   const fleet = new Fleet();
-  let v1: ReleaseRef, v2: ReleaseRef;
+  let v2: ReleaseRef;
   let ns = "";
 
   beforeAll(async () => {
     await fleet.start(["2026.10.10-001", "2026.10.12-001"], {
       disruption: { maxUnavailable: 1, drainTimeoutSeconds: 5, onDrainTimeout: "Skip" },
     });
-    [v1, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
+    [, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
     await fleet.addMachine({ name: HELD, role: "Worker", rebootPolicy: "Auto" });
     // Manual: it waits for an approval, so the held machine takes the first turn.
     await fleet.addMachine({ name: FREE, role: "Worker", rebootPolicy: "Manual" });
     // One pod on the held machine's node, and a budget that allows no disruption of it.
     ns = await createNamespace("stuck");
-    await apply(
-      deploymentYaml(ns, 1, { app: "db", nodeSelector: { "kubernetes.io/hostname": HELD } }) +
-        "---\n" +
-        pdbYaml(ns, "db", { minAvailable: 1 }),
-    );
-    await waitReady(ns, "db", 1, HELD);
-    await waitBudget(ns, "db", 0);
-    await fleet.startRealOperator();
-    fleet.powerOnAll();
-    await fleet.waitAll(
-      "both machines run the first release",
-      (m) => m.status?.version === v1.version,
-    );
+    await podHeldOnNode(ns, "db", HELD);
+    await runFirstRelease(fleet, "both machines run the first release");
   }, 300_000);
   afterAll(async () => {
     await fleet.stop();
@@ -62,10 +52,7 @@ describe("a stuck drain with onDrainTimeout Skip", () => {
       { timeoutMs: 200_000, intervalMs: 300 },
     );
     // Approved while the held machine drains: once it gives its turn back, both ask.
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(FREE, {
-      spec: { approval: { version: v2.version, digest: v2.digest, by: "test", at } },
-    });
+    await approveReboot(fleet, FREE, v2, "test");
 
     const skipped = await waitFor(
       "the held machine reports its drain timed out",

@@ -16,9 +16,11 @@ import {
   V2,
   api,
   createCluster,
+  clusterEvents,
   createMachine,
   deleteAll,
   ensureNamespaces,
+  fleetOnServer,
   now,
   stagedStatus,
   startOperator,
@@ -28,6 +30,8 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
 const run = promisify(execFile);
@@ -44,7 +48,7 @@ const liken = async (args: string[], kubeconfig = alice) => {
   }
 };
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 let op: OperatorProcess;
 
 beforeAll(async () => {
@@ -65,34 +69,12 @@ beforeAll(async () => {
   await waitForLog(op, "cluster-operator started", 90_000);
 });
 afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
+  await undo(cleanups);
   if (process.env.LIKEN_OPERATOR_LOG) writeFileSync(process.env.LIKEN_OPERATOR_LOG, op.log());
 });
 
-async function fleetOf(cluster: string, plans: MachinePlan[], maxUnavailable: number | string = 1) {
-  const names = plans.map((p) => p.name);
-  cleanups.push(() => deleteAll(cluster, names));
-  await createCluster(cluster, { maxUnavailable });
-  for (const p of plans) await createMachine(cluster, p);
-  const beats = new Heartbeats(cluster, names, 400);
-  await beats.start();
-  cleanups.push(async () => beats.stop());
-  return { names, beats };
-}
-
-async function events(cluster: string) {
-  const r = await kubectl([
-    "get",
-    "events",
-    "-n",
-    "default",
-    "--field-selector",
-    `involvedObject.name=${cluster}`,
-    "-o",
-    "json",
-  ]);
-  return (JSON.parse(r.stdout) as { items: { reason: string; message: string; type: string }[] })
-    .items;
+function fleetOf(cluster: string, plans: MachinePlan[], maxUnavailable: number | string = 1) {
+  return fleetOnServer(cleanups, cluster, plans, { cluster: { maxUnavailable }, beatEveryMs: 400 });
 }
 
 const progressing = async (cluster: string) =>
@@ -137,7 +119,7 @@ describe("Lost", () => {
     });
     expect(back.status?.step).toBe("Ready");
     expect(back.status?.conditions?.find((x) => x.type === "Alive")?.status).toBe("True");
-    const reasons = (await events(cluster)).map((e) => e.reason);
+    const reasons = (await clusterEvents(cluster)).map((e) => e.reason);
     expect(reasons).toContain("MachineLost");
     expect(reasons).toContain("MachineBack");
   });
@@ -180,7 +162,7 @@ describe("stalls", () => {
     ]) {
       expect(p.message).toContain(part);
     }
-    expect((await events(cluster)).find((e) => e.reason === "RolloutStalled")?.type).toBe(
+    expect((await clusterEvents(cluster)).find((e) => e.reason === "RolloutStalled")?.type).toBe(
       "Warning",
     );
 
@@ -226,7 +208,7 @@ describe("stalls", () => {
     await waitFor(`a turn for ${y}`, async () =>
       (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === y),
     );
-    const released = (await events(cluster)).find(
+    const released = (await clusterEvents(cluster)).find(
       (e) => e.reason === "TurnReleased" && e.message.includes(x),
     );
     expect(released?.message).toContain("Resumed");
@@ -248,7 +230,9 @@ describe("stalls", () => {
       "no turn",
       async () => (await api.clusters.get(cluster)).status?.rebootTurns?.length === 0,
     );
-    expect((await events(cluster)).some((e) => e.message.includes("MachineDeleted"))).toBe(true);
+    expect((await clusterEvents(cluster)).some((e) => e.message.includes("MachineDeleted"))).toBe(
+      true,
+    );
   });
 });
 

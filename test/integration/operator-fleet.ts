@@ -395,6 +395,85 @@ export function sleepMs(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+// ---------------------------------------------------------------------------------------
+// A test's fleet in one call
+
+/** What a test undoes when it ends, run last first by undo(). */
+export type Cleanups = (() => Promise<unknown>)[];
+
+/** Runs `cleanups` last first, one at a time, and empties the list. */
+export async function undo(cleanups: Cleanups): Promise<void> {
+  for (const c of cleanups.splice(0).reverse()) await c();
+}
+
+export interface FleetOnServer {
+  names: string[];
+  beats: Heartbeats;
+}
+
+/**
+ * The Cluster `cluster` (options as createCluster) and the Machines of `plans` on V1, Ready,
+ * each renewing its heartbeat every `beatEveryMs` (Heartbeats' default unless given). Each
+ * piece is undone through `cleanups`: the heartbeats stop, then the objects go.
+ */
+export async function fleetOnServer(
+  cleanups: Cleanups,
+  cluster: string,
+  plans: MachinePlan[],
+  opts: { cluster?: Parameters<typeof createCluster>[1]; beatEveryMs?: number } = {},
+): Promise<FleetOnServer> {
+  const names = plans.map((p) => p.name);
+  cleanups.push(() => deleteAll(cluster, names));
+  await createCluster(cluster, opts.cluster);
+  for (const p of plans) await createMachine(cluster, p);
+  const beats = new Heartbeats(cluster, names, opts.beatEveryMs);
+  await beats.start();
+  cleanups.push(async () => beats.stop());
+  return { names, beats };
+}
+
+/**
+ * fleetOnServer, and the played Fleet (SimOptions `sim`, with these heartbeats) watching the
+ * Cluster; it stops first through `cleanups`.
+ */
+export async function playFleet(
+  cleanups: Cleanups,
+  cluster: string,
+  plans: MachinePlan[],
+  opts: {
+    cluster?: Parameters<typeof createCluster>[1];
+    beatEveryMs?: number;
+    sim?: Omit<SimOptions, "heartbeats">;
+  } = {},
+): Promise<FleetOnServer & { fleet: Fleet }> {
+  const onServer = await fleetOnServer(cleanups, cluster, plans, opts);
+  const fleet = new Fleet(cluster, plans, { ...opts.sim, heartbeats: onServer.beats });
+  await fleet.start();
+  cleanups.push(() => fleet.stop());
+  return { ...onServer, fleet };
+}
+
+/** The Events the operator recorded on the Cluster `cluster` (namespace default). */
+export async function clusterEvents(
+  cluster: string,
+): Promise<{ reason: string; message: string; type: string; firstTimestamp: string }[]> {
+  const r = await kubectl([
+    "get",
+    "events",
+    "-n",
+    "default",
+    "--field-selector",
+    `involvedObject.name=${cluster}`,
+    "-o",
+    "json",
+  ]);
+  return (
+    JSON.parse(r.stdout) as {
+      items: { reason: string; message: string; type: string; firstTimestamp: string }[];
+    }
+  ).items;
+}
+
 /** A kubeconfig file path for CLI runs (the admin one). */
 export function adminKubeconfig(): string {
   return kubeconfigPath();

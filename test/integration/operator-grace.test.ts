@@ -11,44 +11,35 @@ import { START_GRACE_SECONDS } from "../../src/api/index.js";
 import { PAUSE_MS } from "../../src/operator/liveness.js";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
-  Fleet,
-  Heartbeats,
   api,
-  createCluster,
-  createMachine,
-  deleteAll,
   ensureNamespaces,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const GRACE_MS = START_GRACE_SECONDS * 1000;
 
 beforeAll(async () => {
   await ensureNamespaces();
 }, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-}, 120_000);
+afterAll(() => undo(cleanups), 120_000);
 
 it(`grants nothing for ${START_GRACE_SECONDS} s after it starts, and again after it wakes from SIGSTOP`, async () => {
   expect(START_GRACE_SECONDS).toBe(40); // the page's number
   const cluster = uniqueName("grace");
   const plans: MachinePlan[] = [{ name: uniqueName("w1") }, { name: uniqueName("w2") }];
   const [w1, w2] = plans.map((p) => p.name) as [string, string];
-  cleanups.push(() => deleteAll(cluster, [w1, w2]));
-  await createCluster(cluster, { maxUnavailable: 1 });
-  for (const p of plans) await createMachine(cluster, p);
-  const beats = new Heartbeats(cluster, [w1, w2], 1000);
-  await beats.start();
-  cleanups.push(async () => beats.stop());
-  const fleet = new Fleet(cluster, plans);
-  await fleet.start();
-  cleanups.push(() => fleet.stop());
+  const { fleet } = await playFleet(cleanups, cluster, plans, {
+    cluster: { maxUnavailable: 1 },
+    beatEveryMs: 1000,
+  });
   await writeStatus(w1, stagedStatus()); // asks before the operator starts
 
   const spawnedAt = Date.now();

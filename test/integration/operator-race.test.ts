@@ -10,23 +10,22 @@ import { ConflictError, type RebootTurn } from "../../src/api/index.js";
 import { uniqueName, waitFor } from "../support/kube.js";
 import { seeded, seedFromEnv } from "../support/seed.js";
 import {
-  Fleet,
-  Heartbeats,
   V2,
   api,
-  createCluster,
-  createMachine,
-  deleteAll,
   ensureNamespaces,
+  fleetOnServer,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const copies: OperatorProcess[] = [];
 
 beforeAll(async () => {
@@ -42,7 +41,7 @@ beforeAll(async () => {
   await Promise.all(copies.map((op) => waitForLog(op, "cluster-operator started", 120_000)));
 }, 180_000);
 afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
+  await undo(cleanups);
   const dump = process.env.LIKEN_OPERATOR_LOG;
   if (dump) copies.forEach((op, i) => writeFileSync(`${dump}.${i}`, op.log()));
 }, 300_000);
@@ -73,16 +72,11 @@ describe("two copies racing, one paused", () => {
         name: uniqueName(`r${seed}m${i}`),
         role: i < leaders ? "Leader" : "Worker",
       }));
-      const names = plans.map((p) => p.name);
-      cleanups.push(() => deleteAll(cluster, names));
-      await createCluster(cluster, { maxUnavailable: budget });
-      for (const p of plans) await createMachine(cluster, p);
-      const beats = new Heartbeats(cluster, names, 1000);
-      await beats.start();
-      cleanups.push(async () => beats.stop());
-      const fleet = new Fleet(cluster, plans, { downMs: [150, 450], random: r });
-      await fleet.start();
-      cleanups.push(() => fleet.stop());
+      const { names, fleet } = await playFleet(cleanups, cluster, plans, {
+        cluster: { maxUnavailable: budget },
+        beatEveryMs: 1000,
+        sim: { downMs: [150, 450], random: r },
+      });
 
       for (const p of plans) await writeStatus(p.name, stagedStatus());
       // Freeze one copy once turns flow, while the other keeps granting; then wake it.
@@ -133,13 +127,10 @@ describe("the record is the guard", () => {
   it("a grant computed from a stale Cluster meets the record (409) and adds no turn", async () => {
     const cluster = uniqueName("stale");
     const plans: MachinePlan[] = [{ name: uniqueName("s1") }, { name: uniqueName("s2") }];
-    const names = plans.map((p) => p.name);
-    cleanups.push(() => deleteAll(cluster, names));
-    await createCluster(cluster, { maxUnavailable: 1 });
-    for (const p of plans) await createMachine(cluster, p);
-    const beats = new Heartbeats(cluster, names, 1000);
-    await beats.start();
-    cleanups.push(async () => beats.stop());
+    const { names } = await fleetOnServer(cleanups, cluster, plans, {
+      cluster: { maxUnavailable: 1 },
+      beatEveryMs: 1000,
+    });
     const stale = await api.clusters.get(cluster); // what a paused copy saw
     await writeStatus(names[0]!, stagedStatus());
     await waitFor("the live copies grant s1", async () =>

@@ -4,29 +4,26 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { kubectl, uniqueName, waitFor } from "../support/kube.js";
 import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import {
-  Fleet,
-  Heartbeats,
   V1,
   V2,
   api,
-  createCluster,
-  createMachine,
-  deleteAll,
+  clusterEvents,
   ensureNamespaces,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<void>)[] = [];
+const cleanups: Cleanups = [];
 // After each test, not all: a test's operator copy must not stay and hold the leader Lease
 // (and act on the next test's Cluster) while the next test runs its own.
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(() => undo(cleanups));
 beforeAll(ensureNamespaces);
 
 describe("a rollout", () => {
@@ -40,16 +37,10 @@ describe("a rollout", () => {
       { name: uniqueName("w2") },
       { name: uniqueName("w3") },
     ];
-    const names = plans.map((p) => p.name);
-    cleanups.push(() => deleteAll(cluster, names));
-    await createCluster(cluster, { maxUnavailable: 3 });
-    for (const p of plans) await createMachine(cluster, p);
-    const beats = new Heartbeats(cluster, names);
-    await beats.start();
-    cleanups.push(async () => beats.stop());
-    const fleet = new Fleet(cluster, plans, { downMs: [300, 600], heartbeats: beats });
-    await fleet.start();
-    cleanups.push(() => fleet.stop());
+    const { fleet } = await playFleet(cleanups, cluster, plans, {
+      cluster: { maxUnavailable: 3 },
+      sim: { downMs: [300, 600] },
+    });
 
     const op: OperatorProcess = startOperator({
       args: ["--start-grace", "3s", "--lost-after", "5s"],
@@ -91,21 +82,7 @@ describe("a rollout", () => {
     );
 
     // No turn before the grace ended: the Events say when each was granted.
-    const ev = await kubectl([
-      "get",
-      "events",
-      "-n",
-      "default",
-      "--field-selector",
-      `involvedObject.name=${cluster}`,
-      "-o",
-      "json",
-    ]);
-    const events = (
-      JSON.parse(ev.stdout) as {
-        items: { reason: string; message: string; firstTimestamp: string }[];
-      }
-    ).items;
+    const events = await clusterEvents(cluster);
     const grants = events.filter((e) => e.reason === "TurnGranted");
     expect(grants).toHaveLength(6);
     for (const g of grants)
@@ -131,22 +108,13 @@ describe("a rollout", () => {
     ];
     const names = plans.map((p) => p.name);
     const failing = names[1]!;
-    cleanups.push(() => deleteAll(cluster, names));
-    // One trial fails on purpose and every machine must still take its turn: the failure
-    // brake (spec.rollout.maxFailedTrials) is off.
-    await createCluster(cluster, { maxUnavailable: 1, rollout: { maxFailedTrials: 0 } });
-    for (const p of plans) await createMachine(cluster, p);
-    const beats = new Heartbeats(cluster, names);
-    await beats.start();
-    cleanups.push(async () => beats.stop());
-    // Each machine stays down long enough for a 100 ms sampler to see its turn in flight.
-    const fleet = new Fleet(cluster, plans, {
-      downMs: [1500, 2000],
-      heartbeats: beats,
-      failTrial: new Set([failing]),
+    const { fleet } = await playFleet(cleanups, cluster, plans, {
+      // One trial fails on purpose and every machine must still take its turn: the failure
+      // brake (spec.rollout.maxFailedTrials) is off.
+      cluster: { maxUnavailable: 1, rollout: { maxFailedTrials: 0 } },
+      // Each machine stays down long enough for a 100 ms sampler to see its turn in flight.
+      sim: { downMs: [1500, 2000], failTrial: new Set([failing]) },
     });
-    await fleet.start();
-    cleanups.push(() => fleet.stop());
 
     const op = startOperator({ args: ["--start-grace", "2s", "--lost-after", "10s"] });
     cleanups.push(() => op.stop());

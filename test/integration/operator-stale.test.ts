@@ -15,30 +15,26 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
-  Fleet,
-  Heartbeats,
   api,
-  createCluster,
-  createMachine,
-  deleteAll,
   ensureNamespaces,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<unknown>)[] = [];
+const cleanups: Cleanups = [];
 const ARGS = ["--start-grace", "1s", "--lost-after", "20s", "--no-leader-elect"];
 
 beforeAll(async () => {
   await ensureNamespaces();
 }, 120_000);
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c();
-}, 120_000);
+afterAll(() => undo(cleanups), 120_000);
 
 function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
   const op = startOperator({ identity: uniqueName(id), args: ARGS, env });
@@ -63,21 +59,14 @@ it("a copy paused between its read and its write meets a 409, decides again, and
     { name: lead1, role: "Leader" },
     { name: lead2, role: "Leader" },
   ];
-  const names = [lead1, lead2];
-  cleanups.push(() => deleteAll(cluster, names));
-  await createCluster(cluster, { maxUnavailable: 2 });
-  for (const p of plans) await createMachine(cluster, p);
-  const beats = new Heartbeats(cluster, names, 1000);
-  await beats.start();
-  cleanups.push(async () => beats.stop());
   // lead-2 stays down on its turn until the test lets it come back.
   let bringBack = (): void => undefined;
   const back = new Promise<void>((r) => (bringBack = r));
-  const fleet = new Fleet(cluster, plans, {
-    downUntil: (m) => (m === lead2 ? back : undefined),
+  const { fleet } = await playFleet(cleanups, cluster, plans, {
+    cluster: { maxUnavailable: 2 },
+    beatEveryMs: 1000,
+    sim: { downUntil: (m) => (m === lead2 ? back : undefined) },
   });
-  await fleet.start();
-  cleanups.push(() => fleet.stop());
   cleanups.push(async () => bringBack()); // a failed run must not leave lead-2 down for ever
 
   // Copy A reads a Cluster where only lead-1 asks, decides its turn, and is held there.

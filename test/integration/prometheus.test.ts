@@ -17,6 +17,7 @@ import { dashboardQueries, ruleGroups, rulesFile } from "../../src/deploy/monito
 import { waitFor } from "../support/kube.js";
 import { PrometheusServer, type PromAlert } from "../support/prometheus.js";
 import { Fleet } from "./agent-harness.js";
+import { approveReboot } from "./fleet-steps.js";
 
 /** Every alert's `for` in this test: long enough to be seen pending at a 1 s evaluation. */
 const SHORT_FOR = "3s";
@@ -145,10 +146,7 @@ describe("alerts and dashboard on a real Prometheus", () => {
       async () => (await fleet.api.machines.get(STALLS)).status?.step === "RebootPending",
       { timeoutMs: 120_000, intervalMs: 300 },
     );
-    const at = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    await fleet.api.machines.patch(STALLS, {
-      spec: { approval: { version: v2.version, digest: v2.digest, by: "prometheus-test", at } },
-    });
+    await approveReboot(fleet, STALLS, v2, "prometheus-test");
     await waitFor(
       "the approved machine holds its turn and is updating",
       async () => (await fleet.api.machines.get(STALLS)).status?.step === "Updating",

@@ -11,23 +11,19 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { likenEntry } from "../../src/cli/entry.js";
 import { kubeconfigPath, uniqueName, waitFor } from "../support/kube.js";
 import {
-  Fleet,
-  Heartbeats,
-  createCluster,
-  createMachine,
-  deleteAll,
   ensureNamespaces,
+  playFleet,
   stagedStatus,
   startOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
+  undo,
+  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups: Cleanups = [];
+afterEach(() => undo(cleanups));
 beforeAll(ensureNamespaces);
 
 describe("liken status --timeline", () => {
@@ -37,16 +33,10 @@ describe("liken status --timeline", () => {
       { name: uniqueName("l1"), role: "Leader" },
       { name: uniqueName("w1") },
     ];
-    const names = plans.map((p) => p.name);
-    cleanups.push(() => deleteAll(cluster, names));
-    await createCluster(cluster, { maxUnavailable: 1 });
-    for (const p of plans) await createMachine(cluster, p);
-    const beats = new Heartbeats(cluster, names);
-    await beats.start();
-    cleanups.push(async () => beats.stop());
-    const fleet = new Fleet(cluster, plans, { downMs: [800, 1000], heartbeats: beats });
-    await fleet.start();
-    cleanups.push(() => fleet.stop());
+    const { names } = await playFleet(cleanups, cluster, plans, {
+      cluster: { maxUnavailable: 1 },
+      sim: { downMs: [800, 1000] },
+    });
     const op = startOperator({ args: ["--start-grace", "1s"] });
     cleanups.push(() => op.stop());
     await waitForLog(op, "cluster-operator started", 90_000);

@@ -9,7 +9,7 @@
 // machine was never shown to hold is counted (TrialInconclusive, reason TrialNotArmed) and armed
 // again within the same turn. The byte-level cuts inside each bootloader write are the unit
 // tier's (bootloader-powercut*.test.ts).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Actions } from "../../src/agent/act.js";
@@ -25,13 +25,14 @@ import { MAX_ARM_ATTEMPTS } from "../../src/agent/arming.js";
 import type { MachineStatus } from "../../src/api/types.js";
 import { BootloaderError } from "../../src/bootloader/errors.js";
 import { errorCode, errorText } from "../../src/errors.js";
-import { EfivarfsDir, type EfiVars } from "../../src/bootloader/efivars.js";
+import type { EfiVars } from "../../src/bootloader/efivars.js";
 import { DiskEntryDir, type EntryDir } from "../../src/bootloader/entry-dir.js";
 import { DirEnvStore, type EnvCopy } from "../../src/bootloader/envstore.js";
 import { grubBoot } from "../../src/bootloader/firmware.js";
 import { GrubBootloader, installGrubEnv } from "../../src/bootloader/grub.js";
 import { SystemdBootBootloader, systemdBootOnce } from "../../src/bootloader/systemd-boot.js";
 import type { Bootloader, Slot } from "../../src/bootloader/types.js";
+import { systemdBootEsp } from "../support/esp.js";
 import { observed } from "../unit/agent-fixtures.js";
 import { armingActions, cluster, playedDaemon, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
@@ -146,13 +147,7 @@ async function machine(backend: Backend, name: string): Promise<TestMachine> {
   }
   const esp = path.join(dir, "esp");
   const efivars = path.join(dir, "efivars");
-  mkdirSync(path.join(esp, "loader", "entries"), { recursive: true });
-  mkdirSync(efivars, { recursive: true });
-  for (const s of ["a", "b"]) {
-    writeFileSync(path.join(esp, "loader", "entries", `liken-${s}.conf`), `title liken ${s}\n`);
-  }
-  const vars = new EfivarfsDir(efivars);
-  await vars.set("LoaderEntryDefault", "liken-a.conf");
+  const vars = await systemdBootEsp(esp, efivars);
   const cfg = config({ bootloader: { backend: "systemd-boot", esp, efivars }, bootId, reboot });
   const entries = new DiskEntryDir(path.join(esp, "loader", "entries"));
   return {

@@ -8,12 +8,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
-import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Actions, type ActionParts } from "../../src/agent/act.js";
+import type { Actions } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
-import { DownloadSupervisor } from "../../src/agent/download.js";
 import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
 import type { Look } from "../../src/agent/observe.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
@@ -24,6 +21,7 @@ import { initialEnvBlock } from "../../src/bootloader/grub.js";
 import { buildRelease } from "../../src/release/build.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { digestOf } from "../../src/verify/digest.js";
+import { armingActions } from "./daemon-machine.js";
 
 /** What exit() throws: the machine would reboot here. */
 class Rebooted extends Error {
@@ -97,17 +95,11 @@ async function machine(
   const memory = new MemoryKeeper(new MemoryFile(state));
   await memory.load();
   const bootloader = createBootloader(cfg.bootloader);
-  const parts: ActionParts = {
-    cfg,
-    log: pino({ level: "silent" }),
-    kc: () => Promise.resolve(new KubeConfig()),
+  // The daemon's parts for a turn that arms a trial, but this test's turn record, its waits
+  // noted, and the reboot's exit code kept.
+  const actions = armingActions(cfg, bootloader, memory, {
     store,
-    bootloader,
-    memory,
-    downloads: new DownloadSupervisor("/nonexistent", () => undefined),
     turnHeld: () => Promise.resolve(turn),
-    reportRebooting: () => Promise.resolve(),
-    signal: new AbortController().signal,
     pause: (ms) => {
       paused.push(ms);
       return Promise.resolve();
@@ -115,8 +107,8 @@ async function machine(
     exit: (code) => {
       throw new Rebooted(code);
     },
-  };
-  return { dir, cfg, store, memory, actions: new Actions(parts), release, bootloader };
+  });
+  return { dir, cfg, store, memory, actions, release, bootloader };
 }
 
 /** Writes a one-artifact release into slot b and stages it (or leaves b empty). */

@@ -10,18 +10,18 @@
 // two ticks are run with tickOnce(). The reboot command only leaves a mark: the daemon must not run it.
 // The GRUB case end to end with the real control plane and operator is
 // test/integration/agent-trial-not-taken.test.ts.
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
 import type { MachineStatus } from "../../src/api/types.js";
-import { EfivarfsDir } from "../../src/bootloader/efivars.js";
 import {
   ONESHOT,
   SELECTED,
   SystemdBootBootloader,
   systemdBootOnce,
 } from "../../src/bootloader/systemd-boot.js";
+import { systemdBootEsp } from "../support/esp.js";
 import { observed } from "../unit/agent-fixtures.js";
 import { armingActions, cluster, playedDaemon, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
@@ -39,13 +39,7 @@ it("systemd-boot ignored the one-shot: Failed as TrialNotTaken once, disarmed, n
   const { dir, config } = await stagedMachine(channel, NEW);
   const esp = path.join(dir, "esp");
   const efivars = path.join(dir, "efivars");
-  mkdirSync(path.join(esp, "loader", "entries"), { recursive: true });
-  mkdirSync(efivars, { recursive: true });
-  for (const s of ["a", "b"]) {
-    writeFileSync(path.join(esp, "loader", "entries", `liken-${s}.conf`), `title liken ${s}\n`);
-  }
-  const vars = new EfivarfsDir(efivars);
-  await vars.set("LoaderEntryDefault", "liken-a.conf");
+  const vars = await systemdBootEsp(esp, efivars);
   const bootId = path.join(dir, "boot_id");
   writeFileSync(bootId, "boot-1\n");
   const rebootMark = path.join(dir, "rebooted");

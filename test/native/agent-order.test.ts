@@ -8,32 +8,24 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
-import { pino } from "pino";
 import { Actions } from "../../src/agent/act.js";
-import type { AgentConfig } from "../../src/agent/config.js";
-import { DownloadSupervisor } from "../../src/agent/download.js";
 import { MemoryFile, MemoryKeeper, type Memory } from "../../src/agent/memory.js";
-import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ENV_FILES, DirEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader, initialEnvBlock } from "../../src/bootloader/grub.js";
 import type { SlotName } from "../../src/slots/config.js";
 import type { Marker, MarkerEvent } from "../../src/slots/marker.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { observed } from "../unit/agent-fixtures.js";
-import type { FaultServer } from "./fault-server.js";
-import { stagedSlots } from "./daemon-machine.js";
+import { armingActions, Rebooted, stagedMachine } from "./daemon-machine.js";
 import { startReleaseChannel, type ReleaseChannel } from "./release-channel.js";
 
 const VERSION = "2.0";
 let channel: ReleaseChannel;
-let root = "";
-let server: FaultServer;
 let digest = "";
 
 beforeAll(async () => {
   channel = await startReleaseChannel("liken-order-", VERSION);
-  ({ root, server, digest } = channel);
+  ({ digest } = channel);
 });
 afterAll(() => channel.close());
 
@@ -50,9 +42,6 @@ class WatchedStore extends SlotStore {
   }
 }
 
-/** The exit that plays the reboot: stops the action where the process would end. */
-class Rebooted extends Error {}
-
 interface Machine {
   dir: string;
   actions: Actions;
@@ -66,48 +55,20 @@ interface Machine {
 let n = 0;
 /** A machine running slot a, with `VERSION` downloaded, verified and staged in slot b. */
 async function machine(): Promise<Machine> {
-  const dir = path.join(root, `m${n++}`);
+  const { dir, config } = await stagedMachine(channel, VERSION, `m${n++}`);
   mkdirSync(path.join(dir, "grub"), { recursive: true });
   for (const f of ENV_FILES) writeFileSync(path.join(dir, "grub", f), initialEnvBlock("a"));
-  const { file, slots } = await stagedSlots(dir, { server, digest }, VERSION);
-  const cfg: AgentConfig = {
-    file,
-    slots,
-    machine: "m",
-    cluster: "c",
-    nodeName: "m",
-    bootloader: { backend: "grub", envDir: path.join(dir, "grub") },
-    driverPods: {},
-    cmdline: path.join(dir, "no-cmdline"),
-    bootId: "/proc/sys/kernel/random/boot_id",
-    reboot: { exitCode: 0 },
-    heartbeatMs: 1000,
-    loopMs: 1000,
-    direct: false,
-    timeouts: DEFAULT_TIMEOUTS,
-  };
-  const memFile = new MemoryFile(slots.stateDir);
+  const cfg = config({ cmdline: path.join(dir, "no-cmdline") });
+  const memFile = new MemoryFile(cfg.slots.stateDir);
   const memory = new MemoryKeeper(memFile);
   await memory.load();
   const bootloader = new GrubBootloader(new DirEnvStore(path.join(dir, "grub")));
   const reports: Machine["reports"] = [];
-  const store = new WatchedStore(slots);
-  const actions = new Actions({
-    cfg,
-    log: pino({ level: "silent" }),
-    kc: () => Promise.resolve(new KubeConfig()),
+  const store = new WatchedStore(cfg.slots);
+  const actions = armingActions(cfg, bootloader, memory, {
     store,
-    bootloader,
-    memory,
-    downloads: new DownloadSupervisor("unused", () => undefined),
-    turnHeld: () => Promise.resolve({ ok: true, value: true }),
     reportRebooting: async (reason) => {
       reports.push({ reason, onDisk: await memFile.load() });
-    },
-    signal: new AbortController().signal,
-    pause: () => Promise.resolve(),
-    exit: () => {
-      throw new Rebooted();
     },
   });
   return { dir, actions, bootloader, memory, store, reports };

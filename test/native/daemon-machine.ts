@@ -9,7 +9,7 @@ import path from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { stringify } from "yaml";
-import { Actions } from "../../src/agent/act.js";
+import { Actions, type ActionParts } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
 import { AgentApi } from "../../src/agent/api.js";
 import { AgentDaemon } from "../../src/agent/daemon.js";
@@ -106,11 +106,15 @@ export async function stagedMachine(
   return { dir, config };
 }
 
-/** The Actions of a turn that arms the trial; their reboot throws Rebooted. */
+/**
+ * The Actions of a turn that arms the trial; their reboot throws Rebooted. `over` replaces
+ * parts (a store that notes transitions, a report that records what is on disk).
+ */
 export function armingActions(
   cfg: AgentConfig,
   bootloader: Bootloader,
   memory: MemoryKeeper,
+  over: Partial<ActionParts> = {},
 ): Actions {
   return new Actions({
     cfg,
@@ -127,6 +131,7 @@ export function armingActions(
     exit: () => {
       throw new Rebooted();
     },
+    ...over,
   });
 }
 

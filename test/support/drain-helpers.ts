@@ -158,6 +158,30 @@ export async function waitBudget(ns: string, name: string, n: number): Promise<v
   );
 }
 
+/**
+ * One pod of `app` on `node` (placed by `nodeSelector`) and a PodDisruptionBudget that allows
+ * no disruption of it: every eviction from `node` is refused until the budget changes. Returns
+ * the pod once it is Ready and the budget allows 0.
+ */
+export async function podHeldByBudget(
+  ns: string,
+  app: string,
+  nodeSelector: Record<string, string>,
+  node: string,
+): Promise<V1Pod> {
+  await apply(
+    deploymentYaml(ns, 1, { app, nodeSelector }) + "---\n" + pdbYaml(ns, app, { minAvailable: 1 }),
+  );
+  const [pod] = await waitReady(ns, app, 1, node);
+  await waitBudget(ns, app, 0);
+  return pod!;
+}
+
+/** A pod of `app` held by a budget on the kwok node `node` (by hostname): its drain never ends. */
+export function podHeldOnNode(ns: string, app: string, node: string): Promise<V1Pod> {
+  return podHeldByBudget(ns, app, { "kubernetes.io/hostname": node }, node);
+}
+
 export interface Recorder {
   log: Recorded[];
   errors: unknown[];

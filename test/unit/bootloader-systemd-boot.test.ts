@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -17,6 +17,7 @@ import {
   SystemdBootBootloader,
   systemdBootOnce,
 } from "../../src/bootloader/systemd-boot.js";
+import { systemdBootEsp } from "../support/esp.js";
 import { judgeBoot } from "../../src/bootloader/types.js";
 import { trialNotTaken } from "../../src/agent/steps.js";
 import { isLikenError } from "../../src/errors.js";
@@ -66,12 +67,7 @@ describe("systemd-boot backend with its firmware model", () => {
   beforeEach(async () => {
     esp = mkdtempSync(join(tmpdir(), "liken-esp-"));
     efi = mkdtempSync(join(tmpdir(), "liken-efivars-"));
-    mkdirSync(join(esp, "loader", "entries"), { recursive: true });
-    for (const s of ["a", "b"]) {
-      writeFileSync(join(esp, "loader", "entries", `liken-${s}.conf`), `title liken ${s}\n`);
-    }
-    vars = new EfivarfsDir(efi);
-    await vars.set("LoaderEntryDefault", "liken-a.conf");
+    vars = await systemdBootEsp(esp, efi);
     const created = createBootloader({ backend: "systemd-boot", esp, efivars: efi });
     bl = created as SystemdBootBootloader;
   });

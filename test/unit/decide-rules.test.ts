@@ -12,7 +12,7 @@ import type {
   MachineStatus,
   RebootTurn,
 } from "../../src/api/index.js";
-import { decide, type ChannelView, type Decision } from "../../src/operator/decide.js";
+import { decide, type ChannelView } from "../../src/operator/decide.js";
 import {
   D2,
   D3,
@@ -30,6 +30,8 @@ import {
   failedTrial,
   back,
   turnEnding,
+  progressing,
+  withSpec,
 } from "./operator-fixtures.js";
 
 const timedOut = (over: Partial<DrainTimedOut> = {}): DrainTimedOut => ({
@@ -49,13 +51,6 @@ const CHANNEL: ClusterCondition = {
   message: "read",
   lastTransitionTime: iso(NOW, -600),
 };
-
-const progressing = (d: Decision) => d.status.conditions?.find((c) => c.type === "Progressing");
-
-const withSpec = (c: Cluster, spec: Partial<Cluster["spec"]>): Cluster => ({
-  ...c,
-  spec: { ...c.spec, ...spec },
-});
 
 describe("a turn release says what ended it", () => {
   const cases: {

@@ -2,9 +2,9 @@
 // (spec.rollout.maxFailedTrials), maintenance windows (spec.disruption.windows) and soak
 // (spec.rollout.soakSeconds). Window arithmetic has its own table in operator-windows.test.ts.
 import { describe, expect, it } from "vitest";
-import type { Cluster, ClusterCondition, Machine, TrialRecord } from "../../src/api/index.js";
+import type { Cluster, Machine, TrialRecord } from "../../src/api/index.js";
 import { brakeOf } from "../../src/operator/brake.js";
-import { decide, type Decision } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide.js";
 import {
   D1,
   D2,
@@ -22,6 +22,8 @@ import {
   turn,
   failedTrial,
   back,
+  progressing,
+  withSpec,
 } from "./operator-fixtures.js";
 
 /** The fixtures' failed trial, 30 s ago, with the message the agent writes. */
@@ -45,19 +47,14 @@ const fellBack = (name: string, over: Partial<TrialRecord> = {}): Machine =>
     },
   });
 
-const withRollout = (c: Cluster, rollout: Cluster["spec"]["rollout"]): Cluster => ({
-  ...c,
-  spec: { ...c.spec, rollout },
-});
+const withRollout = (c: Cluster, rollout: Cluster["spec"]["rollout"]): Cluster =>
+  withSpec(c, { rollout });
 
 /** A Cluster where ann resumed the failed release (version, digest) accepting m1's failure. */
 const resumedFor = (version: string, digest: string): Cluster =>
   withRollout(cluster(), {
     failedReleaseResume: { version, digest, machines: ["m1"], by: "ann", at: iso(NOW, -1) },
   });
-
-const progressing = (d: Decision): ClusterCondition | undefined =>
-  d.status.conditions?.find((c) => c.type === "Progressing");
 
 describe("failure brake: which trials count", () => {
   const target = { version: V2, digest: D2 };

@@ -2,6 +2,7 @@
 // and the API server produce (see src/api/types.ts and docs/operator.md).
 import type {
   Cluster,
+  ClusterCondition,
   ClusterStatus,
   Machine,
   MachineStatus,
@@ -13,6 +14,7 @@ import {
   decide,
   DEFAULT_SETTINGS,
   type DecideSettings,
+  type Decision,
   type Observed,
 } from "../../src/operator/decide.js";
 
@@ -62,6 +64,16 @@ export function cluster(
   if (opts.version !== null) c.spec.version = opts.version ?? V2;
   return c;
 }
+
+/** `c` with the fields of `spec` replaced (a rollout, a disruption, ...). */
+export const withSpec = (c: Cluster, spec: Partial<Cluster["spec"]>): Cluster => ({
+  ...c,
+  spec: { ...c.spec, ...spec },
+});
+
+/** The Progressing condition a decision writes, if any. */
+export const progressing = (d: Decision): ClusterCondition | undefined =>
+  d.status.conditions?.find((c) => c.type === "Progressing");
 
 /** A machine on V1 that staged V2 and asks for a turn (requested at T0 + `askedAfter` s). */
 export function asking(
