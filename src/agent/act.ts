@@ -47,7 +47,7 @@ import {
   type MemoryKeeper,
 } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
-import type { Look } from "./observe.js";
+import type { Look } from "./look.js";
 import {
   afterSlotCheck,
   phaseTimeoutMs,

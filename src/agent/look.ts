@@ -24,13 +24,6 @@ export async function look<T>(
   }
 }
 
-/** The Node's Ready condition, read from its object. */
-export function readyOf(node: {
-  status?: { conditions?: { type: string; status: string }[] };
-}): boolean {
-  return (node.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
-}
-
 /** What names a boot in a Node (rejoin.ts): its bootID and its Ready condition's heartbeat. */
 export function nodeSeenOf(node: NodeView): NodeSeen {
   const r = node.status?.conditions?.find((c) => c.type === "Ready");

@@ -39,10 +39,6 @@ export interface Observation {
 /** The log message that names this boot's id, once per agent process. */
 export const BOOT_ID_LOG_MESSAGE = "this boot";
 
-// A look, its result and what a Node's object says live in ./look.ts, where ./view.ts takes
-// them from too (no import circle).
-export { look, nodeSeenOf, readyOf, type Look } from "./look.js";
-
 export interface ObserverParts {
   cfg: AgentConfig;
   log: Logger;

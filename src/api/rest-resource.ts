@@ -5,7 +5,8 @@ import { unlessNotFound } from "./errors.js";
 import type { KubeObject, ListOptions, ListResult } from "./client.js";
 import type { Rest } from "./rest.js";
 import { requireResourceVersion, updateStatusLoop } from "./status-writes.js";
-import type { WatchQuery, WatchSource } from "./watch.js";
+import type { WatchQuery } from "./client.js";
+import type { WatchSource } from "./watch.js";
 
 export class RestResource<
   T extends { metadata: KubeObject["metadata"] },

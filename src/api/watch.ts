@@ -17,9 +17,8 @@
 import { ApiError, API_ERROR_CODES, parseStatus, toApiError } from "./errors.js";
 import type { KubeObject, ListOptions, ListResult, WatchQuery } from "./client.js";
 
-// The query sits with the list options it extends, in ./client.ts, which imports nothing of
-// the watcher (no import circle); re-exported for the sources that take it from here.
-export type { WatchQuery } from "./client.js";
+// The query (WatchQuery) sits with the list options it extends, in ./client.ts, which imports
+// nothing of the watcher (no import circle).
 
 /** What a ResourceWatcher lists and watches. */
 export interface WatchSource<T> {

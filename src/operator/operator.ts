@@ -42,7 +42,6 @@ import type { ApiError } from "../api/errors.js";
 
 // The log the operator's parts write to lives in ./logger.ts (./hold.ts takes it from there).
 import type { Logger } from "./logger.js";
-export type { Logger } from "./logger.js";
 
 export interface OperatorOptions {
   identity: string;

@@ -6,7 +6,8 @@
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine, ReleaseRef } from "../../src/api/types.js";
-import { clusterEventMessages, kubectl, waitFor } from "../support/kube.js";
+import { clusterEventMessages, waitFor } from "../support/kube.js";
+import { applyRefusingPolicy } from "../support/refusing-policy.js";
 import { Fleet } from "./agent-harness.js";
 
 const refusedCondition = (m: Machine | undefined) =>
@@ -18,14 +19,7 @@ describe("agent: a status write the API server refuses", () => {
   const policy = `liken-test-refuse-${name}`;
   let v1: ReleaseRef;
 
-  const removePolicy = async (): Promise<void> => {
-    await kubectl([
-      "delete",
-      "validatingadmissionpolicybinding,validatingadmissionpolicy",
-      policy,
-      "--ignore-not-found",
-    ]);
-  };
+  let removePolicy: () => Promise<void> = async () => {};
 
   beforeAll(async () => {
     await fleet.start(["2026.10.10-001"]);
@@ -33,35 +27,16 @@ describe("agent: a status write the API server refuses", () => {
     await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Auto" });
     // Refuses any status of this Machine that names a step, as a CRD without the agent's
     // steps would: 422 Invalid with the policy's message.
-    const yaml = `
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${policy}}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [liken.sh]
-        apiVersions: ["*"]
-        operations: [UPDATE]
-        resources: [machines/status]
-  matchConditions:
-    - name: this-machine
-      expression: "object.metadata.name == '${name}'"
-  validations:
-    - expression: "!has(object.status.step)"
-      message: "status.step: Unsupported value (test policy)"
-      reason: Invalid
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${policy}}
-spec:
-  policyName: ${policy}
-  validationActions: [Deny]
-`;
-    const applied = await kubectl(["apply", "-f", "-"], { input: yaml });
-    expect(applied.code, applied.stderr).toBe(0);
+    removePolicy = await applyRefusingPolicy({
+      name: policy,
+      apiGroup: "liken.sh",
+      resources: ["machines/status"],
+      operations: ["UPDATE"],
+      match: `object.metadata.name == '${name}'`,
+      allow: "!has(object.status.step)",
+      message: "status.step: Unsupported value (test policy)",
+      reason: "Invalid",
+    });
     await waitFor(
       "the API server enforces the test policy",
       async () => {

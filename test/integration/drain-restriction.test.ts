@@ -10,7 +10,7 @@ import { LikenApi, type Cluster, type RebootTurn, type ReleaseRef } from "../../
 import { freePort } from "../../src/controlplane/ports.js";
 import { DrainError, drainNode, type DrainProgress } from "../../src/drain/index.js";
 import { DrainApi, type EvictionOutcome } from "../../src/drain/kube.js";
-import type { Logger } from "../../src/operator/operator.js";
+import type { Logger } from "../../src/operator/logger.js";
 import { EVICTION_PATH, EvictionWebhook } from "../../src/operator/webhook/index.js";
 import { Fleet } from "./agent-harness.js";
 import {

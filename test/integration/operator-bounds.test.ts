@@ -34,6 +34,7 @@ import {
   writeStatus,
   type OperatorProcess,
 } from "./operator-fleet.js";
+import { applyRefusingPolicy } from "../support/refusing-policy.js";
 
 const suffix = Date.now().toString(36);
 const TURNS_MAX = maxLengthOf(CLUSTER_STATUS_BOUNDS, "turns");
@@ -128,43 +129,16 @@ describe("Cluster status at the CRD's limits", () => {
     const policy = `liken-test-refuse-${suffix}`;
     // The server refuses any status of this Cluster that records a turn, as a CRD with
     // rebootTurns maxItems 0 would: 422 Invalid, with the policy's message.
-    const yaml = `
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: ${policy}}
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [liken.sh]
-        apiVersions: ["*"]
-        operations: [UPDATE]
-        resources: [clusters/status]
-  matchConditions:
-    - name: this-cluster
-      expression: "object.metadata.name == '${cluster}'"
-  validations:
-    - expression: "!has(object.status.rebootTurns) || size(object.status.rebootTurns) == 0"
-      message: "status.rebootTurns: Too many: must have at most 0 items (test policy)"
-      reason: Invalid
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: ${policy}}
-spec:
-  policyName: ${policy}
-  validationActions: [Deny]
-`;
-    const applied = await kubectl(["apply", "-f", "-"], { input: yaml });
-    expect(applied.code, applied.stderr).toBe(0);
-    const removePolicy = async () => {
-      await kubectl([
-        "delete",
-        "validatingadmissionpolicybinding,validatingadmissionpolicy",
-        policy,
-        "--ignore-not-found",
-      ]);
-    };
+    const removePolicy = await applyRefusingPolicy({
+      name: policy,
+      apiGroup: "liken.sh",
+      resources: ["clusters/status"],
+      operations: ["UPDATE"],
+      match: `object.metadata.name == '${cluster}'`,
+      allow: "!has(object.status.rebootTurns) || size(object.status.rebootTurns) == 0",
+      message: "status.rebootTurns: Too many: must have at most 0 items (test policy)",
+      reason: "Invalid",
+    });
     cleanups.push(removePolicy);
     // A policy holds once the API server has loaded it: a dry-run write of a turn says when.
     await waitFor(

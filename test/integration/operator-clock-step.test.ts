@@ -10,7 +10,8 @@
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine } from "../../src/api/types.js";
-import { Operator, type Logger } from "../../src/operator/operator.js";
+import type { Logger } from "../../src/operator/logger.js";
+import { Operator } from "../../src/operator/operator.js";
 import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {
   Heartbeats,

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { heartbeatLeaseName, HEARTBEAT_NAMESPACE } from "../../src/api/types.js";
 import type { Machine, MachineCondition, ReleaseRef } from "../../src/api/types.js";
 import { kubeConfig, kubectl, waitFor } from "../support/kube.js";
+import { applyRefusingPolicy } from "../support/refusing-policy.js";
 import { Fleet } from "./agent-harness.js";
 import { startOperator, type OperatorProcess } from "./operator-fleet.js";
 
@@ -22,32 +23,6 @@ const LOST_AFTER_S = 20;
  */
 const WINDOW_MS = 15_000;
 
-function refusal(policy: string, lease: string): string {
-  return `
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: { name: ${policy} }
-spec:
-  failurePolicy: Fail
-  matchConstraints:
-    resourceRules:
-      - apiGroups: [coordination.k8s.io]
-        apiVersions: ["*"]
-        operations: [CREATE, UPDATE]
-        resources: [leases]
-  validations:
-    - expression: "!(object.metadata.namespace == '${HEARTBEAT_NAMESPACE}' && object.metadata.name == '${lease}')"
-      message: "test: the heartbeat Lease ${lease} may not be written"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: { name: ${policy} }
-spec:
-  policyName: ${policy}
-  validationActions: [Deny]
-`;
-}
-
 function alive(m: Machine | undefined): MachineCondition | undefined {
   return m?.status?.conditions?.find((c) => c.type === "Alive");
 }
@@ -56,6 +31,7 @@ describe("operator: a live agent whose heartbeat it cannot see", () => {
   const fleet = new Fleet();
   const NAME = `lostloop-${Date.now().toString(36)}`;
   const POLICY = `liken-test-refuse-${NAME}`;
+  let removePolicy: () => Promise<void> = async () => {};
   const core = kubeConfig().makeApiClient(CoreV1Api);
   let op: OperatorProcess | undefined;
   let v1: ReleaseRef;
@@ -80,18 +56,20 @@ describe("operator: a live agent whose heartbeat it cannot see", () => {
   }, 300_000);
   afterAll(async () => {
     await op?.stop();
-    await kubectl([
-      "delete",
-      "validatingadmissionpolicybinding,validatingadmissionpolicy",
-      POLICY,
-      "--ignore-not-found",
-    ]);
+    await removePolicy();
     await fleet.stop();
   }, 60_000);
 
   it("yields once with HeartbeatUnseen, with bounded writes, and comes back when the Lease is written", async () => {
     const lease = heartbeatLeaseName(NAME);
-    await kubectl(["apply", "-f", "-"], { input: refusal(POLICY, lease) });
+    removePolicy = await applyRefusingPolicy({
+      name: POLICY,
+      apiGroup: "coordination.k8s.io",
+      resources: ["leases"],
+      operations: ["CREATE", "UPDATE"],
+      allow: `!(object.metadata.namespace == '${HEARTBEAT_NAMESPACE}' && object.metadata.name == '${lease}')`,
+      message: `test: the heartbeat Lease ${lease} may not be written`,
+    });
     // The policy takes effect when the API server has compiled it: a write of the Lease by
     // the test itself is refused from then on.
     await waitFor(
@@ -156,7 +134,7 @@ describe("operator: a live agent whose heartbeat it cannot see", () => {
     expect(c.status?.counts).toMatchObject({ lost: 1, unavailable: 1 });
 
     // The Lease may be written again: the next renewal brings the machine back.
-    await kubectl(["delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", POLICY]);
+    await removePolicy();
     const back = await waitFor(
       "Alive=True after the heartbeat returned",
       async () => {

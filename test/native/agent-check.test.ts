@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Actions } from "../../src/agent/act.js";
 import type { AgentConfig } from "../../src/agent/config.js";
 import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
-import type { Look } from "../../src/agent/observe.js";
+import type { Look } from "../../src/agent/look.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { API_ERROR_CODES, ApiError } from "../../src/api/errors.js";
 import { createBootloader } from "../../src/bootloader/index.js";

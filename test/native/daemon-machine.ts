@@ -15,7 +15,7 @@ import { AgentApi } from "../../src/agent/api.js";
 import { AgentDaemon } from "../../src/agent/daemon.js";
 import { DownloadSupervisor } from "../../src/agent/download.js";
 import type { MemoryKeeper } from "../../src/agent/memory.js";
-import type { Look } from "../../src/agent/observe.js";
+import type { Look } from "../../src/agent/look.js";
 import type { NodeSeen } from "../../src/agent/rejoin.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { ApiView } from "../../src/agent/view.js";

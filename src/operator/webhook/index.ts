@@ -13,7 +13,7 @@ import type { Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Logger } from "../operator.js";
+import type { Logger } from "../logger.js";
 import { WebhookError } from "./errors.js";
 import { DEFAULT_WEBHOOK_PORT, servingHosts } from "./names.js";
 import { ensureRegistration } from "./registration.js";

@@ -6,7 +6,7 @@ import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiException, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { LikenApi } from "../../api/index.js";
-import type { Logger } from "../operator.js";
+import type { Logger } from "../logger.js";
 import type { TlsMaterial } from "./certs.js";
 import { EVICTION_PATH } from "./names.js";
 import { machineOf, reviewEviction, type EvictionFacts, type Verdict } from "./review.js";
