@@ -38,7 +38,10 @@ import {
   type MachineCondition,
   type RebootTurn,
   type ReleaseRef,
+  type RevertRecord,
 } from "../api/index.js";
+import { revertOf, type FloorRead, type RevertOutcome } from "./revert.js";
+import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
@@ -108,6 +111,8 @@ export interface Observed {
   /** When this copy started granting-wise: its start, or its wake-up after a pause. */
   startedAt: Date;
   channel?: ChannelView;
+  /** The revert floors read so far (release.yaml revertFloor), by release digest (revert.ts). */
+  floors?: ReadonlyMap<string, FloorRead>;
 }
 
 export const RELEASE_REASONS = [
@@ -182,6 +187,10 @@ export interface Decision {
   held: HeldNotice | undefined;
   /** Status fields cut to their CRD bound by the last guard (bounds.ts): a maker's miss. */
   cut: string[];
+  /** The revert that begins with this decision (revert.ts), for its Event and metric. */
+  revertStarted: RevertRecord | undefined;
+  /** A release whose revert floor must be read before its revert can be decided. */
+  floorWanted: ReleaseRef | undefined;
 }
 
 export interface HeldNotice {
@@ -200,7 +209,11 @@ interface Ctx {
   brake: BrakeView;
 }
 
-export function decide(o: Observed, s: DecideSettings): Decision {
+export function decide(observed: Observed, s: DecideSettings): Decision {
+  const rv = revertFirst(observed, s);
+  // A revert that begins now changes the target of this very decision: no grant for the
+  // release it leaves goes out in the write that starts it.
+  const o: Observed = rv.started === undefined ? observed : withRevert(observed, rv);
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   const lost = new Set(
     o.machines
@@ -238,6 +251,8 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   if (progressing !== undefined) conditions = upsert(conditions, progressing);
   if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
   conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
+  if (rv.condition !== undefined)
+    conditions = setCondition(conditions, rv.condition, rfc3339(o.now));
 
   const made: ClusterStatus = {
     ...before,
@@ -252,6 +267,10 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
+    lastKnownGood: rv.lastKnownGood,
+    priorKnownGood: rv.priorKnownGood,
+    revokedReleases: rv.revokedReleases,
+    revert: rv.revert,
   };
   if (o.cluster.metadata.generation !== undefined) {
     made.observedGeneration = o.cluster.metadata.generation;
@@ -275,7 +294,39 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     blocked,
     held: heldNotice(before.conditions, progressing),
     cut,
+    revertStarted: rv.started,
+    floorWanted: rv.floorWanted,
   };
+}
+
+/**
+ * The revert's part (revert.ts), decided on the Cluster as recorded: known good releases, a
+ * revert that begins, the Reverted condition. Turns and the brake as recorded: a release is
+ * known good only once nothing of its rollout is in flight.
+ */
+function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
+  const lost = new Set(
+    o.machines
+      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
+      .map((m) => m.metadata.name),
+  );
+  const target = targetOf(o.cluster);
+  return revertOf({
+    cluster: o.cluster,
+    machines: o.machines,
+    turns: o.cluster.status?.rebootTurns ?? [],
+    brakeHeld: brakeOf(o.cluster, o.machines, target).held,
+    lost,
+    now: o.now,
+    identity: s.identity,
+    floors: o.floors ?? new Map(),
+  });
+}
+
+/** The Cluster as this decision sees it once the revert it starts is recorded. */
+function withRevert(o: Observed, rv: RevertOutcome): Observed {
+  const status = { ...o.cluster.status, revert: rv.revert, revokedReleases: rv.revokedReleases };
+  return { ...o, cluster: { ...o.cluster, status } };
 }
 
 /** The Progressing reasons that get an Event when they begin. */
@@ -284,6 +335,8 @@ const NOTICED = [
   "OutsideMaintenanceWindow",
   "CanaryPaused",
   "AwaitingFirstTrial",
+  "RolloutPaused",
+  "ReleaseRevoked",
 ] as const;
 type HeldReason = (typeof NOTICED)[number];
 const isNoticed = (r: string): r is HeldReason => (NOTICED as readonly string[]).includes(r);
@@ -300,6 +353,8 @@ function heldNotice(
 /** The STATUS column: the phase, or the reason a held rollout does not move. */
 const HELD_REASONS: ReadonlySet<string> = new Set([
   "RolloutStalled",
+  "RolloutPaused",
+  "ReleaseRevoked",
   "ReleaseFailed",
   "OutsideMaintenanceWindow",
   "CanaryPaused",
@@ -612,6 +667,7 @@ function holdOf(ctx: Ctx, kept: readonly RebootTurn[], canary: CanaryGate): Gran
   if (o.now.getTime() < graceEnds) return { kind: "grace", until: new Date(graceEnds) };
   const stalled = kept.filter((t) => t.stalledAt !== undefined);
   if (stalled.length > 0) return { kind: "stalled", turns: stalled };
+  if (o.cluster.spec.rollout?.paused === true) return { kind: "paused" };
   if (ctx.brake.held) return { kind: "failed-release", brake: ctx.brake };
   const window = windowState(o.cluster.spec.disruption?.windows, o.now);
   if (window.kind === "closed") return { kind: "window", window };

@@ -31,6 +31,7 @@ import {
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
+import { FloorCache } from "./floor.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
@@ -130,6 +131,8 @@ export class Operator {
   private readonly channelViews = new Map<string, ChannelView>();
   private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
   private readonly marking = new Set<string>();
+  /** Release floors (release.yaml revertFloor) read for a revert (revert.ts, floor.ts). */
+  private readonly floors = new FloorCache();
   /** Clusters whose last status write was refused (422): no same write before the backoff. */
   private readonly refusals = new RefusalBackoff();
   private readonly dirty = new Set<string>();
@@ -346,6 +349,7 @@ export class Operator {
       const channel = this.channelViews.get(name);
       const d = await this.decideFresh(cluster, channel);
       if (d === undefined) return; // paused while reading the Machines
+      this.readFloorFor(cluster, d);
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       const { status, needed } = statusToWrite(d);
@@ -387,6 +391,12 @@ export class Operator {
     }
   }
 
+  /** A revert waits for the floor of the release it leaves: read it (floor.ts). */
+  private readFloorFor(cluster: Cluster, d: Decision): void {
+    if (d.floorWanted === undefined) return;
+    this.floors.want(cluster, d.floorWanted, () => this.schedule(cluster.metadata.name));
+  }
+
   /**
    * decide() on the Cluster and the cached Machines; when a release needs a Machine view as
    * new as the Cluster and the cache is older, again on the Machines read from the API server
@@ -421,6 +431,7 @@ export class Operator {
         now: new Date(this.clocks.wall()),
         mono: this.clocks.mono(),
         startedAt: this.startedAt,
+        floors: this.floors.view(),
         ...(channel === undefined ? {} : { channel }),
       },
       this.settings,
@@ -538,10 +549,19 @@ export class Operator {
       log.warn({ cluster: cluster.metadata.name, machine: s.turn.machine }, s.message);
       this.event(cluster, "Warning", "RolloutStalled", `rollout stalled: ${s.message}`);
     }
+    // A revert begins: this write recorded it (the guarded write is its lock: a second copy
+    // deciding the same meets a 409, decides again and finds it recorded).
+    const r = d.revertStarted;
+    if (r !== undefined) {
+      const msg = `reverting ${r.from.version} to ${r.to.version} (${r.trigger === "Request" ? "RevertedByRequest" : "RevertedAutomatically"}): ${r.message}; ${r.from.version} is revoked for this Cluster`;
+      log.warn({ cluster: cluster.metadata.name, from: r.from.version, to: r.to.version }, msg);
+      this.event(cluster, "Warning", "Reverted", msg);
+    }
     // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.
     if (d.held !== undefined) {
-      // A failed release is a warning; a window, a canary or a first trial is the plan.
-      const failed = d.held.reason === "ReleaseFailed";
+      // A failed or revoked release is a warning; a window, a canary, a pause or a first
+      // trial is the plan.
+      const failed = d.held.reason === "ReleaseFailed" || d.held.reason === "ReleaseRevoked";
       const what = { cluster: cluster.metadata.name, reason: d.held.reason };
       if (failed) log.warn(what, d.held.message);
       else log.info(what, d.held.message);
