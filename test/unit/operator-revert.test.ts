@@ -16,7 +16,6 @@ import type { FloorRead } from "../../src/operator/revert.js";
 import {
   D1,
   D2,
-  D3,
   NOW,
   SETTINGS,
   V1,
