@@ -515,7 +515,10 @@ export class Operator {
 
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
     const hook = this.opts.beforeTurnWrite;
-    if (hook !== undefined && d.grants.length > 0) await hook(name, d.grants);
+    // A write that starts a revert is held too: it is the revert's lock (revert.ts).
+    if (hook !== undefined && (d.grants.length > 0 || d.revertStarted !== undefined)) {
+      await hook(name, d.grants);
+    }
   }
 
   /** A decision around a conflict, named by the resourceVersion it was made on. */

@@ -180,8 +180,10 @@ function pausedMessage(p: ProgressInput): string {
   const name = p.cluster.metadata.name;
   const held =
     p.turns.length > 0 ? `; turns held finish: ${list(p.turns.map((t) => t.machine))}` : "";
+  const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "eligible").length;
   return (
-    `spec.rollout.paused: no new reboot turn for any machine (downloads and staging go on)${held}. ` +
+    `spec.rollout.paused: no new reboot turn for any machine (downloads and staging go on); ` +
+    `${waiting} machine(s) staged ${p.target?.version ?? ""} and wait${held}. ` +
     `Resume with \`liken rollout resume ${name}\`.`
   );
 }

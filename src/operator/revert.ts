@@ -67,18 +67,20 @@ export function revertOf(i: RevertInput): RevertOutcome {
   const base: RevertOutcome = {
     ...known,
     revokedReleases: status.revokedReleases,
-    revert: status.revert,
+    // Kept while in force; once spec.version moved on, the Reverted condition (reason
+    // RevertSuperseded) tells the story, and the release left stays revoked.
+    revert: view.kind === "revert" ? status.revert : undefined,
     condition: undefined,
     started: undefined,
     floorWanted: undefined,
   };
   switch (view.kind) {
     case "none":
-      return { ...base, condition: endedCondition(i, base.revert) };
+      return { ...base, condition: endedCondition(i, status.revert) };
     case "revert":
       return { ...base, condition: inForceCondition(view.revert) };
     case "revoked":
-      return { ...base, condition: endedCondition(i, base.revert) };
+      return { ...base, condition: endedCondition(i, status.revert) };
     case "spec":
       return wantRevert(i, view.target, base);
     default: {
@@ -156,7 +158,7 @@ function wantRevert(i: RevertInput, from: ReleaseRef, base: RevertOutcome): Reve
         `To revert ${from.version}, run \`liken rollout revert ${i.cluster.metadata.name}\` again.`;
       return { ...base, condition: cond("False", "RevertRequestStale", msg) };
     }
-    return { ...base, condition: endedCondition(i, base.revert) };
+    return { ...base, condition: endedCondition(i, i.cluster.status?.revert) };
   }
   const to = revertTargetOf(i.cluster, from);
   if (to === undefined) {
