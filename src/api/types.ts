@@ -266,7 +266,28 @@ export interface RevertPolicy {
   maxFailurePercent?: number;
   /** How long after the release became the last known good failures still count. */
   watchSeconds?: number;
+  /** A Prometheus query run on a schedule while the release is watched (an analysis check). */
+  prometheus?: PrometheusCheck;
 }
+
+/**
+ * A query against a Prometheus the user runs: it fails when its value (the largest sample of
+ * an instant vector, or a scalar) is above maxValue; failureLimit failures in a row trip the
+ * revert. An empty result or an unreachable server counts neither way.
+ */
+export interface PrometheusCheck {
+  /** The server's base URL, e.g. http://prometheus.monitoring:9090. */
+  url: string;
+  /** PromQL, evaluated as an instant query. */
+  query: string;
+  maxValue: number;
+  /** Failed checks in a row that trip the revert (default 3). */
+  failureLimit?: number;
+  /** How often (default 60). */
+  intervalSeconds?: number;
+}
+export const DEFAULT_PROMETHEUS_FAILURE_LIMIT = 3;
+export const DEFAULT_PROMETHEUS_INTERVAL_SECONDS = 60;
 
 /** Default watch window: a week, the time a slow regression (a filesystem, a NIC driver) takes to show. */
 export const DEFAULT_REVERT_WATCH_SECONDS = 7 * 24 * 3600;

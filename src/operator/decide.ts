@@ -41,6 +41,7 @@ import {
   type RevertRecord,
 } from "../api/index.js";
 import { revertOf, type FloorRead, type RevertOutcome } from "./revert.js";
+import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
@@ -113,6 +114,8 @@ export interface Observed {
   channel?: ChannelView;
   /** The revert floors read so far (release.yaml revertFloor), by release digest (revert.ts). */
   floors?: ReadonlyMap<string, FloorRead>;
+  /** spec.rollout.revert.prometheus's checks so far, by release digest (prom-check.ts). */
+  queryChecks?: ReadonlyMap<string, QueryCheckView>;
 }
 
 export const RELEASE_REASONS = [
@@ -191,6 +194,8 @@ export interface Decision {
   revertStarted: RevertRecord | undefined;
   /** A release whose revert floor must be read before its revert can be decided. */
   floorWanted: ReleaseRef | undefined;
+  /** The Prometheus check to run for the target (when its interval passed). */
+  queryWanted: RevertOutcome["queryWanted"];
 }
 
 export interface HeldNotice {
@@ -296,6 +301,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     cut,
     revertStarted: rv.started,
     floorWanted: rv.floorWanted,
+    queryWanted: rv.queryWanted,
   };
 }
 
@@ -320,6 +326,7 @@ function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
     now: o.now,
     identity: s.identity,
     floors: o.floors ?? new Map(),
+    ...(o.queryChecks === undefined ? {} : { queryChecks: o.queryChecks }),
   });
 }
 

@@ -32,6 +32,7 @@ import {
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import { FloorCache } from "./floor.js";
+import { QueryChecks } from "./prom-check.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
@@ -133,6 +134,8 @@ export class Operator {
   private readonly marking = new Set<string>();
   /** Release floors (release.yaml revertFloor) read for a revert (revert.ts, floor.ts). */
   private readonly floors = new FloorCache();
+  /** spec.rollout.revert.prometheus's checks, run on their interval (prom-check.ts). */
+  private readonly queries = new QueryChecks();
   /** Clusters whose last status write was refused (422): no same write before the backoff. */
   private readonly refusals = new RefusalBackoff();
   private readonly dirty = new Set<string>();
@@ -289,6 +292,7 @@ export class Operator {
     this.written.delete(name);
     this.channelViews.delete(name);
     this.polls.delete(name);
+    this.queries.forget(name);
   }
 
   schedule(cluster: string): void {
@@ -349,7 +353,7 @@ export class Operator {
       const channel = this.channelViews.get(name);
       const d = await this.decideFresh(cluster, channel);
       if (d === undefined) return; // paused while reading the Machines
-      this.readFloorFor(cluster, d);
+      this.readForRevert(cluster, d);
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       const { status, needed } = statusToWrite(d);
@@ -391,10 +395,16 @@ export class Operator {
     }
   }
 
-  /** A revert waits for the floor of the release it leaves: read it (floor.ts). */
-  private readFloorFor(cluster: Cluster, d: Decision): void {
-    if (d.floorWanted === undefined) return;
-    this.floors.want(cluster, d.floorWanted, () => this.schedule(cluster.metadata.name));
+  /** A revert waits for the floor of the release it leaves (floor.ts); the Prometheus check runs (prom-check.ts). */
+  private readForRevert(cluster: Cluster, d: Decision): void {
+    const name = cluster.metadata.name;
+    if (d.floorWanted !== undefined) {
+      this.floors.want(cluster, d.floorWanted, () => this.schedule(name));
+    }
+    const q = d.queryWanted;
+    if (q !== undefined) {
+      this.queries.maybe(name, q.release, q.check, this.clocks.mono(), () => this.schedule(name));
+    }
   }
 
   /**
@@ -432,6 +442,7 @@ export class Operator {
         mono: this.clocks.mono(),
         startedAt: this.startedAt,
         floors: this.floors.view(),
+        queryChecks: this.queries.view(cluster.metadata.name),
         ...(channel === undefined ? {} : { channel }),
       },
       this.settings,

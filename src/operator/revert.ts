@@ -6,7 +6,9 @@
 // revert's lock, Events, metrics) lives in operator.ts; docs/revert.md states the rules and
 // test/unit/operator-revert.test.ts has the tables.
 import {
+  DEFAULT_PROMETHEUS_FAILURE_LIMIT,
   DEFAULT_REVERT_WATCH_SECONDS,
+  type PrometheusCheck,
   REVOKED_RELEASES_MAX_ITEMS,
   sameRelease,
   targetView,
@@ -23,6 +25,7 @@ import {
 import { rfc3339 } from "../api/time.js";
 import { truncate } from "../api/bounds.js";
 import { failedTrialOf, type FailedTrial } from "./brake.js";
+import type { QueryCheckView } from "./prom-check.js";
 import { compareVersions } from "./version-order.js";
 
 /** What the operator read of a release's floor (release.yaml revertFloor), by digest. */
@@ -43,6 +46,8 @@ export interface RevertInput {
   now: Date;
   identity: string;
   floors: ReadonlyMap<string, FloorRead>;
+  /** The Prometheus checks of spec.rollout.revert.prometheus so far, by release digest. */
+  queryChecks?: ReadonlyMap<string, QueryCheckView>;
 }
 
 export type RevertCondition = Extract<ClusterCondition, { type: "Reverted" }>;
@@ -58,6 +63,8 @@ export interface RevertOutcome {
   started: RevertRecord | undefined;
   /** The release whose floor the operator must read before a revert of it can be decided. */
   floorWanted: ReleaseRef | undefined;
+  /** The Prometheus check the operator runs (when its interval passed) for the target. */
+  queryWanted?: { release: ReleaseRef; check: PrometheusCheck } | undefined;
 }
 
 export function revertOf(i: RevertInput): RevertOutcome {
@@ -82,7 +89,7 @@ export function revertOf(i: RevertInput): RevertOutcome {
     case "revoked":
       return { ...base, condition: endedCondition(i, status.revert) };
     case "spec":
-      return wantRevert(i, view.target, base);
+      return { ...wantRevert(i, view.target, base), queryWanted: queryWantedOf(i, view.target) };
     default: {
       const never: never = view;
       throw new Error(`unknown target view ${JSON.stringify(never)}`);
@@ -253,19 +260,27 @@ function requested(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   };
 }
 
-/**
- * spec.rollout.revert: failed machines of `from` (failed trials, brake.ts's failedTrialOf)
- * reach maxFailures, or maxFailurePercent of the machines that took it, while it is watched: at
- * any time before it became the last known good, and watchSeconds after.
- */
-export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined {
+/** Whether `from` is watched: before it became the last known good, and watchSeconds after. */
+export function watched(i: RevertInput, from: ReleaseRef): boolean {
   const p = i.cluster.spec.rollout?.revert;
-  if (p === undefined) return undefined;
+  if (p === undefined) return false;
   const lkg = i.cluster.status?.lastKnownGood;
   const watch = p.watchSeconds ?? DEFAULT_REVERT_WATCH_SECONDS;
-  if (sameRelease(lkg, from) && i.now.getTime() > Date.parse(lkg!.since) + watch * 1000) {
-    return undefined; // good for longer than the watch window: no longer reverted by itself
-  }
+  return !(sameRelease(lkg, from) && i.now.getTime() > Date.parse(lkg!.since) + watch * 1000);
+}
+
+/**
+ * spec.rollout.revert, while `from` is watched: failed machines of it (failed trials, brake.ts's
+ * failedTrialOf) reach maxFailures, or maxFailurePercent of the machines that took it; or its
+ * Prometheus check failed failureLimit times in a row.
+ */
+export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined {
+  if (!watched(i, from)) return undefined; // good for longer than the window: not by itself
+  return trialTrigger(i, from) ?? queryTrigger(i, from);
+}
+
+function trialTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
+  const p = i.cluster.spec.rollout?.revert ?? {};
   const failed = i.machines.flatMap((m) => failedTrialOf(m, from) ?? []);
   if (failed.length === 0) return undefined;
   const took = i.machines.filter((m) => tookIt(m, from)).length;
@@ -283,6 +298,29 @@ export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined
       `${failed.length} of ${took} machine(s) that took ${from.version} failed (${rule}): ` +
       failedNames(failed),
   };
+}
+
+function queryTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
+  const q = i.cluster.spec.rollout?.revert?.prometheus;
+  const seen = i.queryChecks?.get(from.digest);
+  if (q === undefined || seen === undefined) return undefined;
+  const limit = q.failureLimit ?? DEFAULT_PROMETHEUS_FAILURE_LIMIT;
+  if (seen.failures < limit) return undefined;
+  return {
+    trigger: "Automatic",
+    reason: "RevertedAutomatically",
+    message:
+      `the Prometheus check of ${from.version} failed ${seen.failures} time(s) in a row ` +
+      `(spec.rollout.revert.prometheus.failureLimit ${limit}): query ${q.query} at ${q.url} ` +
+      `last ${seen.last}`,
+  };
+}
+
+/** The Prometheus check to run for the target now, when one is configured and it is watched. */
+function queryWantedOf(i: RevertInput, from: ReleaseRef): RevertOutcome["queryWanted"] {
+  const q = i.cluster.spec.rollout?.revert?.prometheus;
+  if (q === undefined || !watched(i, from)) return undefined;
+  return { release: from, check: q };
 }
 
 /** The machine took the release: it failed it, tried it, or runs it. */

@@ -13,6 +13,7 @@ import {
 } from "../../src/api/index.js";
 import { decide, type Decision } from "../../src/operator/decide.js";
 import type { FloorRead } from "../../src/operator/revert.js";
+import { valueOf } from "../../src/operator/prom-check.js";
 import {
   D1,
   D2,
@@ -317,5 +318,65 @@ describe("the pause: spec.rollout.paused", () => {
   it("resumed, the same fleet gets its turn", () => {
     const c = withSpec(cluster({ maxUnavailable: 2 }), { rollout: { paused: false } });
     expect(run(c, [asking("m2")]).grants.map((g) => g.machine)).toEqual(["m2"]);
+  });
+});
+
+describe("a revert by itself: spec.rollout.revert.prometheus", () => {
+  const check = {
+    url: "http://prom:9090",
+    query: "max(nic_drop_ratio)",
+    maxValue: 0.5,
+    failureLimit: 3,
+  };
+  const c = (since = iso(NOW, -3600)) =>
+    withSpec(
+      cluster({ status: { lastKnownGood: { ...GOOD_V2, since }, priorKnownGood: GOOD_V1 } }),
+      {
+        rollout: { revert: { prometheus: check, watchSeconds: 86_400 } },
+      },
+    );
+  const runWith = (cl: Cluster, failures: number) =>
+    decide(
+      {
+        ...observed(cl, [back("m1"), back("m2")]),
+        floors: NO_FLOOR,
+        queryChecks: new Map([[D2, { failures, last: "returned 0.9 > maxValue 0.5" }]]),
+      },
+      SETTINGS,
+    );
+
+  it.each([
+    [2, false],
+    [3, true],
+  ])("%i failed checks in a row of failureLimit 3: reverts %s", (failures, reverts) => {
+    const d = runWith(c(), failures);
+    expect(d.revertStarted !== undefined).toBe(reverts);
+    if (reverts) {
+      expect(d.revertStarted?.message).toContain("query max(nic_drop_ratio) at http://prom:9090");
+      expect(d.revertStarted?.message).toContain("returned 0.9 > maxValue 0.5");
+    }
+  });
+
+  it("asks for the check while the release is watched, not after", () => {
+    expect(runWith(c(), 0).queryWanted).toEqual({ release: { version: V2, digest: D2 }, check });
+    const old = runWith(c(iso(NOW, -90_000)), 5);
+    expect(old.queryWanted).toBeUndefined();
+    expect(old.revertStarted).toBeUndefined();
+  });
+});
+
+describe("a Prometheus answer's value (prom-check.ts valueOf)", () => {
+  it.each([
+    ["scalar", [1, "0.7"], { kind: "value", value: 0.7 }],
+    ["vector", [{ value: [1, "0.2"] }, { value: [1, "3"] }], { kind: "value", value: 3 }],
+    ["vector", [], { kind: "none", message: "the query returned no sample" }],
+    [
+      "matrix",
+      [],
+      { kind: "none", message: "the query returned a matrix result, not a vector or scalar" },
+    ],
+    ["scalar", [1, "NaNx"], { kind: "none", message: "not a number: NaNx" }],
+  ] as const)("%s %j", (type, result, want) => {
+    expect(valueOf(type, result)).toEqual(want);
   });
 });
