@@ -8,6 +8,8 @@
 //   - the threshold: spec.rollout.revert reverts by itself and says why;
 //   - the floor: a release that declares revertFloor above the last known good is not reverted;
 //   - the pause: no turn while paused, turns again after `liken rollout resume`;
+//   - after promotion: a real Prometheus scrapes the fleet's metric; it goes bad an hour
+//     "later" (when the test says so) and spec.rollout.revert.prometheus reverts the release;
 //   - the race: a revert decided on a Cluster whose spec.version changes before its write
 //     meets a 409 and resolves to the new target.
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -21,6 +23,9 @@ import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { filler } from "../../src/lab/releases.js";
 import { kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { PrometheusServer } from "../support/prometheus.js";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import {
   Heartbeats,
   api,
@@ -308,6 +313,66 @@ describe("fleet-wide revert with the real operator", () => {
     const resumed = await liken(["rollout", "resume", cluster]);
     expect(resumed.stdout).toContain(`resumed Cluster ${cluster}`);
     await until(cluster, "a turn after resume", (c) => (c.status?.rebootTurns ?? []).length === 1);
+  });
+});
+
+describe("after promotion: the Prometheus check", () => {
+  let prom: PrometheusServer;
+  let metrics: http.Server;
+  /** What the fleet's own metric reads: the test turns the release bad after its promotion. */
+  let dropRatio = 0;
+  let op: OperatorProcess;
+
+  beforeAll(async () => {
+    metrics = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+      res.end(`# TYPE liken_test_nic_drop_ratio gauge\nliken_test_nic_drop_ratio ${dropRatio}\n`);
+    });
+    await new Promise<void>((r) => metrics.listen(0, "127.0.0.1", r));
+    cleanups.push(() => new Promise<void>((r) => metrics.close(() => r())));
+    const port = (metrics.address() as AddressInfo).port;
+    prom = await PrometheusServer.start({
+      rules: "groups: []\n",
+      staticTargets: { fleet: [`127.0.0.1:${port}`] },
+      fileJobs: [],
+    });
+    cleanups.push(() => prom.stop());
+    op = start("op-prom");
+  }, 120_000);
+  afterAll(() => op.stop(), 30_000);
+
+  it("a release that proves and goes bad later is reverted by itself, and says which query tripped", async () => {
+    const names = [uniqueName("q1"), uniqueName("q2")];
+    const query = "max(liken_test_nic_drop_ratio)";
+    const cluster = await fleet(names, {
+      revert: {
+        prometheus: { url: prom.url, query, maxValue: 0.5, failureLimit: 2, intervalSeconds: 1 },
+      },
+    });
+    await promote(cluster, names, R2);
+    // Good for a while: the check passes (several intervals; Prometheus scrapes every second).
+    await waitFor(
+      "Prometheus has the metric",
+      async () => {
+        const r = await fetch(`${prom.url}/api/v1/query?query=${encodeURIComponent(query)}`);
+        const body = (await r.json()) as { data: { result: unknown[] } };
+        return body.data.result.length > 0 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect((await get(cluster)).status?.revert).toBeUndefined();
+
+    dropRatio = 0.9; // "an hour later": the NIC driver drops packets under load
+    const c = await until(
+      cluster,
+      "the revert by the Prometheus check",
+      (x) => x.status?.revert !== undefined,
+    );
+    expect(c.status?.revert).toMatchObject({ from: rel[R2], to: rel[R1], trigger: "Automatic" });
+    const why = cond(c, "Reverted")?.message ?? "";
+    expect(why).toContain(`query ${query} at ${prom.url}`);
+    expect(why).toContain("returned 0.9 > maxValue 0.5");
+    expect(c.status?.revokedReleases?.map((r) => r.version)).toEqual([R2]);
   });
 });
 
