@@ -34,7 +34,7 @@ import {
   deleteAll,
   ensureNamespaces,
   now,
-  startOperator,
+  startOperatorUndone,
   undo,
   waitForLog,
   writeStatus,
@@ -81,9 +81,7 @@ beforeAll(async () => {
 afterAll(() => undo(cleanups), 120_000);
 
 function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
-  const op = startOperator({ identity: uniqueName(id), args: ARGS, env });
-  cleanups.push(() => op.stop());
-  return op;
+  return startOperatorUndone(cleanups, id, ARGS, env);
 }
 
 async function liken(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -219,6 +217,19 @@ describe("fleet-wide revert with the real operator", () => {
     expect(cond(refused, "Progressing")?.message).toContain(`liken rollout unrevoke ${cluster}`);
     const table = await kubectl(["get", "cluster", cluster]);
     expect(table.stdout).toMatch(/\bReleaseRevoked\b/);
+
+    // A person clears it: the release may be targeted again, and the fleet moves to it.
+    const cleared = await liken(["rollout", "unrevoke", cluster, R2]);
+    expect(cleared.stderr).toBe("");
+    expect(cleared.stdout).toContain(`cleared the revocation of ${R2}`);
+    const again = await until(
+      cluster,
+      "R2 the target again",
+      (x) => cond(x, "Progressing")?.reason !== "ReleaseRevoked",
+    );
+    expect(again.status?.revokedReleases ?? []).toEqual([]);
+    const none = await liken(["rollout", "unrevoke", cluster, R2]);
+    expect(none.stderr).toContain("LIKEN_OPERATOR_NOT_REVOKED");
   });
 
   it("the threshold: failed trials reach spec.rollout.revert.maxFailures and the fleet reverts by itself", async () => {

@@ -73,6 +73,12 @@ async function getCluster(api: LikenApi, name: string): Promise<Cluster> {
   return c;
 }
 
+/** The API as the person the kubeconfig names, and their name as the API server knows it. */
+async function asPerson(kubeconfig: string | undefined): Promise<{ api: LikenApi; by: string }> {
+  const kc = loadKubeConfig(kubeconfig);
+  return { api: likenApi(kc), by: await whoAmI(kc) };
+}
+
 /** Runs `write` on the Cluster as read, again on a 409 (someone wrote in between). */
 async function guarded<T>(
   api: LikenApi,
@@ -91,9 +97,7 @@ async function guarded<T>(
 }
 
 async function revert(cluster: string, o: { kubeconfig?: string; reason?: string }): Promise<void> {
-  const kc = loadKubeConfig(o.kubeconfig);
-  const api = likenApi(kc);
-  const by = await whoAmI(kc);
+  const { api, by } = await asPerson(o.kubeconfig);
   if (o.reason !== undefined && o.reason.length > REASON_MAX) {
     throw usage(
       "LIKEN_OPERATOR_USAGE",
@@ -149,9 +153,7 @@ export async function setPaused(
   paused: boolean,
   kubeconfig: string | undefined,
 ): Promise<void> {
-  const kc = loadKubeConfig(kubeconfig);
-  const api = likenApi(kc);
-  const by = await whoAmI(kc);
+  const { api, by } = await asPerson(kubeconfig);
   await guarded(api, cluster, async (c) => {
     if (!paused && c.spec.rollout?.paused !== true) {
       throw usage(
@@ -177,9 +179,7 @@ async function unrevoke(
   version: string,
   kubeconfig: string | undefined,
 ): Promise<void> {
-  const kc = loadKubeConfig(kubeconfig);
-  const api = likenApi(kc);
-  const by = await whoAmI(kc);
+  const { api, by } = await asPerson(kubeconfig);
   // First the request (spec), so that cluster-operator does not revoke it again at once.
   await guarded(api, cluster, async (c) => {
     const entry = revokedEntry(c, version);
