@@ -251,6 +251,11 @@ export interface RolloutSpec {
    * (`liken rollout revert CLUSTER`): it names the release to leave, exactly.
    */
   revertRequest?: RevertRequest;
+  /**
+   * Written by `liken rollout unrevoke CLUSTER VERSION`: a person cleared this release's
+   * revocation; it applies to revocations (and reverts, and revert requests) made before `at`.
+   */
+  unrevoke?: RevertRequest;
 }
 
 /**

@@ -40,7 +40,7 @@ import {
   type ReleaseRef,
   type RevertRecord,
 } from "../api/index.js";
-import { revertOf, type FloorRead, type RevertOutcome } from "./revert.js";
+import { revertOf, withoutUnrevoked, type FloorRead, type RevertOutcome } from "./revert.js";
 import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
@@ -215,10 +215,12 @@ interface Ctx {
 }
 
 export function decide(observed: Observed, s: DecideSettings): Decision {
-  const rv = revertFirst(observed, s);
+  // A person's unrevoke (spec.rollout.unrevoke) applies before anything reads the target.
+  const cleaned: Observed = { ...observed, cluster: withoutUnrevoked(observed.cluster) };
+  const rv = revertFirst(cleaned, s);
   // A revert that begins now changes the target of this very decision: no grant for the
   // release it leaves goes out in the write that starts it.
-  const o: Observed = rv.started === undefined ? observed : withRevert(observed, rv);
+  const o: Observed = rv.started === undefined ? cleaned : withRevert(cleaned, rv);
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   const lost = new Set(
     o.machines
@@ -289,7 +291,11 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
   return {
     status,
-    changed: JSON.stringify(canonical(status)) !== JSON.stringify(canonical(before)),
+    // Against the status as recorded: what this decision read through (an unrevoke, a revert
+    // it starts) is a change to write.
+    changed:
+      JSON.stringify(canonical(status)) !==
+      JSON.stringify(canonical(observed.cluster.status ?? {})),
     grants,
     releases,
     stalls,

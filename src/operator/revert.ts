@@ -67,7 +67,9 @@ export interface RevertOutcome {
   queryWanted?: { release: ReleaseRef; check: PrometheusCheck } | undefined;
 }
 
-export function revertOf(i: RevertInput): RevertOutcome {
+export function revertOf(input: RevertInput): RevertOutcome {
+  // A person's unrevoke applies first: the rest decides on the Cluster without what it cleared.
+  const i: RevertInput = { ...input, cluster: withoutUnrevoked(input.cluster) };
   const status = i.cluster.status ?? {};
   const view = targetView(i.cluster);
   const known = knownGoodOf(i, view);
@@ -95,6 +97,29 @@ export function revertOf(i: RevertInput): RevertOutcome {
       throw new Error(`unknown target view ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * spec.rollout.unrevoke clears what was revoked, reverted or requested for exactly its release
+ * before its `at`: the revoked entry, the revert record, and the request (ignored).
+ */
+export function withoutUnrevoked(c: Cluster): Cluster {
+  const u = c.spec.rollout?.unrevoke;
+  if (u === undefined) return c;
+  const before = (at: string): boolean => Date.parse(at) <= Date.parse(u.at);
+  const cleared = (r: ReleaseRef & { at: string }): boolean => sameRelease(r, u) && before(r.at);
+  const s = c.status ?? {};
+  const revokedReleases = s.revokedReleases?.filter((r) => !cleared(r));
+  const revert = s.revert !== undefined && sameRelease(s.revert.from, u) && before(s.revert.at);
+  const req = c.spec.rollout?.revertRequest;
+  const { revertRequest: _req, ...rollout } = c.spec.rollout ?? {};
+  const spec = req !== undefined && cleared(req) ? { ...c.spec, rollout } : c.spec;
+  const { revert: _revert, ...rest } = s;
+  const status = {
+    ...(revert ? rest : s),
+    ...(revokedReleases === undefined ? {} : { revokedReleases }),
+  };
+  return { ...c, spec, status };
 }
 
 // ---------------------------------------------------------------------------------------

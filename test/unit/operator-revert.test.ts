@@ -380,3 +380,40 @@ describe("a Prometheus answer's value (prom-check.ts valueOf)", () => {
     expect(valueOf(type, result)).toEqual(want);
   });
 });
+
+describe("a person clears a revocation: spec.rollout.unrevoke", () => {
+  const revoked = (at: string) => [{ version: V2, digest: D2, reason: "RevertedByRequest", at }];
+  const revert: RevertRecord = {
+    from: { version: V2, digest: D2 },
+    to: { version: V1, digest: D1 },
+    trigger: "Request",
+    message: "m",
+    by: "alice",
+    at: iso(NOW, -60),
+  };
+  const unrevoke = { version: V2, digest: D2, by: "bob", at: iso(NOW, -30) };
+
+  it("clears what was revoked, reverted and requested before it: V2 is the target again", () => {
+    const c = withSpec(
+      cluster({ status: { ...PROMOTED, revert, revokedReleases: revoked(iso(NOW, -60)) } }),
+      {
+        rollout: { unrevoke, revertRequest: { ...request(), at: iso(NOW, -61) } },
+      },
+    );
+    const d = run(c, [back("m1")]);
+    expect(d.status.revokedReleases).toEqual([]);
+    expect(d.status.revert).toBeUndefined();
+    expect(d.revertStarted).toBeUndefined(); // the old request is not acted on again
+    expect(d.changed).toBe(true);
+    expect(effectiveTarget({ ...c, status: d.status })).toEqual({ version: V2, digest: D2 });
+  });
+
+  it("a revocation after it stands", () => {
+    const c = withSpec(cluster({ status: { revokedReleases: revoked(iso(NOW, -10)) } }), {
+      rollout: { unrevoke },
+    });
+    const d = run(c, [back("m1")]);
+    expect(d.status.revokedReleases?.map((r) => r.version)).toEqual([V2]);
+    expect(progressing(d)?.reason).toBe("ReleaseRevoked");
+  });
+});

@@ -5,7 +5,6 @@
 import type { Command } from "commander";
 import {
   isConflict,
-  sameRelease,
   specTarget,
   targetView,
   type Cluster,
@@ -17,7 +16,7 @@ import { rfc3339 } from "../../api/time.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 const KUBECONFIG = "kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)";
-/** spec.rollout.revertRequest.reason's bound in the CRD. */
+/** spec.rollout.revertRequest.reason and unrevoke.reason: their bound in the CRD. */
 const REASON_MAX = 1024;
 const ATTEMPTS = 5;
 
@@ -52,10 +51,13 @@ export function registerRevert(rollout: Command): void {
     )
     .argument("<cluster>", "the Cluster")
     .argument("<version>", "the revoked release")
+    .option("--reason <text>", "why it is good after all (recorded with your name)")
     .option("--kubeconfig <file>", KUBECONFIG)
-    .action(async (cluster: string, version: string, o: { kubeconfig?: string }) => {
-      await unrevoke(cluster, version, o.kubeconfig);
-    });
+    .action(
+      async (cluster: string, version: string, o: { kubeconfig?: string; reason?: string }) => {
+        await unrevoke(cluster, version, o);
+      },
+    );
 }
 
 function usage(code: OperatorCode, message: string): OperatorError {
@@ -79,6 +81,15 @@ async function asPerson(kubeconfig: string | undefined): Promise<{ api: LikenApi
   return { api: likenApi(kc), by: await whoAmI(kc) };
 }
 
+/** Refuses a --reason longer than spec.rollout.<field>.reason holds, before any write. */
+function checkReason(reason: string | undefined, field: "revertRequest" | "unrevoke"): void {
+  if (reason === undefined || reason.length <= REASON_MAX) return;
+  throw usage(
+    "LIKEN_OPERATOR_USAGE",
+    `--reason has ${reason.length} characters; spec.rollout.${field}.reason holds at most ${REASON_MAX}: say it shorter. Nothing was written`,
+  );
+}
+
 /** Runs `write` on the Cluster as read, again on a 409 (someone wrote in between). */
 async function guarded<T>(
   api: LikenApi,
@@ -98,12 +109,7 @@ async function guarded<T>(
 
 async function revert(cluster: string, o: { kubeconfig?: string; reason?: string }): Promise<void> {
   const { api, by } = await asPerson(o.kubeconfig);
-  if (o.reason !== undefined && o.reason.length > REASON_MAX) {
-    throw usage(
-      "LIKEN_OPERATOR_USAGE",
-      `--reason has ${o.reason.length} characters; spec.rollout.revertRequest.reason holds at most ${REASON_MAX}: say it shorter. Nothing was written`,
-    );
-  }
+  checkReason(o.reason, "revertRequest");
   const done = await guarded(api, cluster, async (c) => {
     const from = specTarget(c);
     if (from === undefined) {
@@ -177,33 +183,29 @@ export async function setPaused(
 async function unrevoke(
   cluster: string,
   version: string,
-  kubeconfig: string | undefined,
+  o: { kubeconfig?: string; reason?: string },
 ): Promise<void> {
-  const { api, by } = await asPerson(kubeconfig);
-  // First the request (spec), so that cluster-operator does not revoke it again at once.
-  await guarded(api, cluster, async (c) => {
-    const entry = revokedEntry(c, version);
-    const req = c.spec.rollout?.revertRequest;
-    if (req === undefined || !sameRelease(req, entry)) return;
+  const { api, by } = await asPerson(o.kubeconfig);
+  checkReason(o.reason, "unrevoke");
+  const entry = await guarded(api, cluster, async (c) => {
+    const e = revokedEntry(c, version);
+    const unrevoke = {
+      version: e.version,
+      digest: e.digest,
+      ...(o.reason === undefined ? {} : { reason: o.reason }),
+      by,
+      at: rfc3339(new Date()),
+    };
     await api.clusters.patch(
       cluster,
-      { spec: { rollout: { revertRequest: null } } },
+      { spec: { rollout: { unrevoke } } },
       { resourceVersion: c.metadata.resourceVersion! },
     );
-  });
-  await guarded(api, cluster, async (c) => {
-    const entry = revokedEntry(c, version);
-    const revokedReleases = (c.status?.revokedReleases ?? []).filter((x) => !sameRelease(x, entry));
-    const endsRevert = c.status?.revert !== undefined && sameRelease(c.status.revert.from, entry);
-    await api.clusters.patchStatus(
-      cluster,
-      { status: { revokedReleases, ...(endsRevert ? { revert: null } : {}) } },
-      { resourceVersion: c.metadata.resourceVersion! },
-    );
+    return e;
   });
   process.stdout.write(
-    `cleared the revocation of ${version} in Cluster ${cluster} as ${by}: spec.version may name it again` +
-      `${specTarget(await getCluster(api, cluster))?.version === version ? ` (it does: the fleet moves to ${version} again)` : ""}\n`,
+    `cleared the revocation of ${entry.version} in Cluster ${cluster} as ${by} (spec.rollout.unrevoke): ` +
+      `cluster-operator removes it from status.revokedReleases and spec.version may name it again\n`,
   );
 }
 
