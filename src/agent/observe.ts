@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { AgentApi } from "./api.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
+import { effectiveTarget } from "../api/target.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn } from "../coordinator/turn.js";
@@ -248,11 +249,12 @@ function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"
   return grantedAt !== undefined && !isSkippedTurn(grantedAt, skipped);
 }
 
-/** The Cluster's spec.version with its catalog digest. */
+/**
+ * The Cluster's target: spec.version with its catalog digest, or while a revert is in force the
+ * release it goes back to, and none for a revoked release (src/api/target.ts).
+ */
 export function targetOf(cluster: Cluster | undefined): ReleaseRef | undefined {
-  const spec = cluster?.spec;
-  const entry = spec?.releases.catalog?.find((c) => c.version === spec.version);
-  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+  return effectiveTarget(cluster);
 }
 
 /**

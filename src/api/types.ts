@@ -239,6 +239,99 @@ export interface RolloutSpec {
   canary?: CanarySpec;
   /** Set by `liken rollout continue CLUSTER`: the canary of this release passed. */
   canaryContinue?: CanaryContinue;
+  /**
+   * The fleet-wide stop switch (`liken rollout pause|resume CLUSTER`): no new reboot
+   * turn for anything while true; downloads and staging go on, turns held finish.
+   */
+  paused?: boolean;
+  /** Revert by itself on a threshold (docs/revert.md). */
+  revert?: RevertPolicy;
+  /**
+   * A person's (or GitOps') request to revert spec.version's release to the last good one
+   * (`liken rollout revert CLUSTER`): it names the release to leave, exactly.
+   */
+  revertRequest?: RevertRequest;
+  /**
+   * Written by `liken rollout unrevoke CLUSTER VERSION`: a person cleared this release's
+   * revocation; it applies to revocations (and reverts, and revert requests) made before `at`.
+   */
+  unrevoke?: RevertRequest;
+}
+
+/**
+ * The automatic revert: once failed trials or failed post-promotion health checks of the
+ * target reach maxFailures machines or maxFailurePercent of those that took it, within
+ * watchSeconds after the release became the last known good (and at any time before),
+ * cluster-operator reverts the fleet to the last known good release before it.
+ */
+export interface RevertPolicy {
+  /** How many failed machines trip it (0: never by count). */
+  maxFailures?: number;
+  /** What share of the machines that took the release trips it, 1-100 (unset: never by share). */
+  maxFailurePercent?: number;
+  /** How long after the release became the last known good failures still count. */
+  watchSeconds?: number;
+  /** A Prometheus query run on a schedule while the release is watched (an analysis check). */
+  prometheus?: PrometheusCheck;
+}
+
+/**
+ * A query against a Prometheus the user runs: it fails when its value (the largest sample of
+ * an instant vector, or a scalar) is above maxValue; failureLimit failures in a row trip the
+ * revert. An empty result or an unreachable server counts neither way.
+ */
+export interface PrometheusCheck {
+  /** The server's base URL, e.g. http://prometheus.monitoring:9090. */
+  url: string;
+  /** PromQL, evaluated as an instant query. */
+  query: string;
+  maxValue: number;
+  /** Failed checks in a row that trip the revert (default 3). */
+  failureLimit?: number;
+  /** How often (default 60). */
+  intervalSeconds?: number;
+}
+export const DEFAULT_PROMETHEUS_FAILURE_LIMIT = 3;
+export const DEFAULT_PROMETHEUS_INTERVAL_SECONDS = 60;
+
+/** Default watch window: a week, the time a slow regression (a filesystem, a NIC driver) takes to show. */
+export const DEFAULT_REVERT_WATCH_SECONDS = 7 * 24 * 3600;
+
+export interface RevertRequest extends ReleaseRef {
+  /** Why, in a person's words (shown in the condition and the Event). */
+  reason?: string;
+  by: string;
+  at: Time;
+}
+
+/** A release known to be good: every machine promoted it and it passed its soak and gates. */
+export interface KnownGood extends ReleaseRef {
+  /** When cluster-operator recorded it as good. */
+  since: Time;
+}
+
+/** A release this Cluster must not take again, until a person clears it. */
+export interface RevokedRelease extends ReleaseRef {
+  /** CamelCase: RevertedByRequest, RevertedAutomatically. */
+  reason: string;
+  message?: string;
+  at: Time;
+}
+export const REVOKED_RELEASES_MAX_ITEMS = 64;
+
+export const REVERT_TRIGGERS = ["Request", "Automatic"] as const;
+export type RevertTrigger = (typeof REVERT_TRIGGERS)[number];
+
+/** The revert in force: while spec.version names `from`, the fleet's target is `to`. */
+export interface RevertRecord {
+  from: ReleaseRef;
+  to: ReleaseRef;
+  trigger: RevertTrigger;
+  /** What tripped it: the request's reason, or the failures that reached the threshold. */
+  message: string;
+  /** Who: the person of the request, or the operator copy that decided it. */
+  by: string;
+  at: Time;
 }
 
 export interface CanarySpec {
@@ -316,6 +409,8 @@ export const CLUSTER_CONDITION_TYPES = [
   "SpecValid",
   /** True: the API server refused the last status write (422); see STATUS_WRITE_REASONS. */
   "StatusWriteRefused",
+  /** A revert: in force (True), refused or ended (False); see REVERT_REASONS. */
+  "Reverted",
 ] as const;
 export type ClusterConditionType = (typeof CLUSTER_CONDITION_TYPES)[number];
 
@@ -344,6 +439,13 @@ export const PROGRESSING_REASONS = [
    * spec.rollout.maxFailedTrials allows to fail; the others wait for their trials.
    */
   "AwaitingFirstTrial",
+  /** True: spec.rollout.paused; no new turn for anything until `liken rollout resume CLUSTER`. */
+  "RolloutPaused",
+  /**
+   * False: spec.version names a release in status.revokedReleases and no revert is in force
+   * for it; nothing moves until spec.version changes or a person clears the release.
+   */
+  "ReleaseRevoked",
 ] as const;
 export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 
@@ -362,8 +464,28 @@ export type SpecValidReason = (typeof SPEC_VALID_REASONS)[number];
 export const STATUS_WRITE_REASONS = ["StatusInvalid"] as const;
 export type StatusWriteReason = (typeof STATUS_WRITE_REASONS)[number];
 
+/** Reasons of the Reverted condition (docs/revert.md). */
+export const REVERT_REASONS = [
+  /** True: a revert asked for by spec.rollout.revertRequest is in force. */
+  "RevertedByRequest",
+  /** True: spec.rollout.revert's threshold was reached; the revert is in force. */
+  "RevertedAutomatically",
+  /** False: the revert would go below the floor the release declares (release.yaml revertFloor). */
+  "RevertBelowFloor",
+  /** False: the floor could not be read yet (release.yaml unreachable or malformed). */
+  "RevertFloorUnread",
+  /** False: there is no last known good release other than the one to leave. */
+  "NoKnownGood",
+  /** False: the request names another release than spec.version's. */
+  "RevertRequestStale",
+  /** False: spec.version moved on; the revert no longer applies. */
+  "RevertSuperseded",
+] as const;
+export type RevertReason = (typeof REVERT_REASONS)[number];
+
 export type ClusterCondition =
   | Condition<"Progressing", ProgressingReason>
+  | Condition<"Reverted", RevertReason>
   | Condition<"ChannelReachable", ChannelReason>
   | Condition<"SpecValid", SpecValidReason>
   | Condition<"StatusWriteRefused", StatusWriteReason>;
@@ -403,6 +525,14 @@ export interface ClusterStatus {
   canary?: CanaryStatus;
   /** Machines whose drain for the target timed out and gave their turn back (onDrainTimeout Skip). */
   drainSkipped?: DrainSkipped[];
+  /** The last release every machine promoted, that passed its soak and gates (LKG column). */
+  lastKnownGood?: KnownGood;
+  /** The last known good before lastKnownGood: where a revert of lastKnownGood itself goes. */
+  priorKnownGood?: KnownGood;
+  /** Releases this Cluster must not take again (reverted), newest last. */
+  revokedReleases?: RevokedRelease[];
+  /** The revert in force, or the last one (kept for `liken status` until spec.version moves). */
+  revert?: RevertRecord;
   channel?: {
     /** The last liken.sh/check-releases value the operator acted on. */
     handledCheckReleases?: string;

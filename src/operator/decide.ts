@@ -38,7 +38,11 @@ import {
   type MachineCondition,
   type RebootTurn,
   type ReleaseRef,
+  type RevertRecord,
 } from "../api/index.js";
+import { revertOf, withoutUnrevoked, type FloorRead, type RevertOutcome } from "./revert.js";
+import type { QueryCheckView } from "./prom-check.js";
+import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
@@ -108,6 +112,10 @@ export interface Observed {
   /** When this copy started granting-wise: its start, or its wake-up after a pause. */
   startedAt: Date;
   channel?: ChannelView;
+  /** The revert floors read so far (release.yaml revertFloor), by release digest (revert.ts). */
+  floors?: ReadonlyMap<string, FloorRead>;
+  /** spec.rollout.revert.prometheus's checks so far, by release digest (prom-check.ts). */
+  queryChecks?: ReadonlyMap<string, QueryCheckView>;
 }
 
 export const RELEASE_REASONS = [
@@ -182,6 +190,12 @@ export interface Decision {
   held: HeldNotice | undefined;
   /** Status fields cut to their CRD bound by the last guard (bounds.ts): a maker's miss. */
   cut: string[];
+  /** The revert that begins with this decision (revert.ts), for its Event and metric. */
+  revertStarted: RevertRecord | undefined;
+  /** A release whose revert floor must be read before its revert can be decided. */
+  floorWanted: ReleaseRef | undefined;
+  /** The Prometheus check to run for the target (when its interval passed). */
+  queryWanted: RevertOutcome["queryWanted"];
 }
 
 export interface HeldNotice {
@@ -200,7 +214,13 @@ interface Ctx {
   brake: BrakeView;
 }
 
-export function decide(o: Observed, s: DecideSettings): Decision {
+export function decide(observed: Observed, s: DecideSettings): Decision {
+  // A person's unrevoke (spec.rollout.unrevoke) applies before anything reads the target.
+  const cleaned: Observed = { ...observed, cluster: withoutUnrevoked(observed.cluster) };
+  const rv = revertFirst(cleaned, s);
+  // A revert that begins now changes the target of this very decision: no grant for the
+  // release it leaves goes out in the write that starts it.
+  const o: Observed = rv.started === undefined ? cleaned : withRevert(cleaned, rv);
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   const lost = new Set(
     o.machines
@@ -238,6 +258,8 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   if (progressing !== undefined) conditions = upsert(conditions, progressing);
   if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
   conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
+  if (rv.condition !== undefined)
+    conditions = setCondition(conditions, rv.condition, rfc3339(o.now));
 
   const made: ClusterStatus = {
     ...before,
@@ -252,6 +274,10 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
+    lastKnownGood: rv.lastKnownGood,
+    priorKnownGood: rv.priorKnownGood,
+    revokedReleases: rv.revokedReleases,
+    revert: rv.revert,
   };
   if (o.cluster.metadata.generation !== undefined) {
     made.observedGeneration = o.cluster.metadata.generation;
@@ -265,7 +291,11 @@ export function decide(o: Observed, s: DecideSettings): Decision {
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
   return {
     status,
-    changed: JSON.stringify(canonical(status)) !== JSON.stringify(canonical(before)),
+    // Against the status as recorded: what this decision read through (an unrevoke, a revert
+    // it starts) is a change to write.
+    changed:
+      JSON.stringify(canonical(status)) !==
+      JSON.stringify(canonical(observed.cluster.status ?? {})),
     grants,
     releases,
     stalls,
@@ -275,7 +305,41 @@ export function decide(o: Observed, s: DecideSettings): Decision {
     blocked,
     held: heldNotice(before.conditions, progressing),
     cut,
+    revertStarted: rv.started,
+    floorWanted: rv.floorWanted,
+    queryWanted: rv.queryWanted,
   };
+}
+
+/**
+ * The revert's part (revert.ts), decided on the Cluster as recorded: known good releases, a
+ * revert that begins, the Reverted condition. Turns and the brake as recorded: a release is
+ * known good only once nothing of its rollout is in flight.
+ */
+function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
+  const lost = new Set(
+    o.machines
+      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
+      .map((m) => m.metadata.name),
+  );
+  const target = targetOf(o.cluster);
+  return revertOf({
+    cluster: o.cluster,
+    machines: o.machines,
+    turns: o.cluster.status?.rebootTurns ?? [],
+    brakeHeld: brakeOf(o.cluster, o.machines, target).held,
+    lost,
+    now: o.now,
+    identity: s.identity,
+    floors: o.floors ?? new Map(),
+    ...(o.queryChecks === undefined ? {} : { queryChecks: o.queryChecks }),
+  });
+}
+
+/** The Cluster as this decision sees it once the revert it starts is recorded. */
+function withRevert(o: Observed, rv: RevertOutcome): Observed {
+  const status = { ...o.cluster.status, revert: rv.revert, revokedReleases: rv.revokedReleases };
+  return { ...o, cluster: { ...o.cluster, status } };
 }
 
 /** The Progressing reasons that get an Event when they begin. */
@@ -284,6 +348,8 @@ const NOTICED = [
   "OutsideMaintenanceWindow",
   "CanaryPaused",
   "AwaitingFirstTrial",
+  "RolloutPaused",
+  "ReleaseRevoked",
 ] as const;
 type HeldReason = (typeof NOTICED)[number];
 const isNoticed = (r: string): r is HeldReason => (NOTICED as readonly string[]).includes(r);
@@ -300,6 +366,8 @@ function heldNotice(
 /** The STATUS column: the phase, or the reason a held rollout does not move. */
 const HELD_REASONS: ReadonlySet<string> = new Set([
   "RolloutStalled",
+  "RolloutPaused",
+  "ReleaseRevoked",
   "ReleaseFailed",
   "OutsideMaintenanceWindow",
   "CanaryPaused",
@@ -612,6 +680,7 @@ function holdOf(ctx: Ctx, kept: readonly RebootTurn[], canary: CanaryGate): Gran
   if (o.now.getTime() < graceEnds) return { kind: "grace", until: new Date(graceEnds) };
   const stalled = kept.filter((t) => t.stalledAt !== undefined);
   if (stalled.length > 0) return { kind: "stalled", turns: stalled };
+  if (o.cluster.spec.rollout?.paused === true) return { kind: "paused" };
   if (ctx.brake.held) return { kind: "failed-release", brake: ctx.brake };
   const window = windowState(o.cluster.spec.disruption?.windows, o.now);
   if (window.kind === "closed") return { kind: "window", window };

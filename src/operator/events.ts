@@ -18,7 +18,10 @@ export type EventReason =
   | "OutsideMaintenanceWindow"
   | "CanaryPaused"
   | "AwaitingFirstTrial"
-  | "StatusWriteRefused";
+  | "StatusWriteRefused"
+  | "RolloutPaused"
+  | "ReleaseRevoked"
+  | "Reverted";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

@@ -1,5 +1,5 @@
 // A seam for tests, off unless LIKEN_TEST_HOLD_TURN_WRITE=1: the first status write that
-// grants a turn waits, after its decision and before it is sent, until the process gets
+// grants a turn or starts a revert waits, after its decision and before it is sent, until the process gets
 // SIGUSR2. That is a copy paused between its read and its write, the case the Cluster's
 // resourceVersion guards (test/integration/operator-stale.test.ts). A SIGSTOP cannot be
 // timed into that gap from outside; this hold can, and the rest of the process keeps running

@@ -2,6 +2,7 @@
 // it have one (policy, approval), is it down. The contract with the agent is the API
 // objects; docs/operator.md states it from the agent's side.
 import {
+  effectiveTarget,
   sameRelease,
   type AgentStep,
   type Cluster,
@@ -50,12 +51,12 @@ export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
   return hb.renewedAt.get(m.metadata.name) ?? hb.since;
 }
 
-/** The catalog entry spec.version names, when both exist. */
+/**
+ * The fleet's target: the catalog entry spec.version names, or the release a revert in force
+ * goes back to; none for a revoked release (src/api/target.ts).
+ */
 export function targetOf(cluster: Cluster): ReleaseRef | undefined {
-  const version = cluster.spec.version;
-  if (version === undefined) return undefined;
-  const entry = cluster.spec.releases.catalog?.find((e) => e.version === version);
-  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+  return effectiveTarget(cluster);
 }
 
 export type TurnAsk =

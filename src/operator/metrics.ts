@@ -35,6 +35,7 @@ export class OperatorMetrics {
   private readonly latency: Histogram<"cluster">;
   private readonly failedTrials: Counter<"cluster" | "result">;
   private readonly channelReads: Counter<"cluster" | "result">;
+  private readonly reverts: Counter<"cluster" | "trigger">;
 
   constructor(view: FleetView) {
     const registers = [this.registry];
@@ -67,6 +68,12 @@ export class OperatorMetrics {
       name: "liken_operator_channel_reads_total",
       help: "Reads of a Cluster's release channel, by result (ChannelRead, ChannelUnreachable, ChannelMalformed).",
       labelNames: ["cluster", "result"],
+      registers,
+    });
+    this.reverts = new Counter({
+      name: "liken_operator_reverts_total",
+      help: "Fleet-wide reverts this copy started, by trigger (Request: liken rollout revert or spec.rollout.revertRequest; Automatic: spec.rollout.revert's threshold).",
+      labelNames: ["cluster", "trigger"],
       registers,
     });
     new Gauge({
@@ -177,6 +184,9 @@ export class OperatorMetrics {
 
   /** After a status write succeeded: what it granted, released and stalled. */
   decided(cluster: string, d: Decision, machine: (name: string) => Machine | undefined): void {
+    if (d.revertStarted !== undefined) {
+      this.reverts.inc({ cluster, trigger: d.revertStarted.trigger });
+    }
     for (const g of d.grants) {
       this.granted.inc({ cluster });
       const asked = machine(g.machine)?.status?.turnRequest?.at;

@@ -31,6 +31,8 @@ import {
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
+import { FloorCache } from "./floor.js";
+import { QueryChecks } from "./prom-check.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
@@ -130,6 +132,10 @@ export class Operator {
   private readonly channelViews = new Map<string, ChannelView>();
   private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
   private readonly marking = new Set<string>();
+  /** Release floors (release.yaml revertFloor) read for a revert (revert.ts, floor.ts). */
+  private readonly floors = new FloorCache();
+  /** spec.rollout.revert.prometheus's checks, run on their interval (prom-check.ts). */
+  private readonly queries = new QueryChecks();
   /** Clusters whose last status write was refused (422): no same write before the backoff. */
   private readonly refusals = new RefusalBackoff();
   private readonly dirty = new Set<string>();
@@ -286,6 +292,7 @@ export class Operator {
     this.written.delete(name);
     this.channelViews.delete(name);
     this.polls.delete(name);
+    this.queries.forget(name);
   }
 
   schedule(cluster: string): void {
@@ -346,6 +353,7 @@ export class Operator {
       const channel = this.channelViews.get(name);
       const d = await this.decideFresh(cluster, channel);
       if (d === undefined) return; // paused while reading the Machines
+      this.readForRevert(cluster, d);
       this.writeLostMarks(cluster, d.lostMarks);
       if (attempt > 1) this.logDecision(cluster, d, "decided again on the Cluster as it is now");
       const { status, needed } = statusToWrite(d);
@@ -387,6 +395,18 @@ export class Operator {
     }
   }
 
+  /** A revert waits for the floor of the release it leaves (floor.ts); the Prometheus check runs (prom-check.ts). */
+  private readForRevert(cluster: Cluster, d: Decision): void {
+    const name = cluster.metadata.name;
+    if (d.floorWanted !== undefined) {
+      this.floors.want(cluster, d.floorWanted, () => this.schedule(name));
+    }
+    const q = d.queryWanted;
+    if (q !== undefined) {
+      this.queries.maybe(name, q.release, q.check, this.clocks.mono(), () => this.schedule(name));
+    }
+  }
+
   /**
    * decide() on the Cluster and the cached Machines; when a release needs a Machine view as
    * new as the Cluster and the cache is older, again on the Machines read from the API server
@@ -421,6 +441,8 @@ export class Operator {
         now: new Date(this.clocks.wall()),
         mono: this.clocks.mono(),
         startedAt: this.startedAt,
+        floors: this.floors.view(),
+        queryChecks: this.queries.view(cluster.metadata.name),
         ...(channel === undefined ? {} : { channel }),
       },
       this.settings,
@@ -504,7 +526,10 @@ export class Operator {
 
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
     const hook = this.opts.beforeTurnWrite;
-    if (hook !== undefined && d.grants.length > 0) await hook(name, d.grants);
+    // A write that starts a revert is held too: it is the revert's lock (revert.ts).
+    if (hook !== undefined && (d.grants.length > 0 || d.revertStarted !== undefined)) {
+      await hook(name, d.grants);
+    }
   }
 
   /** A decision around a conflict, named by the resourceVersion it was made on. */
@@ -538,10 +563,19 @@ export class Operator {
       log.warn({ cluster: cluster.metadata.name, machine: s.turn.machine }, s.message);
       this.event(cluster, "Warning", "RolloutStalled", `rollout stalled: ${s.message}`);
     }
+    // A revert begins: this write recorded it (the guarded write is its lock: a second copy
+    // deciding the same meets a 409, decides again and finds it recorded).
+    const r = d.revertStarted;
+    if (r !== undefined) {
+      const msg = `reverting ${r.from.version} to ${r.to.version} (${r.trigger === "Request" ? "RevertedByRequest" : "RevertedAutomatically"}): ${r.message}; ${r.from.version} is revoked for this Cluster`;
+      log.warn({ cluster: cluster.metadata.name, from: r.from.version, to: r.to.version }, msg);
+      this.event(cluster, "Warning", "Reverted", msg);
+    }
     // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.
     if (d.held !== undefined) {
-      // A failed release is a warning; a window, a canary or a first trial is the plan.
-      const failed = d.held.reason === "ReleaseFailed";
+      // A failed or revoked release is a warning; a window, a canary, a pause or a first
+      // trial is the plan.
+      const failed = d.held.reason === "ReleaseFailed" || d.held.reason === "ReleaseRevoked";
       const what = { cluster: cluster.metadata.name, reason: d.held.reason };
       if (failed) log.warn(what, d.held.message);
       else log.info(what, d.held.message);

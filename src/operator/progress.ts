@@ -12,6 +12,7 @@ import { failedList, type BrakeView, type FirstTrialCap } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
+import { targetView, type TargetView } from "../api/target.js";
 import { turnAsk } from "./machine-view.js";
 import { rfc3339 } from "../api/time.js";
 import { duration } from "./text.js";
@@ -36,7 +37,8 @@ export type GrantBlock =
   | { kind: "failed-release"; brake: BrakeView }
   | { kind: "window"; window: Extract<WindowState, { kind: "closed" }> }
   | { kind: "canary"; gate: Extract<CanaryGate, { kind: "running" | "paused" }> }
-  | { kind: "first-trial"; cap: FirstTrialCap };
+  | { kind: "first-trial"; cap: FirstTrialCap }
+  | { kind: "paused" };
 
 type Progressing = Extract<ClusterCondition, { type: "Progressing" }>;
 
@@ -81,12 +83,19 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
     lastTransitionTime: lastTransitionTime ?? transitionTime(p, reason, status, at),
     ...(gen === undefined ? {} : { observedGeneration: gen }),
   });
+  const view = targetView(p.cluster);
+  if (view.kind === "revoked") {
+    return cond("False", "ReleaseRevoked", revokedMessage(p.cluster, view));
+  }
   if (p.target === undefined) {
     return cond("False", "NoTarget", noTargetMessage(p.cluster));
   }
   const stalled = p.turns.filter((t) => t.stalledAt !== undefined);
   if (stalled.length > 0) {
     return cond("False", "RolloutStalled", stalledMessage(p, stalled));
+  }
+  if (p.cluster.spec.rollout?.paused === true) {
+    return cond("True", "RolloutPaused", pausedMessage(p));
   }
   if (p.phase === "Ready") {
     return cond("True", "RolloutComplete", `every machine runs ${p.target.version}`);
@@ -155,6 +164,28 @@ function yieldsToOtherCopy(p: ProgressInput): boolean {
 
 function anyEligible(p: ProgressInput): boolean {
   return p.machines.some((m) => turnAsk(m, p.target).kind === "eligible");
+}
+
+function revokedMessage(c: Cluster, v: Extract<TargetView, { kind: "revoked" }>): string {
+  const name = c.metadata.name;
+  return (
+    `spec.version names ${v.from.version}, which this Cluster revoked at ${v.revoked.at} ` +
+    `(${v.revoked.reason}${v.revoked.message ? `: ${v.revoked.message}` : ""}): no machine takes it. ` +
+    `Set spec.version to another release (kubectl edit cluster ${name}), or clear the revocation ` +
+    `with \`liken rollout unrevoke ${name} ${v.from.version}\` if the release is good after all.`
+  );
+}
+
+function pausedMessage(p: ProgressInput): string {
+  const name = p.cluster.metadata.name;
+  const held =
+    p.turns.length > 0 ? `; turns held finish: ${list(p.turns.map((t) => t.machine))}` : "";
+  const waiting = p.machines.filter((m) => turnAsk(m, p.target).kind === "eligible").length;
+  return (
+    `spec.rollout.paused: no new reboot turn for any machine (downloads and staging go on); ` +
+    `${waiting} machine(s) staged ${p.target?.version ?? ""} and wait${held}. ` +
+    `Resume with \`liken rollout resume ${name}\`.`
+  );
 }
 
 function noTargetMessage(c: Cluster): string {

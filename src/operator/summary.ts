@@ -8,6 +8,7 @@ import {
   type RebootTurn,
 } from "../api/index.js";
 import { newest, oldest } from "./version-order.js";
+import { targetOf } from "./machine-view.js";
 
 export type Summary = Required<Pick<ClusterStatus, "phase" | "machines" | "counts" | "leaders">> &
   Pick<ClusterStatus, "version" | "newest" | "endpoint">;
@@ -19,7 +20,8 @@ export function summarize(
   lost: ReadonlySet<string>,
   endpoint: string | undefined,
 ): Summary {
-  const target = cluster.spec.version;
+  // The fleet's target: spec.version's, or a revert's (src/api/target.ts).
+  const target = targetOf(cluster)?.version;
   const running = machines.flatMap((m) => (m.status?.version ? [m.status.version] : []));
   const ready = machines.filter(
     (m) =>

@@ -34,6 +34,8 @@ export interface BuildOptions {
   /** The channel directory (what `liken channel serve` or a CDN serves). */
   out: string;
   chunkSize?: number;
+  /** release.yaml revertFloor: the oldest release a revert of this one may go back to. */
+  revertFloor?: string;
 }
 
 /** Whole digest and per-chunk digests of a file in one pass. */
@@ -126,6 +128,7 @@ export async function buildRelease(
     kind: "Release",
     version: o.version,
     artifacts,
+    ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
   };
   const bytes = Buffer.from(releaseYaml(release));
   parseRelease(bytes); // what liken writes, liken must read: validate before publishing

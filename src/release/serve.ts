@@ -30,6 +30,7 @@ async function handle(
   root: string,
   req: http.IncomingMessage,
   res: http.ServerResponse,
+  served: Map<string, number>,
 ): Promise<void> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
@@ -63,12 +64,20 @@ async function handle(
     res.end();
     return;
   }
+  // Counted as sent, whatever the client keeps: what a machine fetched, not what it wrote.
+  served.set(rel, (served.get(rel) ?? 0) + (end - start + 1));
   // 1 MiB reads: a loopback download is not held back by 64 KiB syscalls.
   createReadStream(file, { start, end, highWaterMark: 1024 * 1024 }).pipe(res);
 }
 
 export interface ChannelServer {
   url: string;
+  /**
+   * Bytes sent so far for files under `prefix` (a path from the root, e.g. "/2026.10.10-001/"):
+   * the lab and the tests show that a revert to a release a machine's other slot holds
+   * downloads nothing.
+   */
+  bytesServed(prefix: string): number;
   close(): Promise<void>;
 }
 
@@ -78,8 +87,9 @@ export async function serveChannel(
   host = "127.0.0.1",
 ): Promise<ChannelServer> {
   const root = path.resolve(dir);
+  const served = new Map<string, number>();
   const server = http.createServer((req, res) => {
-    handle(root, req, res).catch(() => res.destroy());
+    handle(root, req, res, served).catch(() => res.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -88,6 +98,8 @@ export async function serveChannel(
   const addr = server.address() as AddressInfo;
   return {
     url: `http://${host}:${addr.port}`,
+    bytesServed: (prefix) =>
+      [...served].reduce((n, [p, b]) => (p.startsWith(prefix) ? n + b : n), 0),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

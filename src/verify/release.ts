@@ -45,6 +45,12 @@ export interface Release {
   kind: "Release";
   version: string;
   artifacts: Artifact[];
+  /**
+   * The oldest release a machine that ran this one may go back to (a data format it migrates,
+   * a firmware it updates): a fleet-wide revert of this release never goes below it
+   * (docs/revert.md). Absent: no floor.
+   */
+  revertFloor?: string;
 }
 
 export function isSafeVersion(v: string): boolean {
@@ -121,7 +127,7 @@ function checkOverlaps(artifacts: Artifact[]): void {
 /** Parses and validates release.yaml; the bytes must already have passed checkCatalogDigest. */
 export function parseRelease(bytes: Uint8Array): Release {
   const f = Fields.root("release.yaml", parseCappedYaml(bytes, "release.yaml", MAX_RELEASE_BYTES));
-  f.only(["apiVersion", "kind", "version", "artifacts"]);
+  f.only(["apiVersion", "kind", "version", "artifacts", "revertFloor"]);
   if (f.str("apiVersion") !== API_VERSION) f.fail("apiVersion", `must be ${API_VERSION}`);
   if (f.str("kind") !== "Release") f.fail("kind", "must be Release");
   const version = f.str("version", VERSION_RE, "letters, digits, '.', '_', '+', '-'");
@@ -146,7 +152,16 @@ export function parseRelease(bytes: Uint8Array): Release {
     );
   }
   checkOverlaps(artifacts);
-  return { apiVersion: API_VERSION, kind: "Release", version, artifacts };
+  const floor = f.optional("revertFloor")
+    ? f.str("revertFloor", VERSION_RE, "a liken version: letters, digits, '.', '_', '+', '-'")
+    : undefined;
+  return {
+    apiVersion: API_VERSION,
+    kind: "Release",
+    version,
+    artifacts,
+    ...(floor === undefined ? {} : { revertFloor: floor }),
+  };
 }
 
 /** The first link: the release document's bytes must hash to the catalog digest. */

@@ -91,8 +91,10 @@ describe("kubectl get clusters", () => {
   it("-o wide adds TURNS naming the machine that holds a turn", async () => {
     const r = await kubectl(["get", "clusters", name, "-o", "wide"]);
     const [header, row] = table(r.stdout);
+    // The page's listing, column for column; then LKG, the last known good release (issue 27,
+    // docs/revert.md), after the page's last column so the page's columns keep their places.
     expect(header).toEqual(
-      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS".split(" "),
+      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG".split(" "),
     );
     expect(row?.[9]).toBe("node-4");
   });

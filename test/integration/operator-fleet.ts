@@ -234,6 +234,18 @@ export function startOperator(
   };
 }
 
+/** startOperator with `args`, stopped through `cleanups` when the test file ends. */
+export function startOperatorUndone(
+  cleanups: Cleanups,
+  id: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): OperatorProcess {
+  const op = startOperator({ identity: uniqueName(id), args, env });
+  cleanups.push(() => op.stop());
+  return op;
+}
+
 export async function waitForLog(
   op: OperatorProcess,
   text: string,

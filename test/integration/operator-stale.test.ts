@@ -19,7 +19,7 @@ import {
   ensureNamespaces,
   playFleet,
   stagedStatus,
-  startOperator,
+  startOperatorUndone,
   waitForLog,
   writeStatus,
   type MachinePlan,
@@ -37,9 +37,7 @@ beforeAll(async () => {
 afterAll(() => undo(cleanups), 120_000);
 
 function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
-  const op = startOperator({ identity: uniqueName(id), args: ARGS, env });
-  cleanups.push(() => op.stop());
-  return op;
+  return startOperatorUndone(cleanups, id, ARGS, env);
 }
 
 /** The operator's JSON log lines (pino) whose msg contains `text`. */

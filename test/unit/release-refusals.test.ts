@@ -178,3 +178,29 @@ describe("release and artifact URLs", () => {
     );
   });
 });
+
+describe("revertFloor (docs/revert.md)", () => {
+  it("is read when present, absent otherwise", () => {
+    expect(parseRelease(doc((r) => (r.revertFloor = "2026.10.01-001"))).revertFloor).toBe(
+      "2026.10.01-001",
+    );
+    expect(parseRelease(doc())).not.toHaveProperty("revertFloor");
+  });
+
+  it.each([
+    [
+      "a number",
+      20261001,
+      "release.yaml: revertFloor must be a string (a liken version: letters, digits, '.', '_', '+', '-')",
+    ],
+    [
+      "not a version",
+      "../x y",
+      "release.yaml: revertFloor \"../x y\" is not valid: a liken version: letters, digits, '.', '_', '+', '-'",
+    ],
+  ])("refuses %s, naming the field", (_name, value, message) => {
+    const e = refusal(() => parseRelease(doc((r) => (r.revertFloor = value))));
+    expect(e.code).toBe("LIKEN_VERIFY_DOCUMENT_INVALID");
+    expect(e.message).toBe(message);
+  });
+});

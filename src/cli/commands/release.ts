@@ -60,13 +60,24 @@ export function registerRelease(program: Command): void {
       parseSize,
       4 * 1024 * 1024,
     )
+    .option(
+      "--revert-floor <version>",
+      "the oldest release a fleet-wide revert of this one may go back to (release.yaml revertFloor)",
+    )
     .action(
-      async (o: { version: string; out: string; artifact: ArtifactInput[]; chunkSize: number }) => {
+      async (o: {
+        version: string;
+        out: string;
+        artifact: ArtifactInput[];
+        chunkSize: number;
+        revertFloor?: string;
+      }) => {
         const r = await buildRelease({
           version: o.version,
           out: o.out,
           artifacts: o.artifact,
           chunkSize: o.chunkSize,
+          ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
         });
         process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
       },

@@ -14,11 +14,15 @@ import { stallDetail } from "../../operator/progress.js";
 import { rfc3339 } from "../../api/time.js";
 import { MACHINE_SPEC_BOUNDS, maxLengthOf } from "../../api/bounds.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
+import { registerRevert, setPaused } from "./revert.js";
 
 export function registerRollout(program: Command): void {
   const rollout = program
     .command("rollout")
-    .description("examine a rollout and release a stalled reboot turn");
+    .description(
+      "examine a rollout, release a stalled reboot turn, pause the fleet, revert a release",
+    );
+  registerRevert(rollout);
 
   rollout
     .command("status")
@@ -47,7 +51,7 @@ export function registerRollout(program: Command): void {
   rollout
     .command("resume")
     .description(
-      "release MACHINE's stalled reboot turn after examining it (records who and why, and turns flow again); with --failed-release and no MACHINE, allow more trials of a release that hit the failure brake",
+      "release MACHINE's stalled reboot turn after examining it (records who and why, and turns flow again); with --failed-release and no MACHINE, allow more trials of a release that hit the failure brake; with no MACHINE, end `liken rollout pause`",
     )
     .argument("<cluster>", "the Cluster")
     .argument("[machine]", "the Machine whose turn stalled")
@@ -70,6 +74,11 @@ export function registerRollout(program: Command): void {
               `--failed-release takes no machine (got ${machine}): it applies to the Cluster's spec.version`,
             );
           await resumeFailedRelease(cluster, o.kubeconfig);
+          return;
+        }
+        if (machine === undefined && o.reason === undefined && o.force !== true) {
+          // No machine: the end of `liken rollout pause` (revert.ts refuses when not paused).
+          await setPaused(cluster, false, o.kubeconfig);
           return;
         }
         if (machine === undefined || o.reason === undefined) {

@@ -2,6 +2,7 @@
 // while it downloads, the turns held, and what blocks (a PDB, a pending approval, a stall).
 // A pure function of the API objects, so the same text is printed live and in a pipe.
 import type { Cluster, ClusterCondition, Machine, MachineStep } from "../../api/types.js";
+import { targetView } from "../../api/target.js";
 
 export interface StatusViewOptions {
   now: Date;
@@ -115,6 +116,9 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
     if (c.type === "SpecValid" && c.status !== "True") {
       lines.push(`Spec ${c.reason}: ${c.message}`);
     }
+    if (c.type === "Reverted" && c.reason !== "RevertSuperseded") {
+      lines.push(`Reverted ${c.status} ${c.reason}: ${c.message}`);
+    }
   }
   return lines;
 }
@@ -122,13 +126,26 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
 function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
+  const view = targetView(cluster);
+  // While a revert is in force the fleet's target is the release it goes back to.
+  const target =
+    view.kind === "revert"
+      ? `${view.target.version} (reverting ${view.from.version})`
+      : view.kind === "revoked"
+        ? `${view.from.version} (revoked)`
+        : (cluster.spec.version ?? "(none)");
   return [
     // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
     `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
+    ...(cluster.spec.rollout?.paused === true ? ["paused"] : []),
     `machines ${st.machines ?? `?/${count}`}`,
-    `target ${cluster.spec.version ?? "(none)"}`,
+    `target ${target}`,
+    ...(st.lastKnownGood ? [`last known good ${st.lastKnownGood.version}`] : []),
     `available ${st.available ?? "(unknown)"}`,
     `turns ${turns.length ? turns.join(", ") : "none"}`,
+    ...(st.revokedReleases?.length
+      ? [`revoked ${st.revokedReleases.map((r) => r.version).join(", ")}`]
+      : []),
   ].join(", ");
 }
 
