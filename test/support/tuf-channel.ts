@@ -1,0 +1,76 @@
+// A signed channel on disk and over real HTTP for tests: releases built with the real release
+// tooling, signed with `liken release channel ...`'s functions, served by `liken channel serve`'s
+// server. The attack helpers keep copies of served files and put them back (a replay), or write
+// metadata signed with the wrong keys, the way a hostile mirror would.
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { buildRelease } from "../../src/release/build.js";
+import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
+import { addRelease, initChannel, tufDir, type InitOptions } from "../../src/release/tuf.js";
+
+export interface TestChannel {
+  repo: string;
+  keys: string;
+  rootDigest: string;
+  server: ChannelServer;
+  /** <server>/ (spec.releases.source) */
+  source: string;
+  /** Builds a tiny release <version> and adds it to `channel`. */
+  publish(
+    version: string,
+    channel?: string,
+    opts?: { now?: Date; waveSeconds?: number },
+  ): Promise<string>;
+  /** A copy of the served tuf/ directory, to serve again later (a replay, a frozen mirror). */
+  save(): Promise<string>;
+  serveSaved(copy: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function testChannel(init: Partial<InitOptions> = {}): Promise<TestChannel> {
+  const base = await mkdtemp(path.join(tmpdir(), "liken-tuf-test-"));
+  const repo = path.join(base, "channel");
+  const keys = path.join(base, "keys");
+  const { rootDigest } = await initChannel({ repo, keys, ...init });
+  const server = await serveChannel(repo, 0, "127.0.0.1");
+  let saves = 0;
+  return {
+    repo,
+    keys,
+    rootDigest,
+    server,
+    source: server.url,
+    async publish(version, channel = "stable", o = {}) {
+      const art = path.join(base, `${version}.img`);
+      await writeFile(art, `payload of ${version}\n`);
+      await buildRelease({ version, out: repo, artifacts: [{ name: "rootfs", file: art }] });
+      const r = await addRelease({
+        repo,
+        keys,
+        channel,
+        version,
+        ...(o.now === undefined ? {} : { now: o.now }),
+        ...(o.waveSeconds === undefined ? {} : { waveSeconds: o.waveSeconds }),
+      });
+      return r.digest;
+    },
+    async save() {
+      const copy = path.join(base, `saved-${++saves}`);
+      await cp(tufDir(repo), copy, { recursive: true });
+      return copy;
+    },
+    async serveSaved(copy) {
+      await rm(tufDir(repo), { recursive: true, force: true });
+      await cp(copy, tufDir(repo), { recursive: true });
+    },
+    async close() {
+      await server.close();
+      await rm(base, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function readJsonFile(file: string): Promise<Record<string, unknown>> {
+  return JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+}
