@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { AgentApi } from "./api.js";
 import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
+import { clusterTarget } from "../api/target.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn } from "../coordinator/turn.js";
@@ -248,11 +249,9 @@ function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"
   return grantedAt !== undefined && !isSkippedTurn(grantedAt, skipped);
 }
 
-/** The Cluster's spec.version with its catalog digest. */
+/** The Cluster's target with the digest that starts its chain, in its trust mode (api/target.ts). */
 export function targetOf(cluster: Cluster | undefined): ReleaseRef | undefined {
-  const spec = cluster?.spec;
-  const entry = spec?.releases.catalog?.find((c) => c.version === spec.version);
-  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+  return cluster === undefined ? undefined : clusterTarget(cluster);
 }
 
 /**

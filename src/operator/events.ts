@@ -18,7 +18,9 @@ export type EventReason =
   | "OutsideMaintenanceWindow"
   | "CanaryPaused"
   | "AwaitingFirstTrial"
-  | "StatusWriteRefused";
+  | "StatusWriteRefused"
+  | "ChannelTrusted"
+  | "ChannelDistrusted";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

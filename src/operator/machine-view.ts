@@ -2,6 +2,7 @@
 // it have one (policy, approval), is it down. The contract with the agent is the API
 // objects; docs/operator.md states it from the agent's side.
 import {
+  clusterTarget,
   sameRelease,
   type AgentStep,
   type Cluster,
@@ -50,12 +51,9 @@ export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
   return hb.renewedAt.get(m.metadata.name) ?? hb.since;
 }
 
-/** The catalog entry spec.version names, when both exist. */
+/** The Cluster's target in its trust mode (api/target.ts): the catalog's, the channel's, or both. */
 export function targetOf(cluster: Cluster): ReleaseRef | undefined {
-  const version = cluster.spec.version;
-  if (version === undefined) return undefined;
-  const entry = cluster.spec.releases.catalog?.find((e) => e.version === version);
-  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+  return clusterTarget(cluster);
 }
 
 export type TurnAsk =

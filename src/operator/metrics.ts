@@ -35,6 +35,7 @@ export class OperatorMetrics {
   private readonly latency: Histogram<"cluster">;
   private readonly failedTrials: Counter<"cluster" | "result">;
   private readonly channelReads: Counter<"cluster" | "result">;
+  private readonly trustRefusals: Counter<"cluster" | "reason" | "role">;
 
   constructor(view: FleetView) {
     const registers = [this.registry];
@@ -67,6 +68,12 @@ export class OperatorMetrics {
       name: "liken_operator_channel_reads_total",
       help: "Reads of a Cluster's release channel, by result (ChannelRead, ChannelUnreachable, ChannelMalformed).",
       labelNames: ["cluster", "result"],
+      registers,
+    });
+    this.trustRefusals = new Counter({
+      name: "liken_operator_channel_trust_refusals_total",
+      help: "Reads of a signed channel whose metadata was refused, by ChannelTrusted reason and TUF role (root, timestamp, snapshot, targets, target).",
+      labelNames: ["cluster", "reason", "role"],
       registers,
     });
     new Gauge({
@@ -194,5 +201,9 @@ export class OperatorMetrics {
 
   channelRead(cluster: string, result: string): void {
     this.channelReads.inc({ cluster, result });
+  }
+
+  trustRefused(cluster: string, reason: string, role: string): void {
+    this.trustRefusals.inc({ cluster, reason, role });
   }
 }
