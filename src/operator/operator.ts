@@ -651,7 +651,8 @@ export class Operator {
     state.inFlight = true;
     state.lastPollAt = new Date();
     const read = trustModeOf(cluster) === "pinned" ? readChannel : readTrust;
-    read(cluster, () => new Date())
+    // The trust read judges expiry on this copy's wall clock (the test seam moves it).
+    read(cluster, () => new Date(this.clocks.wall()))
       .then((view) => {
         this.metrics.channelRead(name, view.condition.reason);
         this.noteTrust(cluster, view);

@@ -246,6 +246,7 @@ function resignChain(
   keys: Map<string, SigningKey>,
   o: SignOptions,
   bumpTargets: boolean,
+  targetsSigners?: SigningKey[],
 ): ChannelRepo {
   const root = r.root.signed;
   let targets = r.targets;
@@ -258,7 +259,7 @@ function resignChain(
         targets: r.targets.signed.targets,
       }),
     );
-    signWith(targets, keysFor(root, "targets", keys));
+    signWith(targets, targetsSigners ?? keysFor(root, "targets", keys));
   }
   const targetsBytes = metadataBytes(targets);
   const snapshot = new Metadata(
@@ -462,10 +463,13 @@ export async function recallRelease(o: RecallOptions): Promise<void> {
   await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, true), false);
 }
 
-/** Re-signs snapshot and timestamp with fresh expiries (a cron job's work). */
-export async function refreshChannel(o: SignOptions): Promise<void> {
+/**
+ * Re-signs snapshot and timestamp with fresh expiries (a cron job's work); with `targets`, the
+ * targets role too (its expiry is near, or it must be signed again by the role's keys).
+ */
+export async function refreshChannel(o: SignOptions & { targets?: boolean }): Promise<void> {
   const r = await readRepo(o.repo);
-  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, false), false);
+  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, o.targets ?? false), false);
 }
 
 /**
@@ -529,4 +533,19 @@ function rootOf(
     keys: Object.fromEntries(keys.map((k) => [k.keyID, k.toJSON()])),
     roles,
   });
+}
+
+/**
+ * Re-signs the chain after `edit` changed the targets, with `targetsSigners` in place of the
+ * role's keys: how the tests build a channel signed by a revoked key or by too few keys, the
+ * way a hostile or broken publisher would.
+ */
+export async function resignWith(
+  o: SignOptions,
+  edit: (targets: Targets) => void,
+  targetsSigners: SigningKey[],
+): Promise<void> {
+  const r = await readRepo(o.repo);
+  edit(r.targets.signed);
+  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, true, targetsSigners), false);
 }

@@ -7,7 +7,19 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
-import { addRelease, initChannel, tufDir, type InitOptions } from "../../src/release/tuf.js";
+import { createPrivateKey, createHash } from "node:crypto";
+import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { TargetFile } from "@tufjs/models";
+import {
+  addRelease,
+  initChannel,
+  resignWith,
+  tufDir,
+  tufKeyOf,
+  type InitOptions,
+  type SigningKey,
+} from "../../src/release/tuf.js";
+import { LIKEN_TARGET_FIELD, targetPathOf } from "../../src/verify/tuf-target.js";
 
 export interface TestChannel {
   repo: string;
@@ -22,6 +34,10 @@ export interface TestChannel {
     channel?: string,
     opts?: { now?: Date; waveSeconds?: number },
   ): Promise<string>;
+  /** Builds <version> and adds it as a target signed only by `signers` (a hostile publisher). */
+  publishSignedBy(version: string, signers: SigningKey[]): Promise<string>;
+  /** The private keys of a role's files in the keys directory (or under keys/revoked). */
+  keysOf(role: string, where?: "current" | "revoked"): Promise<SigningKey[]>;
   /** A copy of the served tuf/ directory, to serve again later (a replay, a frozen mirror). */
   save(): Promise<string>;
   serveSaved(copy: string): Promise<void>;
@@ -35,16 +51,56 @@ export async function testChannel(init: Partial<InitOptions> = {}): Promise<Test
   const { rootDigest } = await initChannel({ repo, keys, ...init });
   const server = await serveChannel(repo, 0, "127.0.0.1");
   let saves = 0;
+  const build = async (version: string): Promise<Buffer> => {
+    const art = path.join(base, `${version}.img`);
+    await writeFile(art, `payload of ${version}\n`);
+    await buildRelease({ version, out: repo, artifacts: [{ name: "rootfs", file: art }] });
+    return readFile(path.join(repo, version, "release.yaml"));
+  };
   return {
     repo,
     keys,
     rootDigest,
     server,
     source: server.url,
+    async publishSignedBy(version, signers) {
+      const bytes = await build(version);
+      const tpath = targetPathOf("stable", version);
+      const dest = path.join(tufDir(repo), "targets", tpath);
+      await mkdir(path.dirname(dest), { recursive: true });
+      await copyFile(path.join(repo, version, "release.yaml"), dest);
+      const sha = createHash("sha256").update(bytes).digest("hex");
+      await resignWith(
+        { repo, keys },
+        (t) => {
+          t.targets[tpath] = new TargetFile({
+            path: tpath,
+            length: bytes.length,
+            hashes: { sha256: sha },
+            unrecognizedFields: {
+              custom: { [LIKEN_TARGET_FIELD]: { version, addedAt: new Date().toISOString() } },
+            },
+          });
+        },
+        signers,
+      );
+      return `sha256:${sha}`;
+    },
+    async keysOf(role, where = "current") {
+      const dir = where === "current" ? keys : path.join(keys, "revoked");
+      const names = (await readdir(dir)).filter(
+        (n) => n.startsWith(`${role}-`) && n.endsWith(".pem"),
+      );
+      const out: SigningKey[] = [];
+      for (const n of names) {
+        const priv = createPrivateKey(await readFile(path.join(dir, n)));
+        const jwk = priv.export({ format: "jwk" });
+        out.push({ key: tufKeyOf(Buffer.from(jwk.x ?? "", "base64url")), private: priv });
+      }
+      return out;
+    },
     async publish(version, channel = "stable", o = {}) {
-      const art = path.join(base, `${version}.img`);
-      await writeFile(art, `payload of ${version}\n`);
-      await buildRelease({ version, out: repo, artifacts: [{ name: "rootfs", file: art }] });
+      await build(version);
       const r = await addRelease({
         repo,
         keys,

@@ -144,8 +144,11 @@ export function registerReleaseChannel(release: Command): void {
 
   withDirs(channel.command("refresh"))
     .description("Re-sign snapshot and timestamp with fresh expiries (run it from a timer)")
-    .action(async (o: Dirs) => {
-      await refreshChannel(signOpts(o));
-      process.stdout.write("snapshot and timestamp re-signed\n");
+    .option("--targets", "re-sign the targets role too")
+    .action(async (o: Dirs & { targets?: boolean }) => {
+      await refreshChannel({ ...signOpts(o), targets: o.targets === true });
+      process.stdout.write(
+        `${o.targets === true ? "targets, " : ""}snapshot and timestamp re-signed\n`,
+      );
     });
 }
