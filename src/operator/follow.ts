@@ -1,12 +1,18 @@
 // Which release of a signed channel a Cluster takes, pure. With spec.version set, that release
-// (if the channel names it and did not recall it). With follow, the newest release whose wave
+// (if the channel names it and did not recall it). Releases are ordered by version, as the
+// NEWEST column orders them (version-order.ts), not by when they were added. With follow, the newest release whose wave
 // opened for this Cluster: it has been in the channel `delaySeconds`, and its waves opened as
 // far as this Cluster's position (from its UID: many Clusters following one channel do not all
 // move in the same hour, as Bottlerocket's seeds and FCOS's rollout wariness). Never a release
-// added before the one taken (no downgrade by following), never a recalled one.
+// older than the one taken (no downgrade by following), never a recalled one.
 import { createHash } from "node:crypto";
 import type { FollowSpec, ReleaseRef } from "../api/index.js";
 import type { ChannelRelease } from "../verify/tuf-target.js";
+import { compareVersions } from "./version-order.js";
+
+/** Oldest first, by version (as the VERSION and NEWEST columns order them). */
+const byVersion = (rs: readonly ChannelRelease[]): ChannelRelease[] =>
+  [...rs].sort((a, b) => compareVersions(a.version, b.version));
 
 export interface FollowInput {
   releases: readonly ChannelRelease[];
@@ -53,10 +59,11 @@ export function opensAt(r: ChannelRelease, follow: FollowSpec, position: number)
 export function decideFollow(i: FollowInput): FollowDecision {
   if (i.follow === undefined) return pinnedVersion(i);
   const follow = i.follow;
-  const current = i.releases.find((r) => r.version === i.current?.version);
+  const releases = byVersion(i.releases);
+  const current = releases.find((r) => r.version === i.current?.version);
   const recalled = current?.recalled === undefined ? undefined : current;
-  const after = i.releases.filter(
-    (r) => current === undefined || r.addedAt.getTime() >= current.addedAt.getTime(),
+  const after = releases.filter(
+    (r) => current === undefined || compareVersions(r.version, current.version) >= 0,
   );
   const candidates = after.filter((r) => r.recalled === undefined && !(i.skip?.(r) ?? false));
   const newest = candidates.at(-1);
@@ -73,7 +80,9 @@ export function decideFollow(i: FollowInput): FollowDecision {
 }
 
 function pinnedVersion(i: FollowInput): FollowDecision {
-  const newest = i.releases.filter((r) => r.recalled === undefined).at(-1);
+  const newest = byVersion(i.releases)
+    .filter((r) => r.recalled === undefined)
+    .at(-1);
   if (i.version === undefined) return { target: undefined, newest };
   const r = i.releases.find((x) => x.version === i.version);
   if (r === undefined) {

@@ -331,5 +331,9 @@ export function classify(e: unknown, role: MetadataRole): TufFault {
     (r) =>
       (r.role === undefined || r.role === role) && (r.classes.includes(name) || r.words.test(text)),
   );
-  return { reason: rule?.reason ?? "MetadataInvalid", role, message: `${role}: ${text}` };
+  // tuf-js finds an expired timestamp while it loads the snapshot ("timestamp.json is expired"):
+  // the role its words name is the one at fault, not the file being fetched.
+  const named = /\b(root|timestamp|snapshot|targets)\.json is expired/.exec(text)?.[1];
+  const at = (named as MetadataRole | undefined) ?? role;
+  return { reason: rule?.reason ?? "MetadataInvalid", role: at, message: `${at}: ${text}` };
 }
