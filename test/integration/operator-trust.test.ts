@@ -450,6 +450,28 @@ describe("hostile channels: the fleet does not move, the condition names the fau
     }
   }, 120_000);
 
+  it("a digest changed under the same version (signed with the right keys)", async () => {
+    // An hour's delay: the Cluster trusts V2's metadata without taking it.
+    const s = await scene({ follow: { delaySeconds: 3600 } });
+    try {
+      await trusted(s, undefined);
+      const d2 = await s.ch.publish(V2);
+      await readsSince(s, 1);
+      const before = await s.ch.save();
+      const keys = await s.ch.keysOf("targets");
+      const rebuilt = await s.ch.publishSignedBy(V2, keys, "another build\n");
+      expect(rebuilt).not.toBe(d2);
+      await asks(s, V2, rebuilt, `sha256:${"0".repeat(64)}`);
+      await refused(s, "DigestChanged", "targets");
+      await s.ch.serveSaved(before);
+      const d3 = await s.ch.publish(V3, "stable", { now: new Date(Date.now() - 2 * 3600_000) });
+      await asks(s, V3, d3, `sha256:${"0".repeat(64)}`);
+      await followed(s, V3);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
   it("a recall replayed as a release", async () => {
     // V2 waits out an hour's delay, so the Cluster reads it, then its recall, without taking it.
     const hourAgo = () => new Date(Date.now() - 2 * 3600_000);

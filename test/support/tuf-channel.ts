@@ -35,7 +35,7 @@ export interface TestChannel {
     opts?: { now?: Date; waveSeconds?: number },
   ): Promise<string>;
   /** Builds <version> and adds it as a target signed only by `signers` (a hostile publisher). */
-  publishSignedBy(version: string, signers: SigningKey[]): Promise<string>;
+  publishSignedBy(version: string, signers: SigningKey[], payload?: string): Promise<string>;
   /** The private keys of a role's files in the keys directory (or under keys/revoked). */
   keysOf(role: string, where?: "current" | "revoked"): Promise<SigningKey[]>;
   /** A copy of the served tuf/ directory, to serve again later (a replay, a frozen mirror). */
@@ -51,11 +51,17 @@ export async function testChannel(init: Partial<InitOptions> = {}): Promise<Test
   const { rootDigest } = await initChannel({ repo, keys, ...init });
   const server = await serveChannel(repo, 0, "127.0.0.1");
   let saves = 0;
-  const build = async (version: string): Promise<Buffer> => {
-    const art = path.join(base, `${version}.img`);
-    await writeFile(art, `payload of ${version}\n`);
-    await buildRelease({ version, out: repo, artifacts: [{ name: "rootfs", file: art }] });
-    return readFile(path.join(repo, version, "release.yaml"));
+  /** A rebuild (another payload) goes to its own directory: the published one never changes. */
+  const build = async (
+    version: string,
+    payload?: string,
+  ): Promise<{ bytes: Buffer; file: string }> => {
+    const art = path.join(base, `${version}${payload === undefined ? "" : "-rebuilt"}.img`);
+    await writeFile(art, payload ?? `payload of ${version}\n`);
+    const out = payload === undefined ? repo : path.join(base, "rebuilt");
+    await buildRelease({ version, out, artifacts: [{ name: "rootfs", file: art }] });
+    const file = path.join(out, version, "release.yaml");
+    return { bytes: await readFile(file), file };
   };
   return {
     repo,
@@ -63,12 +69,12 @@ export async function testChannel(init: Partial<InitOptions> = {}): Promise<Test
     rootDigest,
     server,
     source: server.url,
-    async publishSignedBy(version, signers) {
-      const bytes = await build(version);
+    async publishSignedBy(version, signers, payload) {
+      const { bytes, file } = await build(version, payload);
       const tpath = targetPathOf("stable", version);
       const dest = path.join(tufDir(repo), "targets", tpath);
       await mkdir(path.dirname(dest), { recursive: true });
-      await copyFile(path.join(repo, version, "release.yaml"), dest);
+      await copyFile(file, dest);
       const sha = createHash("sha256").update(bytes).digest("hex");
       await resignWith(
         { repo, keys },
