@@ -112,11 +112,35 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
     if (c.type === "ChannelReachable" && c.status !== "True") {
       lines.push(`Channel ${c.reason}: ${c.message}`);
     }
+    if (c.type === "ChannelTrusted") lines.push(`Trust ${c.status} ${c.reason}: ${c.message}`);
     if (c.type === "SpecValid" && c.status !== "True") {
       lines.push(`Spec ${c.reason}: ${c.message}`);
     }
   }
   return lines;
+}
+
+/**
+ * Why a Cluster of a channel trust mode is or is not moving: its target, the wave it waits
+ * for, when the metadata expires, a recall (ChannelTrusted says why it is refused).
+ */
+export function trustLine(cluster: Cluster): string | undefined {
+  const t = cluster.status?.trust;
+  const mode = cluster.spec.releases.trust?.mode ?? "pinned";
+  if (mode === "pinned" || t === undefined) return undefined;
+  const waiting =
+    t.newest !== undefined && t.newest.version !== t.target?.version && t.waveOpensAt
+      ? `waiting for its wave for ${t.newest.version} until ${t.waveOpensAt}`
+      : undefined;
+  const parts = [
+    `trust ${mode}`,
+    `target ${t.target?.version ?? "(none)"}`,
+    waiting,
+    t.recalled && `recalled ${t.recalled.version}: ${t.recalled.reason}`,
+    t.expiresAt && `metadata expires ${t.expiresAt} (${t.expiresRole ?? "?"})`,
+    t.freshness,
+  ];
+  return parts.filter((p): p is string => typeof p === "string" && p !== "").join(", ");
 }
 
 function headline(cluster: Cluster, count: number): string {
@@ -126,7 +150,7 @@ function headline(cluster: Cluster, count: number): string {
     // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
     `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
     `machines ${st.machines ?? `?/${count}`}`,
-    `target ${cluster.spec.version ?? "(none)"}`,
+    `target ${cluster.spec.version ?? cluster.status?.trust?.target?.version ?? "(none)"}`,
     `available ${st.available ?? "(unknown)"}`,
     `turns ${turns.length ? turns.join(", ") : "none"}`,
   ].join(", ");
@@ -151,8 +175,10 @@ export function renderStatus(
       machineDetail(m, cluster, opts),
     ]);
   }
+  const trust = trustLine(cluster);
   return [
     headline(cluster, mine.length),
+    ...(trust === undefined ? [] : [trust]),
     ...pad(rows).map((l) => `  ${l}`),
     ...conditionLines(cluster.status?.conditions ?? []),
   ];
