@@ -1,6 +1,7 @@
 // The columns of `kubectl get clusters` (-o wide), pure: phase, MACHINES, VERSION (oldest
 // running), NEWEST, LEADERS, ENDPOINT, and the counts behind the budget.
 import {
+  clusterTarget,
   LEADERS_MAX_ITEMS,
   type Cluster,
   type ClusterStatus,
@@ -19,7 +20,12 @@ export function summarize(
   lost: ReadonlySet<string>,
   endpoint: string | undefined,
 ): Summary {
-  const target = cluster.spec.version;
+  // The release the machines move to, in the Cluster's trust mode (api/target.ts); with follow
+  // there is no spec.version, and a refused channel still shows how far the fleet got.
+  const target =
+    clusterTarget(cluster)?.version ??
+    cluster.spec.version ??
+    cluster.status?.trust?.newest?.version;
   const running = machines.flatMap((m) => (m.status?.version ? [m.status.version] : []));
   const ready = machines.filter(
     (m) =>
