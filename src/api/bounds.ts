@@ -69,6 +69,20 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "revert.to.digest": text(71),
   "revert.message": text(4096),
   "revert.by": text(253),
+  "trust.rootDigest": text(71),
+  "trust.target.version": text(64),
+  "trust.target.digest": text(71),
+  "trust.newest.version": text(64),
+  "trust.newest.digest": text(71),
+  "trust.recalled.version": text(64),
+  "trust.recalled.reason": text(1024),
+  "trust.expiresRole": text(16),
+  "trust.freshness": text(128),
+  /** TUF metadata files (docs/adr/channel-trust-in-status.md says why they live here). */
+  "trust.metadata.root": text(65536),
+  "trust.metadata.timestamp": text(8192),
+  "trust.metadata.snapshot": text(8192),
+  "trust.metadata.targets": text(262144),
   ...CONDITION_BOUNDS("conditions"),
 };
 

@@ -1,9 +1,66 @@
-// The fleet's target, pure, shared by cluster-operator and the agent so both read it alike:
-// spec.version's catalog entry, unless a revert is in force for it (status.revert: the fleet
-// goes to the revert's `to`) or the Cluster revoked it (status.revokedReleases: nothing
-// moves). docs/revert.md states the rules; test/unit/operator-revert.test.ts has the table.
-import { sameRelease, type Cluster, type ReleaseRef, type RevertRecord } from "./types.js";
-import type { RevokedRelease } from "./types.js";
+// The release a Cluster's machines move to, in each trust mode: the one place that reads it,
+// for the agent (observe.ts) and the operator (machine-view.ts) alike.
+//   pinned          spec.version's catalog entry (the page's flow, unchanged);
+//   channel         status.trust.target: the release the signed channel vouches for, written by
+//                   cluster-operator after its TUF client verified it (and, with follow, once
+//                   the Cluster's wave opened); spec.version, when set, must name it;
+//   channel+pinned  both: the channel's target, only when the catalog names the same version
+//                   with the same digest (two parties must agree).
+// A trust status made from another pinned root than the spec's counts for nothing: a new pin
+// starts the trust anew, and until then nothing moves.
+//
+// Over that choice come the fleet-wide revert and revocation: while a revert is in force for the
+// chosen release (status.revert) the fleet goes to the revert's `to`, and a release the Cluster
+// revoked (status.revokedReleases) moves nothing. docs/revert.md states the rules;
+// test/unit/operator-revert.test.ts has the table.
+import {
+  sameRelease,
+  type Cluster,
+  type ReleaseRef,
+  type RevertRecord,
+  type RevokedRelease,
+  type TrustMode,
+} from "./types.js";
+
+export function trustModeOf(c: Cluster): TrustMode {
+  return c.spec.releases.trust?.mode ?? "pinned";
+}
+
+function catalogEntry(c: Cluster, version: string | undefined): ReleaseRef | undefined {
+  if (version === undefined) return undefined;
+  const e = c.spec.releases.catalog?.find((x) => x.version === version);
+  return e === undefined ? undefined : { version: e.version, digest: e.digest };
+}
+
+/** What the signed channel vouches for, when the trust status belongs to this spec. */
+export function channelTarget(c: Cluster): ReleaseRef | undefined {
+  const spec = c.spec.releases.trust;
+  const st = c.status?.trust;
+  if (spec === undefined || st?.target === undefined) return undefined;
+  if (st.rootDigest !== spec.rootDigest) return undefined;
+  if (spec.follow === undefined && st.target.version !== c.spec.version) return undefined;
+  return { version: st.target.version, digest: st.target.digest };
+}
+
+/** The Cluster's target release (version and the digest that starts the chain), if any. */
+export function clusterTarget(c: Cluster): ReleaseRef | undefined {
+  const mode = trustModeOf(c);
+  switch (mode) {
+    case "pinned":
+      return catalogEntry(c, c.spec.version);
+    case "channel":
+      return channelTarget(c);
+    case "channel+pinned": {
+      const t = channelTarget(c);
+      const pinned = catalogEntry(c, t?.version);
+      return t !== undefined && pinned?.digest === t.digest ? pinned : undefined;
+    }
+    default: {
+      const never: never = mode;
+      return never;
+    }
+  }
+}
 
 export type TargetView =
   /** spec.version unset, or naming no catalog entry. */
@@ -15,12 +72,9 @@ export type TargetView =
   /** spec.version names a revoked release and no revert is in force for it: no target. */
   | { kind: "revoked"; from: ReleaseRef; revoked: RevokedRelease };
 
-/** spec.version with its catalog digest, when both exist. */
+/** The release the spec chooses in its trust mode (clusterTarget), before revert and revocation. */
 export function specTarget(cluster: Cluster | undefined): ReleaseRef | undefined {
-  const spec = cluster?.spec;
-  if (spec?.version === undefined) return undefined;
-  const entry = spec.releases.catalog?.find((c) => c.version === spec.version);
-  return entry === undefined ? undefined : { version: entry.version, digest: entry.digest };
+  return cluster === undefined ? undefined : clusterTarget(cluster);
 }
 
 export function revokedOf(

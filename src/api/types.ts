@@ -155,6 +155,8 @@ export interface ClusterSpec {
     source: string;
     /** Releases this cluster trusts; versions are unique. */
     catalog?: ReleaseRef[];
+    /** Who vouches for a release's digest: the catalog (default), a signed channel, or both. */
+    trust?: TrustSpec;
   };
   disruption?: {
     /** Integer >= 1 or a percentage "1%".."100%" of the machines (rounded up, at least 1). */
@@ -169,6 +171,32 @@ export interface ClusterSpec {
   rollout?: RolloutSpec;
   /** What must be true on a machine's trial boot before the agent promotes it. */
   health?: HealthSpec;
+}
+
+export const TRUST_MODES = ["pinned", "channel", "channel+pinned"] as const;
+/**
+ * pinned: the catalog vouches (the channel is read only for AVAILABLE); channel: the signed
+ * channel (TUF) vouches, no catalog entry needed; channel+pinned: both, and they must agree.
+ */
+export type TrustMode = (typeof TRUST_MODES)[number];
+
+export interface TrustSpec {
+  mode: TrustMode;
+  /** The channel's name in the signed repository (stable, beta); channel modes. */
+  channel?: string;
+  /** sha256:<hex> of the channel's first root (tuf/1.root.json), pinned once; channel modes. */
+  rootDigest?: string;
+  /** An air-gapped fleet: metadata expired up to this many seconds is still accepted. */
+  acceptExpiredSeconds?: number;
+  /** Take the channel's newest release by itself (spec.version stays unset). */
+  follow?: FollowSpec;
+}
+
+export interface FollowSpec {
+  /** A release is taken only once it has been in the channel this long. */
+  delaySeconds?: number;
+  /** Over how long the waves of a release open (the release's own setting wins). */
+  waveSeconds?: number;
 }
 
 /**
@@ -406,6 +434,8 @@ export interface RebootTurn {
 export const CLUSTER_CONDITION_TYPES = [
   "Progressing",
   "ChannelReachable",
+  /** Channel trust modes: whether the signed channel's metadata was verified (TRUST_REASONS). */
+  "ChannelTrusted",
   "SpecValid",
   /** True: the API server refused the last status write (422); see STATUS_WRITE_REASONS. */
   "StatusWriteRefused",
@@ -452,6 +482,29 @@ export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 export const CHANNEL_REASONS = ["ChannelRead", "ChannelUnreachable", "ChannelMalformed"] as const;
 export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 
+/**
+ * Reasons of ChannelTrusted: True MetadataVerified; False one of the faults of the TUF client
+ * (verify/tuf.ts TRUST_FAULTS), or CatalogDisagrees (channel+pinned), NotInChannel (spec.version
+ * is not a release of the channel), ReleaseRecalled (the channel recalled the target).
+ */
+export const TRUST_REASONS = [
+  "MetadataVerified",
+  "RootPinMismatch",
+  "MetadataExpired",
+  "MetadataRollback",
+  "RootRotationInvalid",
+  "SignatureThreshold",
+  "LengthOrHashMismatch",
+  "DigestChanged",
+  "ClockBehind",
+  "ChannelUnreachable",
+  "MetadataInvalid",
+  "CatalogDisagrees",
+  "NotInChannel",
+  "ReleaseRecalled",
+] as const;
+export type TrustReason = (typeof TRUST_REASONS)[number];
+
 /** Reasons of SpecValid: what the API server cannot check (an unknown time zone). */
 export const SPEC_VALID_REASONS = ["SpecAccepted", "UnknownTimeZone"] as const;
 export type SpecValidReason = (typeof SPEC_VALID_REASONS)[number];
@@ -487,6 +540,7 @@ export type ClusterCondition =
   | Condition<"Progressing", ProgressingReason>
   | Condition<"Reverted", RevertReason>
   | Condition<"ChannelReachable", ChannelReason>
+  | Condition<"ChannelTrusted", TrustReason>
   | Condition<"SpecValid", SpecValidReason>
   | Condition<"StatusWriteRefused", StatusWriteReason>;
 
@@ -541,7 +595,33 @@ export interface ClusterStatus {
     /** When the operator last read the channel successfully. */
     lastSuccessTime?: Time;
   };
+  /** What the signed channel vouches for, and the metadata trusted so far (channel modes). */
+  trust?: TrustStatus;
   conditions?: ClusterCondition[];
+}
+
+export interface TrustStatus {
+  /** The mode the status was made under (TRUST column of -o wide). */
+  mode: TrustMode;
+  /** The pin the trusted metadata started from; another pin in the spec starts anew. */
+  rootDigest?: string;
+  /** The release the channel vouches for now: the target of the channel modes. */
+  target?: ReleaseRef;
+  /** The newest release of the channel (recalled ones left out). */
+  newest?: ReleaseRef;
+  /** When this Cluster's wave opens for the newest release (follow). */
+  waveOpensAt?: Time;
+  /** A release the channel recalled that this Cluster took or would take. */
+  recalled?: { version: string; reason: string };
+  /** When the metadata was last verified (the operator's clock). */
+  verifiedAt?: Time;
+  /** When the first of the trusted roles expires, and which. */
+  expiresAt?: Time;
+  expiresRole?: string;
+  /** FRESHNESS column: "fresh", "expired (accepted)", "stale: <reason>". */
+  freshness?: string;
+  /** The trusted TUF metadata, each file's JSON text: the client's persisted state. */
+  metadata?: { root?: string; timestamp?: string; snapshot?: string; targets?: string };
 }
 
 export interface DrainSkipped {

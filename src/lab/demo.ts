@@ -34,7 +34,7 @@ async function approveReboot(lab: Lab, machine: string): Promise<void> {
 const DEMO_DEADLINE_MS = 5 * 60_000;
 const POLL_MS = 250;
 
-async function until<T>(
+export async function until<T>(
   what: string,
   deadline: number,
   probe: () => Promise<T | undefined>,
@@ -95,37 +95,7 @@ export async function runDemo(lab: Lab, log: (l: string) => void): Promise<strin
       },
     });
     // 3. Watch, approving Manual machines as they ask.
-    const approved = new Set<string>();
-    await until("every machine on the new release and the Cluster Ready", deadline, async () => {
-      const { cluster, machines } = observer.current();
-      for (const m of machines) {
-        if (
-          m.status?.step === "RebootPending" &&
-          m.status.staged?.version === target &&
-          !approved.has(m.metadata.name)
-        ) {
-          log(`demo: liken approve-reboot ${LAB_CLUSTER} ${m.metadata.name}`);
-          await approveReboot(lab, m.metadata.name);
-          approved.add(m.metadata.name);
-        }
-        if (m.status?.step === "Failed") {
-          throw new LikenError(
-            "LIKEN_LAB_DEMO_FAILED",
-            `machine ${m.metadata.name} failed: ${m.status.lastTrial?.reason ?? "see kubectl describe machine"}`,
-          );
-        }
-      }
-      const done = machines.filter(
-        (m) => m.status?.version === target && m.status.step === "Ready",
-      ).length;
-      return cluster?.status?.phase === "Ready" && done === lab.fleet.length ? done : undefined;
-    }).catch((e: unknown) => {
-      throw new LikenError(
-        "LIKEN_LAB_DEMO_STALLED",
-        `${(e as Error).message}; Progressing ${stallReason(observer.current().cluster)}`,
-        { cause: e },
-      );
-    });
+    await watchRollout(lab, observer, target, deadline, log);
     const n = lab.fleet.length;
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
     return `lab: rollout to ${target} complete: ${n}/${n} machines, max turns in flight ${observer.maxTurns}, max leaders down ${observer.maxLeadersDown}, ${seconds} s`;
@@ -144,4 +114,48 @@ export async function runDemo(lab: Lab, log: (l: string) => void): Promise<strin
       (e: unknown) => log(`demo: could not write ${LAB_TIMELINE}: ${(e as Error).message}`),
     );
   }
+}
+
+/**
+ * Watches the rollout to `target` until every machine runs it and the Cluster is Ready,
+ * approving the Manual machines as they ask (what a person does with `liken approve-reboot`).
+ */
+export async function watchRollout(
+  lab: Lab,
+  observer: RolloutObserver,
+  target: string,
+  deadline: number,
+  log: (l: string) => void,
+): Promise<void> {
+  const approved = new Set<string>();
+  await until("every machine on the new release and the Cluster Ready", deadline, async () => {
+    const { cluster, machines } = observer.current();
+    for (const m of machines) {
+      if (
+        m.status?.step === "RebootPending" &&
+        m.status.staged?.version === target &&
+        !approved.has(m.metadata.name)
+      ) {
+        log(`demo: liken approve-reboot ${LAB_CLUSTER} ${m.metadata.name}`);
+        await approveReboot(lab, m.metadata.name);
+        approved.add(m.metadata.name);
+      }
+      if (m.status?.step === "Failed") {
+        throw new LikenError(
+          "LIKEN_LAB_DEMO_FAILED",
+          `machine ${m.metadata.name} failed: ${m.status.lastTrial?.reason ?? "see kubectl describe machine"}`,
+        );
+      }
+    }
+    const done = machines.filter(
+      (m) => m.status?.version === target && m.status.step === "Ready",
+    ).length;
+    return cluster?.status?.phase === "Ready" && done === lab.fleet.length ? done : undefined;
+  }).catch((e: unknown) => {
+    throw new LikenError(
+      "LIKEN_LAB_DEMO_STALLED",
+      `${(e as Error).message}; Progressing ${stallReason(observer.current().cluster)}`,
+      { cause: e },
+    );
+  });
 }

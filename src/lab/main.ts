@@ -1,7 +1,8 @@
-// `npm run lab [-- --demo] [-- --machines N]`: wiring only (see lab.ts and demo.ts).
+// `npm run lab [-- --demo | --follow] [-- --machines N]`: wiring only (see lab.ts and demo.ts).
 import { Command } from "commander";
 import { errorText, LikenError } from "../errors.js";
 import { runDemo } from "./demo.js";
+import { runFollow } from "./follow.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
 import path from "node:path";
@@ -110,13 +111,17 @@ const program = new Command("lab")
     "a local fleet: control plane, release channel, cluster-operator, simulated machines running the real agent",
   )
   .option("--demo", "run the rollout the product page describes, then exit")
+  .option(
+    "--follow",
+    "sign the lab's channel, let the Cluster follow it (a replay refused, a new release taken by itself), then exit",
+  )
   .option("--machines <n>", "number of machines (3 leaders, the rest workers)", (v) => Number(v), 5)
   .exitOverride();
 
 /** Signals this close to the first are the same keypress, relayed (see stop()). */
 const SAME_KEYPRESS_MS = 1_000;
 
-program.action(async (o: { demo?: boolean; machines: number }) => {
+program.action(async (o: { demo?: boolean; follow?: boolean; machines: number }) => {
   const started = Date.now();
   /** Set once started; a signal before that only exits (the reaper does the rest). */
   const running: { lab?: Lab } = {};
@@ -159,10 +164,11 @@ program.action(async (o: { demo?: boolean; machines: number }) => {
     throw e;
   }
   err(`liken lab: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  if (o.demo) {
+  if (o.demo || o.follow) {
     let code = 0;
     try {
-      process.stdout.write(`${await runDemo(lab, err)}\n`);
+      const run = o.follow ? runFollow : runDemo;
+      process.stdout.write(`${await run(lab, err)}\n`);
     } catch (e) {
       err(`lab: ${(e as Error).message}`);
       code = 1;

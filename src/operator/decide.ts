@@ -89,6 +89,13 @@ export interface ChannelView {
   available?: string;
   condition: Extract<ClusterCondition, { type: "ChannelReachable" }>;
   channel: NonNullable<ClusterStatus["channel"]>;
+  /** The channel trust modes' verdict (trust.ts); absent in mode pinned. */
+  trust?: {
+    status: NonNullable<ClusterStatus["trust"]>;
+    condition: Extract<ClusterCondition, { type: "ChannelTrusted" }>;
+    /** Set when the metadata was refused: what, and of which role (metrics, Events). */
+    fault?: { reason: string; role: string };
+  };
 }
 
 export interface Observed {
@@ -227,7 +234,9 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
       .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
       .map((m) => m.metadata.name),
   );
-  const target = targetOf(o.cluster);
+  // The target under the trust this very decision records (a recall or a refusal takes effect
+  // with the write that reports it, not one tick later).
+  const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status));
   const brake = brakeOf(o.cluster, o.machines, target);
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
@@ -256,7 +265,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   });
   let conditions = before.conditions ?? [];
   if (progressing !== undefined) conditions = upsert(conditions, progressing);
-  if (o.channel !== undefined) conditions = upsert(conditions, o.channel.condition);
+  conditions = withChannelConditions(conditions, o.channel);
   conditions = withSpecValid(conditions, specValidCondition(o.cluster, o.now));
   if (rv.condition !== undefined)
     conditions = setCondition(conditions, rv.condition, rfc3339(o.now));
@@ -282,10 +291,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   if (o.cluster.metadata.generation !== undefined) {
     made.observedGeneration = o.cluster.metadata.generation;
   }
-  if (o.channel !== undefined) {
-    made.channel = o.channel.channel;
-    if (o.channel.available !== undefined) made.available = o.channel.available;
-  }
+  if (o.channel !== undefined) withChannelStatus(made, o.channel);
   // Compared and written within the CRD's bounds: a field over its bound would be refused
   // whole by the API server (422), and compared unbounded it would look changed every tick.
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
@@ -340,6 +346,25 @@ function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
 function withRevert(o: Observed, rv: RevertOutcome): Observed {
   const status = { ...o.cluster.status, revert: rv.revert, revokedReleases: rv.revokedReleases };
   return { ...o, cluster: { ...o.cluster, status } };
+}
+
+function withChannelConditions(
+  list: ClusterCondition[],
+  channel: ChannelView | undefined,
+): ClusterCondition[] {
+  if (channel === undefined) return list;
+  const reached = upsert(list, channel.condition);
+  return channel.trust === undefined ? reached : upsert(reached, channel.trust.condition);
+}
+
+function withChannelStatus(made: ClusterStatus, channel: ChannelView): void {
+  made.channel = channel.channel;
+  if (channel.available !== undefined) made.available = channel.available;
+  if (channel.trust !== undefined) made.trust = channel.trust.status;
+}
+
+function withTrust(c: Cluster, trust: ClusterStatus["trust"]): Cluster {
+  return trust === undefined ? c : { ...c, status: { ...c.status, trust } };
 }
 
 /** The Progressing reasons that get an Event when they begin. */

@@ -21,7 +21,9 @@ export type EventReason =
   | "StatusWriteRefused"
   | "RolloutPaused"
   | "ReleaseRevoked"
-  | "Reverted";
+  | "Reverted"
+  | "ChannelTrusted"
+  | "ChannelDistrusted";
 
 export interface EventSink {
   record(cluster: Cluster, type: "Normal" | "Warning", reason: EventReason, message: string): void;

@@ -36,6 +36,7 @@ export class OperatorMetrics {
   private readonly failedTrials: Counter<"cluster" | "result">;
   private readonly channelReads: Counter<"cluster" | "result">;
   private readonly reverts: Counter<"cluster" | "trigger">;
+  private readonly trustRefusals: Counter<"cluster" | "reason" | "role">;
 
   constructor(view: FleetView) {
     const registers = [this.registry];
@@ -74,6 +75,12 @@ export class OperatorMetrics {
       name: "liken_operator_reverts_total",
       help: "Fleet-wide reverts this copy started, by trigger (Request: liken rollout revert or spec.rollout.revertRequest; Automatic: spec.rollout.revert's threshold).",
       labelNames: ["cluster", "trigger"],
+      registers,
+    });
+    this.trustRefusals = new Counter({
+      name: "liken_operator_channel_trust_refusals_total",
+      help: "Reads of a signed channel whose metadata was refused, by ChannelTrusted reason and TUF role (root, timestamp, snapshot, targets, target).",
+      labelNames: ["cluster", "reason", "role"],
       registers,
     });
     new Gauge({
@@ -204,5 +211,9 @@ export class OperatorMetrics {
 
   channelRead(cluster: string, result: string): void {
     this.channelReads.inc({ cluster, result });
+  }
+
+  trustRefused(cluster: string, reason: string, role: string): void {
+    this.trustRefusals.inc({ cluster, reason, role });
   }
 }

@@ -14,12 +14,14 @@ import {
   isConflict,
   isInvalid,
   isNotFound,
+  trustModeOf,
   type Cluster,
   type ClusterCondition,
   type Machine,
   type MachineCondition,
 } from "../api/index.js";
 import { pollDue, readChannel, DEFAULT_CHANNEL_INTERVAL_MS, type PollState } from "./channel.js";
+import { readTrust } from "./trust.js";
 import { setCondition } from "./conditions.js";
 import {
   DEFAULT_SETTINGS,
@@ -648,6 +650,29 @@ export class Operator {
     }
   }
 
+  /**
+   * A signed channel's verdict, counted and announced: a refusal is counted every read (the
+   * metric), an Event when the verdict changes (not every poll).
+   */
+  private noteTrust(cluster: Cluster, view: ChannelView): void {
+    const t = view.trust;
+    if (t === undefined) return;
+    const name = cluster.metadata.name;
+    if (t.fault !== undefined) this.metrics.trustRefused(name, t.fault.reason, t.fault.role);
+    else if (t.condition.status === "False")
+      this.metrics.trustRefused(name, t.condition.reason, "targets");
+    const old = cluster.status?.conditions?.find((c) => c.type === "ChannelTrusted");
+    if (old?.status === t.condition.status && old.reason === t.condition.reason) return;
+    const good = t.condition.status === "True";
+    if (!good) this.opts.log.warn({ cluster: name }, t.condition.message);
+    this.event(
+      cluster,
+      good ? "Normal" : "Warning",
+      good ? "ChannelTrusted" : "ChannelDistrusted",
+      `${t.condition.reason}: ${t.condition.message}`,
+    );
+  }
+
   /** Starts a channel read when one is due; its result joins the next status write. */
   private maybePollChannel(cluster: Cluster): void {
     const name = cluster.metadata.name;
@@ -659,9 +684,12 @@ export class Operator {
     if (!due.due) return;
     state.inFlight = true;
     state.lastPollAt = new Date();
-    readChannel(cluster, () => new Date())
+    const read = trustModeOf(cluster) === "pinned" ? readChannel : readTrust;
+    // The trust read judges expiry on this copy's wall clock (the test seam moves it).
+    read(cluster, () => new Date(this.clocks.wall()))
       .then((view) => {
         this.metrics.channelRead(name, view.condition.reason);
+        this.noteTrust(cluster, view);
         this.channelViews.set(name, view);
         if (view.condition.status !== "True") {
           this.opts.log.warn({ cluster: name }, view.condition.message);

@@ -189,6 +189,10 @@ function pausedMessage(p: ProgressInput): string {
 }
 
 function noTargetMessage(c: Cluster): string {
+  const mode = c.spec.releases.trust?.mode ?? "pinned";
+  if (mode !== "pinned") {
+    return `the signed channel vouches for no release to take now (trust mode ${mode}); ChannelTrusted says why (liken status ${c.metadata.name})`;
+  }
   return `spec.version is not set; set it to a release of spec.releases.catalog to roll it out (kubectl edit cluster ${c.metadata.name})`;
 }
 

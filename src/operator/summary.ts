@@ -20,8 +20,11 @@ export function summarize(
   lost: ReadonlySet<string>,
   endpoint: string | undefined,
 ): Summary {
-  // The fleet's target: spec.version's, or a revert's (src/api/target.ts).
-  const target = targetOf(cluster)?.version;
+  // The fleet's target: spec.version's (in the Cluster's trust mode), or a revert's
+  // (src/api/target.ts); with follow there is no spec.version, and a refused channel still shows
+  // how far the fleet got.
+  const target =
+    targetOf(cluster)?.version ?? cluster.spec.version ?? cluster.status?.trust?.newest?.version;
   const running = machines.flatMap((m) => (m.status?.version ? [m.status.version] : []));
   const ready = machines.filter(
     (m) =>

@@ -110,12 +110,12 @@ describe("CRDs match the page and the TypeScript types", () => {
     expect(crd.spec.versions[0]!.subresources?.status).toEqual({});
   });
 
-  it("kubectl get clusters columns are the page's, and -o wide adds TURNS", () => {
+  it("kubectl get clusters columns are the page's, and -o wide adds TURNS, LKG, TRUST and FRESHNESS", () => {
     expect(headers(clusterCrd, false).join(" ")).toBe(
       "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE",
     );
     expect(headers(clusterCrd, true).join(" ")).toBe(
-      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS",
+      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS",
     );
   });
 

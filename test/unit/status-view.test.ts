@@ -147,3 +147,49 @@ describe("liken status view", () => {
     );
   });
 });
+
+describe("liken status: the channel trust modes", () => {
+  it("says the target, the wave it waits for, when the metadata expires, a recall, and ChannelTrusted", () => {
+    const c: Cluster = {
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Cluster",
+      metadata: { name: "c" },
+      spec: {
+        releases: {
+          source: "http://x/",
+          trust: {
+            mode: "channel",
+            channel: "stable",
+            rootDigest: `sha256:${"a".repeat(64)}`,
+            follow: {},
+          },
+        },
+      },
+      status: {
+        trust: {
+          mode: "channel",
+          target: { version: "1.0", digest: `sha256:${"b".repeat(64)}` },
+          newest: { version: "2.0", digest: `sha256:${"c".repeat(64)}` },
+          waveOpensAt: "2026-12-05T10:00:00Z",
+          expiresAt: "2026-12-05T00:00:00Z",
+          expiresRole: "timestamp",
+          freshness: "fresh until 2026-12-05T00:00:00Z",
+        },
+        conditions: [
+          {
+            type: "ChannelTrusted",
+            status: "True",
+            reason: "MetadataVerified",
+            message: "metadata verified",
+            lastTransitionTime: "2026-12-04T00:00:00Z",
+          },
+        ],
+      },
+    };
+    const text = renderStatus(c, [], { now: new Date("2026-12-04T12:00:00Z") }).join("\n");
+    expect(text).toContain("target 1.0");
+    expect(text).toContain("waiting for its wave for 2.0 until 2026-12-05T10:00:00Z");
+    expect(text).toContain("metadata expires 2026-12-05T00:00:00Z (timestamp)");
+    expect(text).toContain("Trust True MetadataVerified");
+  });
+});

@@ -11,6 +11,7 @@ import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
 import { parseSize } from "./size.js";
+import { registerReleaseChannel } from "./release-channel.js";
 
 function parseArtifact(v: string, prev: ArtifactInput[] = []): ArtifactInput[] {
   const m = /^([a-z0-9][a-z0-9-]*)=([^@]+)(?:@(\d+))?$/.exec(v);
@@ -106,4 +107,6 @@ export function registerRelease(program: Command): void {
       }
       process.stdout.write(catalogEntry(version, digestOf(bytes)));
     });
+
+  registerReleaseChannel(release);
 }

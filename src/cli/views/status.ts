@@ -113,6 +113,7 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
     if (c.type === "ChannelReachable" && c.status !== "True") {
       lines.push(`Channel ${c.reason}: ${c.message}`);
     }
+    if (c.type === "ChannelTrusted") lines.push(`Trust ${c.status} ${c.reason}: ${c.message}`);
     if (c.type === "SpecValid" && c.status !== "True") {
       lines.push(`Spec ${c.reason}: ${c.message}`);
     }
@@ -123,17 +124,51 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
   return lines;
 }
 
+/**
+ * Why a Cluster of a channel trust mode is or is not moving: its target, the wave it waits
+ * for, when the metadata expires, a recall (ChannelTrusted says why it is refused).
+ */
+export function trustLine(cluster: Cluster): string | undefined {
+  const t = cluster.status?.trust;
+  const mode = cluster.spec.releases.trust?.mode ?? "pinned";
+  if (mode === "pinned" || t === undefined) return undefined;
+  const waiting =
+    t.newest !== undefined && t.newest.version !== t.target?.version && t.waveOpensAt
+      ? `waiting for its wave for ${t.newest.version} until ${t.waveOpensAt}`
+      : undefined;
+  const parts = [
+    `trust ${mode}`,
+    `target ${t.target?.version ?? "(none)"}`,
+    waiting,
+    t.recalled && `recalled ${t.recalled.version}: ${t.recalled.reason}`,
+    t.expiresAt && `metadata expires ${t.expiresAt} (${t.expiresRole ?? "?"})`,
+    t.freshness,
+  ];
+  return parts.filter((p): p is string => typeof p === "string" && p !== "").join(", ");
+}
+
+/** The fleet's target as a person reads it: while a revert is in force, the release it goes back to. */
+function targetText(cluster: Cluster): string {
+  const view = targetView(cluster);
+  switch (view.kind) {
+    case "revert":
+      return `${view.target.version} (reverting ${view.from.version})`;
+    case "revoked":
+      return `${view.from.version} (revoked)`;
+    case "spec":
+    case "none":
+      return cluster.spec.version ?? cluster.status?.trust?.target?.version ?? "(none)";
+    default: {
+      const never: never = view;
+      return never;
+    }
+  }
+}
+
 function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
-  const view = targetView(cluster);
-  // While a revert is in force the fleet's target is the release it goes back to.
-  const target =
-    view.kind === "revert"
-      ? `${view.target.version} (reverting ${view.from.version})`
-      : view.kind === "revoked"
-        ? `${view.from.version} (revoked)`
-        : (cluster.spec.version ?? "(none)");
+  const target = targetText(cluster);
   return [
     // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
     `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
@@ -168,8 +203,10 @@ export function renderStatus(
       machineDetail(m, cluster, opts),
     ]);
   }
+  const trust = trustLine(cluster);
   return [
     headline(cluster, mine.length),
+    ...(trust === undefined ? [] : [trust]),
     ...pad(rows).map((l) => `  ${l}`),
     ...conditionLines(cluster.status?.conditions ?? []),
   ];

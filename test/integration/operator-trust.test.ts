@@ -1,0 +1,548 @@
+// The channel trust modes on the real control plane, against a signed channel served over real
+// HTTP (`liken channel serve`'s server) and signed with `liken release channel`'s functions.
+// cluster-operator runs in this process (its wall clock is the test's to move, for the clock
+// attacks). Each hostile channel: ChannelTrusted=False with the reason and the role, an Event,
+// the refusal metric, no turn for the machine that asks for the offered release; then the good
+// channel served again and the machine gets its turn.
+import { readFile, rm, writeFile, cp } from "node:fs/promises";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Cluster, TrustSpec } from "../../src/api/types.js";
+import type { Logger } from "../../src/operator/logger.js";
+import { Operator } from "../../src/operator/operator.js";
+import {
+  recallRelease,
+  refreshChannel,
+  rotateKey,
+  tufDir,
+  type InitOptions,
+} from "../../src/release/tuf.js";
+import { kubeConfig, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { testChannel, type TestChannel } from "../support/tuf-channel.js";
+import {
+  Heartbeats,
+  api,
+  clusterEvents,
+  createMachine,
+  deleteAll,
+  ensureNamespaces,
+  now,
+  writeStatus,
+} from "./operator-fleet.js";
+
+const V1 = "2026.11.01-001";
+const V2 = "2026.11.02-001";
+const V3 = "2026.11.03-001";
+const DAY_MS = 24 * 3600_000;
+
+let offset = 0;
+const lines: string[] = [];
+const log: Logger = {
+  info: (o, msg) => lines.push(`${msg ?? ""} ${JSON.stringify(o)}`),
+  warn: (o, msg) => lines.push(`${msg ?? ""} ${JSON.stringify(o)}`),
+  error: (o, msg) => lines.push(`${msg ?? ""} ${JSON.stringify(o)}`),
+};
+const op = new Operator(kubeConfig(), {
+  identity: uniqueName("op-trust"),
+  startGraceSeconds: 1,
+  leaderElection: false,
+  // A read of the channel every second: each test waits on a few of them.
+  channelIntervalMs: 1000,
+  log,
+  clocks: { wall: () => Date.now() + offset, mono: () => performance.now() },
+});
+
+beforeAll(async () => {
+  await ensureNamespaces();
+  await op.start();
+}, 60_000);
+afterAll(async () => {
+  await op.stop();
+}, 30_000);
+
+interface Scene {
+  ch: TestChannel;
+  cluster: string;
+  machine: string;
+  beats: Heartbeats;
+  close(): Promise<void>;
+}
+
+/** A channel with V1, a Cluster following it that trusts it, and one machine on V1. */
+async function scene(
+  trust: Partial<TrustSpec> = {},
+  init: Partial<InitOptions> = {},
+  extra: Partial<Cluster["spec"]> = {},
+): Promise<Scene> {
+  const ch = await testChannel(init);
+  const d1 = await ch.publish(V1);
+  const cluster = uniqueName("trust");
+  const machine = uniqueName("t");
+  await api.clusters.create({
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name: cluster },
+    spec: {
+      releases: {
+        source: `${ch.source}/`,
+        trust: {
+          mode: "channel",
+          channel: "stable",
+          rootDigest: ch.rootDigest,
+          follow: {},
+          ...trust,
+        },
+      },
+      disruption: { maxUnavailable: 1 },
+      ...extra,
+    },
+  });
+  await createMachine(cluster, { name: machine, policy: "Auto" });
+  await writeStatus(machine, { version: V1, digest: d1, step: "Ready" });
+  const beats = new Heartbeats(cluster, [machine], 400);
+  await beats.start();
+  return {
+    ch,
+    cluster,
+    machine,
+    beats,
+    async close() {
+      beats.stop();
+      await deleteAll(cluster, [machine]);
+      await ch.close();
+    },
+  };
+}
+
+const cond = async (cluster: string) =>
+  (await api.clusters.get(cluster)).status?.conditions?.find((c) => c.type === "ChannelTrusted");
+
+async function trusted(s: Scene, version: string | undefined): Promise<Cluster> {
+  return waitFor(
+    `${s.cluster}: ChannelTrusted True with target ${version ?? "none"}`,
+    async () => {
+      const c = await api.clusters.get(s.cluster);
+      const t = c.status?.conditions?.find((x) => x.type === "ChannelTrusted");
+      return t?.status === "True" && c.status?.trust?.target?.version === version ? c : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+/** The machine staged `version` and asks for its turn. */
+async function asks(s: Scene, version: string, digest: string, running: string): Promise<void> {
+  const at = now();
+  await writeStatus(s.machine, {
+    version: V1,
+    digest: running,
+    step: "UpdatePending",
+    target: { version, digest },
+    staged: { version, digest, slot: "b", at },
+    turnRequest: { version, digest, at },
+  });
+}
+
+/** ChannelTrusted=False for `reason`, naming `role`; held over two more reads without a turn. */
+async function refused(s: Scene, reason: string, role: string): Promise<void> {
+  const c = await waitFor(
+    `${s.cluster}: ChannelTrusted False ${reason}`,
+    async () => {
+      const x = await cond(s.cluster);
+      return x?.status === "False" && x.reason === reason ? x : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+  expect(c.message).toContain(`${role} metadata`);
+  // Two more reads (each writes its own lastCheckTime, on whatever the operator's clock reads).
+  const seen = new Set<string>();
+  await waitFor(
+    `${s.cluster}: two more reads of the hostile channel`,
+    async () => {
+      const at = (await api.clusters.get(s.cluster)).status?.channel?.lastCheckTime;
+      if (at !== undefined) seen.add(at);
+      return seen.size >= 3;
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  const after = await api.clusters.get(s.cluster);
+  expect(after.status?.rebootTurns ?? []).toEqual([]);
+  expect(after.status?.trust?.target).toBeUndefined();
+  expect((await cond(s.cluster))?.reason).toBe(reason);
+  const events = await clusterEvents(s.cluster);
+  expect(events.some((e) => e.reason === "ChannelDistrusted" && e.message.includes(reason))).toBe(
+    true,
+  );
+  const metric = await op.metrics.registry.getSingleMetricAsString(
+    "liken_operator_channel_trust_refusals_total",
+  );
+  expect(metric).toContain(`cluster="${s.cluster}",reason="${reason}",role="${role}"`);
+}
+
+/** The good channel again: the target comes back and the machine gets its turn. */
+async function followed(s: Scene, version: string): Promise<void> {
+  await trusted(s, version);
+  await waitFor(
+    `${s.cluster}: a turn for ${s.machine} on ${version}`,
+    async () =>
+      (await api.clusters.get(s.cluster)).status?.rebootTurns?.some(
+        (t) => t.machine === s.machine && t.version === version,
+      ),
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+async function readsSince(s: Scene, n: number): Promise<void> {
+  const first = (await api.clusters.get(s.cluster)).status?.trust?.verifiedAt ?? "";
+  await waitFor(
+    `${s.cluster}: ${n} verified read(s) after ${first}`,
+    async () => {
+      const at = (await api.clusters.get(s.cluster)).status?.trust?.verifiedAt ?? "";
+      return at !== "" && (first === "" || Date.parse(at) >= Date.parse(first) + n * 1000);
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+describe("trust mode channel", () => {
+  it("a release the signed channel names is trusted without a catalog entry; a recalled one gets no turn, and the Cluster says why", async () => {
+    const s = await scene({ follow: undefined }, {}, { version: V1 });
+    try {
+      const c1 = await trusted(s, V1);
+      expect(c1.spec.releases.catalog).toBeUndefined();
+      const d1 = c1.status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2);
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { version: V2 } }),
+      ]);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      const wide = await kubectl(["get", "cluster", s.cluster, "-o", "wide"]);
+      expect(wide.stdout).toMatch(/TRUST\s+FRESHNESS/);
+      expect(wide.stdout).toMatch(/channel\s+fresh until/);
+      // The machine comes back on V2; then the channel recalls V2.
+      await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
+      await waitFor(
+        "the turn released",
+        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
+        { timeoutMs: 30_000 },
+      );
+      await recallRelease({
+        repo: s.ch.repo,
+        keys: s.ch.keys,
+        channel: "stable",
+        version: V2,
+        reason: "kernel panics on some NICs",
+      });
+      const recalled = await waitFor(
+        "ChannelTrusted False ReleaseRecalled",
+        async () => {
+          const x = await cond(s.cluster);
+          return x?.reason === "ReleaseRecalled" ? x : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(recalled.message).toContain("kernel panics on some NICs");
+      const c = await api.clusters.get(s.cluster);
+      expect(c.status?.trust?.recalled).toEqual({
+        version: V2,
+        reason: "kernel panics on some NICs",
+      });
+      expect(c.status?.trust?.target).toBeUndefined();
+      // A machine still asking for V2 gets no turn.
+      await asks(s, V2, d2, d1);
+      await readsSince(s, 2);
+      expect((await api.clusters.get(s.cluster)).status?.rebootTurns ?? []).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("channel+pinned moves only when the catalog's digest equals the channel's", async () => {
+    const s = await scene({ mode: "channel+pinned" }, {}, {});
+    try {
+      await waitFor(
+        "CatalogDisagrees (V1 not catalogued)",
+        async () => (await cond(s.cluster))?.reason === "CatalogDisagrees",
+        { timeoutMs: 30_000 },
+      );
+      const d2 = await s.ch.publish(V2);
+      const d1 = (await api.clusters.get(s.cluster)).status!.trust!.target!.digest;
+      await asks(s, V2, d2, d1);
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({
+          spec: { releases: { catalog: [{ version: V2, digest: `sha256:${"e".repeat(64)}` }] } },
+        }),
+      ]);
+      const bad = await waitFor(
+        "CatalogDisagrees naming V2",
+        async () => {
+          const x = await cond(s.cluster);
+          return x?.reason === "CatalogDisagrees" && x.message.includes(V2) ? x : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(bad.message).toContain(d2);
+      expect((await api.clusters.get(s.cluster)).status?.rebootTurns ?? []).toEqual([]);
+      // A catalog entry cannot change its digest (CEL): remove it, then add the right one.
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { releases: { catalog: null } } }),
+      ]);
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { releases: { catalog: [{ version: V2, digest: d2 }] } } }),
+      ]);
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+});
+
+describe("hostile channels: the fleet does not move, the condition names the fault, the good channel is followed again", () => {
+  it("an expired timestamp", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2, "stable", { now: new Date(Date.now() - 3 * DAY_MS) });
+      await asks(s, V2, d2, d1);
+      await refused(s, "MetadataExpired", "timestamp");
+      await refreshChannel({ repo: s.ch.repo, keys: s.ch.keys });
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("replayed old metadata (a lower timestamp version than trusted)", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const old = await s.ch.save();
+      await refreshChannel({ repo: s.ch.repo, keys: s.ch.keys });
+      await readsSince(s, 1);
+      const current = await s.ch.save();
+      await s.ch.serveSaved(old);
+      await refused(s, "MetadataRollback", "timestamp");
+      await s.ch.serveSaved(current);
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a targets role signed by a revoked key", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      await rotateKey({ repo: s.ch.repo, keys: s.ch.keys, role: "targets" });
+      await readsSince(s, 1);
+      const revoked = await s.ch.keysOf("targets", "revoked");
+      const d2 = await s.ch.publishSignedBy(V2, revoked);
+      await asks(s, V2, d2, d1);
+      await refused(s, "SignatureThreshold", "targets");
+      await refreshChannel({ repo: s.ch.repo, keys: s.ch.keys, targets: true });
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a threshold of one where two are required", async () => {
+    const s = await scene({}, { roles: { targets: { keys: 2, threshold: 2 } } });
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const [one] = await s.ch.keysOf("targets");
+      const d2 = await s.ch.publishSignedBy(V2, [one!]);
+      await asks(s, V2, d2, d1);
+      await refused(s, "SignatureThreshold", "targets");
+      await refreshChannel({ repo: s.ch.repo, keys: s.ch.keys, targets: true });
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a root rotation that skips a version", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const tuf = tufDir(s.ch.repo);
+      const hold = await s.ch.save();
+      // Two rotations signed by the same root keys: version 3 passes every signature check of
+      // the trusted version 1, and only the version check can refuse it.
+      await rotateKey({ repo: s.ch.repo, keys: s.ch.keys, role: "targets" });
+      await rotateKey({ repo: s.ch.repo, keys: s.ch.keys, role: "targets" });
+      const real2 = await readFile(path.join(tuf, "2.root.json"));
+      // The mirror serves version 3 where version 2 belongs.
+      await writeFile(path.join(tuf, "2.root.json"), await readFile(path.join(tuf, "3.root.json")));
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await refused(s, "RootRotationInvalid", "root");
+      await writeFile(path.join(tuf, "2.root.json"), real2);
+      await followed(s, V2);
+      await rm(hold, { recursive: true, force: true });
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a target whose hash does not match", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2);
+      const file = path.join(tufDir(s.ch.repo), "targets", "stable", V2, "release.yaml");
+      const good = await readFile(file);
+      await asks(s, V2, d2, d1);
+      // Same length, one byte changed: only the hash can tell.
+      const bad = Buffer.from(good);
+      bad[bad.length - 2] = bad[bad.length - 2] === 0x41 ? 0x42 : 0x41;
+      await writeFile(file, bad);
+      await refused(s, "LengthOrHashMismatch", "target");
+      await writeFile(file, good);
+      await followed(s, V2);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("mix-and-match of metadata from two channels", async () => {
+    const s = await scene();
+    const other = await testChannel();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const own = await s.ch.save();
+      const d2 = await other.publish(V2);
+      for (const f of ["timestamp.json", "snapshot.json", "targets.json"]) {
+        await cp(path.join(tufDir(other.repo), f), path.join(tufDir(s.ch.repo), f));
+      }
+      await asks(s, V2, d2, d1);
+      await refused(s, "SignatureThreshold", "timestamp");
+      await s.ch.serveSaved(own);
+      const good2 = await s.ch.publish(V2);
+      expect(good2).toBe(d2);
+      await followed(s, V2);
+    } finally {
+      await other.close();
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a digest changed under the same version (signed with the right keys)", async () => {
+    // An hour's delay: the Cluster trusts V2's metadata without taking it.
+    const s = await scene({ follow: { delaySeconds: 3600 } });
+    try {
+      await trusted(s, undefined);
+      const d2 = await s.ch.publish(V2);
+      await readsSince(s, 1);
+      const before = await s.ch.save();
+      const keys = await s.ch.keysOf("targets");
+      const rebuilt = await s.ch.publishSignedBy(V2, keys, "another build\n");
+      expect(rebuilt).not.toBe(d2);
+      await asks(s, V2, rebuilt, `sha256:${"0".repeat(64)}`);
+      await refused(s, "DigestChanged", "targets");
+      await s.ch.serveSaved(before);
+      const d3 = await s.ch.publish(V3, "stable", { now: new Date(Date.now() - 2 * 3600_000) });
+      await asks(s, V3, d3, `sha256:${"0".repeat(64)}`);
+      await followed(s, V3);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
+  it("a recall replayed as a release", async () => {
+    // V2 waits out an hour's delay, so the Cluster reads it, then its recall, without taking it.
+    const hourAgo = () => new Date(Date.now() - 2 * 3600_000);
+    const t = await scene({ follow: { delaySeconds: 3600 } });
+    try {
+      // V1 was published now: with the delay it is not taken either; the Cluster trusts nothing yet.
+      await trusted(t, undefined);
+      const d2 = await t.ch.publish(V2);
+      await readsSince(t, 1);
+      const beforeRecall = await t.ch.save();
+      await recallRelease({
+        repo: t.ch.repo,
+        keys: t.ch.keys,
+        channel: "stable",
+        version: V2,
+        reason: "bad build",
+      });
+      await readsSince(t, 1);
+      const recalled = await t.ch.save();
+      const d1 = `sha256:${"0".repeat(64)}`;
+      await asks(t, V2, d2, d1);
+      await t.ch.serveSaved(beforeRecall);
+      await refused(t, "MetadataRollback", "timestamp");
+      await t.ch.serveSaved(recalled);
+      const d3 = await t.ch.publish(V3, "stable", { now: hourAgo() });
+      await asks(t, V3, d3, d1);
+      await followed(t, V3);
+      expect((await api.clusters.get(t.cluster)).status?.trust?.newest?.version).toBe(V3);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+
+  it("a clock far in the future, then far in the past", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      offset = 400 * DAY_MS;
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      // 400 days on: past even the root's year; the first check (TUF 5.3.10) names the root.
+      await refused(s, "MetadataExpired", "root");
+      offset = 0;
+      await followed(s, V2);
+      await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
+      await waitFor(
+        "the turn released",
+        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
+        { timeoutMs: 30_000 },
+      );
+      offset = -400 * DAY_MS;
+      await refused(s, "ClockBehind", "timestamp");
+      offset = 0;
+      await trusted(s, V2);
+    } finally {
+      offset = 0;
+      await s.close();
+    }
+  }, 120_000);
+
+  it("an air-gapped fleet accepts expired metadata up to its bound, and says so", async () => {
+    const s = await scene({ acceptExpiredSeconds: 7 * 24 * 3600 });
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2, "stable", { now: new Date(Date.now() - 3 * DAY_MS) });
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      const c = await api.clusters.get(s.cluster);
+      expect(c.status?.trust?.freshness).toMatch(/^expired .* accepted$/);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+});
