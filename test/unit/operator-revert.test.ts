@@ -417,3 +417,44 @@ describe("a person clears a revocation: spec.rollout.unrevoke", () => {
     expect(progressing(d)?.reason).toBe("ReleaseRevoked");
   });
 });
+
+describe("a revert target that fails its own trial stops with the brake", () => {
+  it("ReleaseFailed for the release gone back to, no further turn", () => {
+    const revert: RevertRecord = {
+      from: { version: V2, digest: D2 },
+      to: { version: V1, digest: D1 },
+      trigger: "Request",
+      message: "m",
+      by: "alice",
+      at: iso(NOW, -600),
+    };
+    const c = cluster({
+      status: {
+        revert,
+        revokedReleases: [{ ...revert.from, reason: "RevertedByRequest", at: revert.at }],
+      },
+    });
+    const fellBack = machine("m1", {
+      status: {
+        version: V2,
+        digest: D2,
+        step: "Failed",
+        lastTrial: failedTrial({ version: V1, digest: D1, slot: "a" }),
+      },
+    });
+    const waiting = machine("m2", {
+      spec: { rebootPolicy: "Auto" },
+      status: {
+        version: V2,
+        digest: D2,
+        step: "UpdatePending",
+        staged: { version: V1, digest: D1, slot: "a", at: iso(NOW, -300) },
+        turnRequest: { version: V1, digest: D1, at: iso(NOW, -300) },
+      },
+    });
+    const d = run(c, [fellBack, waiting]);
+    expect(d.grants).toEqual([]);
+    expect(progressing(d)).toMatchObject({ status: "False", reason: "ReleaseFailed" });
+    expect(progressing(d)?.message).toContain(`failed their trial of ${V1}`);
+  });
+});
