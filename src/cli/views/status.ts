@@ -123,23 +123,23 @@ function conditionLines(conditions: ClusterCondition[]): string[] {
   return lines;
 }
 
+/** While a revert is in force the fleet's target is the release it goes back to. */
+function targetText(cluster: Cluster): string {
+  const view = targetView(cluster);
+  if (view.kind === "revert") return `${view.target.version} (reverting ${view.from.version})`;
+  if (view.kind === "revoked") return `${view.from.version} (revoked)`;
+  return cluster.spec.version ?? "(none)";
+}
+
 function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
-  const view = targetView(cluster);
-  // While a revert is in force the fleet's target is the release it goes back to.
-  const target =
-    view.kind === "revert"
-      ? `${view.target.version} (reverting ${view.from.version})`
-      : view.kind === "revoked"
-        ? `${view.from.version} (revoked)`
-        : (cluster.spec.version ?? "(none)");
   return [
     // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
     `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
     ...(cluster.spec.rollout?.paused === true ? ["paused"] : []),
     `machines ${st.machines ?? `?/${count}`}`,
-    `target ${target}`,
+    `target ${targetText(cluster)}`,
     ...(st.lastKnownGood ? [`last known good ${st.lastKnownGood.version}`] : []),
     `available ${st.available ?? "(unknown)"}`,
     `turns ${turns.length ? turns.join(", ") : "none"}`,
