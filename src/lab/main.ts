@@ -79,6 +79,18 @@ ${commandLines([
   ],
 ])}
 
+Going back (docs/revert.md): once every machine promoted a release it is the last known good
+(kubectl get clusters -o wide, LKG); after the next rollout, one command takes the fleet back,
+a reboot each (the other slot holds it), and the release it leaves is revoked:
+${commandLines([
+  [
+    `liken rollout pause ${LAB_CLUSTER}`,
+    `no new turn for anything (liken rollout resume ${LAB_CLUSTER} ends it)`,
+  ],
+  [`liken rollout revert ${LAB_CLUSTER} --reason "..."`, "back to the last known good release"],
+  [`liken rollout unrevoke ${LAB_CLUSTER} <version>`, "the revoked release may be targeted again"],
+])}
+
 Faults on demand, from another terminal:
 ${commandLines([
   [

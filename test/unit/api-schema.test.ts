@@ -22,6 +22,7 @@ import {
   VERSION_MAX_LENGTH,
   VERSION_PATTERN,
   WEEKDAYS,
+  REVERT_TRIGGERS,
   WINDOW_START_PATTERN,
   WINDOWS_MAX_ITEMS,
   PROGRESSING_REASONS,
@@ -114,6 +115,7 @@ describe("CRDs match the page and the TypeScript types", () => {
     expect(headers(clusterCrd, false).join(" ")).toBe(
       "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE",
     );
+    // LKG (status.lastKnownGood, docs/revert.md) after the page's last column.
     expect(headers(clusterCrd, true).join(" ")).toBe(
       "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS",
     );
@@ -135,6 +137,7 @@ describe("CRDs match the page and the TypeScript types", () => {
     ["machine status.slots[].state", machineCrd, "status.slots.[].state", SLOT_STATES],
     ["machine status.lastTrial.result", machineCrd, "status.lastTrial.result", TRIAL_RESULTS],
     ["cluster windows[].days[]", clusterCrd, "spec.disruption.windows.[].days.[]", WEEKDAYS],
+    ["cluster status.revert.trigger", clusterCrd, "status.revert.trigger", REVERT_TRIGGERS],
   ])("%s enum equals the TypeScript union", (_what, crd, path, values) => {
     expect([...(at(root(crd), path).enum ?? [])].sort()).toEqual([...values].sort());
   });

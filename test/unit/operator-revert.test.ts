@@ -40,6 +40,29 @@ const GOOD_V2 = { version: V2, digest: D2, since: iso(NOW, -3600) };
 const PROMOTED: ClusterStatus = { lastKnownGood: GOOD_V2, priorKnownGood: GOOD_V1 };
 const NO_FLOOR = new Map<string, FloorRead>([[D2, { kind: "read" }]]);
 
+/** The revert of V2 to V1 a person asked for, recorded `ago` seconds before NOW. */
+const revertOfV2 = (ago: number): RevertRecord => ({
+  from: { version: V2, digest: D2 },
+  to: { version: V1, digest: D1 },
+  trigger: "Request",
+  message: "m",
+  by: "alice",
+  at: iso(NOW, -ago),
+});
+
+/** A machine on V2 whose other slot holds V1 (staged `ago` s before NOW), asking for a turn. */
+const asksForV1 = (name: string, ago: number): Machine =>
+  machine(name, {
+    spec: { rebootPolicy: "Auto" },
+    status: {
+      version: V2,
+      digest: D2,
+      step: "UpdatePending",
+      staged: { version: V1, digest: D1, slot: "a", at: iso(NOW, -ago) },
+      turnRequest: { version: V1, digest: D1, at: iso(NOW, -ago) },
+    },
+  });
+
 const reverted = (d: Decision) => d.status.conditions?.find((c) => c.type === "Reverted");
 
 function run(
@@ -125,16 +148,7 @@ describe("a revert by request: spec.rollout.revertRequest", () => {
 
   it("grants turns for the release it goes back to in the same decision, none for the one it leaves", () => {
     // m1 runs V2 and staged V1 in its other slot (it holds it from before): it asks for V1.
-    const m1 = machine("m1", {
-      spec: { rebootPolicy: "Auto" },
-      status: {
-        version: V2,
-        digest: D2,
-        step: "UpdatePending",
-        staged: { version: V1, digest: D1, slot: "a", at: iso(NOW, -2) },
-        turnRequest: { version: V1, digest: D1, at: iso(NOW, -2) },
-      },
-    });
+    const m1 = asksForV1("m1", 2);
     const d = run(c(), [m1, asking("m2")]);
     expect(d.grants.map((g) => [g.machine, g.version])).toEqual([["m1", V1]]);
   });
@@ -191,14 +205,7 @@ describe("a revert by request: spec.rollout.revertRequest", () => {
 });
 
 describe("the target while a revert is recorded (src/api/target.ts)", () => {
-  const revert: RevertRecord = {
-    from: { version: V2, digest: D2 },
-    to: { version: V1, digest: D1 },
-    trigger: "Request",
-    message: "m",
-    by: "alice",
-    at: iso(NOW, -10),
-  };
+  const revert = revertOfV2(10);
   const revoked = [{ version: V2, digest: D2, reason: "RevertedByRequest", at: iso(NOW, -10) }];
 
   it.each([
@@ -383,14 +390,7 @@ describe("a Prometheus answer's value (prom-check.ts valueOf)", () => {
 
 describe("a person clears a revocation: spec.rollout.unrevoke", () => {
   const revoked = (at: string) => [{ version: V2, digest: D2, reason: "RevertedByRequest", at }];
-  const revert: RevertRecord = {
-    from: { version: V2, digest: D2 },
-    to: { version: V1, digest: D1 },
-    trigger: "Request",
-    message: "m",
-    by: "alice",
-    at: iso(NOW, -60),
-  };
+  const revert = revertOfV2(60);
   const unrevoke = { version: V2, digest: D2, by: "bob", at: iso(NOW, -30) };
 
   it("clears what was revoked, reverted and requested before it: V2 is the target again", () => {
@@ -415,5 +415,30 @@ describe("a person clears a revocation: spec.rollout.unrevoke", () => {
     const d = run(c, [back("m1")]);
     expect(d.status.revokedReleases?.map((r) => r.version)).toEqual([V2]);
     expect(progressing(d)?.reason).toBe("ReleaseRevoked");
+  });
+});
+
+describe("a revert target that fails its own trial stops with the brake", () => {
+  it("ReleaseFailed for the release gone back to, no further turn", () => {
+    const revert = revertOfV2(600);
+    const c = cluster({
+      status: {
+        revert,
+        revokedReleases: [{ ...revert.from, reason: "RevertedByRequest", at: revert.at }],
+      },
+    });
+    const fellBack = machine("m1", {
+      status: {
+        version: V2,
+        digest: D2,
+        step: "Failed",
+        lastTrial: failedTrial({ version: V1, digest: D1, slot: "a" }),
+      },
+    });
+    const waiting = asksForV1("m2", 300);
+    const d = run(c, [fellBack, waiting]);
+    expect(d.grants).toEqual([]);
+    expect(progressing(d)).toMatchObject({ status: "False", reason: "ReleaseFailed" });
+    expect(progressing(d)?.message).toContain(`failed their trial of ${V1}`);
   });
 });

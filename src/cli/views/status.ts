@@ -168,13 +168,12 @@ function targetText(cluster: Cluster): string {
 function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
-  const target = targetText(cluster);
   return [
     // display: the phase, or why a held rollout does not move (ReleaseFailed, ...).
     `cluster ${cluster.metadata.name}: ${st.display ?? st.phase ?? "Pending"}`,
     ...(cluster.spec.rollout?.paused === true ? ["paused"] : []),
     `machines ${st.machines ?? `?/${count}`}`,
-    `target ${target}`,
+    `target ${targetText(cluster)}`,
     ...(st.lastKnownGood ? [`last known good ${st.lastKnownGood.version}`] : []),
     `available ${st.available ?? "(unknown)"}`,
     `turns ${turns.length ? turns.join(", ") : "none"}`,
