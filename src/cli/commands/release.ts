@@ -60,13 +60,22 @@ export function registerRelease(program: Command): void {
       parseSize,
       4 * 1024 * 1024,
     )
+    .option("--no-index", "publish no chunk index: machines download every artifact whole")
     .action(
-      async (o: { version: string; out: string; artifact: ArtifactInput[]; chunkSize: number }) => {
+      async (o: {
+        version: string;
+        out: string;
+        artifact: ArtifactInput[];
+        chunkSize: number;
+        index: boolean;
+      }) => {
         const r = await buildRelease({
           version: o.version,
           out: o.out,
           artifacts: o.artifact,
           chunkSize: o.chunkSize,
+          index: o.index,
+          warn: (m) => process.stderr.write(`warning: ${m}\n`),
         });
         process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
       },

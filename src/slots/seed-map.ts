@@ -1,0 +1,114 @@
+// What the running slot holds, by chunk hash: "a chunk with this SHA-256 and length is at this
+// device offset". Compact (20 bytes a chunk in typed arrays, no object or string per chunk:
+// a 1 GiB slot in 4 KiB chunks takes 5 MiB) because it lives in the download child, whose
+// budget is 100 MiB. Only a claim: every byte read through it is hashed against the new
+// index before it is written, so a stale or corrupt slot costs a fetch, never a bad write.
+import { createHash } from "node:crypto";
+import { open } from "node:fs/promises";
+import type { ChunkIndex } from "../verify/chunk-index.js";
+import { INDEX_CHUNK } from "../verify/chunk-index.js";
+
+export class SeedMap {
+  private prefixes = new BigUint64Array(1024);
+  private offsets = new Float64Array(1024);
+  private lengths = new Uint32Array(1024);
+  private order: Uint32Array | undefined;
+  size = 0;
+
+  /** Adds a chunk: its SHA-256, length, and where it starts on the device. */
+  add(hash: Uint8Array, length: number, at: number): void {
+    if (this.size === this.prefixes.length) this.grow();
+    const b = Buffer.from(hash.buffer, hash.byteOffset, 8);
+    this.prefixes[this.size] = b.readBigUInt64BE(0);
+    this.offsets[this.size] = at;
+    this.lengths[this.size] = length;
+    this.size++;
+    this.order = undefined;
+  }
+
+  /** Adds every chunk of an index whose artifact starts at `base` on the device. */
+  addIndex(index: ChunkIndex, base: number): void {
+    for (let i = 0; i < index.count; i++)
+      this.add(index.hash(i), index.length(i), base + index.offset(i));
+  }
+
+  private grow(): void {
+    const n = this.prefixes.length * 2;
+    const p = new BigUint64Array(n);
+    p.set(this.prefixes);
+    const o = new Float64Array(n);
+    o.set(this.offsets);
+    const l = new Uint32Array(n);
+    l.set(this.lengths);
+    this.prefixes = p;
+    this.offsets = o;
+    this.lengths = l;
+  }
+
+  private sorted(): Uint32Array {
+    if (this.order === undefined) {
+      const order = new Uint32Array(this.size);
+      for (let i = 0; i < this.size; i++) order[i] = i;
+      const p = this.prefixes;
+      order.sort((a, b) => (p[a]! < p[b]! ? -1 : p[a]! > p[b]! ? 1 : a - b));
+      this.order = order;
+    }
+    return this.order;
+  }
+
+  /**
+   * A device offset whose chunk has this hash prefix and length, or undefined. The prefix is
+   * 64 bits: a collision only makes the reader fetch that chunk after the full hash differs.
+   */
+  find(hash: Uint8Array, length: number): number | undefined {
+    const order = this.sorted();
+    const want = Buffer.from(hash.buffer, hash.byteOffset, 8).readBigUInt64BE(0);
+    let lo = 0;
+    let hi = order.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.prefixes[order[mid]!]! < want) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let k = lo; k < order.length && this.prefixes[order[k]!] === want; k++) {
+      if (this.lengths[order[k]!] === length) return this.offsets[order[k]!];
+    }
+    return undefined;
+  }
+}
+
+/** 1 MiB reads: large enough that a slot is hashed at the disk's speed, small for the budget. */
+const READ = 1024 * 1024;
+
+/**
+ * Hashes a device region in INDEX_CHUNK blocks (the chunking `liken release build` uses), for
+ * a running slot whose release left no index: computed once per download.
+ */
+export async function hashRegion(
+  device: string,
+  from: number,
+  to: number,
+  into: SeedMap,
+): Promise<void> {
+  const fh = await open(device, "r");
+  try {
+    const buf = Buffer.alloc(READ);
+    for (let at = from; at < to;) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(READ, to - at), at);
+      if (bytesRead === 0) break;
+      for (let o = 0; o + INDEX_CHUNK <= bytesRead; o += INDEX_CHUNK) {
+        into.add(
+          createHash("sha256")
+            .update(buf.subarray(o, o + INDEX_CHUNK))
+            .digest(),
+          INDEX_CHUNK,
+          at + o,
+        );
+      }
+      at += bytesRead - (bytesRead % INDEX_CHUNK || 0);
+      if (bytesRead % INDEX_CHUNK !== 0) break;
+    }
+  } finally {
+    await fh.close();
+  }
+}
