@@ -35,17 +35,24 @@ export class EntropySampler {
   sampled = 0;
   random = 0;
 
+  private readonly block = Buffer.alloc(BLOCK);
+
   update(piece: Buffer): void {
-    // Blocks that start inside this piece and lie wholly within it (a block cut by a piece
-    // boundary is skipped: the sample stays a sample).
-    let first = Math.ceil(this.at / BLOCK);
-    for (; (first + 1) * BLOCK <= this.at + piece.length; first++) {
-      if (first % SAMPLE_EVERY !== 0) continue;
-      const from = first * BLOCK - this.at;
-      this.sampled++;
-      if (blockEntropy(piece.subarray(from, from + BLOCK)) > RANDOM_BITS) this.random++;
+    for (let off = 0; off < piece.length;) {
+      const n = Math.floor(this.at / BLOCK);
+      const inBlock = this.at % BLOCK;
+      const take = Math.min(BLOCK - inBlock, piece.length - off);
+      // Only every SAMPLE_EVERY-th block is copied (pieces may cut a block anywhere).
+      if (n % SAMPLE_EVERY === 0) {
+        piece.copy(this.block, inBlock, off, off + take);
+        if (inBlock + take === BLOCK) {
+          this.sampled++;
+          if (blockEntropy(this.block) > RANDOM_BITS) this.random++;
+        }
+      }
+      off += take;
+      this.at += take;
     }
-    this.at += piece.length;
   }
 
   get share(): number {
