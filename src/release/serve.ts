@@ -26,10 +26,14 @@ function parseRange(
   return start > end || start >= size ? "bad" : { start, end };
 }
 
+/** Told of every body sent: the path and its byte count (bench:delta counts requests with it). */
+export type OnServed = (rel: string, bytes: number) => void;
+
 async function handle(
   root: string,
   req: http.IncomingMessage,
   res: http.ServerResponse,
+  onServed?: OnServed,
 ): Promise<void> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
@@ -59,6 +63,7 @@ async function handle(
   };
   if (range) headers["content-range"] = `bytes ${start}-${end}/${st.size}`;
   res.writeHead(range ? 206 : 200, headers);
+  onServed?.(rel, req.method === "HEAD" ? 0 : end - start + 1);
   if (req.method === "HEAD" || st.size === 0) {
     res.end();
     return;
@@ -76,10 +81,11 @@ export async function serveChannel(
   dir: string,
   port = 0,
   host = "127.0.0.1",
+  onServed?: OnServed,
 ): Promise<ChannelServer> {
   const root = path.resolve(dir);
   const server = http.createServer((req, res) => {
-    handle(root, req, res).catch(() => res.destroy());
+    handle(root, req, res, onServed).catch(() => res.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
