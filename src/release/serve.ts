@@ -26,6 +26,10 @@ function parseRange(
   return start > end || start >= size ? "bad" : { start, end };
 }
 
+function contentType(file: string): string {
+  return file.endsWith(".yaml") ? "application/yaml" : "application/octet-stream";
+}
+
 /** Told of every body sent: the path and its byte count (bench:delta counts requests with it). */
 export type OnServed = (rel: string, bytes: number) => void;
 
@@ -59,7 +63,7 @@ async function handle(
   const headers: http.OutgoingHttpHeaders = {
     "content-length": end - start + 1,
     "accept-ranges": "bytes",
-    "content-type": file.endsWith(".yaml") ? "application/yaml" : "application/octet-stream",
+    "content-type": contentType(file),
   };
   if (range) headers["content-range"] = `bytes ${start}-${end}/${st.size}`;
   res.writeHead(range ? 206 : 200, headers);
