@@ -4,7 +4,7 @@
 //
 // (--old/--new: two images to measure instead of the machine image's v1 and v2.)
 //
-// The running slot holds the machine image's v1 (images/machine/releases.ts: ext4 built with
+// The running slot holds the machine image's v1, as liken staged it (its chunk index kept) (images/machine/releases.ts: ext4 built with
 // mke2fs -d; cached, built on first use). Three new releases of the same size:
 //   small    the image's v2 (another /etc/os-release and initrd: a monthly fix)
 //   large    v2 with a quarter of its 4 KiB blocks replaced, in runs of 1-64 blocks (many
@@ -40,6 +40,7 @@ import { buildRelease } from "../src/release/build.js";
 import { serveChannel } from "../src/release/serve.js";
 import { parseAgentConfig } from "../src/slots/config.js";
 import { downloadRelease } from "../src/slots/stage.js";
+import { SlotStore } from "../src/slots/store.js";
 import { INDEX_CHUNK } from "../src/verify/chunk-index.js";
 
 const MiB = 1024 * 1024;
@@ -114,6 +115,11 @@ async function main(): Promise<void> {
   const oldImg = path.join(work, "v1.img");
   writeFileSync(oldImg, v1);
   execFileSync(desync, ["make", path.join(work, "v1.caibx"), oldImg]);
+  await buildRelease({
+    version: "v1",
+    out: channel,
+    artifacts: [{ name: "rootfs", file: oldImg }],
+  });
   const lines: string[] = [];
   try {
     for (const [name, next] of cases) {
@@ -139,6 +145,15 @@ async function main(): Promise<void> {
             stateDir: "state",
           }),
           path.join(m, "agent.yaml"),
+        );
+        // Slot a runs v1 as liken staged it: its release and chunk index are kept.
+        const store = new SlotStore(config);
+        mkdirSync(store.dir("a"), { recursive: true });
+        await store.writeRelease("a", readFileSync(path.join(channel, "v1", "release.yaml")));
+        await store.keepIndex(
+          "a",
+          "rootfs",
+          readFileSync(path.join(channel, "v1", "v1.img.lkidx")),
         );
         counting = `${name}-${mode}`;
         const t = performance.now();

@@ -173,15 +173,16 @@ async function planFor(ctx: SeedContext, job: ArtifactJob, index: ChunkIndex): P
   if (first > 0 && (first === index.count || index.offset(first) > start)) first--;
   const running = new Float64Array(index.count).fill(-1);
   for (let i = first; i < index.count; i++) {
-    running[i] = seed.find(index.hash(i), index.length(i)) ?? -1;
+    const prev = i > first && running[i - 1]! >= 0 ? [running[i - 1]! + index.length(i - 1)] : [];
+    running[i] =
+      seed.find(index.hash(i), index.length(i), [...prev, a.offset + index.offset(i)]) ?? -1;
   }
-  const here = await inPlace(
-    ctx.store.device(ctx.target),
-    a,
-    index,
-    first,
-    (i) => running[i]! >= 0,
-  );
+  // In place only where the target held a release (the one before the running one, as A/B
+  // slots do): a fresh slot is not read through for nothing (bench:delta's "nothing" case).
+  const held = (await ctx.store.release(ctx.target)) !== undefined;
+  const here = held
+    ? await inPlace(ctx.store.device(ctx.target), a, index, first, (i) => running[i]! >= 0)
+    : new Uint8Array(index.count);
   const local = (i: number): LocalSource | undefined => {
     if (running[i]! >= 0) return { device: "running", at: running[i]! };
     return here[i] === 1 ? { device: "target", at: a.offset + index.offset(i) } : undefined;

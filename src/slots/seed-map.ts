@@ -50,27 +50,55 @@ export class SeedMap {
       const order = new Uint32Array(this.size);
       for (let i = 0; i < this.size; i++) order[i] = i;
       const p = this.prefixes;
-      order.sort((a, b) => (p[a]! < p[b]! ? -1 : p[a]! > p[b]! ? 1 : a - b));
+      const o = this.offsets;
+      // By prefix, then by device offset: a chunk found many times (a zero block) is looked
+      // up at a preferred offset by binary search within its run.
+      order.sort((a, b) => (p[a]! < p[b]! ? -1 : p[a]! > p[b]! ? 1 : o[a]! - o[b]!));
       this.order = order;
     }
     return this.order;
   }
 
-  /**
-   * A device offset whose chunk has this hash prefix and length, or undefined. The prefix is
-   * 64 bits: a collision only makes the reader fetch that chunk after the full hash differs.
-   */
-  find(hash: Uint8Array, length: number): number | undefined {
-    const order = this.sorted();
-    const want = Buffer.from(hash.buffer, hash.byteOffset, 8).readBigUInt64BE(0);
+  /** The first position in the sorted order at or after (prefix, offset). */
+  private lowerBound(order: Uint32Array, prefix: bigint, offset: number): number {
     let lo = 0;
     let hi = order.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.prefixes[order[mid]!]! < want) lo = mid + 1;
+      const p = this.prefixes[order[mid]!]!;
+      if (p < prefix || (p === prefix && this.offsets[order[mid]!]! < offset)) lo = mid + 1;
       else hi = mid;
     }
-    for (let k = lo; k < order.length && this.prefixes[order[k]!] === want; k++) {
+    return lo;
+  }
+
+  /**
+   * A device offset whose chunk has this hash prefix and length, or undefined. The prefix is
+   * 64 bits: a collision only makes the reader fetch that chunk after the full hash differs.
+   * Among several (a zero block appears thousands of times), one of `prefer` wins: the offset
+   * right after the previous chunk's source, or the chunk's own position, so that local
+   * chunks stay contiguous and are read in large pieces.
+   */
+  find(hash: Uint8Array, length: number, prefer: readonly number[] = []): number | undefined {
+    const order = this.sorted();
+    const want = Buffer.from(hash.buffer, hash.byteOffset, 8).readBigUInt64BE(0);
+    for (const at of prefer) {
+      const k = this.lowerBound(order, want, at);
+      const e = order[k];
+      if (
+        e !== undefined &&
+        this.prefixes[e] === want &&
+        this.offsets[e] === at &&
+        this.lengths[e] === length
+      ) {
+        return at;
+      }
+    }
+    for (
+      let k = this.lowerBound(order, want, -1);
+      k < order.length && this.prefixes[order[k]!] === want;
+      k++
+    ) {
       if (this.lengths[order[k]!] === length) return this.offsets[order[k]!];
     }
     return undefined;
