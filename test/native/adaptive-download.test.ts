@@ -192,7 +192,7 @@ describe("adaptive downloads", () => {
     expect(m.messages.join("\n")).toContain(`adaptive plan from ${saved.offset}:`);
   });
 
-  it("copies around a corrupt running slot and says so", async () => {
+  it("fetches the blocks a corrupt running slot no longer holds", async () => {
     const m = await machine({ corruptA: [200, 201, 400] });
     const r = await downloadRelease(m.req());
     await expectStaged(m);
