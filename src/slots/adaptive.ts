@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import { deviceInfo } from "../native/index.js";
 import type { SlotWriter } from "../native/writer.js";
-import { ChunkIndex } from "../verify/chunk-index.js";
+import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER, IndexWriter } from "../verify/chunk-index.js";
 import { digestOf } from "../verify/digest.js";
 import { fetchDocument } from "../verify/fetch.js";
 import { artifactUrl, parseRelease, type Artifact, type Release } from "../verify/release.js";
@@ -55,10 +55,39 @@ async function keptIndex(
   }
 }
 
+/** The kept index of a running slot whose release is not recorded (installed by other means). */
+const DEVICE_INDEX = "device";
+
+/**
+ * The running slot without a recorded release: the index of its first `span` bytes, kept from
+ * an earlier download (the slot runs, so nothing of liken writes it; withdrawing a slot drops
+ * its indexes), else hashed now and kept.
+ */
+async function deviceSeed(ctx: SeedContext, map: SeedMap, span: number): Promise<string> {
+  const device = ctx.store.device(ctx.running);
+  const end = Math.min(span, deviceInfo(device).size);
+  const kept = await ctx.store.keptIndex(ctx.running, DEVICE_INDEX);
+  if (kept !== undefined && kept.length >= INDEX_HEADER) {
+    try {
+      const idx = ChunkIndex.parse(kept, Number(kept.readBigUInt64BE(8)), "kept device index");
+      if (idx.size >= end - (end % INDEX_CHUNK)) {
+        map.addIndex(idx, 0);
+        return "no release recorded: the device's index kept from an earlier download";
+      }
+    } catch {
+      // A torn or foreign file: hashed again below.
+    }
+  }
+  const index = new IndexWriter();
+  await hashRegion(device, 0, end, map, index);
+  await ctx.store.keepIndex(ctx.running, DEVICE_INDEX, index.finish());
+  return "no release recorded: hashed from the device, index kept";
+}
+
 /**
  * What the running slot holds: the indexes kept when its release was staged, else its bytes
- * hashed once for this download (its release's artifacts, or as much of the device as the
- * new release spans when the slot was installed by other means).
+ * hashed (its release's artifacts, or as much of the device as the new release spans when the
+ * slot was installed by other means, that index then kept for the next download).
  */
 async function seedOf(ctx: SeedContext): Promise<SeedMap> {
   if (ctx.seed) return ctx.seed;
@@ -72,19 +101,23 @@ async function seedOf(ctx: SeedContext): Promise<SeedMap> {
     running = undefined;
   }
   const t = Date.now();
+  let how = "";
   if (running) {
     for (const a of running.artifacts) {
       const kept = await keptIndex(ctx, ctx.running, a);
       if (kept) map.addIndex(kept, a.offset);
       else await hashRegion(device, a.offset, a.offset + a.size, map);
     }
+    how = `release ${running.version}`;
   } else {
-    const span = Math.max(...ctx.release.artifacts.map((a) => a.offset + a.size));
-    await hashRegion(device, 0, Math.min(span, deviceInfo(device).size), map);
+    how = await deviceSeed(
+      ctx,
+      map,
+      Math.max(...ctx.release.artifacts.map((a) => a.offset + a.size)),
+    );
   }
   ctx.log?.(
-    `adaptive: ${map.size} chunks of the running slot ${ctx.running} known in ${Date.now() - t} ms ` +
-      `(${running ? `release ${running.version}` : "no release recorded: hashed from the device"})`,
+    `adaptive: ${map.size} chunks of the running slot ${ctx.running} known in ${Date.now() - t} ms (${how})`,
   );
   ctx.seed = map;
   return map;

@@ -5,8 +5,7 @@
 // index before it is written, so a stale or corrupt slot costs a fetch, never a bad write.
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
-import type { ChunkIndex } from "../verify/chunk-index.js";
-import { INDEX_CHUNK } from "../verify/chunk-index.js";
+import { INDEX_CHUNK, type ChunkIndex, type IndexWriter } from "../verify/chunk-index.js";
 
 export class SeedMap {
   private prefixes = new BigUint64Array(1024);
@@ -117,24 +116,24 @@ export async function hashRegion(
   from: number,
   to: number,
   into: SeedMap,
+  index?: IndexWriter,
 ): Promise<void> {
   const fh = await open(device, "r");
   try {
     const buf = Buffer.alloc(READ);
     for (let at = from; at < to;) {
       const { bytesRead } = await fh.read(buf, 0, Math.min(READ, to - at), at);
-      if (bytesRead === 0) break;
-      for (let o = 0; o + INDEX_CHUNK <= bytesRead; o += INDEX_CHUNK) {
-        into.add(
-          createHash("sha256")
-            .update(buf.subarray(o, o + INDEX_CHUNK))
-            .digest(),
-          INDEX_CHUNK,
-          at + o,
-        );
+      const whole = bytesRead - (bytesRead % INDEX_CHUNK);
+      for (let o = 0; o < whole; o += INDEX_CHUNK) {
+        const h = createHash("sha256")
+          .update(buf.subarray(o, o + INDEX_CHUNK))
+          .digest();
+        into.add(h, INDEX_CHUNK, at + o);
+        index?.addChunk(h, INDEX_CHUNK);
       }
-      at += bytesRead - (bytesRead % INDEX_CHUNK || 0);
-      if (bytesRead % INDEX_CHUNK !== 0) break;
+      // The device ends (or a read came back short of a whole block): what is hashed is kept.
+      if (whole === 0 || whole < Math.min(READ, to - at)) break;
+      at += whole;
     }
   } finally {
     await fh.close();

@@ -223,6 +223,7 @@ export async function downloadRelease(req: DownloadRequest): Promise<DownloadRes
     await phase(log, "withdraw", async () => {
       await store.transition(slot, { type: "withdraw" });
       await store.clearProgress(slot);
+      await store.clearIndexes(slot);
       await store.transition(slot, { type: "begin", ...want });
     });
   }

@@ -4,7 +4,7 @@
 //   slot-<x>/progress.json  resume points of a download in progress
 //   slot-<x>/index/<artifact>.lkidx  the chunk indexes of the release written there
 import { readFileSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { removeDurably, writeFileAtomic } from "./atomic.js";
 import type { AgentSlotsConfig, SlotName } from "./config.js";
@@ -80,6 +80,11 @@ export class SlotStore {
   async keepIndex(slot: SlotName, artifact: string, bytes: Uint8Array): Promise<void> {
     await mkdir(path.join(this.dir(slot), "index"), { recursive: true });
     await writeFileAtomic(path.join(this.dir(slot), "index", `${artifact}.lkidx`), bytes);
+  }
+
+  /** Drops the slot's kept indexes: what they describe is about to be overwritten. */
+  async clearIndexes(slot: SlotName): Promise<void> {
+    await rm(path.join(this.dir(slot), "index"), { recursive: true, force: true });
   }
 
   async progress(slot: SlotName, releaseDigest: string): Promise<Progress> {

@@ -145,14 +145,19 @@ export class IndexWriter {
   }
 
   private close(): void {
-    const e = Buffer.alloc(INDEX_ENTRY);
-    e.writeBigUInt64BE(BigInt(this.at), 0);
-    e.writeUInt32BE(this.inChunk, 8);
-    this.chunk.digest().copy(e, 12);
-    this.parts.push(e);
-    this.at += this.inChunk;
+    this.addChunk(this.chunk.digest(), this.inChunk);
     this.chunk = createHash("sha256");
     this.inChunk = 0;
+  }
+
+  /** Appends a chunk hashed elsewhere (only between whole chunks: after update() closed one). */
+  addChunk(hash: Uint8Array, length: number): void {
+    const e = Buffer.alloc(INDEX_ENTRY);
+    e.writeBigUInt64BE(BigInt(this.at), 0);
+    e.writeUInt32BE(length, 8);
+    Buffer.from(hash).copy(e, 12);
+    this.parts.push(e);
+    this.at += length;
   }
 
   /** The index of everything passed to update(). An empty artifact has no chunk. */

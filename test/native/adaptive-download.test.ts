@@ -167,6 +167,21 @@ describe("adaptive downloads", () => {
     expect(m.messages.join("\n")).toMatch(/adaptive plan from 0: \d+ of \d+ bytes local/);
   });
 
+  it("keeps the index it computed of a running slot with no recorded release", async () => {
+    const m = await machine();
+    await downloadRelease(m.req());
+    expect(m.messages.join("\n")).toContain(
+      "no release recorded: hashed from the device, index kept",
+    );
+    expect(await m.store.keptIndex("a", "device")).toBeDefined();
+    // The next release (into b again, withdrawn first) reads the kept index, not slot a.
+    m.messages.length = 0;
+    await downloadRelease(m.req({ version: "lying", digest: releases.lying! }));
+    expect(m.messages.join("\n")).toContain(
+      "no release recorded: the device's index kept from an earlier download",
+    );
+  });
+
   it("resumes after a kill from its saved hash state", async () => {
     const m = await machine();
     // The first range arrives, the second stalls: the download is stopped there (as a kill
