@@ -169,7 +169,10 @@ describe("adaptive downloads", () => {
 
   it("keeps the index it computed of a running slot with no recorded release", async () => {
     const m = await machine();
+    // Slot b once ran with no recorded release: its kept index goes when b is withdrawn.
+    await m.store.keepIndex("b", "device", Buffer.from("of what b held"));
     await downloadRelease(m.req());
+    expect(await m.store.keptIndex("b", "device")).toBeUndefined();
     expect(m.messages.join("\n")).toContain(
       "no release recorded: hashed from the device, index kept",
     );
