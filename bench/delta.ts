@@ -1,8 +1,9 @@
 // bench:delta: adaptive downloads against the anchors, on the machine image, in the same run.
 //
-//   npm run bench:delta -- [--dir /tmp] [--old v1.img --new v2.img]
+//   npm run bench:delta -- [--dir /tmp] [--old v1.img --new v2.img] [--repeat 3]
 //
-// (--old/--new: two images to measure instead of the machine image's v1 and v2.)
+// (--old/--new: two images to measure instead of the machine image's v1 and v2; --repeat: liken's
+// full and adaptive downloads are timed that many times, alternating, and the medians kept.)
 //
 // The running slot holds the machine image's v1, as liken staged it (its chunk index kept) (images/machine/releases.ts: ext4 built with
 // mke2fs -d; cached, built on first use). Three new releases of the same size:
@@ -49,8 +50,10 @@ const { values: args } = parseArgs({
     dir: { type: "string", default: tmpdir() },
     old: { type: "string" },
     new: { type: "string" },
+    repeat: { type: "string", default: "3" },
   },
 });
+const repeat = Math.max(1, Number(args.repeat));
 const work = mkdtempSync(path.join(args.dir!, "liken-bench-delta-"));
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
@@ -148,8 +151,11 @@ async function main(): Promise<void> {
       const indexBytes = built.release.artifacts[0]!.index!.size;
       const missing = missingOf(v1, next);
       const limit = missing.filter(Boolean).length * INDEX_CHUNK;
-      const run = async (mode: "full" | "liken"): Promise<{ s: number; served: Served }> => {
-        const m = path.join(work, `${name}-${mode}`);
+      const run = async (
+        mode: "full" | "liken",
+        i: number,
+      ): Promise<{ s: number; served: Served }> => {
+        const m = path.join(work, `${name}-${mode}-${i}`);
         mkdirSync(m);
         copyFileSync(oldImg, path.join(m, "a.img"));
         writeFileSync(path.join(m, "b.img"), "");
@@ -171,7 +177,7 @@ async function main(): Promise<void> {
           "rootfs",
           readFileSync(path.join(channel, "v1", "v1.img.lkidx")),
         );
-        counting = `${name}-${mode}`;
+        counting = `${name}-${mode}-${i}`;
         const t = performance.now();
         await downloadRelease({
           config,
@@ -184,8 +190,17 @@ async function main(): Promise<void> {
         rmSync(m, { recursive: true, force: true });
         return { s, served: served[counting]! };
       };
-      const full = await run("full");
-      const liken = await run("liken");
+      // Alternating runs, medians: the machine's load moves the times, not the bytes.
+      const fulls: { s: number; served: Served }[] = [];
+      const likens: { s: number; served: Served }[] = [];
+      for (let i = 0; i < repeat; i++) {
+        fulls.push(await run("full", i));
+        likens.push(await run("liken", i));
+      }
+      const median = (r: { s: number; served: Served }[]) =>
+        [...r].sort((a, b) => a.s - b.s)[Math.floor(r.length / 2)]!;
+      const full = median(fulls);
+      const liken = median(likens);
       // desync: a chunk store of the new image under the channel, extracted with v1 as seed.
       const store = path.join(channel, `${name}-store`);
       const caibx = path.join(work, `${name}.caibx`);
