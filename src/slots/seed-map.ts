@@ -1,14 +1,19 @@
 // What the running slot holds, by chunk hash: "a chunk with this SHA-256 and length is at this
-// device offset". Compact (20 bytes a chunk in typed arrays, no object or string per chunk:
-// a 1 GiB slot in 4 KiB chunks takes 5 MiB) because it lives in the download child, whose
+// device offset". Compact (24 bytes a chunk in typed arrays, no object or string per chunk:
+// a 1 GiB slot in 4 KiB chunks takes 6 MiB) because it lives in the download child, whose
 // budget is 100 MiB. Only a claim: every byte read through it is hashed against the new
 // index before it is written, so a stale or corrupt slot costs a fetch, never a bad write.
 import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import { INDEX_CHUNK, type ChunkIndex, type IndexWriter } from "../verify/chunk-index.js";
 
+function prefixOf(hash: Uint8Array): number {
+  return Buffer.from(hash.buffer, hash.byteOffset, 6).readUIntBE(0, 6);
+}
+
 export class SeedMap {
-  private prefixes = new BigUint64Array(1024);
+  /** The hash's first 48 bits as a number (exact in a double, compared without BigInt). */
+  private prefixes = new Float64Array(1024);
   private offsets = new Float64Array(1024);
   private lengths = new Uint32Array(1024);
   private order: Uint32Array | undefined;
@@ -17,8 +22,7 @@ export class SeedMap {
   /** Adds a chunk: its SHA-256, length, and where it starts on the device. */
   add(hash: Uint8Array, length: number, at: number): void {
     if (this.size === this.prefixes.length) this.grow();
-    const b = Buffer.from(hash.buffer, hash.byteOffset, 8);
-    this.prefixes[this.size] = b.readBigUInt64BE(0);
+    this.prefixes[this.size] = prefixOf(hash);
     this.offsets[this.size] = at;
     this.lengths[this.size] = length;
     this.size++;
@@ -33,7 +37,7 @@ export class SeedMap {
 
   private grow(): void {
     const n = this.prefixes.length * 2;
-    const p = new BigUint64Array(n);
+    const p = new Float64Array(n);
     p.set(this.prefixes);
     const o = new Float64Array(n);
     o.set(this.offsets);
@@ -52,14 +56,14 @@ export class SeedMap {
       const o = this.offsets;
       // By prefix, then by device offset: a chunk found many times (a zero block) is looked
       // up at a preferred offset by binary search within its run.
-      order.sort((a, b) => (p[a]! < p[b]! ? -1 : p[a]! > p[b]! ? 1 : o[a]! - o[b]!));
+      order.sort((a, b) => p[a]! - p[b]! || o[a]! - o[b]!);
       this.order = order;
     }
     return this.order;
   }
 
   /** The first position in the sorted order at or after (prefix, offset). */
-  private lowerBound(order: Uint32Array, prefix: bigint, offset: number): number {
+  private lowerBound(order: Uint32Array, prefix: number, offset: number): number {
     let lo = 0;
     let hi = order.length;
     while (lo < hi) {
@@ -73,14 +77,15 @@ export class SeedMap {
 
   /**
    * A device offset whose chunk has this hash prefix and length, or undefined. The prefix is
-   * 64 bits: a collision only makes the reader fetch that chunk after the full hash differs.
+   * 48 bits (for 262144 chunks, a 1 GiB slot, about one collision in 10,000 downloads): a
+   * collision only makes the reader fetch that chunk after the full hash differs.
    * Among several (a zero block appears thousands of times), one of `prefer` wins: the offset
    * right after the previous chunk's source, or the chunk's own position, so that local
    * chunks stay contiguous and are read in large pieces.
    */
   find(hash: Uint8Array, length: number, prefer: readonly number[] = []): number | undefined {
     const order = this.sorted();
-    const want = Buffer.from(hash.buffer, hash.byteOffset, 8).readBigUInt64BE(0);
+    const want = prefixOf(hash);
     for (const at of prefer) {
       const k = this.lowerBound(order, want, at);
       const e = order[k];
