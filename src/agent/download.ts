@@ -86,6 +86,9 @@ interface Running {
   /** Bytes durable at the last look, and since when that number has not changed. */
   done: number;
   idleSince: number;
+  /** Bytes reused and fetched at the last look (counted into the metrics as they grow). */
+  reused: number;
+  fetched: number;
 }
 
 /** Bytes of a download, as the status reports them. */
@@ -93,6 +96,16 @@ export interface DownloadBytes {
   bytesDone: number;
   bytesTotal: number;
   percent: number;
+  /** Adaptive downloads (docs/releases.md): copied from local slots, and received. */
+  bytesReused?: number;
+  bytesFetched?: number;
+}
+
+/** What the slot's progress file says: durable bytes, and how many were reused and fetched. */
+export interface Durable {
+  done: number;
+  reused: number;
+  fetched: number;
 }
 
 export class DownloadSupervisor {
@@ -149,6 +162,8 @@ export class DownloadSupervisor {
       exited,
       done: 0,
       idleSince: bootClockMs(),
+      reused: 0,
+      fetched: 0,
     };
     this.running = d;
     const began = Date.now();
@@ -186,18 +201,24 @@ export class DownloadSupervisor {
    * a change of that number restarts the idle clock the download timeout runs on.
    */
   progress(
-    durable: (slot: Slot, digest: string) => Promise<number>,
+    durable: (slot: Slot, digest: string) => Promise<Durable>,
   ): Promise<DownloadBytes | undefined> {
     const d = this.running;
     if (d === undefined) return Promise.resolve(undefined);
-    return durable(d.slot, d.release.digest).then((done) => {
+    return durable(d.slot, d.release.digest).then(({ done, reused, fetched }) => {
       if (done !== d.done) {
         this.meter.downloaded(d.done, done);
         d.done = done;
         d.idleSince = bootClockMs();
       }
+      if (reused > d.reused) this.meter.reused(reused - d.reused);
+      if (fetched > d.fetched) this.meter.fetched(fetched - d.fetched);
+      d.reused = Math.max(d.reused, reused);
+      d.fetched = Math.max(d.fetched, fetched);
       const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
-      return { bytesDone: done, bytesTotal: d.total, percent };
+      const adaptive =
+        reused > 0 || fetched > 0 ? { bytesReused: reused, bytesFetched: fetched } : {};
+      return { bytesDone: done, bytesTotal: d.total, percent, ...adaptive };
     });
   }
 }

@@ -6,6 +6,10 @@ import type { TrialRecord } from "../api/types.js";
 export interface AgentMeter {
   /** A download's durable byte count moved from `before` to `now` (never counts backwards). */
   downloaded(before: number, now: number): void;
+  /** An adaptive download copied `n` more bytes from the machine's own slots. */
+  reused(n: number): void;
+  /** A download received `n` more bytes from the channel. */
+  fetched(n: number): void;
   /** A step (download, drain, arm trial, promote, ...) took `ms` and ended ok or failed. */
   step(step: string, ms: number, ok: boolean): void;
   /** Where the last trial's record lives (the agent's memory file, as loaded). */
@@ -14,6 +18,8 @@ export interface AgentMeter {
 
 export const NO_METER: AgentMeter = {
   downloaded: () => undefined,
+  reused: () => undefined,
+  fetched: () => undefined,
   step: () => undefined,
   trialFrom: () => undefined,
 };

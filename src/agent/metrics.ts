@@ -18,6 +18,8 @@ const STEP_BUCKETS = [0.01, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
 class AgentMetrics implements AgentMeter {
   readonly registry = new Registry();
   private readonly bytes: Counter;
+  private readonly reusedBytes: Counter;
+  private readonly fetchedBytes: Counter;
   private readonly steps: Histogram<"step" | "result">;
   private lastTrial: () => TrialRecord | undefined = () => undefined;
 
@@ -26,6 +28,16 @@ class AgentMetrics implements AgentMeter {
     this.bytes = new Counter({
       name: "liken_agent_downloaded_bytes_total",
       help: "Artifact bytes this agent wrote (durably) into its inactive slot.",
+      registers,
+    });
+    this.reusedBytes = new Counter({
+      name: "liken_agent_download_reused_bytes_total",
+      help: "Bytes adaptive downloads copied from this machine's own slots instead of fetching them (each chunk checked against the release's chunk index).",
+      registers,
+    });
+    this.fetchedBytes = new Counter({
+      name: "liken_agent_download_fetched_bytes_total",
+      help: "Bytes this agent's downloads received from the channel (artifacts and chunk indexes).",
       registers,
     });
     this.steps = new Histogram({
@@ -67,6 +79,14 @@ class AgentMetrics implements AgentMeter {
   /** A download's durable byte count moved from `before` to `now` (never counts backwards). */
   downloaded(before: number, now: number): void {
     if (now > before) this.bytes.inc(now - before);
+  }
+
+  reused(n: number): void {
+    this.reusedBytes.inc(n);
+  }
+
+  fetched(n: number): void {
+    this.fetchedBytes.inc(n);
   }
 
   step(step: string, ms: number, ok: boolean): void {

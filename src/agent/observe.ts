@@ -73,8 +73,13 @@ export class Observer {
     const boot = judgeBoot(await this.p.bootloader.read(), runningSlot);
     if (boot.kind === "on-trial") await memory.update((m) => trialSeen(m, bootClockMs()));
     const progress = await downloads.progress(async (slot, digest) => {
-      const p = await this.p.store.progress(slot, digest);
-      return Object.values(p.artifacts).reduce((n, a) => n + a.offset, 0);
+      const p = Object.values((await this.p.store.progress(slot, digest)).artifacts);
+      const sum = (f: (a: (typeof p)[number]) => number): number => p.reduce((n, a) => n + f(a), 0);
+      return {
+        done: sum((a) => a.offset),
+        reused: sum((a) => a.reused ?? 0),
+        fetched: sum((a) => a.fetched ?? 0),
+      };
     });
     const api = await this.readApi();
     const machine = api?.machine;

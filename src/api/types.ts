@@ -808,6 +808,10 @@ export interface DownloadProgress {
   percent: number;
   /** The artifact being written. */
   artifact?: string;
+  /** Adaptive downloads: bytes copied from the machine's own disks (checked chunk by chunk). */
+  bytesReused?: number;
+  /** Bytes received from the channel so far (artifacts and chunk indexes). */
+  bytesFetched?: number;
 }
 
 /** The machine's request for a reboot turn, for the release it staged. */

@@ -1,5 +1,5 @@
 // `npm run tools -- build [name...] | path <name>`: the pinned helm, promtool, prometheus, umoci
-// and runc.
+// runc and desync.
 // Wiring only; the work is in tools.ts.
 import { Command } from "commander";
 import { ControlPlaneError } from "./errors.js";

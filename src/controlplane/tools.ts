@@ -17,9 +17,15 @@ import {
 } from "./gobuild.js";
 import { withLock } from "./lock.js";
 import { cacheRoot } from "./paths.js";
-import { HELM_VERSION, PROMETHEUS_VERSION, RUNC_VERSION, UMOCI_VERSION } from "./versions.js";
+import {
+  DESYNC_VERSION,
+  HELM_VERSION,
+  PROMETHEUS_VERSION,
+  RUNC_VERSION,
+  UMOCI_VERSION,
+} from "./versions.js";
 
-export const TOOLS = ["helm", "promtool", "prometheus", "umoci", "runc"] as const;
+export const TOOLS = ["helm", "promtool", "prometheus", "umoci", "runc", "desync"] as const;
 export type Tool = (typeof TOOLS)[number];
 
 interface Recipe {
@@ -34,8 +40,9 @@ interface Recipe {
   /** runc's nsenter is C: it needs cgo and a C compiler. */
   cgo: boolean;
   /**
-   * `go install pkg@version` refuses a module whose go.mod has replace directives; such a
-   * tool is built from a generated module that requires it and copies its replacements.
+   * `go install pkg@version` refuses a module whose go.mod has replace directives, and fails
+   * on a module whose versions the proxy will not list (it reads the list for deprecations);
+   * such a tool is built from a generated module that requires it and copies its replacements.
    */
   replaces: boolean;
   /** The Go minor version its go.mod's `go` line asks for (GOTOOLCHAIN=local: no download). */
@@ -107,6 +114,19 @@ export const RECIPES: Record<Tool, Recipe> = {
     cgo: true,
     replaces: false,
     goMinor: 25,
+  },
+  // The anchor bench:delta measures adaptive downloads against (casync's format in Go): a
+  // chunk store of content-defined chunks, fetched one object per chunk, seeded from a file.
+  desync: {
+    module: "github.com/folbricht/desync",
+    version: `v${DESYNC_VERSION}`,
+    pkg: "github.com/folbricht/desync/cmd/desync",
+    ldflags: [],
+    tags: [],
+    cgo: false,
+    // The proxy serves v0.9.6 but answers 403 to the version list `go install` reads.
+    replaces: true,
+    goMinor: 19,
   },
 };
 

@@ -66,3 +66,5 @@ export const HELM_VERSION = "4.3.2";
 export const PROMETHEUS_VERSION = "3.16.0";
 export const UMOCI_VERSION = "0.6.0";
 export const RUNC_VERSION = "1.5.3";
+/** desync, bench:delta's anchor (the module proxy serves this version but lists none). */
+export const DESYNC_VERSION = "0.9.6";

@@ -7,7 +7,9 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../errors.js";
 import { parseChannel, type Channel } from "../verify/channel.js";
+import { IndexWriter } from "../verify/chunk-index.js";
 import { digestOf } from "../verify/digest.js";
+import { EntropySampler } from "./entropy.js";
 import {
   API_VERSION,
   DEFAULT_CHUNK,
@@ -36,13 +38,31 @@ export interface BuildOptions {
   chunkSize?: number;
   /** release.yaml revertFloor: the oldest release a revert of this one may go back to. */
   revertFloor?: string;
+  /** Write a chunk index beside each artifact (default true): adaptive downloads need it. */
+  index?: boolean;
+  /** Told what a person building the release should know (an artifact that will not reuse). */
+  warn?: (message: string) => void;
 }
 
-/** Whole digest and per-chunk digests of a file in one pass. */
-export async function hashFile(
-  file: string,
-  chunkSize: number,
-): Promise<{ size: number; digest: string; chunks: string[] }> {
+/** The index's file beside its artifact. */
+export function indexFileOf(artifactPath: string): string {
+  return `${artifactPath}.lkidx`;
+}
+
+export interface FileFacts {
+  size: number;
+  digest: string;
+  chunks: string[];
+  /** The chunk index (src/verify/chunk-index.ts) of the file. */
+  index: Buffer;
+  /** True when the file looks compressed as a whole (./entropy.ts). */
+  looksCompressed: boolean;
+}
+
+/** Whole digest, per-chunk digests, chunk index and entropy sample of a file in one pass. */
+export async function hashFile(file: string, chunkSize: number): Promise<FileFacts> {
+  const index = new IndexWriter();
+  const entropy = new EntropySampler();
   const whole = createHash("sha256");
   const chunks: string[] = [];
   let chunk = createHash("sha256");
@@ -51,6 +71,8 @@ export async function hashFile(
   for await (const piece of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
     const b = piece as Buffer;
     whole.update(b);
+    index.update(b);
+    entropy.update(b);
     size += b.length;
     for (let off = 0; off < b.length;) {
       const n = Math.min(chunkSize - inChunk, b.length - off);
@@ -65,7 +87,13 @@ export async function hashFile(
     }
   }
   if (inChunk > 0 || chunks.length === 0) chunks.push(chunk.digest("hex"));
-  return { size, digest: `sha256:${whole.digest("hex")}`, chunks };
+  return {
+    size,
+    digest: `sha256:${whole.digest("hex")}`,
+    chunks,
+    index: index.finish(),
+    looksCompressed: entropy.looksCompressed,
+  };
 }
 
 async function readChannel(file: string): Promise<Channel> {
@@ -120,6 +148,19 @@ export async function buildRelease(
     await copyFile(a.file, path.join(dir, file));
     const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
     if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
+    if (o.index !== false) {
+      const ipath = indexFileOf(file);
+      await writeFile(path.join(dir, ipath), h.index);
+      art.index = { path: ipath, size: h.index.length, digest: digestOf(h.index) };
+    }
+    if (h.looksCompressed) {
+      o.warn?.(
+        `artifact ${a.name} (${a.file}) looks compressed as a whole (high entropy): no chunk of it ` +
+          `can be reused by the next release, every machine will fetch all ${h.size} bytes. ` +
+          `Publish the filesystem uncompressed (the channel's HTTP may compress in transit), ` +
+          `see "Images that reuse well" in docs/releases.md`,
+      );
+    }
     artifacts.push(art);
     next = Math.ceil((offset + h.size) / SLOT_ALIGN) * SLOT_ALIGN;
   }

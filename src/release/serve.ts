@@ -26,11 +26,18 @@ function parseRange(
   return start > end || start >= size ? "bad" : { start, end };
 }
 
+function contentType(file: string): string {
+  return file.endsWith(".yaml") ? "application/yaml" : "application/octet-stream";
+}
+
+/** Told of every body sent: the path and its byte count (bench:delta counts requests with it). */
+export type OnServed = (rel: string, bytes: number) => void;
+
 async function handle(
   root: string,
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  served: Map<string, number>,
+  onServed: OnServed,
 ): Promise<void> {
   if (req.method !== "GET" && req.method !== "HEAD") {
     res.writeHead(405, { allow: "GET, HEAD" }).end();
@@ -56,16 +63,16 @@ async function handle(
   const headers: http.OutgoingHttpHeaders = {
     "content-length": end - start + 1,
     "accept-ranges": "bytes",
-    "content-type": file.endsWith(".yaml") ? "application/yaml" : "application/octet-stream",
+    "content-type": contentType(file),
   };
   if (range) headers["content-range"] = `bytes ${start}-${end}/${st.size}`;
   res.writeHead(range ? 206 : 200, headers);
+  // Counted as sent, whatever the client keeps: what a machine fetched, not what it wrote.
+  onServed(rel, req.method === "HEAD" ? 0 : end - start + 1);
   if (req.method === "HEAD" || st.size === 0) {
     res.end();
     return;
   }
-  // Counted as sent, whatever the client keeps: what a machine fetched, not what it wrote.
-  served.set(rel, (served.get(rel) ?? 0) + (end - start + 1));
   // 1 MiB reads: a loopback download is not held back by 64 KiB syscalls.
   createReadStream(file, { start, end, highWaterMark: 1024 * 1024 }).pipe(res);
 }
@@ -85,11 +92,16 @@ export async function serveChannel(
   dir: string,
   port = 0,
   host = "127.0.0.1",
+  onServed?: OnServed,
 ): Promise<ChannelServer> {
   const root = path.resolve(dir);
   const served = new Map<string, number>();
   const server = http.createServer((req, res) => {
-    handle(root, req, res, served).catch(() => res.destroy());
+    const count: OnServed = (rel, bytes) => {
+      served.set(rel, (served.get(rel) ?? 0) + bytes);
+      onServed?.(rel, bytes);
+    };
+    handle(root, req, res, count).catch(() => res.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

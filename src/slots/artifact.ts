@@ -51,7 +51,7 @@ export function wholeStreamBuffer(every: number, start: number): number {
   return size;
 }
 
-function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWriter {
+export function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWriter {
   const a = job.artifact;
   const every = job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
   return SlotWriter.open({
@@ -70,7 +70,7 @@ function openWriter(job: ArtifactJob, start: number, hashState?: Buffer): SlotWr
  * Takes resume points while the body streams: at most one checkpoint in flight, not awaited
  * by the stream, so the pipeline keeps its buffers full while the medium syncs.
  */
-class Checkpointer {
+export class Checkpointer {
   private pending: Promise<void> | undefined;
   private failure: unknown;
   private next: number;

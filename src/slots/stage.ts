@@ -16,9 +16,12 @@ import {
   MAX_RELEASE_BYTES,
   releaseBase,
   verifyRelease,
+  type Artifact,
   type Release,
 } from "../verify/release.js";
-import { writeArtifact } from "./artifact.js";
+import { fetchIndex, writeAdaptive, type SeedContext } from "./adaptive.js";
+import { writeArtifact, type ArtifactJob } from "./artifact.js";
+import type { SeedStats } from "./seeded.js";
 import { otherSlot, runningSlot, type AgentSlotsConfig, type SlotName } from "./config.js";
 import { SlotError } from "./errors.js";
 import { planStage } from "./marker.js";
@@ -37,6 +40,8 @@ export interface DownloadRequest {
   attempts?: number;
   direct?: boolean;
   log?: (msg: string) => void;
+  /** Use the releases' chunk indexes to fetch only what no local disk holds (default true). */
+  adaptive?: boolean;
 }
 
 export interface DownloadResult {
@@ -44,6 +49,8 @@ export interface DownloadResult {
   version: string;
   digest: string;
   outcome: "staged" | "already-staged";
+  /** Bytes fetched and reused (absent when the slot was already staged). */
+  bytes?: DownloadBytes;
 }
 
 async function phase<T>(
@@ -94,46 +101,105 @@ export async function readBackArtifacts(
   return bad;
 }
 
-async function writeAll(
+/** What the download fetched and reused, over all its artifacts (and indexes). */
+export interface DownloadBytes {
+  reused: number;
+  fetched: number;
+  requests: number;
+}
+
+/** The job of one artifact: resume point from the progress file, progress saved with stats. */
+function artifactJob(
   req: DownloadRequest,
   store: SlotStore,
   slot: SlotName,
+  base: URL,
+  a: Artifact,
+  progress: Progress,
+  stats: SeedStats,
+): ArtifactJob {
+  const p = progress.artifacts[a.name];
+  return {
+    url: artifactUrl(base, a),
+    artifact: a,
+    device: store.device(slot),
+    ...(p
+      ? {
+          resume: {
+            offset: p.offset,
+            ...(p.hashState ? { hashState: Buffer.from(p.hashState, "base64") } : {}),
+          },
+        }
+      : {}),
+    onCheckpoint: async (cp) => {
+      progress.artifacts[a.name] = {
+        offset: cp.offset,
+        ...(cp.hashState ? { hashState: cp.hashState.toString("base64") } : {}),
+        reused: stats.reused,
+        fetched: stats.fetched,
+      };
+      await store.saveProgress(slot, progress);
+    },
+    ...(req.checkpointEvery ? { checkpointEvery: req.checkpointEvery } : {}),
+    ...(req.attempts ? { attempts: req.attempts } : {}),
+    ...(req.fetch ? { fetch: req.fetch } : {}),
+    ...(req.direct !== undefined ? { direct: req.direct } : {}),
+    ...(req.log ? { log: req.log } : {}),
+  };
+}
+
+/** One artifact: adaptively when its index can be used, else in full as before. */
+async function writeOne(
+  req: DownloadRequest,
+  ctx: SeedContext,
+  job: ArtifactJob,
+  stats: SeedStats,
+): Promise<void> {
+  const from = job.resume;
+  // A resume point of a chunked (non-adaptive) write has no hash state: it goes on as it began.
+  const resumable = from === undefined || from.offset === 0 || from.hashState !== undefined;
+  const index =
+    req.adaptive !== false && resumable ? await fetchIndex(ctx, job.artifact, stats) : undefined;
+  if (index !== undefined && (await writeAdaptive(ctx, job, index, stats))) return;
+  await writeArtifact(job);
+  stats.fetched += job.artifact.size - (from?.offset ?? 0);
+}
+
+async function writeAll(
+  req: DownloadRequest,
+  store: SlotStore,
+  slots: { running: SlotName; target: SlotName },
   release: Release,
   releaseDigest: string,
-): Promise<void> {
+): Promise<DownloadBytes> {
+  const slot = slots.target;
   const base = releaseBase(req.source, release.version);
   const progress: Progress = await store.progress(slot, releaseDigest);
+  const ctx: SeedContext = { store, ...slots, release, base, ...(req.log ? { log: req.log } : {}) };
+  const total: DownloadBytes = { reused: 0, fetched: 0, requests: 0 };
   for (const a of release.artifacts) {
     const p = progress.artifacts[a.name];
+    const stats: SeedStats = {
+      reused: p?.reused ?? 0,
+      fetched: p?.fetched ?? 0,
+      requests: 0,
+      corrupt: 0,
+    };
+    if (!p?.done)
+      await writeOne(req, ctx, artifactJob(req, store, slot, base, a, progress, stats), stats);
+    total.reused += stats.reused;
+    total.fetched += stats.fetched;
+    total.requests += stats.requests;
     if (p?.done) continue;
-    await writeArtifact({
-      url: artifactUrl(base, a),
-      artifact: a,
-      device: store.device(slot),
-      ...(p
-        ? {
-            resume: {
-              offset: p.offset,
-              ...(p.hashState ? { hashState: Buffer.from(p.hashState, "base64") } : {}),
-            },
-          }
-        : {}),
-      onCheckpoint: async (cp) => {
-        progress.artifacts[a.name] = {
-          offset: cp.offset,
-          ...(cp.hashState ? { hashState: cp.hashState.toString("base64") } : {}),
-        };
-        await store.saveProgress(slot, progress);
-      },
-      ...(req.checkpointEvery ? { checkpointEvery: req.checkpointEvery } : {}),
-      ...(req.attempts ? { attempts: req.attempts } : {}),
-      ...(req.fetch ? { fetch: req.fetch } : {}),
-      ...(req.direct !== undefined ? { direct: req.direct } : {}),
-      ...(req.log ? { log: req.log } : {}),
-    });
-    progress.artifacts[a.name] = { offset: a.size, done: true };
+    progress.artifacts[a.name] = {
+      offset: a.size,
+      done: true,
+      reused: stats.reused,
+      fetched: stats.fetched,
+    };
     await store.saveProgress(slot, progress);
   }
+  return total;
 }
 
 export async function downloadRelease(req: DownloadRequest): Promise<DownloadResult> {
@@ -157,17 +223,19 @@ export async function downloadRelease(req: DownloadRequest): Promise<DownloadRes
     await phase(log, "withdraw", async () => {
       await store.transition(slot, { type: "withdraw" });
       await store.clearProgress(slot);
+      await store.clearIndexes(slot);
       await store.transition(slot, { type: "begin", ...want });
     });
   }
-  await phase(log, "write", () => writeAll(req, store, slot, release, req.digest)).catch(
-    (e: unknown) => {
-      // Say what it means for the machine: nothing was staged, the next run resumes.
-      if (e instanceof Error)
-        e.message += `; slot ${slot} stays withdrawn (the next download resumes)`;
-      throw e;
-    },
-  );
+  const running = otherSlot(slot);
+  const bytes_ = await phase(log, "write", () =>
+    writeAll(req, store, { running, target: slot }, release, req.digest),
+  ).catch((e: unknown) => {
+    // Say what it means for the machine: nothing was staged, the next run resumes.
+    if (e instanceof Error)
+      e.message += `; slot ${slot} stays withdrawn (the next download resumes)`;
+    throw e;
+  });
   const bad = await phase(log, "verify", () => readBackArtifacts(release, device, req.direct));
   if (bad.length > 0) {
     // The medium does not hold what was written: start those artifacts over next time.
@@ -185,5 +253,8 @@ export async function downloadRelease(req: DownloadRequest): Promise<DownloadRes
     await store.transition(slot, { type: "staged", verifiedAt: new Date().toISOString() });
     await store.clearProgress(slot);
   });
-  return { slot, version: req.version, digest: digestOf(bytes), outcome: "staged" };
+  log?.(
+    `bytes: ${bytes_.fetched} fetched, ${bytes_.reused} reused from local disks, ${bytes_.requests} range request(s)`,
+  );
+  return { slot, version: req.version, digest: digestOf(bytes), outcome: "staged", bytes: bytes_ };
 }

@@ -2,8 +2,9 @@
 //   slot-<x>/marker.json    the marker (written last, atomically, synced)
 //   slot-<x>/release.yaml   the staged release document, byte for byte as the catalog names it
 //   slot-<x>/progress.json  resume points of a download in progress
+//   slot-<x>/index/<artifact>.lkidx  the chunk indexes of the release written there
 import { readFileSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { removeDurably, writeFileAtomic } from "./atomic.js";
 import type { AgentSlotsConfig, SlotName } from "./config.js";
@@ -15,6 +16,9 @@ export interface ArtifactProgress {
   /** Base64 SHA-256 state of those bytes (artifacts without chunks). */
   hashState?: string;
   done?: boolean;
+  /** Adaptive downloads: bytes copied from local disks and bytes fetched, so far. */
+  reused?: number;
+  fetched?: number;
 }
 
 export interface Progress {
@@ -66,6 +70,21 @@ export class SlotStore {
 
   async writeRelease(slot: SlotName, bytes: Uint8Array): Promise<void> {
     await writeFileAtomic(path.join(this.dir(slot), "release.yaml"), bytes);
+  }
+
+  /** A chunk index kept for the slot's release (checked against its digest by the reader). */
+  async keptIndex(slot: SlotName, artifact: string): Promise<Buffer | undefined> {
+    return readOptional(path.join(this.dir(slot), "index", `${artifact}.lkidx`));
+  }
+
+  async keepIndex(slot: SlotName, artifact: string, bytes: Uint8Array): Promise<void> {
+    await mkdir(path.join(this.dir(slot), "index"), { recursive: true });
+    await writeFileAtomic(path.join(this.dir(slot), "index", `${artifact}.lkidx`), bytes);
+  }
+
+  /** Drops the slot's kept indexes: what they describe is about to be overwritten. */
+  async clearIndexes(slot: SlotName): Promise<void> {
+    await rm(path.join(this.dir(slot), "index"), { recursive: true, force: true });
   }
 
   async progress(slot: SlotName, releaseDigest: string): Promise<Progress> {

@@ -15,7 +15,8 @@ export type VerifyCode =
   | "LIKEN_VERIFY_STALLED"
   | "LIKEN_VERIFY_CONNECTION"
   | "LIKEN_VERIFY_BEYOND_SIZE"
-  | "LIKEN_VERIFY_ARTIFACT_MISMATCH";
+  | "LIKEN_VERIFY_ARTIFACT_MISMATCH"
+  | "LIKEN_VERIFY_INDEX_INVALID";
 
 export class VerifyError extends LikenError {
   declare readonly code: VerifyCode;

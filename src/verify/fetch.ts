@@ -217,3 +217,60 @@ export async function openArtifact(
   }
   return { skip, body: res.body };
 }
+
+/** Why a Range reply cannot be used for an adaptive download (the download then goes whole). */
+export type RangeFault =
+  | { kind: "ignored"; reason: string }
+  | { kind: "capped"; reason: string }
+  | { kind: "wrong-range"; reason: string }
+  | { kind: "status"; reason: string };
+
+/**
+ * Checks a reply to `Range: bytes=from-to` (inclusive) of an artifact of `size` bytes: only a
+ * 206 whose Content-Range names exactly those bytes of exactly that size, and whose length
+ * agrees, is used. Pure: test/unit/range-reply.test.ts.
+ */
+export function checkRangeReply(
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+  from: number,
+  to: number,
+  size: number,
+): RangeFault | undefined {
+  const asked = `bytes=${from}-${to}`;
+  if (status === 200) {
+    return { kind: "ignored", reason: `the server ignored Range (HTTP 200 to ${asked})` };
+  }
+  if (status !== 206) return { kind: "status", reason: `HTTP ${status} to ${asked}` };
+  const cr = String(headers["content-range"] ?? "");
+  const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(cr);
+  if (!m)
+    return {
+      kind: "wrong-range",
+      reason: `Content-Range "${cr}" to ${asked} is not bytes a-b/size`,
+    };
+  const [a, b, total] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (total !== size) {
+    return {
+      kind: "wrong-range",
+      reason: `Content-Range "${cr}" to ${asked} gives the artifact ${total} bytes, release.yaml says ${size}`,
+    };
+  }
+  if (a === from && b < to && b >= a) {
+    return {
+      kind: "capped",
+      reason: `the server caps ranges: asked ${asked} (${to - from + 1} bytes), got bytes ${a}-${b} (${b - a + 1})`,
+    };
+  }
+  if (a !== from || b !== to) {
+    return { kind: "wrong-range", reason: `Content-Range "${cr}" does not answer ${asked}` };
+  }
+  const length = headers["content-length"];
+  if (typeof length === "string" && Number(length) !== to - from + 1) {
+    return {
+      kind: "wrong-range",
+      reason: `Content-Length ${length} to ${asked} is not ${to - from + 1}`,
+    };
+  }
+  return undefined;
+}

@@ -3,6 +3,7 @@
 // See docs/releases.md for the format.
 import { digestOf, DIGEST_RE, HEX_RE } from "./digest.js";
 import { parseCappedYaml, Fields } from "./document.js";
+import { INDEX_HEADER, maxIndexBytes } from "./chunk-index.js";
 import { VerifyError } from "./errors.js";
 
 export const API_VERSION = "liken.sh/v1alpha1";
@@ -29,6 +30,13 @@ export interface Chunks {
   digests: string[];
 }
 
+/** The artifact's chunk index (./chunk-index.ts): an artifact of its own, trusted by digest. */
+export interface IndexRef {
+  path: string;
+  size: number;
+  digest: string;
+}
+
 export interface Artifact {
   name: string;
   /** Relative to the release directory <source>/<version>/. */
@@ -36,6 +44,8 @@ export interface Artifact {
   size: number;
   digest: string;
   chunks?: Chunks;
+  /** Chunk index for adaptive downloads; without one the artifact is fetched whole. */
+  index?: IndexRef;
   /** Byte offset of the artifact inside the slot. */
   offset: number;
 }
@@ -76,8 +86,18 @@ function parseChunks(f: Fields, size: number): Chunks {
   return { size: csize, digests: list as string[] };
 }
 
+function parseIndexRef(f: Fields, size: number): IndexRef {
+  f.only(["path", "size", "digest"]);
+  const p = f.str("path", PATH_RE, "a relative path inside the release directory");
+  // A bound before anything is fetched: an index of an artifact of `size` bytes cannot be
+  // larger than one entry per smallest chunk (absurdly many chunks are refused here).
+  const isize = f.int("size", INDEX_HEADER, maxIndexBytes(size));
+  const digest = f.str("digest", DIGEST_RE, "sha256: and 64 lowercase hex digits");
+  return { path: p, size: isize, digest };
+}
+
 function parseArtifact(f: Fields): Artifact {
-  f.only(["name", "path", "size", "digest", "chunks", "offset"]);
+  f.only(["name", "path", "size", "digest", "chunks", "index", "offset"]);
   const name = f.str("name", NAME_RE, "lowercase letters, digits and '-'");
   const p = f.str("path", PATH_RE, "a relative path inside the release directory");
   const size = f.int("size", 0);
@@ -86,6 +106,7 @@ function parseArtifact(f: Fields): Artifact {
   if (offset % SLOT_ALIGN !== 0) f.fail("offset", `must be a multiple of ${SLOT_ALIGN}`);
   const a: Artifact = { name, path: p, size, digest, offset };
   if (f.optional("chunks")) a.chunks = parseChunks(f.obj("chunks"), size);
+  if (f.optional("index")) a.index = parseIndexRef(f.obj("index"), size);
   return a;
 }
 

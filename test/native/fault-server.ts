@@ -15,11 +15,19 @@ export interface Fault {
   truncateTo?: number;
   /** No Content-Length; after the file, garbage forever. */
   endless?: boolean;
+  /** From this request to the path on (1 is the first), send headers and then nothing. */
+  stallFromRequest?: number;
   /** Send this many body bytes, then hold the socket open and silent. */
   stallAfter?: number;
   /** Destroy the socket after this many body bytes, for the first `times` requests. */
   drop?: { after: number; times: number };
   ignoreRange?: boolean;
+  /** Answer a closed range with at most this many bytes (a CDN that caps ranges). */
+  capRange?: number;
+  /** Send this Content-Range instead of the true one (the body stays what was asked). */
+  contentRange?: string;
+  /** Send the bytes this far after those asked for, under the true Content-Range. */
+  shiftRange?: number;
   /** Bytes per second (sent in 16 KiB pieces). */
   throttle?: number;
 }
@@ -65,6 +73,40 @@ function content(root: string, rel: string, fault: Fault, n: number): Buffer | u
   return data;
 }
 
+/** The bytes a request asks for, with the range faults applied. */
+function rangeOf(
+  header: string | undefined,
+  fault: Fault,
+  length: number,
+): { start: number; end: number; closed: boolean } {
+  const m = /^bytes=(\d+)-(\d*)$/.exec(header ?? "");
+  if (!m || fault.ignoreRange) return { start: 0, end: length - 1, closed: false };
+  const start = Number(m[1]);
+  // The range faults hit closed ranges only (adaptive downloads'), not a resume's open one.
+  const closed = m[2] !== "";
+  let end = closed ? Math.min(length - 1, Number(m[2])) : length - 1;
+  if (closed && fault.capRange !== undefined) end = Math.min(end, start + fault.capRange - 1);
+  return { start, end, closed };
+}
+
+/** The body and headers of a reply, with the range faults applied. */
+function rangeReply(
+  header: string | undefined,
+  fault: Fault,
+  data: Buffer,
+): { body: Buffer; headers: http.OutgoingHttpHeaders; partial: boolean } {
+  const { start, end, closed } = rangeOf(header, fault, data.length);
+  const partial = start > 0 || end < data.length - 1;
+  const shift = closed ? (fault.shiftRange ?? 0) : 0;
+  const body = data.subarray(start + shift, end + 1 + shift);
+  const headers: http.OutgoingHttpHeaders = fault.endless ? {} : { "content-length": body.length };
+  if (partial) {
+    const truth = `bytes ${start}-${end}/${data.length}`;
+    headers["content-range"] = closed ? (fault.contentRange ?? truth) : truth;
+  }
+  return { body, headers, partial };
+}
+
 export async function startFaultServer(root: string): Promise<FaultServer> {
   const faults = new Map<string, Fault>();
   const log: LoggedRequest[] = [];
@@ -85,21 +127,15 @@ export async function startFaultServer(root: string): Promise<FaultServer> {
     if (fault.redirect) return void (reply(302, { location: fault.redirect }), res.end());
     const data = content(root, rel, fault, n);
     if (!data) return void (reply(404), res.end("not found\n"));
-    let start = 0;
-    const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");
-    if (m && !fault.ignoreRange) start = Number(m[1]);
-    const body = data.subarray(start);
-    const headers: http.OutgoingHttpHeaders = fault.endless
-      ? {}
-      : { "content-length": body.length };
-    if (start > 0) headers["content-range"] = `bytes ${start}-${data.length - 1}/${data.length}`;
-    reply(start > 0 ? 206 : 200, headers);
+    const { body, headers, partial } = rangeReply(req.headers.range, fault, data);
+    reply(partial ? 206 : 200, headers);
     const dropAfter = fault.drop && n <= fault.drop.times ? fault.drop.after : Infinity;
     let sent = 0;
     const step = () => {
       if (res.destroyed) return;
       if (sent >= dropAfter) return void res.socket?.destroy();
       if (fault.stallAfter !== undefined && sent >= fault.stallAfter) return; // silent forever
+      if (fault.stallFromRequest !== undefined && n >= fault.stallFromRequest) return;
       let piece: Buffer;
       if (sent < body.length) piece = body.subarray(sent, Math.min(sent + PIECE, body.length));
       else if (fault.endless) piece = Buffer.alloc(PIECE, 0x41);

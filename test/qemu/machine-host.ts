@@ -59,6 +59,8 @@ export interface Host {
   identity: IssuedIdentity;
   /** Seconds each part took to come up. */
   timings: Record<string, number>;
+  /** Bytes and requests the channel served per release version (adaptive downloads). */
+  served: Record<string, { bytes: number; requests: number }>;
   stop(): Promise<void>;
 }
 
@@ -117,7 +119,12 @@ export async function startHost(o: HostOptions): Promise<Host> {
       for (const r of o.releases) out.push(await buildRelease(channelDir, r));
       return out;
     });
-    const channel = await serveChannel(channelDir);
+    const served: Host["served"] = {};
+    const channel = await serveChannel(channelDir, 0, "127.0.0.1", (rel, bytes) => {
+      const v = (served[rel.split("/")[1] ?? ""] ??= { bytes: 0, requests: 0 });
+      v.bytes += bytes;
+      v.requests++;
+    });
     stoppers.push(() => channel.close());
     // The operator reads the channel at the guest's address, as the Cluster names it, through
     // a proxy that knows where that address is on this host: the proxy variables a fleet
@@ -189,7 +196,18 @@ export async function startHost(o: HostOptions): Promise<Host> {
     };
     process.once("exit", onExit);
     stoppers.unshift(async () => void process.off("exit", onExit));
-    return { controlPlane: cp, kc, api, channel, channelDir, releases, identity, timings, stop };
+    return {
+      controlPlane: cp,
+      kc,
+      api,
+      channel,
+      channelDir,
+      releases,
+      identity,
+      timings,
+      served,
+      stop,
+    };
   } catch (e) {
     await stop();
     throw e;

@@ -4,7 +4,7 @@
 // panics, the bootloader falls back, the agent reports Failed and does not retry). On the way
 // to v2 the host cuts the guest's way to the API server once the turn is granted: the agent
 // must keep running, must not reboot, and must go on when the way is back.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MachineBootloader, MachineRelease } from "../../images/machine/contract.js";
@@ -177,6 +177,14 @@ export async function runMachineScenario(o: {
     };
     await firstReport(c, v1);
     await rollToGood(c, v2, o.cutApi !== false);
+    // v2 is adaptive (docs/releases.md): the guest fetches what its running v1 lacks.
+    const v2Size = statSync(releases[1]!.slotImage).size;
+    const fetched = host.served[v2] ?? { bytes: 0, requests: 0 };
+    say(
+      `v2: fetched ${fetched.bytes} bytes in ${fetched.requests} requests for a ${v2Size}-byte root filesystem`,
+    );
+    if (fetched.bytes >= v2Size)
+      run.problems.push(`v2 fetched ${fetched.bytes} bytes, not fewer than its size ${v2Size}`);
     await rollToBad(c, v3);
     printBoots();
     run.boots = [...guest.boots];

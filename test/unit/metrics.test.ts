@@ -216,6 +216,13 @@ describe("agent metrics", () => {
     agentMetrics.step("promote", 5, false);
     let s = await samples(agentMetrics);
     expect(total(s, "liken_agent_downloaded_bytes_total") - base).toBe(4096 + 2048);
+    const reused = total(s, "liken_agent_download_reused_bytes_total");
+    const fetched = total(s, "liken_agent_download_fetched_bytes_total");
+    agentMetrics.reused(8192);
+    agentMetrics.fetched(100);
+    s = await samples(agentMetrics);
+    expect(total(s, "liken_agent_download_reused_bytes_total") - reused).toBe(8192);
+    expect(total(s, "liken_agent_download_fetched_bytes_total") - fetched).toBe(100);
     expect(total(s, "liken_agent_step_duration_seconds_sum", { step: "drain", result: "ok" })).toBe(
       2.5,
     );

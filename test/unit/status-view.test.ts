@@ -85,6 +85,19 @@ describe("liken status view", () => {
       progress: { bytesDone: 512 * 1024, bytesTotal: 1024 * 1024, percent: 50, artifact: "rootfs" },
     });
     expect(machineDetail(dl, cluster, { now })).toContain("50% 512.0 KiB/1.0 MiB rootfs");
+    const adaptive = machine("node-4", {
+      step: "Downloading",
+      progress: {
+        bytesDone: 512 * 1024,
+        bytesTotal: 1024 * 1024,
+        percent: 50,
+        bytesReused: 480 * 1024,
+        bytesFetched: 40 * 1024,
+      },
+    });
+    expect(machineDetail(adaptive, cluster, { now })).toContain(
+      "50% 512.0 KiB/1.0 MiB (fetched 40.0 KiB, reused 480.0 KiB)",
+    );
   });
 
   it("lists the machines of the cluster, the turns, and a stall", () => {

@@ -25,9 +25,9 @@ describe("pinned tools", () => {
     }
   });
 
-  it("only runc needs cgo; only umoci needs a generated module", () => {
+  it("only runc needs cgo; umoci (replace directives) and desync (an unlisted version) need a generated module", () => {
     expect(TOOLS.filter((t) => RECIPES[t].cgo)).toEqual(["runc"]);
-    expect(TOOLS.filter((t) => RECIPES[t].replaces)).toEqual(["umoci"]);
+    expect(TOOLS.filter((t) => RECIPES[t].replaces)).toEqual(["umoci", "desync"]);
   });
 
   it("an unknown tool is refused with the names it could build", async () => {

@@ -50,6 +50,10 @@ export function addAgentSlotCommands(agent: Command): void {
       parseSize,
       64 * 1024 * 1024,
     )
+    .option(
+      "--no-adaptive",
+      "download every artifact whole, ignoring the releases' chunk indexes (docs/releases.md)",
+    )
     .action(
       async (o: {
         config: string;
@@ -59,6 +63,7 @@ export function addAgentSlotCommands(agent: Command): void {
         running?: string;
         idleTimeout: number;
         checkpointEvery: number;
+        adaptive: boolean;
       }) => {
         if (!DIGEST_RE.test(o.digest)) {
           throw new SlotError(
@@ -75,6 +80,7 @@ export function addAgentSlotCommands(agent: Command): void {
           ...(o.running ? { running: o.running } : {}),
           fetch: { idleTimeoutMs: o.idleTimeout },
           checkpointEvery: o.checkpointEvery,
+          adaptive: o.adaptive,
           log: (m) => process.stderr.write(`liken: ${m}\n`),
         });
         process.stdout.write(

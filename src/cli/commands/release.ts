@@ -65,6 +65,7 @@ export function registerRelease(program: Command): void {
       "--revert-floor <version>",
       "the oldest release a fleet-wide revert of this one may go back to (release.yaml revertFloor)",
     )
+    .option("--no-index", "publish no chunk index: machines download every artifact whole")
     .action(
       async (o: {
         version: string;
@@ -72,6 +73,7 @@ export function registerRelease(program: Command): void {
         artifact: ArtifactInput[];
         chunkSize: number;
         revertFloor?: string;
+        index: boolean;
       }) => {
         const r = await buildRelease({
           version: o.version,
@@ -79,6 +81,8 @@ export function registerRelease(program: Command): void {
           artifacts: o.artifact,
           chunkSize: o.chunkSize,
           ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
+          index: o.index,
+          warn: (m) => process.stderr.write(`warning: ${m}\n`),
         });
         process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
       },

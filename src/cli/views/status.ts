@@ -46,7 +46,12 @@ function downloading(m: Machine, _c: Cluster, opts: StatusViewOptions): string {
   const p = s.progress;
   if (!p) return `downloading ${s.target?.version ?? ""}`.trim();
   const what = p.artifact ? ` ${p.artifact}` : "";
-  return `${progressBar(p.bytesDone, p.bytesTotal, opts.barWidth)} ${bytes(p.bytesDone)}/${bytes(p.bytesTotal)}${what}`;
+  // Adaptive downloads: what came over the network and what the machine already had.
+  const adaptive =
+    p.bytesFetched !== undefined || p.bytesReused !== undefined
+      ? ` (fetched ${bytes(p.bytesFetched ?? 0)}, reused ${bytes(p.bytesReused ?? 0)})`
+      : "";
+  return `${progressBar(p.bytesDone, p.bytesTotal, opts.barWidth)} ${bytes(p.bytesDone)}/${bytes(p.bytesTotal)}${what}${adaptive}`;
 }
 
 function updating(m: Machine, cluster: Cluster, opts: StatusViewOptions): string {

@@ -1,0 +1,323 @@
+// Adaptive downloads (docs/releases.md, "Adaptive downloads"; docs/adr/adaptive-downloads.md):
+// the artifact's chunk index, fetched and checked against release.yaml, says which chunks the
+// running slot (or the target slot, in place) already holds; those are copied, the rest are
+// fetched with few single-range requests. Whatever goes wrong with the index, the local
+// disks or the server's ranges, the download goes on in full from the last durable byte, and
+// a log line says why.
+import { createHash } from "node:crypto";
+import { open } from "node:fs/promises";
+import { deviceInfo } from "../native/index.js";
+import type { SlotWriter } from "../native/writer.js";
+import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER, IndexWriter } from "../verify/chunk-index.js";
+import { digestOf } from "../verify/digest.js";
+import { fetchDocument } from "../verify/fetch.js";
+import { artifactUrl, parseRelease, type Artifact, type Release } from "../verify/release.js";
+import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
+import type { SlotName } from "./config.js";
+import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
+import { hashRegion, SeedMap } from "./seed-map.js";
+import { SeedFallback, writeSeeded, type SeedStats } from "./seeded.js";
+import type { SlotStore } from "./store.js";
+
+/**
+ * Below 2 % of the artifact found locally, the plain download is used: it writes through the
+ * release's large chunks with no per-4 KiB hashing in JavaScript, so an artifact with nothing
+ * to reuse is never slower than before (bench:delta's "large change" row).
+ */
+export const MIN_REUSE = 0.02;
+
+/** Target-slot reads for the in-place check: 1 MiB windows. */
+const WINDOW = 1024 * 1024;
+
+export interface SeedContext {
+  store: SlotStore;
+  running: SlotName;
+  target: SlotName;
+  release: Release;
+  base: URL;
+  log?: (m: string) => void;
+  /** Built on first use, shared by the release's artifacts. */
+  seed?: SeedMap;
+}
+
+async function keptIndex(
+  ctx: SeedContext,
+  slot: SlotName,
+  a: Artifact,
+): Promise<ChunkIndex | undefined> {
+  if (a.index === undefined) return undefined;
+  const bytes = await ctx.store.keptIndex(slot, a.name);
+  if (bytes === undefined || digestOf(bytes) !== a.index.digest) return undefined;
+  try {
+    return ChunkIndex.parse(bytes, a.size, `kept index of ${a.name}`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kept index of a running slot whose release is not recorded (installed by other means). */
+const DEVICE_INDEX = "device";
+
+/**
+ * The running slot without a recorded release: the index of its first `span` bytes, kept from
+ * an earlier download (the slot runs, so nothing of liken writes it; withdrawing a slot drops
+ * its indexes), else hashed now and kept.
+ */
+async function deviceSeed(ctx: SeedContext, map: SeedMap, span: number): Promise<string> {
+  const device = ctx.store.device(ctx.running);
+  const end = Math.min(span, deviceInfo(device).size);
+  const kept = await ctx.store.keptIndex(ctx.running, DEVICE_INDEX);
+  if (kept !== undefined && kept.length >= INDEX_HEADER) {
+    try {
+      const idx = ChunkIndex.parse(kept, Number(kept.readBigUInt64BE(8)), "kept device index");
+      if (idx.size >= end - (end % INDEX_CHUNK)) {
+        map.addIndex(idx, 0);
+        return "no release recorded: the device's index kept from an earlier download";
+      }
+    } catch {
+      // A torn or foreign file: hashed again below.
+    }
+  }
+  const index = new IndexWriter();
+  await hashRegion(device, 0, end, map, index);
+  await ctx.store.keepIndex(ctx.running, DEVICE_INDEX, index.finish());
+  return "no release recorded: hashed from the device, index kept";
+}
+
+/**
+ * What the running slot holds: the indexes kept when its release was staged, else its bytes
+ * hashed (its release's artifacts, or as much of the device as the new release spans when the
+ * slot was installed by other means, that index then kept for the next download).
+ */
+async function seedOf(ctx: SeedContext): Promise<SeedMap> {
+  if (ctx.seed) return ctx.seed;
+  const map = new SeedMap();
+  const device = ctx.store.device(ctx.running);
+  const doc = await ctx.store.release(ctx.running);
+  let running: Release | undefined;
+  try {
+    running = doc ? parseRelease(doc) : undefined;
+  } catch {
+    running = undefined;
+  }
+  const t = Date.now();
+  let how = "";
+  if (running) {
+    for (const a of running.artifacts) {
+      const kept = await keptIndex(ctx, ctx.running, a);
+      if (kept) map.addIndex(kept, a.offset);
+      else await hashRegion(device, a.offset, a.offset + a.size, map);
+    }
+    how = `release ${running.version}`;
+  } else {
+    how = await deviceSeed(
+      ctx,
+      map,
+      Math.max(...ctx.release.artifacts.map((a) => a.offset + a.size)),
+    );
+  }
+  ctx.log?.(
+    `adaptive: ${map.size} chunks of the running slot ${ctx.running} known in ${Date.now() - t} ms (${how})`,
+  );
+  ctx.seed = map;
+  return map;
+}
+
+/** Fetches and checks the artifact's index; undefined (and a log line) when it cannot be used. */
+export async function fetchIndex(
+  ctx: SeedContext,
+  a: Artifact,
+  stats: SeedStats,
+): Promise<ChunkIndex | undefined> {
+  if (a.index === undefined) return undefined;
+  const what = `artifact ${a.name}: index ${a.index.path}`;
+  try {
+    let bytes = await ctx.store.keptIndex(ctx.target, a.name);
+    if (bytes === undefined || digestOf(bytes) !== a.index.digest) {
+      bytes = await fetchDocument(
+        artifactUrl(ctx.base, { name: a.name, path: a.index.path }),
+        a.index.size,
+      );
+      stats.fetched += bytes.length;
+      if (digestOf(bytes) !== a.index.digest) {
+        ctx.log?.(
+          `${what} has digest ${digestOf(bytes)}, release.yaml says ${a.index.digest}; downloading in full`,
+        );
+        return undefined;
+      }
+      await ctx.store.keepIndex(ctx.target, a.name, bytes);
+    }
+    return ChunkIndex.parse(bytes, a.size, what);
+  } catch (e) {
+    ctx.log?.(`${(e as Error).message}; downloading in full`);
+    return undefined;
+  }
+}
+
+/** Chunks from `first` on that the target slot already holds where the new artifact puts them. */
+async function inPlace(
+  device: string,
+  a: Artifact,
+  index: ChunkIndex,
+  first: number,
+  skip: (i: number) => boolean,
+): Promise<Uint8Array> {
+  const found = new Uint8Array(index.count);
+  const fh = await open(device, "r");
+  try {
+    const buf = Buffer.allocUnsafe(WINDOW);
+    for (let i = first; i < index.count;) {
+      if (skip(i)) {
+        i++;
+        continue;
+      }
+      let j = i;
+      while (
+        j + 1 < index.count &&
+        !skip(j + 1) &&
+        index.offset(j + 1) + index.length(j + 1) - index.offset(i) <= WINDOW
+      )
+        j++;
+      const len = index.offset(j) + index.length(j) - index.offset(i);
+      const { bytesRead } = await fh.read(buf, 0, len, a.offset + index.offset(i));
+      for (let k = i; k <= j; k++) {
+        const from = index.offset(k) - index.offset(i);
+        if (from + index.length(k) > bytesRead) break;
+        const h = createHash("sha256")
+          .update(buf.subarray(from, from + index.length(k)))
+          .digest();
+        if (Buffer.compare(h, index.hash(k)) === 0) found[k] = 1;
+      }
+      i = j + 1;
+    }
+  } finally {
+    await fh.close();
+  }
+  return found;
+}
+
+/** The plan from the resume point: what the running slot and the target hold, and the rest. */
+async function planFor(ctx: SeedContext, job: ArtifactJob, index: ChunkIndex): Promise<Plan> {
+  const a = job.artifact;
+  const start = job.resume?.offset ?? 0;
+  const seed = await seedOf(ctx);
+  // The chunk that holds the resume point (a resume point may fall inside a long chunk).
+  let first = index.chunkAt(start);
+  if (first > 0 && (first === index.count || index.offset(first) > start)) first--;
+  const running = new Float64Array(index.count).fill(-1);
+  for (let i = first; i < index.count; i++) {
+    const prev = i > first && running[i - 1]! >= 0 ? [running[i - 1]! + index.length(i - 1)] : [];
+    running[i] =
+      seed.find(index.hash(i), index.length(i), [...prev, a.offset + index.offset(i)]) ?? -1;
+  }
+  // In place only where the target held a release (the one before the running one, as A/B
+  // slots do): a fresh slot is not read through for nothing (bench:delta's "nothing" case).
+  const held = (await ctx.store.release(ctx.target)) !== undefined;
+  const here = held
+    ? await inPlace(ctx.store.device(ctx.target), a, index, first, (i) => running[i]! >= 0)
+    : new Uint8Array(index.count);
+  const local = (i: number): LocalSource | undefined => {
+    if (running[i]! >= 0) return { device: "running", at: running[i]! };
+    return here[i] === 1 ? { device: "target", at: a.offset + index.offset(i) } : undefined;
+  };
+  return planSeeded({
+    first,
+    count: index.count,
+    offset: (i) => index.offset(i),
+    length: (i) => index.length(i),
+    local,
+  });
+}
+
+/** Goes on in full after SeedFallback: from the last durable byte, or from the start. */
+async function fallBack(
+  job: ArtifactJob,
+  whole: ArtifactJob,
+  w: SlotWriter,
+  e: SeedFallback,
+  stats: SeedStats,
+): Promise<void> {
+  const a = job.artifact;
+  if (e.restart) {
+    job.log?.(
+      `artifact ${a.name}: adaptive download refused (${e.reason}); downloading in full from the start`,
+    );
+    const { resume: _resume, ...fresh } = job;
+    await writeArtifact(fresh);
+    stats.fetched += a.size;
+    return;
+  }
+  const cp = await w.checkpoint();
+  w.abort();
+  await whole.onCheckpoint(cp);
+  job.log?.(
+    `artifact ${a.name}: adaptive download stopped at byte ${cp.offset}: ${e.reason}; downloading the rest in full`,
+  );
+  await writeArtifact({ ...whole, resume: cp });
+  stats.fetched += a.size - cp.offset;
+}
+
+/** Every SAMPLE-th chunk is looked up before the full plan: 1/64 decides in 2 % of the work. */
+const SAMPLE = 64;
+
+/**
+ * Whether the running slot holds enough of the artifact for the full plan to be worth making:
+ * with nothing to reuse (a new image), the plain download starts at once (bench:delta's
+ * "nothing" case). The target slot is not sampled (it is searched in place by the plan).
+ */
+async function worthLooking(ctx: SeedContext, index: ChunkIndex, start: number): Promise<boolean> {
+  if ((await ctx.store.release(ctx.target)) !== undefined) return true;
+  const seed = await seedOf(ctx);
+  let found = 0;
+  let seen = 0;
+  for (let i = index.chunkAt(start); i < index.count; i += SAMPLE) {
+    seen++;
+    if (seed.find(index.hash(i), index.length(i)) !== undefined) found++;
+  }
+  return seen === 0 || found >= (MIN_REUSE / 2) * seen;
+}
+
+/**
+ * Writes one artifact adaptively. `job` is the download's own job (resume point, progress);
+ * returns false when nothing worth reusing was found and the caller should download in full.
+ */
+export async function writeAdaptive(
+  ctx: SeedContext,
+  job: ArtifactJob,
+  index: ChunkIndex,
+  stats: SeedStats,
+): Promise<boolean> {
+  const a = job.artifact;
+  const start = job.resume?.offset ?? 0;
+  if (!(await worthLooking(ctx, index, start))) {
+    job.log?.(
+      `artifact ${a.name}: a sample finds almost nothing of it locally; downloading in full`,
+    );
+    return false;
+  }
+  const plan = await planFor(ctx, job, index);
+  const rest = a.size - start;
+  job.log?.(
+    `artifact ${a.name}: adaptive plan from ${start}: ${plan.localBytes} of ${rest} bytes local, ` +
+      `${plan.remoteBytes} to fetch in ${plan.requests} range request(s)`,
+  );
+  if (rest > 0 && plan.localBytes < MIN_REUSE * rest) {
+    job.log?.(`artifact ${a.name}: less than ${MIN_REUSE * 100} % is local; downloading in full`);
+    return false;
+  }
+  // Whole-stream mode: resume points carry the hash state, the digest is checked at the end.
+  const { chunks: _chunks, ...bare } = a;
+  const whole: ArtifactJob = { ...job, artifact: bare };
+  const w = openWriter(whole, start, job.resume?.hashState);
+  const devices = { running: ctx.store.device(ctx.running), target: ctx.store.device(ctx.target) };
+  try {
+    await writeSeeded({ job: whole, index, plan, devices, stats }, w);
+  } catch (e) {
+    if (!(e instanceof SeedFallback)) {
+      w.abort();
+      throw e;
+    }
+    await fallBack(job, whole, w, e, stats);
+  }
+  return true;
+}

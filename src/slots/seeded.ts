@@ -1,0 +1,299 @@
+// The seeded writer: one artifact into the target slot from a plan (./seed-plan.ts), local
+// chunks read from the running slot or found in place in the target, the rest fetched with
+// single-range requests. Every chunk is hashed against the index before it is handed to the
+// writer; the writer runs in whole-stream mode, so the artifact's SHA-256 is checked when it
+// ends (and on read-back, as for every download) and a resume point carries the hash state.
+//
+// Anything that makes the plan unusable (a server that ignores or caps Range, a wrong
+// Content-Range, bytes that do not match the index, a final digest that differs) throws
+// SeedFallback with the reason; the caller downloads the rest in full (./adaptive.ts).
+import { createHash } from "node:crypto";
+import { open, type FileHandle } from "node:fs/promises";
+import { setTimeout as delay } from "node:timers/promises";
+import { LikenError } from "../errors.js";
+import type { SlotWriter } from "../native/writer.js";
+import type { ChunkIndex } from "../verify/chunk-index.js";
+import { hexOf } from "../verify/digest.js";
+import { VerifyError } from "../verify/errors.js";
+import {
+  checkRangeReply,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  discardBody,
+  fetchFailure,
+  get,
+} from "../verify/fetch.js";
+import { Checkpointer, DEFAULT_ATTEMPTS, type ArtifactJob } from "./artifact.js";
+import type { Plan, Segment } from "./seed-plan.js";
+
+/** The adaptive download cannot go on; `restart` when nothing written can be kept. */
+export class SeedFallback extends Error {
+  constructor(
+    readonly reason: string,
+    readonly restart = false,
+  ) {
+    super(reason);
+  }
+}
+
+export interface SeedStats {
+  /** Bytes copied from a local disk (checked against the index). */
+  reused: number;
+  /** Bytes received from the channel for this artifact (index included by the caller). */
+  fetched: number;
+  /** Range requests sent. */
+  requests: number;
+  /** Local chunks that did not match the index and were fetched instead. */
+  corrupt: number;
+}
+
+export interface SeededJob {
+  /** A whole-stream job: the artifact without `chunks`, so resume points carry hash state. */
+  job: ArtifactJob;
+  index: ChunkIndex;
+  plan: Plan;
+  devices: { running: string; target: string };
+  stats: SeedStats;
+}
+
+/** Local reads gather chunks up to 1 MiB: few syscalls, a small buffer. */
+const LOCAL_READ = 1024 * 1024;
+const RETRY_BASE_MS = 100;
+
+function same(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.compare(a, b) === 0;
+}
+
+/** Hands verified chunk bytes to the writer, dropping what precedes its resume position. */
+class Sink {
+  constructor(
+    private readonly w: SlotWriter,
+    private readonly cps: Checkpointer,
+  ) {}
+
+  async push(at: number, slices: Buffer[]): Promise<void> {
+    for (const s of slices) {
+      const skip = Math.max(0, this.w.position - at);
+      if (skip < s.length) await this.w.write(skip > 0 ? s.subarray(skip) : s);
+      at += s.length;
+    }
+    this.cps.maybe();
+  }
+}
+
+class Seeder {
+  private readonly handles = new Map<string, FileHandle>();
+  private readonly idx: ChunkIndex;
+
+  constructor(
+    private readonly s: SeededJob,
+    private readonly sink: Sink,
+  ) {
+    this.idx = s.index;
+  }
+
+  private end(i: number): number {
+    return this.idx.offset(i) + this.idx.length(i);
+  }
+
+  private async handle(device: string): Promise<FileHandle> {
+    let h = this.handles.get(device);
+    if (h === undefined) {
+      // Read-only: the running slot is never opened for writing.
+      h = await open(device, "r");
+      this.handles.set(device, h);
+    }
+    return h;
+  }
+
+  async close(): Promise<void> {
+    for (const h of this.handles.values()) await h.close();
+  }
+
+  async run(): Promise<void> {
+    for (const seg of this.s.plan.segments) {
+      if (seg.kind === "remote") await this.remote(seg.first, seg.last);
+      else await this.local(seg);
+    }
+  }
+
+  /** Reads a local segment window by window; a chunk that does not match is fetched. */
+  private async local(seg: Extract<Segment, { kind: "local" }>): Promise<void> {
+    const fh = await this.handle(this.s.devices[seg.device]);
+    const base = this.idx.offset(seg.first);
+    for (let i = seg.first; i <= seg.last;) {
+      let j = i;
+      while (j < seg.last && this.end(j + 1) - this.idx.offset(i) <= LOCAL_READ) j++;
+      const len = this.end(j) - this.idx.offset(i);
+      const buf = Buffer.allocUnsafe(len);
+      const { bytesRead } = await fh.read(buf, 0, len, seg.at + this.idx.offset(i) - base);
+      let bad = -1;
+      for (let k = i; k <= j; k++) {
+        const from = this.idx.offset(k) - this.idx.offset(i);
+        const piece = buf.subarray(from, from + this.idx.length(k));
+        const ok =
+          from + this.idx.length(k) <= bytesRead &&
+          same(createHash("sha256").update(piece).digest(), this.idx.hash(k));
+        if (ok && bad >= 0) {
+          await this.corrupt(seg.device, bad, k - 1);
+          bad = -1;
+        }
+        if (ok) {
+          await this.sink.push(this.idx.offset(k), [piece]);
+          this.s.stats.reused += piece.length;
+        } else if (bad < 0) bad = k;
+      }
+      if (bad >= 0) await this.corrupt(seg.device, bad, j);
+      i = j + 1;
+    }
+  }
+
+  /** Local bytes that differ from what the plan expected: fetched instead, and said. */
+  private async corrupt(device: string, first: number, last: number): Promise<void> {
+    this.s.stats.corrupt += last - first + 1;
+    this.s.job.log?.(
+      `artifact ${this.s.job.artifact.name}: ${last - first + 1} chunk(s) from ${this.idx.offset(first)} ` +
+        `read from the ${device} slot do not match the index (the slot changed or is corrupt); fetched instead`,
+    );
+    await this.remote(first, last);
+  }
+
+  /** Fetches chunks first..last with one Range request, retrying transient failures. */
+  private async remote(first: number, last: number): Promise<void> {
+    const attempts = this.s.job.attempts ?? DEFAULT_ATTEMPTS;
+    let next = first;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.fetchRange(next, last, (i) => (next = i + 1));
+        return;
+      } catch (e) {
+        // Our own stop (the download is being killed) is neither a fallback nor a retry.
+        if (e instanceof SeedFallback || (e as Error)?.name === "AbortError") throw e;
+        if (!(e instanceof LikenError) || !e.retryable || attempt >= attempts) {
+          throw new SeedFallback((e as Error).message);
+        }
+        this.s.job.log?.(
+          `artifact ${this.s.job.artifact.name}: range attempt ${attempt} failed (${e.message}); retrying`,
+        );
+        await delay(RETRY_BASE_MS * 2 ** (attempt - 1));
+      }
+    }
+  }
+
+  private async fetchRange(first: number, last: number, done: (i: number) => void): Promise<void> {
+    const { job } = this.s;
+    const from = this.idx.offset(first);
+    const to = this.end(last) - 1;
+    const res = await get(job.url, { range: `bytes=${from}-${to}` }, job.fetch);
+    this.s.stats.requests++;
+    const fault = checkRangeReply(res.status, res.headers, from, to, job.artifact.size);
+    if (fault !== undefined) {
+      discardBody(res.body);
+      if (fault.kind === "status" && (res.status >= 500 || res.status === 429)) {
+        throw new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${job.url.href}: ${fault.reason}`, {
+          retryable: true,
+        });
+      }
+      throw new SeedFallback(fault.reason);
+    }
+    const chunks = new Chunker(this.idx, first, job.url);
+    let got = 0;
+    try {
+      for await (const piece of res.body) {
+        const b = piece as Buffer;
+        this.s.stats.fetched += b.length;
+        got += b.length;
+        if (got > to - from + 1) {
+          throw new SeedFallback(
+            `GET ${job.url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
+          );
+        }
+        for (const c of chunks.take(b)) {
+          await this.sink.push(this.idx.offset(c.i), c.slices);
+          done(c.i);
+        }
+      }
+    } catch (cause) {
+      discardBody(res.body);
+      if (cause instanceof SeedFallback || cause instanceof LikenError) throw cause;
+      throw fetchFailure(job.url, cause, job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+    }
+    if (got < to - from + 1) {
+      throw new VerifyError(
+        "LIKEN_VERIFY_CONNECTION",
+        `GET ${job.url.href}: the body of bytes=${from}-${to} ended after ${got} bytes`,
+        { retryable: true },
+      );
+    }
+  }
+}
+
+/** Cuts a range's body into the index's chunks and checks each one's hash as it completes. */
+class Chunker {
+  private slices: Buffer[] = [];
+  private h = createHash("sha256");
+  private inChunk = 0;
+
+  constructor(
+    private readonly idx: ChunkIndex,
+    private i: number,
+    private readonly url: URL,
+  ) {}
+
+  /** The chunks `b` completes, each verified; a chunk that fails ends the adaptive download. */
+  take(b: Buffer): { i: number; slices: Buffer[] }[] {
+    const out: { i: number; slices: Buffer[] }[] = [];
+    for (let off = 0; off < b.length;) {
+      const n = Math.min(this.idx.length(this.i) - this.inChunk, b.length - off);
+      const part = b.subarray(off, off + n);
+      this.h.update(part);
+      this.slices.push(part);
+      this.inChunk += n;
+      off += n;
+      if (this.inChunk < this.idx.length(this.i)) continue;
+      this.check();
+      out.push({ i: this.i, slices: this.slices });
+      this.i++;
+      this.slices = [];
+      this.h = createHash("sha256");
+      this.inChunk = 0;
+    }
+    return out;
+  }
+
+  private check(): void {
+    const digest = this.h.digest();
+    const want = this.idx.hash(this.i);
+    if (same(digest, want)) return;
+    const from = this.idx.offset(this.i);
+    throw new SeedFallback(
+      `bytes ${from}-${from + this.idx.length(this.i) - 1} (chunk ${this.i}) from ${this.url.href} have ` +
+        `sha256:${digest.toString("hex")}, the index says sha256:${want.toString("hex")}: the server ` +
+        `sent wrong bytes for the Range, or the index lies`,
+    );
+  }
+}
+
+/**
+ * Writes the artifact from the writer's position by the plan. Returns normally only when the
+ * whole artifact is written and its SHA-256 matches release.yaml; the writer is then finished.
+ * On SeedFallback the writer is left open (every byte handed to it was verified), for the
+ * caller to take a resume point from.
+ */
+export async function writeSeeded(s: SeededJob, w: SlotWriter): Promise<void> {
+  const cps = new Checkpointer(s.job, w);
+  const seeder = new Seeder(s, new Sink(w, cps));
+  try {
+    await seeder.run();
+  } finally {
+    await seeder.close();
+    await cps.settle().catch(() => {});
+  }
+  await cps.settle();
+  const { digest } = await w.finish();
+  if (digest !== hexOf(s.job.artifact.digest)) {
+    throw new SeedFallback(
+      `the chunks the index names make sha256:${digest}, release.yaml says ${s.job.artifact.digest}: the index lies about the artifact`,
+      true,
+    );
+  }
+}
