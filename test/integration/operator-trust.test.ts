@@ -318,6 +318,60 @@ describe("trust mode channel", () => {
   }, 120_000);
 });
 
+describe("the API server's rules for spec.releases.trust", () => {
+  const create = (name: string, spec: Record<string, unknown>) =>
+    api.clusters.create({
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Cluster",
+      metadata: { name },
+      spec: spec as unknown as Cluster["spec"],
+    });
+  const root = `sha256:${"a".repeat(64)}`;
+  it("refuses a channel mode without channel or rootDigest, and spec.version with follow; takes spec.version without a catalog entry in mode channel", async () => {
+    const names: string[] = [];
+    const n = () => {
+      const x = uniqueName("cel");
+      names.push(x);
+      return x;
+    };
+    try {
+      await expect(
+        create(n(), {
+          releases: { source: "http://x.example/", trust: { mode: "channel", channel: "stable" } },
+        }),
+      ).rejects.toThrow(/rootDigest/);
+      await expect(
+        create(n(), {
+          version: V1,
+          releases: {
+            source: "http://x.example/",
+            trust: { mode: "channel", channel: "stable", rootDigest: root, follow: {} },
+          },
+        }),
+      ).rejects.toThrow(/follow picks the release by itself/);
+      await expect(
+        create(n(), {
+          version: V1,
+          releases: {
+            source: "http://x.example/",
+            trust: { mode: "channel+pinned", channel: "stable", rootDigest: root },
+          },
+        }),
+      ).rejects.toThrow(/names no entry in spec.releases.catalog/);
+      const ok = await create(n(), {
+        version: V1,
+        releases: {
+          source: "http://x.example/",
+          trust: { mode: "channel", channel: "stable", rootDigest: root },
+        },
+      });
+      expect(ok.spec.releases.trust?.mode).toBe("channel");
+    } finally {
+      for (const x of names) await api.clusters.delete(x).catch(() => undefined);
+    }
+  });
+});
+
 describe("hostile channels: the fleet does not move, the condition names the fault, the good channel is followed again", () => {
   it("an expired timestamp", async () => {
     const s = await scene();
