@@ -88,11 +88,13 @@ describe("kubectl get clusters", () => {
     expect(row).toHaveLength(9);
   });
 
-  it("-o wide adds TURNS naming the machine that holds a turn", async () => {
+  it("-o wide adds TURNS naming the machine that holds a turn, then TRUST and FRESHNESS", async () => {
     const r = await kubectl(["get", "clusters", name, "-o", "wide"]);
     const [header, row] = table(r.stdout);
     expect(header).toEqual(
-      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS".split(" "),
+      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS TRUST FRESHNESS".split(
+        " ",
+      ),
     );
     expect(row?.[9]).toBe("node-4");
   });
