@@ -72,6 +72,8 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "trust.rootDigest": text(71),
   "trust.target.version": text(64),
   "trust.target.digest": text(71),
+  "trust.taken.version": text(64),
+  "trust.taken.digest": text(71),
   "trust.newest.version": text(64),
   "trust.newest.digest": text(71),
   "trust.recalled.version": text(64),

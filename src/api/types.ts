@@ -607,6 +607,11 @@ export interface TrustStatus {
   rootDigest?: string;
   /** The release the channel vouches for now: the target of the channel modes. */
   target?: ReleaseRef;
+  /**
+   * The newest release this Cluster ever took from the channel; never cleared (a refusal or a
+   * recall takes `target` away, not this): following never goes below it.
+   */
+  taken?: ReleaseRef;
   /** The newest release of the channel (recalled ones left out). */
   newest?: ReleaseRef;
   /** When this Cluster's wave opens for the newest release (follow). */

@@ -22,6 +22,7 @@ import {
 } from "../verify/tuf.js";
 import type { ChannelRelease } from "../verify/tuf-target.js";
 import { decideFollow, type FollowDecision } from "./follow.js";
+import { compareVersions } from "./version-order.js";
 import type { ChannelView } from "./decide.js";
 
 type TrustCondition = Extract<ClusterCondition, { type: "ChannelTrusted" }>;
@@ -67,6 +68,13 @@ function metadataUrl(source: string): URL {
   return new URL("tuf/", source.endsWith("/") ? source : `${source}/`);
 }
 
+function takenBefore(c: Cluster): ReleaseRef | undefined {
+  const st = c.status?.trust;
+  return st?.rootDigest === c.spec.releases.trust?.rootDigest
+    ? (st?.taken ?? st?.target)
+    : undefined;
+}
+
 function trustedBefore(c: Cluster): TrustedFiles | undefined {
   const st = c.status?.trust;
   const m = st?.metadata;
@@ -95,7 +103,8 @@ async function verified(
     pick: (releases) => {
       decision = decideFollow({
         releases,
-        current: before?.rootDigest === spec.rootDigest ? before.target : undefined,
+        current:
+          before?.rootDigest === spec.rootDigest ? (before.taken ?? before.target) : undefined,
         version: cluster.spec.version,
         follow: spec.follow,
         uid: cluster.metadata.uid ?? cluster.metadata.name,
@@ -132,7 +141,7 @@ export async function readTrust(cluster: Cluster, now: () => Date): Promise<Chan
   return trustedView(
     cluster,
     channel,
-    { ...base, ...statusOf(read, started) },
+    { ...base, ...statusOf(read, started, takenBefore(cluster)) },
     read,
     pre.url,
     started,
@@ -165,7 +174,13 @@ function preconditions(
 type Pinned = TrustSpec & { rootDigest: string; channel: string };
 type Read = Extract<TufRead, { ok: true }> & { decision?: FollowDecision };
 
-function statusOf(read: Read, at: Date): Omit<TrustStatus, "mode"> {
+/** The newer of two releases by version (the one a follower must never go below). */
+function newer(a: ReleaseRef | undefined, b: ReleaseRef | undefined): ReleaseRef | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return compareVersions(a.version, b.version) >= 0 ? a : b;
+}
+
+function statusOf(read: Read, at: Date, taken0: ReleaseRef | undefined): Omit<TrustStatus, "mode"> {
   const d = read.decision;
   const expired = read.expires.at.getTime() <= at.getTime();
   const st: Omit<TrustStatus, "mode"> = {
@@ -179,6 +194,8 @@ function statusOf(read: Read, at: Date): Omit<TrustStatus, "mode"> {
   };
   const target = ref(d?.target);
   if (target !== undefined) st.target = target;
+  const taken = newer(target, taken0);
+  if (taken !== undefined) st.taken = taken;
   const newest = ref(d?.newest);
   if (newest !== undefined) st.newest = newest;
   if (d?.waveOpensAt !== undefined) st.waveOpensAt = rfc3339(d.waveOpensAt);

@@ -88,7 +88,7 @@ describe("kubectl get clusters", () => {
     expect(row).toHaveLength(9);
   });
 
-  it("-o wide adds TURNS naming the machine that holds a turn", async () => {
+  it("-o wide adds TURNS naming the machine that holds a turn, then TRUST and FRESHNESS", async () => {
     const r = await kubectl(["get", "clusters", name, "-o", "wide"]);
     const [header, row] = table(r.stdout);
     // The page's listing, column for column; then LKG, the last known good release, and the signed channel's TRUST and FRESHNESS (issue 27,

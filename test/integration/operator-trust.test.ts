@@ -263,6 +263,49 @@ describe("trust mode channel", () => {
     }
   }, 120_000);
 
+  it("follow: a taken release the channel recalls gets no more turns and the Cluster says why; a newer one is followed", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
+      await waitFor(
+        "the turn released",
+        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
+        { timeoutMs: 30_000 },
+      );
+      await recallRelease({
+        repo: s.ch.repo,
+        keys: s.ch.keys,
+        channel: "stable",
+        version: V2,
+        reason: "disk corruption",
+      });
+      const why = await waitFor(
+        "ChannelTrusted False ReleaseRecalled",
+        async () => {
+          const x = await cond(s.cluster);
+          return x?.reason === "ReleaseRecalled" ? x : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(why.message).toContain("disk corruption");
+      await asks(s, V2, d2, d1);
+      await readsSince(s, 2);
+      const c = await api.clusters.get(s.cluster);
+      expect(c.status?.rebootTurns ?? []).toEqual([]);
+      expect(c.status?.trust?.target).toBeUndefined();
+      expect(c.status?.trust?.newest).toBeUndefined();
+      const d3 = await s.ch.publish(V3);
+      await asks(s, V3, d3, d2);
+      await followed(s, V3);
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
   it("channel+pinned moves only when the catalog's digest equals the channel's", async () => {
     const s = await scene({ mode: "channel+pinned" }, {}, {});
     try {
@@ -316,6 +359,60 @@ describe("trust mode channel", () => {
       await s.close();
     }
   }, 120_000);
+});
+
+describe("the API server's rules for spec.releases.trust", () => {
+  const create = (name: string, spec: Record<string, unknown>) =>
+    api.clusters.create({
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Cluster",
+      metadata: { name },
+      spec: spec as unknown as Cluster["spec"],
+    });
+  const root = `sha256:${"a".repeat(64)}`;
+  it("refuses a channel mode without channel or rootDigest, and spec.version with follow; takes spec.version without a catalog entry in mode channel", async () => {
+    const names: string[] = [];
+    const n = () => {
+      const x = uniqueName("cel");
+      names.push(x);
+      return x;
+    };
+    try {
+      await expect(
+        create(n(), {
+          releases: { source: "http://x.example/", trust: { mode: "channel", channel: "stable" } },
+        }),
+      ).rejects.toThrow(/rootDigest/);
+      await expect(
+        create(n(), {
+          version: V1,
+          releases: {
+            source: "http://x.example/",
+            trust: { mode: "channel", channel: "stable", rootDigest: root, follow: {} },
+          },
+        }),
+      ).rejects.toThrow(/follow picks the release by itself/);
+      await expect(
+        create(n(), {
+          version: V1,
+          releases: {
+            source: "http://x.example/",
+            trust: { mode: "channel+pinned", channel: "stable", rootDigest: root },
+          },
+        }),
+      ).rejects.toThrow(/names no entry in spec.releases.catalog/);
+      const ok = await create(n(), {
+        version: V1,
+        releases: {
+          source: "http://x.example/",
+          trust: { mode: "channel", channel: "stable", rootDigest: root },
+        },
+      });
+      expect(ok.spec.releases.trust?.mode).toBe("channel");
+    } finally {
+      for (const x of names) await api.clusters.delete(x).catch(() => undefined);
+    }
+  });
 });
 
 describe("hostile channels: the fleet does not move, the condition names the fault, the good channel is followed again", () => {
