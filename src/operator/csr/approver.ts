@@ -130,12 +130,29 @@ export class CsrApprover {
     for (const name of this.said.keys()) if (!live.has(name)) this.said.delete(name);
     for (const [i, view] of all.entries()) {
       if (view.state !== "Pending") continue;
-      const machine = requestedMachine(view);
-      const target = machine === undefined ? NO_TARGET : await this.target(machine);
-      const nowMs = this.opts.now?.() ?? Date.now();
-      const d = decideCsr(view, { nowMs, target, all, autoApprove: this.opts.autoApprove });
-      await this.act(list.items[i]!, d);
+      // One request's failure (a 409 after a person's decision, a 403, a lookup that timed
+      // out) never holds up the others: it is logged and judged again next round.
+      await this.judge(list.items[i]!, view, all).catch((e: unknown) =>
+        this.opts.log.warn(
+          { csr: view.name, err: String(e).slice(0, 512) },
+          "deciding on a certificate request failed; liken retries",
+        ),
+      );
     }
+  }
+
+  private async judge(
+    csr: V1CertificateSigningRequest,
+    view: CsrView,
+    all: readonly CsrView[],
+  ): Promise<void> {
+    const machine = requestedMachine(view);
+    const target = machine === undefined ? NO_TARGET : await this.target(machine);
+    const nowMs = this.opts.now?.() ?? Date.now();
+    await this.act(
+      csr,
+      decideCsr(view, { nowMs, target, all, autoApprove: this.opts.autoApprove }),
+    );
   }
 
   private async target(machine: string): Promise<Target> {
