@@ -4,7 +4,7 @@
 // once it has answered, and join again with the bootstrap credential when a certificate
 // expired anyway (a machine powered off past its notAfter). Phases log their begin and end.
 import { X509Certificate } from "node:crypto";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
@@ -102,6 +102,7 @@ export class MachineIdentity {
    * (the agent can do nothing without an identity), saying why every approvalWarnMs.
    */
   async ensure(signal: AbortSignal): Promise<void> {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.held = readHeld(this.dir);
     this.source = this.readSource();
     const now = Date.now();
