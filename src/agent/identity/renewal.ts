@@ -41,7 +41,7 @@ function start(c: CertTimes): number {
 export function renewAtMs(c: CertTimes, jitter: number): number {
   const from = start(c);
   const fraction = RENEW_FROM + RENEW_JITTER * Math.min(Math.max(jitter, 0), 1);
-  return from + Math.floor((c.notAfterMs - from) * fraction);
+  return from + Math.round((c.notAfterMs - from) * fraction);
 }
 
 /** How the machine came by its certificate (the condition's reason when it is current). */
