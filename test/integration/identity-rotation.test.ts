@@ -140,4 +140,38 @@ describe("machine certificates rotate during a rollout", () => {
       expect(renewedLines.length, `${name} renewals in its log`).toBeGreaterThanOrEqual(2);
     }
   }, 480_000);
+
+  it("a machine powered off past its certificate's expiry joins again with the bootstrap credential, and says so", async () => {
+    const sim = fleet.machines.get(W1)!;
+    await sim.stop();
+    const before = await fleet.api.machines.get(W1);
+    const expiry = Date.parse(before.status!.certificateExpiry!);
+    await waitFor(
+      "the stopped machine's certificate to expire",
+      async () => Date.now() > expiry + 2000,
+      {
+        timeoutMs: 180_000,
+        intervalMs: 1000,
+      },
+    );
+    sim.powerOn();
+    await waitFor(
+      `${W1} back with a new certificate from the bootstrap credential (IdentityCurrent Rejoined)`,
+      async () => {
+        const m = await fleet.api.machines.get(W1);
+        const c = m.status?.conditions?.find((x) => x.type === "IdentityCurrent");
+        return (
+          c?.status === "True" &&
+          c.reason === "Rejoined" &&
+          Date.parse(m.status!.certificateExpiry!) > Date.now() &&
+          m.status?.step === "Ready"
+        );
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    const log = readFileSync(sim.logFile, "utf8");
+    expect(log).toMatch(
+      /the client certificate expired: joining again with the bootstrap credential/,
+    );
+  }, 360_000);
 });
