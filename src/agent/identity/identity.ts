@@ -12,6 +12,7 @@ import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
 import { rfc3339 } from "../../api/time.js";
 import { agentUserName } from "../../api/types.js";
 import { errorCode, errorText } from "../../errors.js";
+import { sdNotify } from "../../native/index.js";
 import { AgentError } from "../errors.js";
 import {
   installIssued,
@@ -238,8 +239,14 @@ export class MachineIdentity {
           warnAfterMs: this.s.approvalWarnMs,
           log: this.log,
           signal,
-          onSlow: (m) => (this.slow = m),
+          onSlow: (m) => {
+            this.slow = m;
+            // Before its first join the machine has no Machine it may write: systemd's status
+            // line (`systemctl status liken-agent`) says what it waits for.
+            sdNotify(`STATUS=${m}`);
+          },
         });
+        if (this.slow !== undefined) sdNotify("STATUS=certificate issued");
         this.slow = undefined;
         return { certPem, keyPem };
       } catch (e) {
