@@ -41,8 +41,13 @@ export interface MachineImages {
 export interface MachineIdentity {
   machine: string;
   cluster: string;
-  /** A kubeconfig naming https://GUEST_API, the control plane's CA and the machine's client certificate. */
+  /**
+   * A kubeconfig naming https://GUEST_API and the control plane's CA: with `bootstrap`, the
+   * fleet's bootstrap token (the agent joins for its own certificate, docs/machine.md
+   * "Identity"); without, the machine's client certificate made by hand.
+   */
   kubeconfig: string;
+  bootstrap?: boolean;
 }
 
 /**

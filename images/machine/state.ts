@@ -17,6 +17,9 @@ import { ESP_MOUNT } from "./guest.js";
 /** Where the guest reads them (the bind mount of docs/machine.md). */
 export const GUEST_CONFIG = "/etc/liken/agent.yaml";
 export const GUEST_KUBECONFIG = "/etc/liken/kubeconfig";
+/** The fleet's bootstrap credential, and where the agent writes the kubeconfig of its own. */
+export const GUEST_BOOTSTRAP_KUBECONFIG = "/etc/liken/bootstrap-kubeconfig";
+export const GUEST_IDENTITY_KUBECONFIG = "/var/lib/liken/identity/kubeconfig";
 
 /** The release the factory wrote into slot a, as `liken release build` published it. */
 export interface InstalledRelease {
@@ -38,7 +41,12 @@ export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBo
   return stringify({
     machine: identity.machine,
     cluster: identity.cluster,
-    kubeconfig: GUEST_KUBECONFIG,
+    ...(identity.bootstrap === true
+      ? {
+          kubeconfig: GUEST_IDENTITY_KUBECONFIG,
+          identity: { bootstrapKubeconfig: GUEST_BOOTSTRAP_KUBECONFIG },
+        }
+      : { kubeconfig: GUEST_KUBECONFIG }),
     slots: {
       a: { device: "/dev/disk/by-partlabel/liken-a" },
       b: { device: "/dev/disk/by-partlabel/liken-b" },
@@ -68,7 +76,8 @@ export function writeStatePartition(
     writeFileSync(join(dir, "etc/agent.yaml"), agentConfigYaml(identity, images.bootloader), {
       mode: 0o644,
     });
-    writeFileSync(join(dir, "etc/kubeconfig"), identity.kubeconfig, { mode: 0o600 });
+    const file = identity.bootstrap === true ? "etc/bootstrap-kubeconfig" : "etc/kubeconfig";
+    writeFileSync(join(dir, file), identity.kubeconfig, { mode: 0o600 });
     if (installed !== undefined) {
       mkdirSync(join(dir, "slot-a"));
       writeFileSync(join(dir, "slot-a/release.yaml"), installed.document);

@@ -186,6 +186,42 @@ const health = strict({
     .optional(),
 }).describe("Host checks a trial boot must pass before it is promoted (docs/agent.md).");
 
+/** The Kubernetes API's floor for spec.expirationSeconds of a CertificateSigningRequest. */
+export const MIN_CERT_SECONDS = 600;
+/** Ten years: longer than any signer issues (kube-controller-manager's default is one year). */
+export const MAX_CERT_SECONDS = 10 * 365 * 24 * 3600;
+export const DEFAULT_CERT_SECONDS = 365 * 24 * 3600;
+/** An approval takes seconds when cluster-operator approves; minutes mean nobody will. */
+export const DEFAULT_APPROVAL_WARN_SECONDS = 120;
+
+const identity = strict(
+  {
+    bootstrapKubeconfig: text("be a non-empty string").describe(
+      "A kubeconfig with the fleet's shared bootstrap token: used only to file this machine's certificate request when it has no valid certificate (docs/machine.md, Identity).",
+    ),
+    expirationSeconds: bounded(
+      MIN_CERT_SECONDS,
+      MAX_CERT_SECONDS,
+      "the API refuses a request for less than 600 s, and no signer issues ten years",
+    )
+      .optional()
+      .describe(
+        "The lifetime each certificate request asks for (default one year); the signer may issue shorter.",
+      ),
+    approvalWarnSeconds: bounded(1, 86_400, "say within a day that nobody approves")
+      .optional()
+      .describe(
+        "After this long without approval the agent says so, and keeps waiting (default 120).",
+      ),
+  },
+  {
+    unknown:
+      "a field of identity (its fields: bootstrapKubeconfig, expirationSeconds, approvalWarnSeconds)",
+  },
+).describe(
+  "The machine's own identity: joined for with the bootstrap credential, written to kubeconfig, renewed before it expires.",
+);
+
 /** The keys the agent itself reads (the slots module reads slotsSection's). */
 export const agentSection = {
   machine: text("be a non-empty string").describe(
@@ -197,7 +233,10 @@ export const agentSection = {
     .describe("The Node this machine runs as (default: machine)."),
   kubeconfig: text("be a non-empty string")
     .optional()
-    .describe("Kubeconfig of the agent's identity; absent: KUBECONFIG or in-cluster."),
+    .describe(
+      "Kubeconfig of the agent's identity (with identity: where the agent writes it); absent: KUBECONFIG or in-cluster.",
+    ),
+  identity: identity.optional(),
   bootId: text("be a non-empty string")
     .optional()
     .describe("This boot's identity file (default /proc/sys/kernel/random/boot_id)."),

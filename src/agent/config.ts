@@ -11,7 +11,13 @@ import type { DriverPodSelectors } from "../drain/index.js";
 import { parseMetricsAddress, type ListenAddress } from "../metrics/serve.js";
 import { check, refusalText } from "../schema/index.js";
 import { loadAgentConfig, type AgentSlotsConfig } from "../slots/config.js";
-import { agentFile, type AgentFile } from "./config-schema.js";
+import {
+  agentFile,
+  DEFAULT_APPROVAL_WARN_SECONDS,
+  DEFAULT_CERT_SECONDS,
+  type AgentFile,
+} from "./config-schema.js";
+import type { IdentitySettings } from "./identity/identity.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_HEALTH_TIMEOUT_SECONDS, type HealthCommand } from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -49,6 +55,8 @@ export interface AgentConfig {
   nodeName: string;
   /** Kubeconfig file of the agent's identity; absent: KUBECONFIG or in-cluster. */
   kubeconfig?: string;
+  /** Join and renewal of the machine's own certificate (identity/); absent: kubeconfig as given. */
+  identity?: IdentitySettings;
   /** Which bootloader backend, and where its state lives (createBootloader() builds it). */
   bootloader: BootloaderConfig;
   /** Driver name -> the pods that run it, for the drain's DRA ordering (docs/drain.md). */
@@ -117,6 +125,29 @@ function toHealth(h: AgentFile["health"]): { commands: HealthCommand[] } {
   };
 }
 
+function identityOf(
+  d: AgentFile,
+  rel: (p: string) => string,
+  file: string,
+): { identity?: IdentitySettings } {
+  if (d.identity === undefined) return {};
+  if (d.kubeconfig === undefined) {
+    throw new AgentError(
+      "LIKEN_AGENT_CONFIG_INVALID",
+      `${file}: identity needs kubeconfig (where the agent writes the kubeconfig of its own certificate, e.g. /var/lib/liken/identity/kubeconfig on the state partition)`,
+      { context: { file, field: "kubeconfig" } },
+    );
+  }
+  return {
+    identity: {
+      kubeconfig: rel(d.kubeconfig),
+      bootstrapKubeconfig: rel(d.identity.bootstrapKubeconfig),
+      expirationSeconds: d.identity.expirationSeconds ?? DEFAULT_CERT_SECONDS,
+      approvalWarnMs: (d.identity.approvalWarnSeconds ?? DEFAULT_APPROVAL_WARN_SECONDS) * 1000,
+    },
+  };
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
@@ -139,6 +170,7 @@ export function parseAgentSection(
     cluster: d.cluster,
     nodeName: d.nodeName ?? d.machine,
     ...(d.kubeconfig === undefined ? {} : { kubeconfig: rel(d.kubeconfig) }),
+    ...identityOf(d, rel, file),
     bootloader: toBootloader(d.bootloader, rel),
     driverPods: toDriverPods(d.drain),
     cmdline: slots.cmdline,

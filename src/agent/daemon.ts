@@ -36,6 +36,7 @@ import { drainStopReason } from "./drain-stop.js";
 import type { ReleaseRef } from "../api/types.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
+import { providedStatus, type MachineIdentity } from "./identity/identity.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
 const RECORD_BEFORE_REPORT: ReadonlySet<Action["kind"]> = new Set([
@@ -59,6 +60,12 @@ export interface DaemonOptions {
    * `liken agent run` never sets it.
    */
   apiSide?: { api: AgentApi; view: ApiView };
+  /**
+   * The machine's own certificate, joined for before the daemon was built (identity/): the
+   * daemon renews it while it runs and reports its expiry. Absent: the kubeconfig as given,
+   * its certificate's expiry reported as Provided.
+   */
+  identity?: MachineIdentity;
 }
 
 export class AgentDaemon {
@@ -84,12 +91,14 @@ export class AgentDaemon {
   private heartbeat: HeartbeatLoop | undefined;
   /** While a drain runs: looks again at each change a watch sees (drainWatched). */
   private drainLook: (() => void) | undefined;
+  private readonly identity: MachineIdentity | undefined;
 
   constructor(
     private readonly cfg: AgentConfig,
     private readonly log: Logger,
     opts: DaemonOptions,
   ) {
+    this.identity = opts.identity;
     this.api = opts.apiSide?.api ?? new AgentApi(cfg.kubeconfig, cfg.machine);
     this.view =
       opts.apiSide?.view ??
@@ -151,6 +160,11 @@ export class AgentDaemon {
       this.cfg.heartbeatMs,
       (e) => this.log.warn({ err: errorText(e), code: errorCode(e) }, "heartbeat not renewed"),
     );
+    // Renewals switch the API client to each new certificate; a watch under way keeps its
+    // connection (api/rest.ts, useClientCertificate).
+    const renewals = this.identity?.renewLoop(this.api.rest, this.abort.signal, () =>
+      this.poke("client certificate renewed"),
+    );
     sdNotify("READY=1");
     // The watchdog is fed only while the loop comes round (or an action it awaits is
     // running), so a wedged event loop or a loop that stopped turning trips systemd's
@@ -174,6 +188,7 @@ export class AgentDaemon {
         await this.pause(this.cfg.loopMs);
       }
     } finally {
+      await renewals;
       this.heartbeat.stop();
       this.view.stop();
       clearInterval(watchdog);
@@ -370,6 +385,7 @@ export class AgentDaemon {
       ...(progress ? { progress } : {}),
       ...(blocker ? { drainBlocker: blocker } : {}),
       ...(problem ? { problem: { reason: problem.reason, message: problem.message } } : {}),
+      ...this.identityStatus(),
     };
     const mem = this.memory.now;
     const next = machineStatus(machine.status, o, dec, mem, extras);
@@ -414,6 +430,13 @@ export class AgentDaemon {
       }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }
+  }
+
+  /** certificateExpiry and IdentityCurrent for the status (identity/renewal.ts). */
+  private identityStatus(): Pick<StatusExtras, "identity"> {
+    const now = Date.now();
+    const s = this.identity?.status(now) ?? providedStatus(this.api.rest.config.cert, now);
+    return s === undefined ? {} : { identity: s };
   }
 
   /** The status right before a reboot, so the watcher sees why the machine went down. */

@@ -19,7 +19,14 @@ export type AgentCode =
    */
   | "LIKEN_AGENT_TRIAL_NOT_ARMED"
   /** This boot's id (config bootId) cannot be read: no trial is judged without it. */
-  | "LIKEN_AGENT_BOOT_ID_UNREADABLE";
+  | "LIKEN_AGENT_BOOT_ID_UNREADABLE"
+  /** The machine's certificate request was denied or failed (docs/machine.md, "Identity"). */
+  | "LIKEN_AGENT_IDENTITY_REFUSED"
+  /**
+   * The machine has no usable certificate and cannot get one: no bootstrap credential is
+   * configured, or it was not accepted (revoked, expired).
+   */
+  | "LIKEN_AGENT_IDENTITY_UNAVAILABLE";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

@@ -30,6 +30,8 @@ export interface StatusExtras {
   drainBlocker?: DrainBlocker;
   /** The last failure on the way to the target (download, drain, slot check, reboot), with its code. */
   problem?: Problem;
+  /** The client certificate: its notAfter and the IdentityCurrent condition (identity/). */
+  identity?: { certificateExpiry: string; condition: NewCondition };
 }
 
 /** A failure said for a person: a CamelCase reason, and a message that names the error's code. */
@@ -143,6 +145,7 @@ function conditions(
     const reason = mem.noVerdict.reason;
     wanted.push({ type: "TrialInconclusive", status: "True", reason, message: inconclusive });
   }
+  if (x.identity !== undefined) wanted.push(x.identity.condition);
   if (x.drainBlocker !== undefined) {
     const message = x.drainBlocker.message;
     wanted.push({ type: "DrainBlocked", status: "True", reason: "EvictionRefused", message });
@@ -201,6 +204,7 @@ export function machineStatus(
     ...optional("failedReleases", mem.failed.length > 0 ? mem.failed : undefined),
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
+    ...optional("certificateExpiry", x.identity?.certificateExpiry),
     conditions: conditions(prev, o, dec, mem, x, now),
   } satisfies MachineStatus).status;
 }

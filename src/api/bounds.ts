@@ -118,6 +118,7 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   "drainTimedOut.pod": text(317),
   "drainTimedOut.podDisruptionBudget": text(317),
   "drainTimedOut.message": text(4096),
+  certificateExpiry: text(64),
   ...CONDITION_BOUNDS("conditions"),
 };
 

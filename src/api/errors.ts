@@ -78,6 +78,16 @@ export function isNotFound(e: unknown): e is ApiError {
   return e instanceof ApiError && e.code === API_ERROR_CODES.notFound;
 }
 
+/** 409 on a create: an object of that name exists already. */
+export function isAlreadyExists(e: unknown): e is ApiError {
+  return e instanceof ApiError && e.code === API_ERROR_CODES.alreadyExists;
+}
+
+/** 401: the credentials were not accepted (an expired client certificate, a revoked token). */
+export function isUnauthorized(e: unknown): e is ApiError {
+  return e instanceof ApiError && e.code === API_ERROR_CODES.unauthorized;
+}
+
 /** The server refused the object as it is (422, or 400): the same write would be refused again. */
 export function isInvalid(e: unknown): e is ApiError {
   return e instanceof ApiError && e.code === API_ERROR_CODES.invalid;

@@ -134,29 +134,54 @@ export type WatchPhase = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"
 
 /** JSON over one keep-alive HTTPS connection (a watch holds one more while it runs). */
 export class Rest {
-  private readonly agent: http.Agent;
+  private agent: http.Agent;
   private readonly base: URL;
   private token: { value: string; readAt: number } | undefined;
   /** Requests started (watches included), for tests and the bench. */
   requests = 0;
 
   constructor(
-    private readonly cfg: RestConfig,
+    private cfg: RestConfig,
     private readonly userAgent = "liken-agent",
   ) {
     this.base = new URL(cfg.server);
-    this.agent =
-      this.base.protocol === "http:"
-        ? new http.Agent({ keepAlive: true })
-        : new https.Agent({
-            keepAlive: true,
-            scheduling: "lifo",
-            ...(cfg.ca ? { ca: cfg.ca } : {}),
-            ...(cfg.cert ? { cert: cfg.cert } : {}),
-            ...(cfg.key ? { key: cfg.key } : {}),
-            ...(cfg.tlsServerName ? { servername: cfg.tlsServerName } : {}),
-            rejectUnauthorized: cfg.insecure !== true,
-          });
+    this.agent = this.makeAgent();
+  }
+
+  /** The server, CA and credentials requests go out with now. */
+  get config(): Readonly<RestConfig> {
+    return this.cfg;
+  }
+
+  private makeAgent(): http.Agent {
+    const cfg = this.cfg;
+    return this.base.protocol === "http:"
+      ? new http.Agent({ keepAlive: true })
+      : new https.Agent({
+          keepAlive: true,
+          scheduling: "lifo",
+          ...(cfg.ca ? { ca: cfg.ca } : {}),
+          ...(cfg.cert ? { cert: cfg.cert } : {}),
+          ...(cfg.key ? { key: cfg.key } : {}),
+          ...(cfg.tlsServerName ? { servername: cfg.tlsServerName } : {}),
+          rejectUnauthorized: cfg.insecure !== true,
+        });
+  }
+
+  /**
+   * Authenticates every request from now on with this client certificate and key (a renewed
+   * machine certificate, docs/machine.md "Identity"). What runs keeps running: TLS checks a
+   * client certificate at the handshake only, so a watch opened with the old certificate
+   * goes on over its connection until it ends by itself. The old connections are not reused:
+   * the idle ones close now, each busy one when its request ends.
+   */
+  useClientCertificate(cert: Buffer, key: Buffer): void {
+    const old = this.agent;
+    this.cfg = { ...this.cfg, cert, key };
+    this.agent = this.makeAgent();
+    old.on("free", (socket: { destroy(): void }) => socket.destroy());
+    for (const sockets of Object.values(old.freeSockets))
+      for (const s of sockets ?? []) s.destroy();
   }
 
   private bearer(): string | undefined {

@@ -89,6 +89,20 @@ export function agentUserName(machine: string): string {
   return `${AGENT_USER_PREFIX}${machine}`;
 }
 
+/**
+ * A machine's own identity comes from a CertificateSigningRequest to this signer (the API
+ * server trusts what it issues as client certificates), for CN=liken:machine:<name>,
+ * O=liken:machines, with exactly these usages (docs/machine.md, "Identity").
+ */
+export const MACHINE_SIGNER = "kubernetes.io/kube-apiserver-client";
+export const MACHINE_CSR_USAGES: readonly string[] = ["client auth"];
+/**
+ * The group the fleet's shared bootstrap token adds (its Secret's auth-extra-groups): it may
+ * only file and read CertificateSigningRequests (config/rbac/bootstrap.yaml,
+ * docs/adr/machine-bootstrap-token.md).
+ */
+export const BOOTSTRAP_GROUP = "system:bootstrappers:liken";
+
 // Patterns and bounds, the same numbers as in the CRDs.
 export const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z._+-]*$/;
 export const VERSION_MAX_LENGTH = 64;
@@ -845,6 +859,11 @@ export const MACHINE_CONDITION_TYPES = [
   "TrialInconclusive",
   /** True: the API server refused the agent's last full status write (422 Invalid). */
   "StatusWriteRefused",
+  /**
+   * The agent's client certificate: True Joined / Renewed / Rejoined (bootstrapped again
+   * after it expired) / Provided (made by hand); False ExpiresSoon.
+   */
+  "IdentityCurrent",
 ] as const;
 export type MachineConditionType = (typeof MACHINE_CONDITION_TYPES)[number];
 export type MachineCondition = Condition<MachineConditionType>;
@@ -867,6 +886,8 @@ export interface MachineStatus {
   failedReleases?: FailedRelease[];
   drainBlocker?: DrainBlocker;
   drainTimedOut?: DrainTimedOut;
+  /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */
+  certificateExpiry?: Time;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */
   lastHeartbeatTime?: Time;
   conditions?: MachineCondition[];

@@ -56,6 +56,8 @@ export interface ControlPlaneState {
   };
   processes: ProcessRecord[];
   startedAt: string;
+  /** UpOptions.signingDurationSeconds, as the controller manager was started with it. */
+  signingDurationSeconds?: number;
 }
 
 export interface UpOptions {
@@ -64,6 +66,12 @@ export interface UpOptions {
   port?: number;
   ownerPid?: number;
   log?: (line: string) => void;
+  /**
+   * kube-controller-manager's --cluster-signing-duration in seconds: the longest certificate
+   * its signers issue (default one year). The lab and the integration tier make it minutes so
+   * machine certificates rotate while one watches (docs/machine.md, "Identity").
+   */
+  signingDurationSeconds?: number;
 }
 
 /** Readiness deadline for each component; a cold kube-apiserver on 2 busy cores needs ~20 s. */
@@ -396,6 +404,9 @@ async function startOnce(
     ports,
     processes: [],
     startedAt: new Date().toISOString(),
+    ...(opts.signingDurationSeconds === undefined
+      ? {}
+      : { signingDurationSeconds: opts.signingDurationSeconds }),
   };
   writeState(s);
   await startAll(s, token, log);
@@ -438,6 +449,9 @@ async function startAll(
     `--client-ca-file=${certs.caCert}`,
     `--token-auth-file=${path.join(d, "pki", "tokens.csv")}`,
     "--authorization-mode=RBAC",
+    // Machines join with a shared bootstrap token (docs/adr/machine-bootstrap-token.md), as
+    // kubeadm's clusters allow by default.
+    "--enable-bootstrap-token-auth=true",
     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
     `--service-account-key-file=${certs.saPub}`,
     `--service-account-signing-key-file=${certs.saKey}`,
@@ -460,12 +474,16 @@ async function startAll(
     "--bind-address=127.0.0.1",
     `--secure-port=${ports.controllerManager}`,
     `--cert-dir=${path.join(d, "kcm")}`,
-    "--controllers=*",
+    // tokencleaner: an expired bootstrap token's Secret is deleted, as in kubeadm's clusters.
+    "--controllers=*,tokencleaner",
     "--leader-elect=false",
     `--service-account-private-key-file=${certs.saKey}`,
     `--root-ca-file=${certs.caCert}`,
     `--cluster-signing-cert-file=${certs.caCert}`,
     `--cluster-signing-key-file=${certs.caKey}`,
+    ...(s.signingDurationSeconds === undefined
+      ? []
+      : [`--cluster-signing-duration=${s.signingDurationSeconds}s`]),
     "--use-service-account-credentials=false",
     "--profiling=false",
   ]);

@@ -19,6 +19,7 @@ export const CHART_COPIES: Readonly<Record<string, string>> = {
   "rbac/namespaces.yaml": "files/namespaces.yaml",
   "rbac/cluster-operator.yaml": "files/rbac-cluster-operator.yaml",
   "rbac/agent.yaml": "files/rbac-agent.yaml",
+  "rbac/bootstrap.yaml": "files/rbac-bootstrap.yaml",
   "rbac/reboot-approver.yaml": "files/rbac-reboot-approver.yaml",
   "admission/machine-restriction.yaml": "files/admission-machine-restriction.yaml",
   "webhook/eviction-restriction.yaml": "files/webhook-eviction-restriction.yaml",

@@ -1,8 +1,10 @@
 // The lab fleet's API objects: the Cluster, one kwok Node and one Machine per simulated
-// machine, and each agent's own identity (a client certificate for liken:machine:<name> in
-// liken:machines, so RBAC and the admission policy treat it exactly as a real machine).
+// machine, and the fleet's bootstrap credential, from which each agent gets its own identity
+// (a client certificate for liken:machine:<name> in liken:machines, so RBAC and the admission
+// policy treat it exactly as a real machine).
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { LikenApi } from "../api/client.js";
+import { bootstrapTokenSecret, newBootstrapToken } from "../api/bootstrap-token.js";
 import {
   API_VERSION,
   agentUserName,
@@ -83,7 +85,38 @@ export async function createMachine(
   await api.machines.create(machine);
 }
 
-/** A kubeconfig for the machine's agent, authenticated by its own client certificate. */
+/**
+ * The fleet's shared bootstrap credential, as an image would carry it (docs/machine.md,
+ * "Identity"): a bootstrap token valid for two days, in a kubeconfig at `file`. Every machine
+ * starts with it alone and joins for a certificate of its own.
+ */
+export async function bootstrapKubeconfig(
+  cp: ControlPlaneState,
+  kc: KubeConfig,
+  file: string,
+): Promise<string> {
+  const token = newBootstrapToken();
+  const expires = new Date(Date.now() + 2 * 24 * 3600 * 1000);
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: "kube-system",
+    body: bootstrapTokenSecret(token, { expires, description: "the liken lab's machines" }),
+  });
+  writeFileSync(
+    file,
+    kubeconfigYaml({
+      server: cp.server,
+      caFile: cp.certs.caCert,
+      user: "bootstrap",
+      credentials: { token },
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+/**
+ * A kubeconfig for the machine's agent with a certificate minted by the control plane's CA
+ * (the manual way of docs/machine.md): for a bench that measures the agent, not its join.
+ */
 export function agentKubeconfig(cp: ControlPlaneState, dir: string, machine: string): string {
   const { certFile, keyFile } = mintClientCert(cp.certs, dir, agentUserName(machine), [
     AGENT_GROUP,

@@ -45,8 +45,16 @@ export interface SimulatedMachineOptions {
   /** A fresh directory for this machine's slots, ESP, state and logs. */
   dir: string;
   cluster: string;
-  /** The kubeconfig the agent uses. */
-  kubeconfig: string;
+  /**
+   * The kubeconfig the agent uses; with `bootstrapKubeconfig`, none: the agent joins with
+   * that and writes its own (state/identity/kubeconfig).
+   */
+  kubeconfig?: string;
+  /**
+   * The fleet's shared bootstrap credential: the machine starts with it alone and gets its
+   * own certificate (docs/machine.md, "Identity").
+   */
+  bootstrapKubeconfig?: string;
   nodeName?: string;
   /** Bytes per slot file (sparse). */
   slotSize?: number;
@@ -134,16 +142,30 @@ export class SimulatedMachine {
     for (const f of ENV_FILES) await writeFile(path.join(this.espDir, f), initialEnvBlock("a"));
     await writeFile(this.cmdlineFile, "liken.slot=a\n");
     await writeFile(this.bootIdFile, `${randomUUID()}\n`);
-    await this.writeConfig(this.configFile, o.kubeconfig);
+    await this.writeConfig(this.configFile);
   }
 
-  private async writeConfig(file: string, kubeconfig: string): Promise<void> {
+  /** Where the agent's own kubeconfig is when it joins with the bootstrap credential. */
+  get identityKubeconfig(): string {
+    return path.join(this.opts.dir, "state", "identity", "kubeconfig");
+  }
+
+  /** agent.yaml; `unreachable`: a kubeconfig naming no server (the no-network fault). */
+  private async writeConfig(file: string, unreachable?: string): Promise<void> {
     const o = this.opts;
+    const boot = unreachable === undefined ? o.bootstrapKubeconfig : undefined;
+    const kubeconfig = unreachable ?? (boot === undefined ? o.kubeconfig : this.identityKubeconfig);
+    if (kubeconfig === undefined) {
+      throw new Error(`machine ${o.name}: give kubeconfig or bootstrapKubeconfig`);
+    }
     const cfg: AgentYaml = {
       machine: o.name,
       cluster: o.cluster,
       nodeName: o.nodeName ?? o.name,
       kubeconfig,
+      ...(boot === undefined
+        ? {}
+        : { identity: { bootstrapKubeconfig: boot, approvalWarnSeconds: 30 } }),
       slots: { a: { device: this.slotFile("a") }, b: { device: this.slotFile("b") } },
       stateDir: path.join(o.dir, "state"),
       bootloader: { backend: "grub", envDir: this.espDir },
@@ -239,7 +261,7 @@ export class SimulatedMachine {
     const ac = new AbortController();
     this.kubelet = ac;
     const o = this.opts;
-    const kubeconfig = o.kubeletKubeconfig ?? o.kubeconfig;
+    const kubeconfig = o.kubeletKubeconfig ?? o.kubeconfig ?? this.identityKubeconfig;
     // What the API server refused, where a person looks for this machine's logs (it retries).
     let said = "";
     const onError = (e: unknown): void => {

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { LikenError } from "../errors.js";
 import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
 import type { Slot } from "../bootloader/types.js";
-import { agentKubeconfig } from "./fleet.js";
+import { bootstrapKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
 import { SimulatedMachine, type LabFault, type SimulatedMachineOptions } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
@@ -183,6 +183,11 @@ export async function startFleet(
 ): Promise<Fleet> {
   const current = lab.releases[0]!;
   const machines: SimulatedMachine[] = [];
+  const bootstrap = await bootstrapKubeconfig(
+    lab.controlPlane,
+    lab.kubeConfig,
+    path.join(LAB_DIR, "lab", "bootstrap.kubeconfig"),
+  );
   for (const spec of lab.fleet) {
     const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
     mkdirSync(dir, { recursive: true });
@@ -191,7 +196,8 @@ export async function startFleet(
       name: spec.name,
       dir,
       cluster: LAB_CLUSTER,
-      kubeconfig: agentKubeconfig(lab.controlPlane, dir, spec.name),
+      // Only the fleet's bootstrap credential: each agent joins for its own certificate.
+      bootstrapKubeconfig: bootstrap,
       // The stand-in kubelet writes Node status, which the agents' own identity may not.
       kubeletKubeconfig: lab.controlPlane.kubeconfig,
     });
@@ -203,14 +209,9 @@ export async function startFleet(
   await Promise.all(
     machines.map((m) => m.install(lab.channel.url, current.version, current.digest)),
   );
-  for (const m of machines) {
-    m.powerOn();
-    lab.stoppers.push(() => m.stop());
-  }
-  await waitForReports(lab, current.version);
-  log(`  ${machines.length} machines powered on, running ${current.version}`);
-  // The operator starts once the machines heartbeat, as it would join a running fleet: a
-  // machine still booting must not read Lost for its first 40 s.
+  // The operators start before the machines: their approver turns each machine's bootstrap
+  // request into its certificate. A machine joins within seconds of its power-on, well inside
+  // the 40 s a silent machine has before it reads Lost.
   const opKubeconfig = await operatorKubeconfig(lab);
   const service = await startWebhookService(OPERATOR_COPIES.length);
   lab.stoppers.push(() => service.close());
@@ -221,6 +222,12 @@ export async function startFleet(
       startOperator(lab, opKubeconfig, id, { port: service.backends[i]!, url }),
     ]),
   );
+  for (const m of machines) {
+    m.powerOn();
+    lab.stoppers.push(() => m.stop());
+  }
+  await waitForReports(lab, current.version);
+  log(`  ${machines.length} machines joined and powered on, running ${current.version}`);
   log(`  cluster-operator started (${OPERATOR_COPIES.join(", ")})`);
   return { machines: new Map(machines.map((m) => [m.opts.name, m])), operators };
 }

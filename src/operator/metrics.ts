@@ -137,6 +137,39 @@ export class OperatorMetrics {
       },
     });
     new Gauge({
+      name: "liken_operator_machine_certificate_expiry_timestamp_seconds",
+      help: "When each machine's client certificate expires (Unix time; status.certificateExpiry as its agent reports it).",
+      labelNames: ["cluster", "machine"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of view.machines()) {
+          const at = m.status?.certificateExpiry;
+          if (at !== undefined) {
+            this.set({ cluster: m.spec.cluster, machine: m.metadata.name }, Date.parse(at) / 1000);
+          }
+        }
+      },
+    });
+    new Gauge({
+      name: "liken_operator_machine_identity_expiring",
+      help: "1 while a machine's IdentityCurrent condition reads False (ExpiresSoon): its certificate is in the last tenth of its life (at most 30 days) and no renewal succeeded.",
+      labelNames: ["cluster", "machine"],
+      registers,
+      collect() {
+        this.reset();
+        for (const m of view.machines()) {
+          const c = m.status?.conditions?.find((x) => x.type === "IdentityCurrent");
+          if (c !== undefined) {
+            this.set(
+              { cluster: m.spec.cluster, machine: m.metadata.name },
+              c.status === "False" ? 1 : 0,
+            );
+          }
+        }
+      },
+    });
+    new Gauge({
       name: "liken_operator_turn_granted_timestamp_seconds",
       help: "When each reboot turn recorded now was granted (Unix time; one series per machine holding a turn).",
       labelNames: ["cluster", "machine"],

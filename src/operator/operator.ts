@@ -195,7 +195,7 @@ export class Operator {
     this.metrics = new OperatorMetrics({
       clusters: () => this.clusters.list(),
       machines: () => this.machines.list(),
-      leading: () => !this.stopped && (this.elector?.isLeader() ?? true),
+      leading: () => this.leading(),
     });
     if (opts.leaderElection ?? true) {
       this.elector = new LeaseElector(
@@ -244,6 +244,11 @@ export class Operator {
     this.machines.stop();
     await this.leases.stop();
     await this.elector?.stop();
+  }
+
+  /** Whether this copy acts: it leads (or runs without leader election) and is started. */
+  leading(): boolean {
+    return !this.stopped && (this.elector?.isLeader() ?? true);
   }
 
   private graceEnds(): Date {

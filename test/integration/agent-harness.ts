@@ -158,6 +158,8 @@ export class Fleet {
     m: FleetMachine,
     timeouts: Partial<Timeouts> = {},
     kubeconfig = kubeconfigPath(),
+    /** The bootstrap credential alone: the machine joins for its own certificate. */
+    bootstrapKubeconfig?: string,
   ): Promise<SimulatedMachine> {
     await createKwokNode(m.name);
     await this.api.machines.create({
@@ -170,7 +172,7 @@ export class Fleet {
       name: m.name,
       dir: path.join(this.dir, m.name),
       cluster: this.cluster,
-      kubeconfig,
+      ...(bootstrapKubeconfig === undefined ? { kubeconfig } : { bootstrapKubeconfig }),
       // The stand-in kubelet writes the Node's status as a kubelet does, with an identity of its
       // own (the admin's here), whatever the agent's identity may do.
       kubeletKubeconfig: kubeconfigPath(),

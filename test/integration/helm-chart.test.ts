@@ -146,6 +146,12 @@ describe("the Helm chart", () => {
       { name: "NO_PROXY", value: ".svc,.cluster.local" },
     ]);
 
+    // csrApproval=off: the operator approves no machine certificate by itself.
+    const manual = objects(await template("csrApproval=off")).get(
+      "apps/v1 Deployment liken-system/cluster-operator",
+    ) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(manual.spec.template.spec.containers[0]!.args).toContain("--csr-approval=off");
+
     const off = objects(await template("metrics.service.enabled=false"));
     expect(off.has("v1 Service liken-system/cluster-operator-metrics")).toBe(false);
     await expect(

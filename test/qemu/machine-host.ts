@@ -2,7 +2,7 @@
 // the control plane's reaper for a SIGKILL), liken's API installed as a cluster owner does,
 // cluster-operator, the release channel with the guest's three releases built by
 // `liken release build`, the Cluster, the guest's kwok Node with its workload, the Machine,
-// and the machine's identity issued through the CSR API. `stop()` ends all of it.
+// and the fleet's bootstrap token (the machine joins for its own identity). `stop()` ends all of it.
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -21,7 +21,7 @@ import { EVICTION_PATH } from "../../src/operator/webhook/names.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { startConnectProxy } from "../support/connect-proxy.js";
 import { upOwned } from "../support/controlplane-owned.js";
-import { issueMachineCert, type IssuedIdentity } from "./machine-identity.js";
+import { makeBootstrapToken, type BootstrapIdentity } from "./machine-identity.js";
 import { createNode, placeWorkload } from "./machine-workload.js";
 
 const run = promisify(execFile);
@@ -56,7 +56,8 @@ export interface Host {
   /** The channel's directory: <version>/release.yaml of each release. */
   channelDir: string;
   releases: ReleaseRef[];
-  identity: IssuedIdentity;
+  /** The fleet's bootstrap token: the machine starts with it alone. */
+  identity: BootstrapIdentity;
   /** Seconds each part took to come up. */
   timings: Record<string, number>;
   /** Bytes and requests the channel served per release version (adaptive downloads). */
@@ -163,9 +164,7 @@ export async function startHost(o: HostOptions): Promise<Host> {
       spec: { cluster: o.cluster, nodeName: o.machine, role: "Worker", rebootPolicy: "Auto" },
     };
     await api.machines.create(machine);
-    const identity = await timed("identity", () =>
-      issueMachineCert(kc, o.dir, o.machine).then((id) => id),
-    );
+    const identity = await timed("bootstrap token", () => makeBootstrapToken(kc));
 
     // cluster-operator with its eviction webhook, as the lab runs it (one copy is enough here).
     const opKubeconfig = await operatorKubeconfig(

@@ -1,21 +1,12 @@
-// The machine's own identity, issued as docs/machine.md ("The agent's identity") tells a
-// person: a key and a certificate request made on the spot (openssl), a CertificateSigningRequest
-// for the kube-apiserver-client signer, approved, and the signed certificate read back. The
-// kubeconfig carries everything inline (the guest has none of the host's files) and names the
-// API server by the guest's fixed address.
-import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { promisify } from "node:util";
-import { setTimeout as sleep } from "node:timers/promises";
-import { CertificatesV1Api, type KubeConfig } from "@kubernetes/client-node";
+// The machine's identity as a fleet gets it (docs/machine.md, "Identity"): the scenario makes
+// the fleet's bootstrap token (a bootstrap-token Secret in kube-system) and hands the machine a
+// kubeconfig carrying that token alone. The agent makes its key on the machine, files its
+// certificate request, and cluster-operator's approver approves it; no certificate is made on
+// the host. The kubeconfig carries everything inline (the guest has none of the host's files)
+// and names the API server by the guest's fixed address.
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
-import { agentUserName, AGENT_GROUP } from "../../src/api/types.js";
-
-const run = promisify(execFile);
-
-/** The kube-controller-manager signs approved requests within a second or two. */
-const SIGN_TIMEOUT_MS = 60_000;
+import { bootstrapTokenSecret, newBootstrapToken } from "../../src/api/bootstrap-token.js";
 
 /**
  * A name in the serving certificate (src/controlplane/certs.ts) that TLS checks instead of
@@ -24,87 +15,29 @@ const SIGN_TIMEOUT_MS = 60_000;
  */
 export const API_TLS_SERVER_NAME = "kubernetes";
 
-export interface IssuedIdentity {
-  certPem: string;
-  keyPem: string;
+/** The fleet's shared credential: what the machine image carries, and nothing else. */
+export interface BootstrapIdentity {
+  token: string;
 }
 
-export async function issueMachineCert(
-  kc: KubeConfig,
-  dir: string,
-  machine: string,
-): Promise<IssuedIdentity> {
-  const keyFile = path.join(dir, `${machine}.key`);
-  const csrFile = path.join(dir, `${machine}.csr`);
-  await run("openssl", [
-    "req",
-    "-new",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    keyFile,
-    "-subj",
-    `/O=${AGENT_GROUP}/CN=${agentUserName(machine)}`,
-    "-out",
-    csrFile,
-  ]);
-  const certs = kc.makeApiClient(CertificatesV1Api);
-  const name = `liken-machine-${machine}`;
-  await certs.createCertificateSigningRequest({
-    body: {
-      metadata: { name },
-      spec: {
-        request: readFileSync(csrFile).toString("base64"),
-        signerName: "kubernetes.io/kube-apiserver-client",
-        usages: ["client auth"],
-      },
-    },
+/** A bootstrap token for the scenario's fleet, valid for a day. */
+export async function makeBootstrapToken(kc: KubeConfig): Promise<BootstrapIdentity> {
+  const token = newBootstrapToken();
+  const expires = new Date(Date.now() + 24 * 3600 * 1000);
+  await kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+    namespace: "kube-system",
+    body: bootstrapTokenSecret(token, { expires, description: "the machine scenario's fleet" }),
   });
-  // `kubectl certificate approve`: an Approved condition on the approval subresource.
-  const csr = await certs.readCertificateSigningRequest({ name });
-  csr.status = {
-    ...csr.status,
-    conditions: [
-      ...(csr.status?.conditions ?? []),
-      {
-        type: "Approved",
-        status: "True",
-        reason: "LikenMachineScenario",
-        message: `the machine scenario approves ${machine}'s own identity`,
-      },
-    ],
-  };
-  await certs.replaceCertificateSigningRequestApproval({ name, body: csr });
-  const deadline = Date.now() + SIGN_TIMEOUT_MS;
-  for (;;) {
-    const cur = await certs.readCertificateSigningRequest({ name });
-    if (cur.status?.certificate) {
-      return {
-        certPem: Buffer.from(cur.status.certificate, "base64").toString(),
-        keyPem: readFileSync(keyFile, "utf8"),
-      };
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `CertificateSigningRequest ${name} was approved but not signed within ${SIGN_TIMEOUT_MS / 1000} s; is kube-controller-manager running with --cluster-signing-cert-file?`,
-      );
-    }
-    await sleep(250);
-  }
+  return { token };
 }
 
-/** A self-contained kubeconfig: server, CA, certificate and key inline. */
+/** A self-contained bootstrap kubeconfig: server, CA and the token inline. */
 export function machineKubeconfig(o: {
   server: string;
   caPem: string;
-  identity: IssuedIdentity;
-  machine: string;
+  identity: BootstrapIdentity;
 }): string {
   const b64 = (s: string): string => Buffer.from(s).toString("base64");
-  const user = agentUserName(o.machine);
   return stringify({
     apiVersion: "v1",
     kind: "Config",
@@ -118,16 +51,8 @@ export function machineKubeconfig(o: {
         },
       },
     ],
-    users: [
-      {
-        name: user,
-        user: {
-          "client-certificate-data": b64(o.identity.certPem),
-          "client-key-data": b64(o.identity.keyPem),
-        },
-      },
-    ],
-    contexts: [{ name: "liken", context: { cluster: "liken", user } }],
+    users: [{ name: "bootstrap", user: { token: o.identity.token } }],
+    contexts: [{ name: "liken", context: { cluster: "liken", user: "bootstrap" } }],
     "current-context": "liken",
   });
 }

@@ -41,7 +41,8 @@ export async function startLabGuest(o: {
   dir: string;
   machine: string;
   cluster: string;
-  kubeconfig: string;
+  /** The fleet's bootstrap credential: the machine joins for its own certificate. */
+  bootstrapKubeconfig: string;
   /** The stand-in kubelet's identity (it writes the Node's status: the host's admin). */
   kubeletKubeconfig: string;
   /** Where the machine downloads its factory release from (the host's channel). */
@@ -53,7 +54,7 @@ export async function startLabGuest(o: {
     name: o.machine,
     dir: o.dir,
     cluster: o.cluster,
-    kubeconfig: o.kubeconfig,
+    bootstrapKubeconfig: o.bootstrapKubeconfig,
     kubeletKubeconfig: o.kubeletKubeconfig,
     slotSize: 4 * SLOT_IMAGE_BYTES,
     loopSeconds: 1,

@@ -1,5 +1,5 @@
 // The machine guest under QEMU: a copy of the disk the image build made (its state partition
-// given this machine's identity), OVMF with a copy of its variables, the i6300esb watchdog,
+// given the fleet's bootstrap credential alone), OVMF with a copy of its variables, the i6300esb watchdog,
 // and user networking that reaches nothing but the host's API server (through the relay the
 // scenario can cut) and its release channel: restrict=on, and one guestfwd per address, each
 // connection handed to `busybox nc` to the loopback port (a `cmd:` forward runs once per
@@ -73,7 +73,6 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         server: `https://${GUEST_API.host}:${GUEST_API.port}`,
         caPem: caPem(host),
         identity: host.identity,
-        machine: MACHINE,
       });
       writeFileSync(join(dir, "machine.kubeconfig"), kubeconfig, { mode: 0o600 });
       // The factory install: v1 in slot a, its release document and marker on the state
@@ -82,7 +81,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       writeStatePartition(
         disk,
         images,
-        { machine: MACHINE, cluster: CLUSTER, kubeconfig },
+        { machine: MACHINE, cluster: CLUSTER, kubeconfig, bootstrap: true },
         {
           ...v1,
           document: readFileSync(join(host.channelDir, v1.version, "release.yaml")),

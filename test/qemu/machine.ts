@@ -62,7 +62,6 @@ export const LAB_GUEST: GuestStarter = {
         server: `https://127.0.0.1:${relay.port}`,
         caPem: caPem(host),
         identity: host.identity,
-        machine: MACHINE,
       }),
       { mode: 0o600 },
     );
@@ -70,7 +69,7 @@ export const LAB_GUEST: GuestStarter = {
       dir: join(dir, "guest"),
       machine: MACHINE,
       cluster: CLUSTER,
-      kubeconfig,
+      bootstrapKubeconfig: kubeconfig,
       kubeletKubeconfig: host.controlPlane.kubeconfig,
       channelUrl: host.channel.url,
       first: host.releases[0]!,

@@ -4,7 +4,12 @@
 // own process group) stops it if this process dies without stopping it, by SIGKILL too.
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { down, up, type ControlPlaneState } from "../../src/controlplane/instance.js";
+import {
+  down,
+  up,
+  type ControlPlaneState,
+  type UpOptions,
+} from "../../src/controlplane/instance.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 
 export interface OwnedControlPlane {
@@ -20,6 +25,7 @@ export interface OwnedControlPlane {
 export async function upOwned(
   name: string,
   log: (line: string) => void,
+  opts: Pick<UpOptions, "signingDurationSeconds"> = {},
 ): Promise<OwnedControlPlane> {
   const stopReaper = startReaper(name);
   const stop = async (): Promise<void> => {
@@ -27,7 +33,7 @@ export async function upOwned(
     stopReaper();
   };
   try {
-    return { state: await up({ name, ownerPid: process.pid, log }), stop };
+    return { state: await up({ name, ownerPid: process.pid, log, ...opts }), stop };
   } catch (e) {
     await stop();
     throw e;

@@ -17,6 +17,14 @@ declare module "vitest" {
   }
 }
 
+/**
+ * The controller manager's longest certificate in this tier: machine certificates live 90 s,
+ * so an agent renews at 63-81 s (70-90 %) and a test sees it rotate twice in under three
+ * minutes, with 9 s or more left for a renewal on a busy machine (test/integration/
+ * identity-rotation.test.ts). Nothing else in the tier uses the CSR signers.
+ */
+export const TEST_SIGNING_DURATION_SECONDS = 90;
+
 const log = (l: string): void => {
   process.stderr.write(`${l}\n`);
 };
@@ -29,7 +37,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   await useCliBundle();
   const name = `test-${process.pid}`;
   const started = Date.now();
-  const { state, stop } = await upOwned(name, log);
+  const { state, stop } = await upOwned(name, log, {
+    signingDurationSeconds: TEST_SIGNING_DURATION_SECONDS,
+  });
   try {
     const crdDir = path.join(REPO_ROOT, "config", "crd");
     if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {

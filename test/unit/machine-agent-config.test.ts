@@ -46,3 +46,16 @@ describe("the machine's agent.yaml", () => {
     },
   );
 });
+
+describe("the machine's agent.yaml with the bootstrap credential", () => {
+  it("joins with /etc/liken/bootstrap-kubeconfig and writes its own kubeconfig on the state partition", async () => {
+    const file = path.join(dir, "bootstrap.yaml");
+    writeFileSync(file, agentConfigYaml({ ...identity, bootstrap: true }, "grub"));
+    const c = await loadConfig(file);
+    expect(c.kubeconfig).toBe("/var/lib/liken/identity/kubeconfig");
+    expect(c.identity).toMatchObject({
+      kubeconfig: "/var/lib/liken/identity/kubeconfig",
+      bootstrapKubeconfig: "/etc/liken/bootstrap-kubeconfig",
+    });
+  });
+});

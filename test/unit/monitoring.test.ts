@@ -29,6 +29,7 @@ describe("the shipped alerts and dashboard", () => {
       "LikenChannelUnreachable",
       "LikenChannelUntrusted",
       "LikenTurnHeldTooLong",
+      "LikenMachineIdentityExpiring",
     ]);
     for (const r of groups.flatMap((g) => g.rules)) {
       expect(r.annotations?.summary, r.alert).toBeTruthy();

@@ -159,6 +159,44 @@ describe("liken status view", () => {
       "2026.10.12-001 failed on slot b: HealthCheckFailed: health gate command etcd did not pass",
     );
   });
+
+  it("names a machine whose identity is about to lapse, and no healthy one", () => {
+    const c = cluster;
+    const expiring = machine("node-4", {
+      step: "Ready",
+      version: "2026.10.10-001",
+      certificateExpiry: "2026-12-05T00:00:00Z",
+      conditions: [
+        {
+          type: "IdentityCurrent",
+          status: "False",
+          reason: "ExpiresSoon",
+          message:
+            "the client certificate expires at 2026-12-05T00:00:00Z and no renewal succeeded",
+          lastTransitionTime: "2026-12-02T11:00:00Z",
+        },
+      ],
+    });
+    const fine = machine("node-5", {
+      step: "Ready",
+      version: "2026.10.10-001",
+      certificateExpiry: "2027-12-05T00:00:00Z",
+      conditions: [
+        {
+          type: "IdentityCurrent",
+          status: "True",
+          reason: "Renewed",
+          message: "client certificate valid until 2027-12-05T00:00:00Z",
+          lastTransitionTime: "2026-12-02T11:00:00Z",
+        },
+      ],
+    });
+    const lines = renderStatus(c, [expiring, fine], { now });
+    expect(lines).toContain(
+      "Identity node-4: certificate expires 2026-12-05T00:00:00Z (ExpiresSoon): the client certificate expires at 2026-12-05T00:00:00Z and no renewal succeeded",
+    );
+    expect(lines.join("\n")).not.toMatch(/Identity node-5/);
+  });
 });
 
 describe("liken status: the channel trust modes", () => {

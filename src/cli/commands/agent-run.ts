@@ -37,17 +37,32 @@ export function addAgentRunCommand(agent: Command): void {
           ? undefined
           : await (await import("../../metrics/serve.js")).serveMetrics(meter.registry, at!);
       if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
-      const daemon = new AgentDaemon(cfg, log, {
-        entry: likenEntry(),
-        ...(meter === undefined ? {} : { meter }),
-      });
+      // The machine's own certificate first (docs/machine.md, "Identity"): the daemon's API
+      // client is built from the kubeconfig it writes.
+      const joining = new AbortController();
+      let daemon: { stop(): void } = { stop: () => joining.abort() };
       const stop = (sig: string): void => {
         log.info({ signal: sig }, "stopping");
         daemon.stop();
       };
       process.once("SIGTERM", () => stop("SIGTERM"));
       process.once("SIGINT", () => stop("SIGINT"));
-      await daemon.run();
+      let identity: import("../../agent/identity/identity.js").MachineIdentity | undefined;
+      if (cfg.identity !== undefined) {
+        const { MachineIdentity } = await import("../../agent/identity/identity.js");
+        identity = new MachineIdentity(cfg.machine, cfg.identity, log);
+        await identity.ensure(joining.signal).catch((e: unknown) => {
+          if (!joining.signal.aborted) throw e;
+        });
+        if (joining.signal.aborted) return void log.info("stopped before the machine joined");
+      }
+      const running = new AgentDaemon(cfg, log, {
+        entry: likenEntry(),
+        ...(meter === undefined ? {} : { meter }),
+        ...(identity === undefined ? {} : { identity }),
+      });
+      daemon = running;
+      await running.run();
       await metrics?.close();
       log.info("stopped");
     });

@@ -11,6 +11,7 @@ import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel.js";
 import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
 import { holdFirstTurnWrite } from "../../operator/hold.js";
 import { Operator } from "../../operator/operator.js";
+import { CsrApprover } from "../../operator/csr/approver.js";
 import { EvictionWebhook, WEBHOOK_CONFIGURATION } from "../../operator/webhook/index.js";
 import { parseMetricsAddress, serveMetrics, type ListenAddress } from "../../metrics/serve.js";
 
@@ -29,6 +30,17 @@ interface Options {
   webhookListen?: string;
   webhookUrl?: string;
   metricsAddress: ListenAddress | undefined;
+  csrApproval: CsrApproval;
+}
+
+/** Whether cluster-operator approves machine certificate requests by itself (docs/operator.md). */
+type CsrApproval = "auto" | "off";
+
+function csrApproval(text: string): CsrApproval {
+  if (text === "auto" || text === "off") return text;
+  throw new InvalidArgumentError(
+    `--csr-approval ${text}: give auto (approve what a machine files for itself) or off (a person approves every machine certificate)`,
+  );
 }
 
 /** "90s", "10m", "1h", "500ms", or plain seconds. */
@@ -138,6 +150,12 @@ export function registerOperator(program: Command): void {
       parseMetricsAddress,
       parseMetricsAddress(DEFAULT_OPERATOR_METRICS_ADDRESS),
     )
+    .option(
+      "--csr-approval <auto|off>",
+      'approve machines\' certificate requests that pass every check (auto), or leave every one for a person (off); refusals are denied or left either way (docs/operator.md, "Machine certificates")',
+      csrApproval,
+      "auto" as CsrApproval,
+    )
     .action(async (o: Options) => {
       const kc = loadKubeConfig(o.kubeconfig);
       const identity =
@@ -162,6 +180,12 @@ export function registerOperator(program: Command): void {
       });
       const webhook = evictionWebhook(kc, o, log);
       webhook?.start();
+      const approver = new CsrApprover(kc, {
+        autoApprove: o.csrApproval === "auto",
+        leading: () => op.leading(),
+        identity,
+        log,
+      });
       collectProcessMetrics(op.metrics.registry);
       const metrics =
         o.metricsAddress === undefined
@@ -169,12 +193,13 @@ export function registerOperator(program: Command): void {
           : await serveMetrics(op.metrics.registry, o.metricsAddress);
       if (metrics !== undefined) log.info({ url: metrics.url }, "metrics served");
       await op.start();
+      approver.start();
       const signal = await new Promise<string>((resolve) => {
         process.once("SIGTERM", () => resolve("SIGTERM"));
         process.once("SIGINT", () => resolve("SIGINT"));
       });
       log.info({ signal }, "stopping");
-      await Promise.all([op.stop(), webhook?.stop()]);
+      await Promise.all([op.stop(), webhook?.stop(), approver.stop()]);
       await metrics?.close();
       log.info({ stats: op.stats }, "cluster-operator stopped");
       log.flush();

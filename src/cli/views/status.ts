@@ -170,6 +170,24 @@ function targetText(cluster: Cluster): string {
   }
 }
 
+/**
+ * Machines whose identity is about to lapse (IdentityCurrent False, ExpiresSoon): the agent
+ * will lose the API server at that time (docs/machine.md, "Identity").
+ */
+function identityLines(machines: Machine[]): string[] {
+  const lines: string[] = [];
+  for (const m of machines) {
+    const c = m.status?.conditions?.find((x) => x.type === "IdentityCurrent");
+    if (c?.status === "False") {
+      const at = m.status?.certificateExpiry ?? "(unknown)";
+      lines.push(
+        `Identity ${m.metadata.name}: certificate expires ${at} (${c.reason}): ${c.message}`,
+      );
+    }
+  }
+  return lines;
+}
+
 function headline(cluster: Cluster, count: number): string {
   const st = cluster.status ?? {};
   const turns = (st.rebootTurns ?? []).map((t) => `${t.machine}${t.stalledAt ? " (stalled)" : ""}`);
@@ -213,5 +231,6 @@ export function renderStatus(
     ...(trust === undefined ? [] : [trust]),
     ...pad(rows).map((l) => `  ${l}`),
     ...conditionLines(cluster.status?.conditions ?? []),
+    ...identityLines(mine),
   ];
 }

@@ -1,0 +1,303 @@
+// The machine's identity over its life (docs/machine.md, "Identity"): join with the fleet's
+// shared bootstrap credential when it has no certificate of its own, renew with its own
+// certificate at 70-90 % of each lifetime, switch the agent's connections to the new one only
+// once it has answered, and join again with the bootstrap credential when a certificate
+// expired anyway (a machine powered off past its notAfter). Phases log their begin and end.
+import { X509Certificate } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Logger } from "pino";
+import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
+import { rfc3339 } from "../../api/time.js";
+import { agentUserName } from "../../api/types.js";
+import { errorCode, errorText } from "../../errors.js";
+import { sdNotify } from "../../native/index.js";
+import { AgentError } from "../errors.js";
+import {
+  installIssued,
+  PENDING_KEY,
+  pruneIssued,
+  readHeld,
+  writeAtomically,
+  writeKubeconfig,
+  type Held,
+} from "./files.js";
+import { identityCondition, renewAtMs, type IdentitySource } from "./renewal.js";
+import { newKey, requestCertificate } from "./request.js";
+
+export interface IdentitySettings {
+  /** The kubeconfig the agent writes and authenticates with. */
+  kubeconfig: string;
+  /** The fleet's shared bootstrap credential (a kubeconfig with the bootstrap token). */
+  bootstrapKubeconfig: string;
+  /** spec.expirationSeconds of each request; the signer may issue shorter. */
+  expirationSeconds: number;
+  /** After this long unapproved, the agent says so (log; the Machine once it can write). */
+  approvalWarnMs: number;
+}
+
+/**
+ * After a denied request, or a failed renewal, the next try waits this long at most: the
+ * approver's flood rule allows 3 requests per minute for one name (src/operator/csr/), and a
+ * certificate in its last tenth still has time for several tries.
+ */
+export const RETRY_MAX_MS = 60_000;
+const RETRY_MIN_MS = 2_000;
+const SOURCE_FILE = "liken-client-current.source";
+const SOURCES: readonly IdentitySource[] = ["Joined", "Renewed", "Rejoined", "Provided"];
+
+/** The Machine's view of a certificate liken did not issue (a kubeconfig made by hand). */
+export function providedStatus(
+  cert: Buffer | undefined,
+  nowMs: number,
+): ReturnType<MachineIdentity["status"]> {
+  if (cert === undefined) return undefined;
+  try {
+    const x = new X509Certificate(cert);
+    const times = {
+      notBeforeMs: Date.parse(x.validFrom),
+      notAfterMs: Date.parse(x.validTo),
+      issuedMs: Date.parse(x.validFrom),
+    };
+    return {
+      certificateExpiry: rfc3339(new Date(times.notAfterMs)),
+      condition: identityCondition(times, "Provided", nowMs),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export class MachineIdentity {
+  private readonly dir: string;
+  private held: Held | undefined;
+  private source: IdentitySource = "Provided";
+  private slow: string | undefined;
+  /** This certificate's draw within the renewal window (drawn again for each certificate). */
+  private jitter = Math.random();
+
+  constructor(
+    private readonly machine: string,
+    private readonly s: IdentitySettings,
+    private readonly log: Logger,
+  ) {
+    this.dir = path.dirname(s.kubeconfig);
+  }
+
+  /** The Machine's certificateExpiry and IdentityCurrent, as of `nowMs`. */
+  status(
+    nowMs: number,
+  ): { certificateExpiry: string; condition: ReturnType<typeof identityCondition> } | undefined {
+    const h = this.held;
+    if (h === undefined) return undefined;
+    return {
+      certificateExpiry: rfc3339(new Date(h.notAfterMs)),
+      condition: identityCondition(h, this.source, nowMs),
+    };
+  }
+
+  /**
+   * Before the agent talks to the API server: a certificate that is valid now, joined for
+   * with the bootstrap credential when there is none or it expired. Waits as long as it takes
+   * (the agent can do nothing without an identity), saying why every approvalWarnMs.
+   */
+  async ensure(signal: AbortSignal): Promise<void> {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.held = readHeld(this.dir);
+    this.source = this.readSource();
+    const now = Date.now();
+    if (this.held !== undefined && this.held.notAfterMs > now && existsSync(this.s.kubeconfig)) {
+      return;
+    }
+    const rejoin = this.held !== undefined;
+    const phase = rejoin ? "rejoin" : "join";
+    this.log.info(
+      {
+        phase,
+        ...(rejoin ? { expired: new Date(this.held!.notAfterMs).toISOString() } : {}),
+      },
+      rejoin
+        ? "the client certificate expired: joining again with the bootstrap credential"
+        : "no client certificate yet: joining with the bootstrap credential",
+    );
+    const boot = this.bootstrapConfig();
+    const rest = new Rest(boot, `liken-agent/${this.machine} (bootstrap)`);
+    const cert = await this.obtain(rest, signal);
+    writeKubeconfig(this.s.kubeconfig, {
+      server: boot.server,
+      ...(boot.ca === undefined ? {} : { caData: boot.ca.toString("base64") }),
+      ...(boot.tlsServerName === undefined ? {} : { tlsServerName: boot.tlsServerName }),
+      user: agentUserName(this.machine),
+    });
+    this.install(cert.certPem, cert.keyPem, rejoin ? "Rejoined" : "Joined");
+    this.log.info({ phase, notAfter: new Date(this.held!.notAfterMs).toISOString() }, "joined");
+  }
+
+  /**
+   * Renews for as long as `signal` is not aborted, switching `rest` (the agent's client) to
+   * each new certificate once it has answered. `changed` is told after every switch.
+   */
+  async renewLoop(rest: Rest, signal: AbortSignal, changed: () => void): Promise<void> {
+    let failures = 0;
+    while (!signal.aborted) {
+      const h = this.held;
+      if (h === undefined) return;
+      const at = renewAtMs(h, this.jitter);
+      const wait = failures === 0 ? at - Date.now() : this.retryMs(h, failures);
+      if (wait > 0) {
+        // Node's timers hold 2^31-1 ms (24.8 days); a longer wait is taken in steps.
+        const ok = await sleep(Math.min(wait, 2 ** 31 - 1), true, { signal }).catch(() => false);
+        if (!ok) return;
+        if (wait > 2 ** 31 - 1) continue;
+      }
+      try {
+        if (this.held!.notAfterMs <= Date.now()) {
+          // Renewals failed until the end: only the bootstrap credential can help now.
+          await this.ensure(signal);
+          this.switchTo(rest);
+        } else {
+          await this.renewOnce(rest, signal);
+        }
+        failures = 0;
+        changed();
+      } catch (e) {
+        if (signal.aborted) return;
+        failures++;
+        this.log.warn(
+          { err: errorText(e), code: errorCode(e), failures },
+          "certificate renewal failed; the current certificate stays in use",
+        );
+      }
+    }
+  }
+
+  /** What status() reports while a request waits unapproved (for the log and the Machine). */
+  get waiting(): string | undefined {
+    return this.slow;
+  }
+
+  private async renewOnce(rest: Rest, signal: AbortSignal): Promise<void> {
+    this.log.info(
+      { phase: "renew", notAfter: new Date(this.held!.notAfterMs).toISOString() },
+      "renewing the client certificate",
+    );
+    const { certPem, keyPem } = await this.obtain(rest, signal);
+    // Keep the old one until the new one works: one request authenticated by the new pair
+    // must come back as this machine before anything switches to it.
+    const probe = new Rest({
+      ...rest.config,
+      cert: Buffer.from(certPem),
+      key: Buffer.from(keyPem),
+    });
+    const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
+      "POST",
+      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      {
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+        op: { verb: "create", kind: "SelfSubjectReview" },
+      },
+    );
+    const user = review.status?.userInfo?.username;
+    if (user !== agentUserName(this.machine)) {
+      throw new AgentError(
+        "LIKEN_AGENT_IDENTITY_REFUSED",
+        `the renewed certificate authenticates as ${user ?? "nobody"}, not ${agentUserName(this.machine)}; the old one stays in use`,
+      );
+    }
+    this.install(certPem, keyPem, "Renewed");
+    this.switchTo(rest);
+    this.log.info(
+      { phase: "renew", notAfter: new Date(this.held!.notAfterMs).toISOString() },
+      "renewed",
+    );
+  }
+
+  private switchTo(rest: Rest): void {
+    const pem = readFileSync(this.held!.file);
+    rest.useClientCertificate(pem, pem);
+  }
+
+  /** A request filed and waited for; a denial is tried again with a new key after a pause. */
+  private async obtain(
+    rest: Rest,
+    signal: AbortSignal,
+  ): Promise<{ certPem: string; keyPem: string }> {
+    const keyFile = path.join(this.dir, PENDING_KEY);
+    for (let attempt = 1; ; attempt++) {
+      let keyPem: string;
+      if (existsSync(keyFile)) keyPem = readFileSync(keyFile, "utf8");
+      else {
+        keyPem = newKey();
+        writeAtomically(keyFile, keyPem);
+      }
+      try {
+        const certPem = await requestCertificate(rest, {
+          machine: this.machine,
+          keyPem,
+          expirationSeconds: this.s.expirationSeconds,
+          warnAfterMs: this.s.approvalWarnMs,
+          log: this.log,
+          signal,
+          onSlow: (m) => {
+            this.slow = m;
+            // Before its first join the machine has no Machine it may write: systemd's status
+            // line (`systemctl status liken-agent`) says what it waits for.
+            sdNotify(`STATUS=${m}`);
+          },
+        });
+        if (this.slow !== undefined) sdNotify("STATUS=certificate issued");
+        this.slow = undefined;
+        return { certPem, keyPem };
+      } catch (e) {
+        if (signal.aborted) throw e;
+        // A refused request is final: the next one is a new request with a new key.
+        if (errorCode(e) === "LIKEN_AGENT_IDENTITY_REFUSED") rmSync(keyFile, { force: true });
+        const pause = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 5));
+        this.log.warn(
+          { err: errorText(e), code: errorCode(e), attempt, retryInMs: pause },
+          "certificate request failed",
+        );
+        await sleep(pause, undefined, { signal });
+      }
+    }
+  }
+
+  private install(certPem: string, keyPem: string, source: IdentitySource): void {
+    installIssued(this.dir, certPem, keyPem, Date.now());
+    rmSync(path.join(this.dir, PENDING_KEY), { force: true });
+    writeAtomically(path.join(this.dir, SOURCE_FILE), source);
+    pruneIssued(this.dir);
+    this.held = readHeld(this.dir);
+    this.source = source;
+    this.jitter = Math.random();
+  }
+
+  private readSource(): IdentitySource {
+    try {
+      const text = readFileSync(path.join(this.dir, SOURCE_FILE), "utf8").trim();
+      return SOURCES.find((s) => s === text) ?? "Provided";
+    } catch {
+      return "Provided";
+    }
+  }
+
+  /** A tenth of what is left, within RETRY_MIN_MS..RETRY_MAX_MS, doubling per failure. */
+  private retryMs(h: Held, failures: number): number {
+    const left = h.notAfterMs - Date.now();
+    const base = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, left / 10));
+    return Math.min(RETRY_MAX_MS, base * 2 ** Math.min(failures - 1, 5), Math.max(0, left));
+  }
+
+  private bootstrapConfig(): RestConfig {
+    try {
+      return loadRestConfig(this.s.bootstrapKubeconfig);
+    } catch (e) {
+      throw new AgentError(
+        "LIKEN_AGENT_IDENTITY_UNAVAILABLE",
+        `machine ${this.machine} has no valid certificate and its bootstrap credential ${this.s.bootstrapKubeconfig} cannot be read (${errorText(e)}); put the fleet's bootstrap kubeconfig there, or give the machine a kubeconfig by hand (docs/machine.md, "Identity")`,
+        { cause: e },
+      );
+    }
+  }
+}

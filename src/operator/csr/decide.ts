@@ -1,0 +1,304 @@
+// Whether cluster-operator approves a machine's CertificateSigningRequest: a pure decision over
+// what the request says and what the cluster holds (docs/operator.md, "Machine certificates").
+// A request is approved only when it is exactly what a liken agent files for itself; whatever
+// could be a mistake or an attack is denied (nothing can be issued) or left for a person, and
+// said in an Event either way. Wiring: ./approver.ts.
+import {
+  AGENT_GROUP,
+  AGENT_USER_PREFIX,
+  BOOTSTRAP_GROUP,
+  MACHINE_CSR_USAGES,
+  MACHINE_SIGNER,
+} from "../../api/types.js";
+
+/** The public key of a request, as its SubjectPublicKeyInfo says. */
+export type KeyFacts =
+  | { kind: "rsa"; bits: number }
+  | { kind: "ec"; curve: string }
+  | { kind: "ed25519" }
+  | { kind: "other"; name: string };
+
+/** What the PKCS#10 request itself asks for (./request.ts reads it). */
+export interface RequestFacts {
+  commonName: string | undefined;
+  organizations: readonly string[];
+  /** Subject attributes other than CN and O (OU, C, ...), by their short names. */
+  otherSubject: readonly string[];
+  /** Subject alternative names asked for: a client identity has none. */
+  alternativeNames: number;
+  key: KeyFacts;
+}
+
+export type CsrState = "Pending" | "Approved" | "Denied" | "Failed";
+
+/** One CertificateSigningRequest as the approver sees it. */
+export interface CsrView {
+  name: string;
+  createdMs: number;
+  signerName: string;
+  usages: readonly string[];
+  username: string;
+  groups: readonly string[];
+  state: CsrState;
+  /** The issued certificate's notAfter, once the signer issued one. */
+  issuedNotAfterMs?: number;
+  request: RequestFacts | { unreadable: string };
+}
+
+/** What the cluster holds for the requested machine name (looked up by the wiring). */
+export interface Target {
+  node: boolean;
+  machine: boolean;
+  /** status.certificateExpiry of that Machine, as its agent last reported it. */
+  certificateExpiryMs?: number;
+}
+
+export interface CsrWorld {
+  nowMs: number;
+  target: Target;
+  /** Every CertificateSigningRequest the server holds (this one may be among them). */
+  all: readonly CsrView[];
+  /** Off: nothing is approved automatically; a person approves (liken operator --csr-approval). */
+  autoApprove: boolean;
+}
+
+/** Why a request was not approved: each is documented in docs/operator.md. */
+export type CsrRefusal =
+  | "WrongSigner"
+  | "Unreadable"
+  | "WrongSubject"
+  | "WrongUsages"
+  | "WeakKey"
+  | "OtherMachine"
+  | "UnknownRequester"
+  | "NoSuchMachine"
+  | "AlreadyJoined"
+  | "RequestFlood"
+  | "AlreadyPending"
+  | "AutoApprovalOff";
+
+export type CsrDecision =
+  | { kind: "ignore" }
+  | { kind: "approve"; machine: string; message: string }
+  /** Denied: the Denied condition carries the reason; the signer will never issue it. */
+  | { kind: "deny"; reason: CsrRefusal; message: string }
+  /** Left pending for a person (`kubectl certificate approve|deny`). */
+  | { kind: "leave"; reason: CsrRefusal; message: string };
+
+/**
+ * A machine's agent files one request per renewal (at 70-90 % of a lifetime, ./identity in
+ * the agent) and waits on it; after a denial it waits REFILE_AFTER (60 s) before the next.
+ * So more than this many from one identity for one name within FLOOD_WINDOW_MS is no agent
+ * of liken's: the surplus is denied.
+ */
+export const FLOOD_MAX = 3;
+export const FLOOD_WINDOW_MS = 60_000;
+
+/** Keys the Go x509 stack and today's guidance (NIST SP 800-57: RSA ≥ 2048, P-256 up) accept. */
+export const MIN_RSA_BITS = 2048;
+export const ACCEPTED_CURVES: ReadonlySet<string> = new Set([
+  "prime256v1",
+  "secp384r1",
+  "secp521r1",
+]);
+
+/** A DNS-1123 subdomain: the names a Machine and a Node can have. */
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The machine name a request asks for, from its CN; undefined when it names none. */
+export function requestedMachine(csr: CsrView): string | undefined {
+  if ("unreadable" in csr.request) return undefined;
+  const cn = csr.request.commonName;
+  if (cn === undefined || !cn.startsWith(AGENT_USER_PREFIX)) return undefined;
+  const name = cn.slice(AGENT_USER_PREFIX.length);
+  return name.length > 0 && name.length <= 253 && NAME.test(name) ? name : undefined;
+}
+
+/** Whether a request is liken's business at all: its subject or its requester is a machine's. */
+function isLikens(csr: CsrView): boolean {
+  if (csr.username.startsWith(AGENT_USER_PREFIX) || csr.groups.includes(BOOTSTRAP_GROUP)) {
+    return true;
+  }
+  if ("unreadable" in csr.request) return false;
+  const { commonName, organizations } = csr.request;
+  return commonName?.startsWith(AGENT_USER_PREFIX) === true || organizations.includes(AGENT_GROUP);
+}
+
+function keyProblem(key: KeyFacts): string | undefined {
+  switch (key.kind) {
+    case "rsa":
+      return key.bits >= MIN_RSA_BITS
+        ? undefined
+        : `an RSA key of ${key.bits} bits (at least ${MIN_RSA_BITS})`;
+    case "ec":
+      return ACCEPTED_CURVES.has(key.curve)
+        ? undefined
+        : `an EC key on curve ${key.curve} (P-256, P-384 or P-521)`;
+    case "ed25519":
+      return undefined;
+    case "other":
+      return `a ${key.name} key (RSA ≥ ${MIN_RSA_BITS}, ECDSA P-256/P-384/P-521 or Ed25519)`;
+    default: {
+      const never: never = key;
+      throw new Error(`unknown key ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+const AGAIN = "the agent files a new request by itself";
+const PERSON = "a person decides: kubectl certificate approve|deny";
+
+/** The request's own shape: signer, subject, usages, key. Undefined when all are right. */
+function shapeRefusal(
+  csr: CsrView,
+  r: RequestFacts,
+  machine: string | undefined,
+): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
+  const deny = (reason: CsrRefusal, what: string): CsrDecision & { kind: "deny" } => ({
+    kind: "deny",
+    reason,
+    message: `${what}; liken issues only CN=${AGENT_USER_PREFIX}<name>, O=${AGENT_GROUP}, usages [${MACHINE_CSR_USAGES.join(", ")}] for ${MACHINE_SIGNER}; ${AGAIN}`,
+  });
+  if (csr.signerName !== MACHINE_SIGNER) {
+    // cluster-operator may approve or deny for its one signer only (config/rbac).
+    return {
+      kind: "leave",
+      reason: "WrongSigner",
+      message: `asks signer ${csr.signerName}, not ${MACHINE_SIGNER}, for a machine's identity; ${PERSON}`,
+    };
+  }
+  if (
+    machine === undefined ||
+    r.organizations.length !== 1 ||
+    r.organizations[0] !== AGENT_GROUP ||
+    r.otherSubject.length > 0 ||
+    r.alternativeNames > 0
+  ) {
+    const subject = `CN=${r.commonName ?? "(none)"}, O=[${r.organizations.join(", ")}]${r.otherSubject.length > 0 ? `, also ${r.otherSubject.join(", ")}` : ""}${r.alternativeNames > 0 ? `, ${r.alternativeNames} alternative names` : ""}`;
+    return deny("WrongSubject", `asks for ${subject}`);
+  }
+  const usages = [...csr.usages].sort();
+  if (usages.join() !== [...MACHINE_CSR_USAGES].sort().join()) {
+    return deny("WrongUsages", `asks for usages [${csr.usages.join(", ")}]`);
+  }
+  const weak = keyProblem(r.key);
+  if (weak !== undefined) return deny("WeakKey", `carries ${weak}`);
+  return undefined;
+}
+
+/** Who filed it: the bootstrap credential, or the machine's own current identity. */
+type Requester = { kind: "bootstrap" } | { kind: "itself" };
+
+function requesterOf(
+  csr: CsrView,
+  machine: string,
+): Requester | Exclude<CsrDecision, { kind: "ignore" | "approve" }> {
+  if (csr.username.startsWith(AGENT_USER_PREFIX)) {
+    if (csr.username === `${AGENT_USER_PREFIX}${machine}` && csr.groups.includes(AGENT_GROUP)) {
+      return { kind: "itself" };
+    }
+    return {
+      kind: "deny",
+      reason: "OtherMachine",
+      message: `${csr.username} asks for the identity of machine ${machine}; a machine renews only its own`,
+    };
+  }
+  if (csr.groups.includes(BOOTSTRAP_GROUP)) return { kind: "bootstrap" };
+  return {
+    kind: "leave",
+    reason: "UnknownRequester",
+    message: `filed by ${csr.username}, neither the bootstrap group ${BOOTSTRAP_GROUP} nor ${AGENT_USER_PREFIX}${machine}; ${PERSON}`,
+  };
+}
+
+/** Requests for the same name from the same identity, oldest first (this one included). */
+function sameAsk(csr: CsrView, machine: string, all: readonly CsrView[]): CsrView[] {
+  const key = (c: CsrView): string => `${c.createdMs.toString().padStart(16, "0")}/${c.name}`;
+  const same = all.filter((c) => c.username === csr.username && requestedMachine(c) === machine);
+  if (!same.some((c) => c.name === csr.name)) same.push(csr);
+  return same.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+/** The cluster-side checks: the name exists, no live identity for a bootstrap, no flood. */
+function clusterRefusal(
+  csr: CsrView,
+  machine: string,
+  requester: Requester,
+  w: CsrWorld,
+): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
+  const recent = sameAsk(csr, machine, w.all).filter(
+    (c) => w.nowMs - c.createdMs <= FLOOD_WINDOW_MS,
+  );
+  const rank = recent.findIndex((c) => c.name === csr.name);
+  if (rank >= FLOOD_MAX) {
+    return {
+      kind: "deny",
+      reason: "RequestFlood",
+      message: `${csr.username} filed ${recent.length} requests for ${machine} within ${FLOOD_WINDOW_MS / 1000} s (at most ${FLOOD_MAX}); this is number ${rank + 1}`,
+    };
+  }
+  if (!w.target.node && !w.target.machine) {
+    return {
+      kind: "leave",
+      reason: "NoSuchMachine",
+      message: `no Node and no Machine is named ${machine}; create the Machine (docs/machine.md) or ${PERSON}`,
+    };
+  }
+  if (requester.kind === "bootstrap") {
+    const live = w.all.find(
+      (c) =>
+        c.name !== csr.name &&
+        requestedMachine(c) === machine &&
+        c.issuedNotAfterMs !== undefined &&
+        c.issuedNotAfterMs > w.nowMs,
+    );
+    const expiry = w.target.certificateExpiryMs;
+    if (live !== undefined || (expiry !== undefined && expiry > w.nowMs)) {
+      const until = new Date(Math.max(expiry ?? 0, live?.issuedNotAfterMs ?? 0)).toISOString();
+      return {
+        kind: "leave",
+        reason: "AlreadyJoined",
+        message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until} and renews with it; a reinstalled machine needs a person: ${PERSON}`,
+      };
+    }
+  }
+  const pending = w.all.find(
+    (c) => c.name !== csr.name && c.state === "Pending" && requestedMachine(c) === machine,
+  );
+  if (pending !== undefined) {
+    return {
+      kind: "leave",
+      reason: "AlreadyPending",
+      message: `request ${pending.name} for ${machine} is pending too; ${PERSON} (deny the one that is not the machine's)`,
+    };
+  }
+  return undefined;
+}
+
+/** The approver's verdict on one request. */
+export function decideCsr(csr: CsrView, w: CsrWorld): CsrDecision {
+  if (csr.state !== "Pending" || !isLikens(csr)) return { kind: "ignore" };
+  if ("unreadable" in csr.request) {
+    return {
+      kind: "deny",
+      reason: "Unreadable",
+      message: `the request cannot be read (${csr.request.unreadable}); ${AGAIN}`,
+    };
+  }
+  const machine = requestedMachine(csr);
+  const shape = shapeRefusal(csr, csr.request, machine);
+  if (shape !== undefined || machine === undefined) return shape ?? { kind: "ignore" };
+  const requester = requesterOf(csr, machine);
+  if ("reason" in requester) return requester;
+  const refusal = clusterRefusal(csr, machine, requester, w);
+  if (refusal !== undefined) return refusal;
+  const by = requester.kind === "bootstrap" ? "joins with the bootstrap credential" : "renews";
+  if (!w.autoApprove) {
+    return {
+      kind: "leave",
+      reason: "AutoApprovalOff",
+      message: `machine ${machine} ${by}; automatic approval is off: ${PERSON}`,
+    };
+  }
+  return { kind: "approve", machine, message: `machine ${machine} ${by}` };
+}
