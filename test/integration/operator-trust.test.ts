@@ -8,7 +8,7 @@ import { readFile, rm, writeFile, cp } from "node:fs/promises";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Cluster, TrustSpec } from "../../src/api/types.js";
+import type { Cluster, ClusterCondition, TrustSpec } from "../../src/api/types.js";
 import type { Logger } from "../../src/operator/logger.js";
 import { Operator } from "../../src/operator/operator.js";
 import {
@@ -192,6 +192,28 @@ async function followed(s: Scene, version: string): Promise<void> {
   );
 }
 
+/** Waits until the Cluster records no reboot turn (the machine's came back). */
+async function turnReleased(s: Scene): Promise<void> {
+  await waitFor(
+    "the turn released",
+    async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** The channel recalls V2 for `reason`; returns ChannelTrusted once it reads ReleaseRecalled. */
+async function recallV2(s: Scene, reason: string): Promise<ClusterCondition> {
+  await recallRelease({ repo: s.ch.repo, keys: s.ch.keys, channel: "stable", version: V2, reason });
+  return waitFor(
+    "ChannelTrusted False ReleaseRecalled",
+    async () => {
+      const x = await cond(s.cluster);
+      return x?.reason === "ReleaseRecalled" ? x : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
 async function readsSince(s: Scene, n: number): Promise<void> {
   const first = (await api.clusters.get(s.cluster)).status?.trust?.verifiedAt ?? "";
   await waitFor(
@@ -227,26 +249,8 @@ describe("trust mode channel", () => {
       expect(wide.stdout).toMatch(/channel\s+fresh until/);
       // The machine comes back on V2; then the channel recalls V2.
       await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
-      await waitFor(
-        "the turn released",
-        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
-        { timeoutMs: 30_000 },
-      );
-      await recallRelease({
-        repo: s.ch.repo,
-        keys: s.ch.keys,
-        channel: "stable",
-        version: V2,
-        reason: "kernel panics on some NICs",
-      });
-      const recalled = await waitFor(
-        "ChannelTrusted False ReleaseRecalled",
-        async () => {
-          const x = await cond(s.cluster);
-          return x?.reason === "ReleaseRecalled" ? x : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      await turnReleased(s);
+      const recalled = await recallV2(s, "kernel panics on some NICs");
       expect(recalled.message).toContain("kernel panics on some NICs");
       const c = await api.clusters.get(s.cluster);
       expect(c.status?.trust?.recalled).toEqual({
@@ -271,26 +275,8 @@ describe("trust mode channel", () => {
       await asks(s, V2, d2, d1);
       await followed(s, V2);
       await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
-      await waitFor(
-        "the turn released",
-        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
-        { timeoutMs: 30_000 },
-      );
-      await recallRelease({
-        repo: s.ch.repo,
-        keys: s.ch.keys,
-        channel: "stable",
-        version: V2,
-        reason: "disk corruption",
-      });
-      const why = await waitFor(
-        "ChannelTrusted False ReleaseRecalled",
-        async () => {
-          const x = await cond(s.cluster);
-          return x?.reason === "ReleaseRecalled" ? x : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      await turnReleased(s);
+      const why = await recallV2(s, "disk corruption");
       expect(why.message).toContain("disk corruption");
       await asks(s, V2, d2, d1);
       await readsSince(s, 2);
@@ -614,11 +600,7 @@ describe("hostile channels: the fleet does not move, the condition names the fau
       offset = 0;
       await followed(s, V2);
       await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
-      await waitFor(
-        "the turn released",
-        async () => (await api.clusters.get(s.cluster)).status?.rebootTurns?.length === 0,
-        { timeoutMs: 30_000 },
-      );
+      await turnReleased(s);
       offset = -400 * DAY_MS;
       await refused(s, "ClockBehind", "timestamp");
       offset = 0;
