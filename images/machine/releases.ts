@@ -22,6 +22,9 @@ import {
 import { machineInitrd } from "./initrd.js";
 import { guestKernel, kernelPackage } from "./kernel.js";
 import { configureGuest, writeOsRelease } from "./guest.js";
+import { configureNode, PAUSE_IMAGE, WORKLOAD_IMAGE } from "./node.js";
+import { buildNodeImages, workloadBinary } from "./node-images.js";
+import { ensureNodeBinaries } from "../../src/controlplane/node-tools.js";
 import { baseRootfs } from "./rootfs.js";
 
 /** v1 (installed), v2 (good), v3 (its boot panics). */
@@ -62,6 +65,9 @@ const SOURCES = [
   "images/machine/rootfs.ts",
   "images/machine/guest.ts",
   "images/machine/releases.ts",
+  "images/machine/node.ts",
+  "images/machine/node-images.ts",
+  "images/machine/workload.c",
 ];
 
 /** A UUID made from a name, so one version's filesystem gets the same UUID on every build. */
@@ -107,6 +113,16 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
     const root = join(work, "root");
     run("cp", ["-a", "--reflink=auto", join(base.dir, "root"), root]);
     configureGuest(root, pkg.tarball);
+    const nodeBin = await ensureNodeBinaries(log);
+    const images = await buildNodeImages(
+      work,
+      [
+        { ref: PAUSE_IMAGE, path: "/pause", from: join(nodeBin, "pause") },
+        { ref: WORKLOAD_IMAGE, path: "/workload", from: workloadBinary(work) },
+      ],
+      log,
+    );
+    configureNode(root, nodeBin, images);
     mkdirSync(join(root, "boot"), { recursive: true });
     writeFileSync(join(root, "boot/vmlinuz"), kernel.vmlinuz);
     writeFileSync(join(root, "boot/initrd.img"), initrds[0]!);

@@ -13,6 +13,7 @@ import type { MachineBootloader, MachineIdentity, MachineImages } from "./contra
 import { place, stateImage } from "./disk.js";
 import { GRUB_DIR } from "./esp-grub.js";
 import { ESP_MOUNT } from "./guest.js";
+import { writeNodeFiles, type NodeFiles } from "./node.js";
 
 /** Where the guest reads them (the bind mount of docs/machine.md). */
 export const GUEST_CONFIG = "/etc/liken/agent.yaml";
@@ -52,14 +53,16 @@ export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBo
 }
 
 /**
- * Puts the machine's identity (and the installed release's marker, when given) onto the
- * liken-state partition of `diskCopy`, a copy of images.disk, replacing what was there.
+ * Puts the machine's identity (and the installed release's marker, when given, and the node's
+ * files: the kubelet's kubeconfig and settings) onto the liken-state partition of `diskCopy`, a
+ * copy of images.disk, replacing what was there.
  */
 export function writeStatePartition(
   diskCopy: string,
   images: MachineImages,
   identity: MachineIdentity,
   installed?: InstalledRelease,
+  node?: NodeFiles,
 ): void {
   const work = mkdtempSync(join(tmpdir(), "liken-machine-state-"));
   try {
@@ -82,6 +85,7 @@ export function writeStatePartition(
         }),
       );
     }
+    if (node !== undefined) writeNodeFiles(dir, node);
     const img = join(work, "state.ext4");
     stateImage(img, dir);
     place(diskCopy, img, images.partitions["liken-state"].offset);

@@ -5,7 +5,8 @@ import type { LikenApi } from "../../src/api/client.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 import type { MachineWatch } from "./machine-watch.js";
-import { workloadPlacement } from "./machine-workload.js";
+import { placeWorkload, spareNode, workloadPlacement } from "./machine-workload.js";
+import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
 
@@ -21,6 +22,13 @@ const FALLBACK_MS = 600_000;
 /** How long the way to the API server stays cut, and how long a Failed machine is watched. */
 const CUT_MS = 30_000;
 const NO_RETRY_MS = 20_000;
+/** The guest's kubelet registering its Node and reporting Ready, after the agent's first report. */
+const NODE_READY_MS = 300_000;
+/**
+ * lastHeartbeatTime and lastTrial.at are whole seconds (RFC 3339, truncated): a heartbeat in the
+ * same second as the promotion may read one second later.
+ */
+const SECOND_MS = 1_000;
 
 export interface Ctx {
   machine: string;
@@ -34,6 +42,53 @@ export interface Ctx {
   problems: string[];
   /** When the scenario started (Date.now()). */
   t0: number;
+  /** The guest's real Node, as the host sees it (absent for the lab's kwok Node). */
+  node?: NodeWatch;
+}
+
+/**
+ * The guest's kubelet registered its Node and reports it Ready from this boot; the workload is
+ * placed on it then (two pods Ready there), and the spare Node joins.
+ */
+export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
+  const deadline = Date.now() + NODE_READY_MS;
+  while (!(node.last?.ready === "True" && node.last.bootId !== "")) {
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the guest's kubelet did not register Node ${c.machine} Ready within ${NODE_READY_MS / 1000} s (last seen: ${JSON.stringify(node.last)})`,
+      );
+    }
+    await sleep(250);
+  }
+  c.say(`Node ${c.machine} registered by the guest's kubelet: bootID ${node.last.bootId}, Ready`);
+  const t = Date.now();
+  await placeWorkload(c.kc, c.machine, spareNode(c.machine));
+  c.say(`workload Ready on ${c.machine} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+}
+
+/**
+ * The trial was promoted only once its Node showed the trial boot's id (a new one) with Ready
+ * True posted in that boot: the first such heartbeat is no later than the promotion's record.
+ */
+function rejoinProof(c: Ctx, node: NodeWatch): void {
+  const trial = c.watch.machine?.status?.lastTrial;
+  const ids = [...new Set(node.sights.map((s) => s.bootId).filter(Boolean))];
+  const now = node.last?.bootId ?? "";
+  const first = node.firstReady(now);
+  const at = trial?.at ? new Date(trial.at).getTime() : undefined;
+  if (ids.length < 2 || ids[0] === now) {
+    c.problems.push(`the Node showed bootIDs [${ids.join(", ")}]: the trial boot's is not new`);
+  } else if (first?.heartbeatAt === undefined || at === undefined) {
+    c.problems.push(`no Ready heartbeat of boot ${now} seen, or no lastTrial.at`);
+  } else if (first.heartbeatAt > at + SECOND_MS) {
+    c.problems.push(
+      `promoted at ${trial?.at}, before the Node's first Ready of the trial boot ${now} (${new Date(first.heartbeatAt).toISOString()})`,
+    );
+  } else {
+    c.say(
+      `rejoin: Node ${c.machine} showed the trial boot ${now} Ready at ${new Date(first.heartbeatAt).toISOString()}, promoted at ${trial?.at} (earlier boot ${ids[0]})`,
+    );
+  }
 }
 
 export async function firstReport(c: Ctx, v1: string): Promise<void> {
@@ -81,6 +136,7 @@ export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void
     return s?.version === v2 && s.step === "Ready" && s.lastTrial?.result === "Succeeded";
   });
   c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
+  if (c.node !== undefined) rejoinProof(c, c.node);
   const placement = await workloadPlacement(c.kc);
   c.say(`workload after the drain: ${JSON.stringify(placement)}`);
   if ((placement[c.machine] ?? 0) !== 0)

@@ -14,11 +14,13 @@ import type { Guest, GuestBoot } from "./machine-guest.js";
 import { machineKubeconfig } from "./machine-identity.js";
 import { labReleases, startLabGuest } from "./machine-lab-guest.js";
 import { MachineWatch } from "./machine-watch.js";
+import { NodeWatch } from "./node-watch.js";
 import { startRelay, type Relay } from "./relay.js";
 import { formatBoot } from "./scenarios.js";
 import {
   finalChecks,
   firstReport,
+  realNodeJoins,
   rollToBad,
   rollToGood,
   timings,
@@ -117,6 +119,7 @@ export async function runMachineScenario(o: {
   let relay: Relay | undefined;
   let guest: Guest | undefined;
   let watch: MachineWatch | undefined;
+  let node: NodeWatch | undefined;
   let printed = 0;
   const printBoots = (): void => {
     for (const b of guest?.boots.slice(printed) ?? []) {
@@ -140,6 +143,7 @@ export async function runMachineScenario(o: {
       releases,
       channelSource: (url) => (o.guest.kind === "lab" ? url : `http://10.0.2.101:8080`),
       lifetimeSeconds: LIFETIME_S,
+      realNode: o.guest.kind === "qemu",
       log: () => {},
     });
     const t = host.timings;
@@ -154,6 +158,7 @@ export async function runMachineScenario(o: {
     // The guest's forwards run `busybox nc 127.0.0.1 PORT` per connection (machine-qemu.ts).
     run.marks.push(`nc 127.0.0.1 ${relay.port}`, `nc 127.0.0.1 ${channelPort}`);
     watch = new MachineWatch(host.api, MACHINE, CLUSTER, t0);
+    if (host.kubelet !== undefined) node = new NodeWatch(host.kc, MACHINE, t0);
     guest = await o.guest.start({
       dir,
       host,
@@ -174,8 +179,10 @@ export async function runMachineScenario(o: {
       say,
       problems: run.problems,
       t0,
+      ...(node ? { node } : {}),
     };
     await firstReport(c, v1);
+    if (node !== undefined) await realNodeJoins(c, node);
     await rollToGood(c, v2, o.cutApi !== false);
     await rollToBad(c, v3);
     printBoots();
@@ -183,7 +190,8 @@ export async function runMachineScenario(o: {
     await finalChecks(c, [v1, v2, v3], run.boots);
     for (const l of timings(watch, run.boots, [v2, v3])) say(l);
     for (const n of guest.notes()) say(n);
-    run.summary = `machine: backend=${o.bootloader} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
+    const kind = node !== undefined ? "real" : "kwok";
+    run.summary = `machine: backend=${o.bootloader} node=${kind} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
   } catch (e) {
     run.problems.push((e as Error).message);
   } finally {
@@ -194,6 +202,7 @@ export async function runMachineScenario(o: {
       ?.stop()
       .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
+    await node?.stop();
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;
