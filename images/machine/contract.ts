@@ -6,6 +6,9 @@
 export type MachineBootloader = "grub" | "systemd-boot";
 export const MACHINE_BOOTLOADERS: readonly MachineBootloader[] = ["grub", "systemd-boot"];
 
+/** The guest's own address: what QEMU user networking's DHCP hands out (its first lease). */
+export const GUEST_ADDRESS = "10.0.2.15";
+
 /** Where the guest finds the API server and the release channel. */
 export const GUEST_API = { host: "10.0.2.100", port: 6443 } as const;
 export const GUEST_CHANNEL = { host: "10.0.2.101", port: 8080 } as const;

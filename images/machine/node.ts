@@ -132,7 +132,7 @@ RequiresMountsFor=/var/lib/kubelet /var/lib/liken
 
 [Service]
 EnvironmentFile=${KUBELET_ENV}
-ExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=${KUBELET_KUBECONFIG} --hostname-override=\${NODE_NAME} --node-labels=\${NODE_LABELS}
+ExecStart=/usr/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=${KUBELET_KUBECONFIG} --hostname-override=\${NODE_NAME} --node-ip=\${NODE_IP} --node-labels=\${NODE_LABELS}
 Restart=always
 RestartSec=5
 StandardOutput=journal+console
@@ -193,6 +193,8 @@ export function configureNode(root: string, binDir: string, images: readonly str
     copyFileSync(join(binDir, b), join(root, "usr/bin", b));
     chmodSync(join(root, "usr/bin", b), 0o755);
   }
+  // containerd's legacy shims: the CRI runs every pod with io.containerd.runc.v2.
+  for (const b of ["containerd-shim", "containerd-shim-runc-v1"]) rmSync(join(root, "usr/bin", b));
   const cni = join(root, "usr/lib/cni");
   for (const p of readdirSync(cni)) if (!CNI_PLUGINS.includes(p)) rmSync(join(cni, p));
   mkdirSync(join(root, IMAGES_DIR.slice(1)), { recursive: true });
@@ -229,6 +231,12 @@ export interface NodeFiles {
   kubeconfig: string;
   /** The CA the kubelet trusts for client certificates on its own port. */
   clientCaPem: string;
+  /**
+   * The Node's address (the kubelet's --node-ip): needed where the kubelet cannot find it by
+   * itself, a network with no default route (the testbed's QEMU user network with
+   * restrict=on hands out 10.0.2.15 and no router).
+   */
+  nodeIp: string;
 }
 
 /** Writes `node` under `stateDir` (the state partition's root), where the kubelet reads it. */
@@ -240,5 +248,8 @@ export function writeNodeFiles(stateDir: string, node: NodeFiles): void {
   const labels = Object.entries(node.labels)
     .map(([k, v]) => `${k}=${v}`)
     .join(",");
-  writeFileSync(at(KUBELET_ENV), `NODE_NAME=${node.nodeName}\nNODE_LABELS=${labels}\n`);
+  writeFileSync(
+    at(KUBELET_ENV),
+    `NODE_NAME=${node.nodeName}\nNODE_IP=${node.nodeIp}\nNODE_LABELS=${labels}\n`,
+  );
 }

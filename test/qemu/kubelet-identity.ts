@@ -78,20 +78,26 @@ export async function issueKubeletCert(
       },
     },
   });
+  // kube-controller-manager's csrapproving controller approves a kubelet client request by
+  // itself when its requester may create certificatesigningrequests/nodeclient, as the admin
+  // may; otherwise the person approves it (`kubectl certificate approve`). Approving twice is
+  // refused (a duplicate Approved condition), so only an unapproved request is approved here.
   const csr = await certs.readCertificateSigningRequest({ name });
-  csr.status = {
-    ...csr.status,
-    conditions: [
-      ...(csr.status?.conditions ?? []),
-      {
-        type: "Approved",
-        status: "True",
-        reason: "LikenMachineScenario",
-        message: `the machine scenario approves the kubelet of ${node}`,
-      },
-    ],
-  };
-  await certs.replaceCertificateSigningRequestApproval({ name, body: csr });
+  if (!(csr.status?.conditions ?? []).some((c) => c.type === "Approved")) {
+    csr.status = {
+      ...csr.status,
+      conditions: [
+        ...(csr.status?.conditions ?? []),
+        {
+          type: "Approved",
+          status: "True",
+          reason: "LikenMachineScenario",
+          message: `the machine scenario approves the kubelet of ${node}`,
+        },
+      ],
+    };
+    await certs.replaceCertificateSigningRequestApproval({ name, body: csr });
+  }
   const deadline = Date.now() + SIGN_TIMEOUT_MS;
   for (;;) {
     const cur = await certs.readCertificateSigningRequest({ name });

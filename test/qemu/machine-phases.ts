@@ -5,7 +5,17 @@ import type { LikenApi } from "../../src/api/client.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 import type { MachineWatch } from "./machine-watch.js";
-import { placeWorkload, spareNode, workloadPlacement } from "./machine-workload.js";
+import {
+  placeWorkload,
+  spareNode,
+  WORKLOAD_LINGER_S,
+  WORKLOAD_NAMESPACE,
+  WORKLOAD_REPLICAS,
+  workloadPlacement,
+} from "./machine-workload.js";
+import { recordNamespace, type Recorder } from "../support/drain-helpers.js";
+import { violations } from "../support/drain-invariants.js";
+import { graceVerdict } from "./drain-grace.js";
 import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
@@ -44,6 +54,10 @@ export interface Ctx {
   t0: number;
   /** The guest's real Node, as the host sees it (absent for the lab's kwok Node). */
   node?: NodeWatch;
+  /** Every watch event of the workload's pods from their placement on the real Node. */
+  pods?: Recorder;
+  /** What the real node proved, for the summary line (`drain-grace-ok`). */
+  proven: string[];
 }
 
 /**
@@ -64,6 +78,25 @@ export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
   const t = Date.now();
   await placeWorkload(c.kc, c.machine, spareNode(c.machine));
   c.say(`workload Ready on ${c.machine} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  c.pods = await recordNamespace(WORKLOAD_NAMESPACE, c.kc);
+}
+
+/**
+ * The drain of the real node, from the watch record of the workload's pods: the budget was
+ * never broken (drain-invariants.ts) and the kubelet stopped each evicted pod within its grace,
+ * after the workload's linger (drain-grace.ts).
+ */
+function drainChecks(c: Ctx, pods: Recorder): void {
+  pods.stop();
+  const budget = { name: "web", labels: { app: "web" }, minHealthy: WORKLOAD_REPLICAS - 1 };
+  const broken = violations(pods.log, { node: c.machine, drivers: [], budgets: [budget] });
+  const grace = graceVerdict(pods.log, c.machine, WORKLOAD_LINGER_S, WORKLOAD_REPLICAS);
+  c.problems.push(...broken, ...grace.problems);
+  for (const s of grace.stops)
+    c.say(
+      `drain: ${s.pod} stopped by the kubelet ${s.stoppedAfterS} s after its eviction (grace ${s.graceS} s, exit ${s.exitCode})`,
+    );
+  if (broken.length === 0 && grace.problems.length === 0) c.proven.push("drain-grace-ok");
 }
 
 /**
@@ -137,6 +170,7 @@ export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void
   });
   c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
   if (c.node !== undefined) rejoinProof(c, c.node);
+  if (c.pods !== undefined) drainChecks(c, c.pods);
   const placement = await workloadPlacement(c.kc);
   c.say(`workload after the drain: ${JSON.stringify(placement)}`);
   if ((placement[c.machine] ?? 0) !== 0)

@@ -8,6 +8,7 @@ import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
+  GUEST_ADDRESS,
   GUEST_API,
   GUEST_CHANNEL,
   type MachineBootloader,
@@ -91,6 +92,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             node: MACHINE,
           }),
           clientCaPem: caPem(host),
+          nodeIp: GUEST_ADDRESS,
         },
       );
       const vars = join(dir, "OVMF_VARS.fd");

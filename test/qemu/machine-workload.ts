@@ -18,7 +18,7 @@ import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export const WORKLOAD_NAMESPACE = "workload";
 const APP = "web";
-const REPLICAS = 2;
+export const WORKLOAD_REPLICAS = 2;
 /** Two pods started by a kubelet under TCG on two busy cores: sandbox, then container. */
 const PLACE_TIMEOUT_MS = 300_000;
 /** How long the workload stays after SIGTERM, and the grace its pods are given (more). */
@@ -60,7 +60,7 @@ export async function placeWorkload(kc: KubeConfig, node: string, spare: string)
     body: {
       metadata: { name: APP },
       spec: {
-        replicas: REPLICAS,
+        replicas: WORKLOAD_REPLICAS,
         selector: { matchLabels: labels },
         template: {
           metadata: { labels },
@@ -84,16 +84,16 @@ export async function placeWorkload(kc: KubeConfig, node: string, spare: string)
     namespace: WORKLOAD_NAMESPACE,
     body: {
       metadata: { name: APP },
-      spec: { minAvailable: REPLICAS - 1, selector: { matchLabels: labels } },
+      spec: { minAvailable: WORKLOAD_REPLICAS - 1, selector: { matchLabels: labels } },
     },
   });
   const deadline = Date.now() + PLACE_TIMEOUT_MS;
   for (;;) {
     const on = (await pods(kc)).filter((p) => p.spec?.nodeName === node && ready(p));
-    if (on.length === REPLICAS) break;
+    if (on.length === WORKLOAD_REPLICAS) break;
     if (Date.now() > deadline) {
       throw new Error(
-        `the workload's ${REPLICAS} pods were not Ready on ${node} within ${PLACE_TIMEOUT_MS / 1000} s (${on.length} were)`,
+        `the workload's ${WORKLOAD_REPLICAS} pods were not Ready on ${node} within ${PLACE_TIMEOUT_MS / 1000} s (${on.length} were)`,
       );
     }
     await sleep(250);

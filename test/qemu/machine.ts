@@ -88,10 +88,23 @@ export interface MachineRun {
   problems: string[];
   seconds: number;
   dir: string;
-  /** The last line: `machine: backend=... promoted=... fell-back-from=... boots=N S s`. */
+  /** The last line (summaryLine). */
   summary: string;
   /** Text in the command line of every process the run started (leftovers.ts). */
   marks: string[];
+}
+
+/** `machine: backend=... node=real|kwok promoted=... fell-back-from=... <proofs> boots=N S s`. */
+function summaryLine(
+  bootloader: MachineBootloader,
+  c: Ctx,
+  [v2, v3]: [string, string],
+  boots: number,
+  secs: string,
+): string {
+  const kind = c.node !== undefined ? "real" : "kwok";
+  const proven = c.proven.map((p) => ` ${p}`).join("");
+  return `machine: backend=${bootloader} node=${kind} promoted=${v2} fell-back-from=${v3}${proven} boots=${boots} ${secs} s`;
 }
 
 export async function runMachineScenario(o: {
@@ -120,6 +133,7 @@ export async function runMachineScenario(o: {
   let guest: Guest | undefined;
   let watch: MachineWatch | undefined;
   let node: NodeWatch | undefined;
+  let ctx: Ctx | undefined;
   let printed = 0;
   const printBoots = (): void => {
     for (const b of guest?.boots.slice(printed) ?? []) {
@@ -168,7 +182,7 @@ export async function runMachineScenario(o: {
       out: say,
       slotVersion: (slot) => watch?.machine?.status?.slots?.find((x) => x.name === slot)?.version,
     });
-    const c: Ctx = {
+    const c: Ctx = (ctx = {
       machine: MACHINE,
       cluster: CLUSTER,
       api: host.api,
@@ -180,7 +194,8 @@ export async function runMachineScenario(o: {
       problems: run.problems,
       t0,
       ...(node ? { node } : {}),
-    };
+      proven: [],
+    });
     await firstReport(c, v1);
     if (node !== undefined) await realNodeJoins(c, node);
     await rollToGood(c, v2, o.cutApi !== false);
@@ -190,8 +205,7 @@ export async function runMachineScenario(o: {
     await finalChecks(c, [v1, v2, v3], run.boots);
     for (const l of timings(watch, run.boots, [v2, v3])) say(l);
     for (const n of guest.notes()) say(n);
-    const kind = node !== undefined ? "real" : "kwok";
-    run.summary = `machine: backend=${o.bootloader} node=${kind} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
+    run.summary = summaryLine(o.bootloader, c, [v2, v3], run.boots.length, secs());
   } catch (e) {
     run.problems.push((e as Error).message);
   } finally {
@@ -203,6 +217,7 @@ export async function runMachineScenario(o: {
       .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
     await node?.stop();
+    ctx?.pods?.stop();
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;
