@@ -34,6 +34,14 @@ function bootloaderSection(bootloader: MachineBootloader): AgentYaml["bootloader
     : { backend: "systemd-boot", esp: ESP_MOUNT, efivars: "/sys/firmware/efi/efivars" };
 }
 
+/**
+ * How long a trial may take to rejoin (the agent's default is 15 min): the trial boot's kubelet
+ * was seen Ready 20-40 s after its agent started under TCG on a loaded 2-core host; 180 s
+ * leaves room for a slower host, and is how long the kubelet-down release's trial waits
+ * before it falls back.
+ */
+export const GUEST_PROVE_MS = 180_000;
+
 /** The guest's /etc/liken/agent.yaml (docs/agent.md lists every field). */
 export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBootloader): string {
   return stringify({
@@ -48,6 +56,7 @@ export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBo
     cmdline: "/proc/cmdline",
     bootloader: bootloaderSection(bootloader),
     reboot: { command: ["systemctl", "reboot"] },
+    timeouts: { proveMs: GUEST_PROVE_MS },
     direct: true,
   } satisfies AgentYaml);
 }

@@ -17,15 +17,7 @@ import { MachineWatch } from "./machine-watch.js";
 import { NodeWatch } from "./node-watch.js";
 import { startRelay, type Relay } from "./relay.js";
 import { formatBoot } from "./scenarios.js";
-import {
-  finalChecks,
-  firstReport,
-  realNodeJoins,
-  rollToBad,
-  rollToGood,
-  timings,
-  type Ctx,
-} from "./machine-phases.js";
+import { finalChecks, rollAll, timings, type Ctx, type Rolled } from "./machine-phases.js";
 import type { Slot } from "../../src/bootloader/types.js";
 
 export const MACHINE = "machine-1";
@@ -98,7 +90,7 @@ export interface MachineRun {
 function summaryLine(
   bootloader: MachineBootloader,
   c: Ctx,
-  [v2, v3]: [string, string],
+  [, v2, v3]: Rolled,
   boots: number,
   secs: string,
 ): string {
@@ -145,7 +137,7 @@ export async function runMachineScenario(o: {
   const ticker = setInterval(printBoots, 250);
   try {
     const releases = await o.guest.releases(dir);
-    const [v1, v2, v3] = releases.map((r) => r.version) as [string, string, string];
+    const v1 = releases[0]!.version;
     say(`host: starting the control plane, the API, the channel (${releases.length} releases)`);
     const name = `machine-${process.pid}-${o.bootloader}`;
     run.marks.push(`${dataDirOf(name)}/`);
@@ -196,16 +188,18 @@ export async function runMachineScenario(o: {
       ...(node ? { node } : {}),
       proven: [],
     });
-    await firstReport(c, v1);
-    if (node !== undefined) await realNodeJoins(c, node);
-    await rollToGood(c, v2, o.cutApi !== false);
-    await rollToBad(c, v3);
+    const rolled = await rollAll(c, v1, releases.slice(1), o.cutApi !== false);
     printBoots();
     run.boots = [...guest.boots];
-    await finalChecks(c, [v1, v2, v3], run.boots);
-    for (const l of timings(watch, run.boots, [v2, v3])) say(l);
+    await finalChecks(c, rolled, run.boots);
+    for (const l of timings(
+      watch,
+      run.boots,
+      rolled.slice(1).filter((v): v is string => v !== undefined),
+    ))
+      say(l);
     for (const n of guest.notes()) say(n);
-    run.summary = summaryLine(o.bootloader, c, [v2, v3], run.boots.length, secs());
+    run.summary = summaryLine(o.bootloader, c, rolled, run.boots.length, secs());
   } catch (e) {
     run.problems.push((e as Error).message);
   } finally {
