@@ -16,6 +16,7 @@ import {
 import { recordNamespace, type Recorder } from "../support/drain-helpers.js";
 import { violations } from "../support/drain-invariants.js";
 import { graceVerdict } from "./drain-grace.js";
+import { rejoinProof } from "./rejoin-proof.js";
 import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
@@ -39,11 +40,6 @@ const NO_RETRY_MS = 20_000;
 const KUBELET_DOWN_MS = 900_000;
 /** The guest's kubelet registering its Node and reporting Ready, after the agent's first report. */
 const NODE_READY_MS = 300_000;
-/**
- * lastHeartbeatTime and lastTrial.at are whole seconds (RFC 3339, truncated): a heartbeat in the
- * same second as the promotion may read one second later.
- */
-const SECOND_MS = 1_000;
 
 export interface Ctx {
   machine: string;
@@ -104,29 +100,11 @@ function drainChecks(c: Ctx, pods: Recorder): void {
   if (broken.length === 0 && grace.problems.length === 0) c.proven.push("drain-grace-ok");
 }
 
-/**
- * The trial was promoted only once its Node showed the trial boot's id (a new one) with Ready
- * True posted in that boot: the first such heartbeat is no later than the promotion's record.
- */
-function rejoinProof(c: Ctx, node: NodeWatch): void {
-  const trial = c.watch.machine?.status?.lastTrial;
-  const ids = [...new Set(node.sights.map((s) => s.bootId).filter(Boolean))];
-  const now = node.last?.bootId ?? "";
-  const first = node.firstReady(now);
-  const at = trial?.at ? new Date(trial.at).getTime() : undefined;
-  if (ids.length < 2 || ids[0] === now) {
-    c.problems.push(`the Node showed bootIDs [${ids.join(", ")}]: the trial boot's is not new`);
-  } else if (first?.heartbeatAt === undefined || at === undefined) {
-    c.problems.push(`no Ready heartbeat of boot ${now} seen, or no lastTrial.at`);
-  } else if (first.heartbeatAt > at + SECOND_MS) {
-    c.problems.push(
-      `promoted at ${trial?.at}, before the Node's first Ready of the trial boot ${now} (${new Date(first.heartbeatAt).toISOString()})`,
-    );
-  } else {
-    c.say(
-      `rejoin: Node ${c.machine} showed the trial boot ${now} Ready at ${new Date(first.heartbeatAt).toISOString()}, promoted at ${trial?.at} (earlier boot ${ids[0]})`,
-    );
-  }
+/** The trial was promoted only once its Node showed the trial boot Ready (rejoin-proof.ts). */
+function rejoinChecks(c: Ctx, node: NodeWatch): void {
+  const r = rejoinProof(node.sights, c.watch.machine?.status?.lastTrial?.at);
+  if (r.ok) c.say(`rejoin: ${r.says}`);
+  else c.problems.push(r.problem);
 }
 
 export async function firstReport(c: Ctx, v1: string): Promise<void> {
@@ -174,7 +152,7 @@ export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void
     return s?.version === v2 && s.step === "Ready" && s.lastTrial?.result === "Succeeded";
   });
   c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
-  if (c.node !== undefined) rejoinProof(c, c.node);
+  if (c.node !== undefined) rejoinChecks(c, c.node);
   if (c.pods !== undefined) drainChecks(c, c.pods);
   const placement = await workloadPlacement(c.kc);
   c.say(`workload after the drain: ${JSON.stringify(placement)}`);

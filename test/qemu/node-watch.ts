@@ -65,11 +65,6 @@ export class NodeWatch {
     return this.sights.at(-1);
   }
 
-  /** The first sight of `bootId` with Ready True. */
-  firstReady(bootId: string): NodeSight | undefined {
-    return this.sights.find((s) => s.bootId === bootId && s.ready === "True");
-  }
-
   async stop(): Promise<void> {
     this.stopped = true;
     await this.loop;
