@@ -121,6 +121,11 @@ evictionHard:
 maxPods: 16
 `;
 
+/**
+ * The kubelet's unit: the Node's name, address and labels come from the state partition
+ * (per machine). Its log goes to the serial console too, beside the agent's: a node that does
+ * not come Ready says why there (about 200 lines a run at the default verbosity).
+ */
 const KUBELET_UNIT = `[Unit]
 Description=kubelet (liken node)
 Documentation=https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/
