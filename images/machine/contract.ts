@@ -6,6 +6,9 @@
 export type MachineBootloader = "grub" | "systemd-boot";
 export const MACHINE_BOOTLOADERS: readonly MachineBootloader[] = ["grub", "systemd-boot"];
 
+/** The guest's own address: what QEMU user networking's DHCP hands out (its first lease). */
+export const GUEST_ADDRESS = "10.0.2.15";
+
 /** Where the guest finds the API server and the release channel. */
 export const GUEST_API = { host: "10.0.2.100", port: 6443 } as const;
 export const GUEST_CHANNEL = { host: "10.0.2.101", port: 8080 } as const;
@@ -18,6 +21,8 @@ export interface MachineRelease {
   slotImage: string;
   /** Its boot panics (the scenario's bad release). */
   panics: boolean;
+  /** It boots and its agent runs, but its kubelet never starts (kubelet.service masked). */
+  kubeletDown?: boolean;
   /**
    * Its kernel and initrd as files, published as the release's `kernel` and `initrd` artifacts
    * (systemd-boot boots them from the ESP, where the agent installs them; GRUB boots the same
@@ -31,8 +36,8 @@ export interface MachineImages {
   /** A raw GPT disk: the ESP, liken-a holding releases[0], liken-b empty, liken-state empty ext4. Copy it before booting. */
   disk: string;
   partitions: Record<MachinePartition, { offset: number; size: number }>;
-  /** v1 (installed), v2 (good), v3 (its trial panics). */
-  releases: readonly [MachineRelease, MachineRelease, MachineRelease];
+  /** v1 (installed), v2 (good), v3 (its trial panics), and v4 (its kubelet never starts). */
+  releases: readonly [MachineRelease, MachineRelease, MachineRelease, MachineRelease];
   /** The OVMF variable store to start from (a copy per run), when the backend needs prepared variables. */
   ovmfVars?: string;
 }

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { MachinePartition } from "./contract.js";
 import { MiB, run } from "./cache.js";
 import { ESP_MIB } from "./esp.js";
+import { NODE_STATE_DIRS } from "./node.js";
 
 export const STATE_MIB = 64;
 
@@ -33,9 +34,12 @@ export function place(disk: string, src: string, offset: number): void {
   ]);
 }
 
-/** An ext4 state filesystem image holding `dir`'s files (or just an empty etc/). */
+/**
+ * An ext4 state filesystem image holding `dir`'s files (or just an empty etc/), with the
+ * directories the node's bind mounts need (node.ts).
+ */
 export function stateImage(img: string, dir: string): void {
-  mkdirSync(join(dir, "etc"), { recursive: true });
+  for (const d of ["etc", ...NODE_STATE_DIRS]) mkdirSync(join(dir, d), { recursive: true });
   run("mke2fs", [
     "-q",
     "-t",

@@ -112,6 +112,13 @@ function put(root: string, path: string, text: string, mode = 0o644): void {
   chmodSync(p, mode);
 }
 
+/** Masks `unit` in the root filesystem `root`: a link to /dev/null, as `systemctl mask` makes. */
+export function maskUnit(root: string, unit: string): void {
+  const p = join(root, "etc/systemd/system", unit);
+  rmSync(p, { force: true });
+  symlinkSync("/dev/null", p);
+}
+
 /** Makes a copy of the base root filesystem a liken machine with the agent tarball in it. */
 export function configureGuest(root: string, agentTarball: string): void {
   run("tar", ["-xzf", agentTarball, "-C", root, "--no-same-owner"]);
@@ -126,11 +133,7 @@ export function configureGuest(root: string, agentTarball: string): void {
   for (const d of ["var/lib/liken", "etc/liken", ESP_MOUNT.slice(1)]) {
     mkdirSync(join(root, d), { recursive: true });
   }
-  for (const u of MASKED) {
-    const p = join(root, "etc/systemd/system", u);
-    rmSync(p, { force: true });
-    symlinkSync("/dev/null", p);
-  }
+  for (const u of MASKED) maskUnit(root, u);
   rmSync(join(root, "etc/systemd/system/getty.target.wants"), { recursive: true, force: true });
   run("chroot", [
     root,

@@ -3,7 +3,7 @@
 // host's package lists); every release of the machine boots this one kernel. Drivers a QEMU
 // guest needs are modules in Debian's build, so the initrd loads them (no modprobe, no
 // modules.dep in the root filesystem): the disk and network (virtio), the root and state
-// filesystems (ext4), the ESP (vfat and its code pages), efivarfs, the i6300esb watchdog.
+// filesystems (ext4), the ESP (vfat and its code pages), efivarfs, the i6300esb watchdog; and what containers need (overlay, bridge, veth).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -24,6 +24,10 @@ export const GUEST_MODULES = [
   "efivarfs",
   "i6300esb",
   "autofs4",
+  // The node (node.ts): containerd's overlayfs snapshotter, the CNI bridge and its veth pairs.
+  "overlay",
+  "bridge",
+  "veth",
 ] as const;
 
 export interface GuestKernel {

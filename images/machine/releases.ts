@@ -2,10 +2,18 @@
 // filesystem with the agent package, the kernel and the initrd under /boot, differing in
 // /etc/os-release's VERSION and in the initrd, which carries the release's version; the third
 // one's /sbin/init exits at once, so its boot panics (and the trial's panic=N reboots into the
-// default slot). Each release's kernel and initrd are files too, for its `kernel` and `initrd`
+// default slot); the fourth one's kubelet unit is masked, so it boots but never rejoins. Each release's kernel and initrd are files too, for its `kernel` and `initrd`
 // artifacts (systemd-boot boots them from the ESP). Cached with everything they are made of.
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { packageAgent } from "../package-agent.js";
 import type { MachineRelease } from "./contract.js";
@@ -21,15 +29,23 @@ import {
 } from "./cache.js";
 import { machineInitrd } from "./initrd.js";
 import { guestKernel, kernelPackage } from "./kernel.js";
-import { configureGuest, writeOsRelease } from "./guest.js";
+import { configureGuest, maskUnit, writeOsRelease } from "./guest.js";
+import { configureNode, PAUSE_IMAGE, WORKLOAD_IMAGE } from "./node.js";
+import { buildNodeImages, workloadBinary } from "./node-images.js";
+import { ensureNodeBinaries } from "../../src/controlplane/node-tools.js";
 import { baseRootfs } from "./rootfs.js";
 
-/** v1 (installed), v2 (good), v3 (its boot panics). */
-export const RELEASE_VERSIONS = ["2026.12.01-001", "2026.12.01-002", "2026.12.01-003"] as const;
+/** v1 (installed), v2 (good), v3 (its boot panics), v4 (its kubelet never starts). */
+export const RELEASE_VERSIONS = [
+  "2026.12.01-001",
+  "2026.12.01-002",
+  "2026.12.01-003",
+  "2026.12.01-004",
+] as const;
 
 export interface SlotSet {
   dir: string;
-  releases: [MachineRelease, MachineRelease, MachineRelease];
+  releases: [MachineRelease, MachineRelease, MachineRelease, MachineRelease];
   /** The installed release's (v1's) kernel and initrd, for the image's ESP. */
   vmlinuz: string;
   initrd: string;
@@ -62,6 +78,9 @@ const SOURCES = [
   "images/machine/rootfs.ts",
   "images/machine/guest.ts",
   "images/machine/releases.ts",
+  "images/machine/node.ts",
+  "images/machine/node-images.ts",
+  "images/machine/workload.c",
 ];
 
 /** A UUID made from a name, so one version's filesystem gets the same UUID on every build. */
@@ -107,6 +126,16 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
     const root = join(work, "root");
     run("cp", ["-a", "--reflink=auto", join(base.dir, "root"), root]);
     configureGuest(root, pkg.tarball);
+    const nodeBin = await ensureNodeBinaries(log);
+    const images = await buildNodeImages(
+      work,
+      [
+        { ref: PAUSE_IMAGE, path: "/pause", from: join(nodeBin, "pause") },
+        { ref: WORKLOAD_IMAGE, path: "/workload", from: workloadBinary(work) },
+      ],
+      log,
+    );
+    configureNode(root, nodeBin, images);
     mkdirSync(join(root, "boot"), { recursive: true });
     writeFileSync(join(root, "boot/vmlinuz"), kernel.vmlinuz);
     writeFileSync(join(root, "boot/initrd.img"), initrds[0]!);
@@ -117,20 +146,27 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
       initrd: initrds[0]!.length,
       agentTarball: pkg.sizes.tarball,
     };
+    const init = join(root, "usr/sbin/init");
+    const systemdInit = readlinkSync(init);
     const releases = RELEASE_VERSIONS.map((version, i): MachineRelease => {
       const panics = i === 2;
+      const kubeletDown = i === 3;
       writeOsRelease(root, version);
       // The same bytes in the slot's /boot (GRUB's) and as the release's initrd artifact.
       mkdirSync(join(work, version));
       const initrd = join(work, version, "initrd.img");
       writeFileSync(initrd, initrds[i]!);
       writeFileSync(join(root, "boot/initrd.img"), initrds[i]!);
+      rmSync(init, { force: true });
       if (panics) {
-        const init = join(root, "usr/sbin/init");
-        rmSync(init, { force: true });
         writeFileSync(init, panicInit(version));
         chmodSync(init, 0o755);
+      } else {
+        symlinkSync(systemdInit, init);
       }
+      // The kubelet-down release: it boots and its agent runs, but its unit is masked, so its
+      // Node never shows this boot (the trial gives up with NodeNotRejoined and falls back).
+      if (kubeletDown) maskUnit(root, "kubelet.service");
       const img = join(work, `${version}.ext4`);
       const uuid = uuidOf(`liken-machine-${version}`);
       run("mke2fs", [
@@ -161,6 +197,7 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
         version,
         slotImage: img,
         panics,
+        ...(kubeletDown ? { kubeletDown } : {}),
         bootFiles: { kernel: join(work, "vmlinuz"), initrd },
       };
     });

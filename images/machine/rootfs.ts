@@ -1,5 +1,5 @@
 // The machine's root filesystem: Debian 13 (trixie), minbase with systemd, udev and Debian's
-// nodejs (20.19, inside liken's engines range), no recommends, no docs, man pages or locales,
+// nodejs (20.19, inside liken's engines range), containerd, runc and the CNI plugins, no recommends, no docs, man pages or locales,
 // built by mmdebstrap (as root: `--mode=root`, else `--mode=unshare`; no daemon, no Docker).
 // That base is cached; guest.ts makes a copy of it a liken machine.
 import { mkdirSync, rmSync } from "node:fs";
@@ -8,7 +8,17 @@ import { cachedStage, hashFiles, newHash, run, short } from "./cache.js";
 
 export const SUITE = "trixie";
 export const MIRROR = "http://deb.debian.org/debian";
-export const PACKAGES = ["systemd", "systemd-sysv", "udev", "nodejs"] as const;
+export const PACKAGES = [
+  "systemd",
+  "systemd-sysv",
+  "udev",
+  "nodejs",
+  // The node's container runtime (images/machine/node.ts): containerd, its runc and the CNI
+  // plugins (bridge, host-local, loopback), as Debian packages them.
+  "containerd",
+  "runc",
+  "containernetworking-plugins",
+] as const;
 
 const EXCLUDED = [
   "/usr/share/man/*",

@@ -13,6 +13,7 @@ import type { MachineBootloader, MachineIdentity, MachineImages } from "./contra
 import { place, stateImage } from "./disk.js";
 import { GRUB_DIR } from "./esp-grub.js";
 import { ESP_MOUNT } from "./guest.js";
+import { writeNodeFiles, type NodeFiles } from "./node.js";
 
 /** Where the guest reads them (the bind mount of docs/machine.md). */
 export const GUEST_CONFIG = "/etc/liken/agent.yaml";
@@ -36,6 +37,14 @@ function bootloaderSection(bootloader: MachineBootloader): AgentYaml["bootloader
     : { backend: "systemd-boot", esp: ESP_MOUNT, efivars: "/sys/firmware/efi/efivars" };
 }
 
+/**
+ * How long a trial may take to rejoin (the agent's default is 15 min): the trial boot's kubelet
+ * was seen Ready 20-40 s after its agent started under TCG on a loaded 2-core host; 180 s
+ * leaves room for a slower host, and is how long the kubelet-down release's trial waits
+ * before it falls back.
+ */
+export const GUEST_PROVE_MS = 180_000;
+
 /** The guest's /etc/liken/agent.yaml (docs/agent.md lists every field). */
 export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBootloader): string {
   return stringify({
@@ -55,19 +64,22 @@ export function agentConfigYaml(identity: MachineIdentity, bootloader: MachineBo
     cmdline: "/proc/cmdline",
     bootloader: bootloaderSection(bootloader),
     reboot: { command: ["systemctl", "reboot"] },
+    timeouts: { proveMs: GUEST_PROVE_MS },
     direct: true,
   } satisfies AgentYaml);
 }
 
 /**
- * Puts the machine's identity (and the installed release's marker, when given) onto the
- * liken-state partition of `diskCopy`, a copy of images.disk, replacing what was there.
+ * Puts the machine's identity (and the installed release's marker, when given, and the node's
+ * files: the kubelet's kubeconfig and settings) onto the liken-state partition of `diskCopy`, a
+ * copy of images.disk, replacing what was there.
  */
 export function writeStatePartition(
   diskCopy: string,
   images: MachineImages,
   identity: MachineIdentity,
   installed?: InstalledRelease,
+  node?: NodeFiles,
 ): void {
   const work = mkdtempSync(join(tmpdir(), "liken-machine-state-"));
   try {
@@ -91,6 +103,7 @@ export function writeStatePartition(
         }),
       );
     }
+    if (node !== undefined) writeNodeFiles(dir, node);
     const img = join(work, "state.ext4");
     stateImage(img, dir);
     place(diskCopy, img, images.partitions["liken-state"].offset);

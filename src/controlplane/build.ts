@@ -75,7 +75,8 @@ export function binariesReady(): boolean {
   return stampMatches(binDir(), stamp(), [...BINARIES, ...kwokStageFiles()]);
 }
 
-function ldflags(): string {
+/** The `-ldflags` of a Kubernetes command: stripped, and the pinned version stamped in. */
+export function ldflags(): string {
   const [major, minor] = KUBERNETES_VERSION.split(".");
   const flags = ["-s", "-w"];
   // Without these, /version and `kubectl version` report v0.0.0-master.
@@ -91,10 +92,11 @@ function ldflags(): string {
   return flags.join(" ");
 }
 
-function kubernetesModule(): string {
+/** A generated go.mod requiring k8s.io/kubernetes with its staging modules pinned. */
+export function kubernetesModule(name = "liken.local/k8sbuild"): string {
   const v0 = `v0.${KUBERNETES_VERSION.split(".").slice(1).join(".")}`;
   return goModule(
-    "liken.local/k8sbuild",
+    name,
     { "k8s.io/kubernetes": `v${KUBERNETES_VERSION}` },
     Object.fromEntries(STAGING_MODULES.map((m) => [`k8s.io/${m}`, `k8s.io/${m} ${v0}`])),
   );

@@ -1,8 +1,9 @@
 // The host side of the machine scenario: the real control plane (owned by this process, with
 // the control plane's reaper for a SIGKILL), liken's API installed as a cluster owner does,
 // cluster-operator, the release channel with the guest's three releases built by
-// `liken release build`, the Cluster, the guest's kwok Node with its workload, the Machine,
-// and the fleet's bootstrap token (the machine joins for its own identity). `stop()` ends all of it.
+// `liken release build`, the Cluster, the Machine, and the fleet's bootstrap token (the machine
+// joins for its own identity); for the lab's stand-in, a kwok Node with its workload; for the QEMU
+// guest, its kubelet's identity (the kubelet registers the Node). `stop()` ends all of it.
 import { execFile } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -22,7 +23,8 @@ import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { startConnectProxy } from "../support/connect-proxy.js";
 import { upOwned } from "../support/controlplane-owned.js";
 import { makeBootstrapToken, type BootstrapIdentity } from "./machine-identity.js";
-import { createNode, placeWorkload } from "./machine-workload.js";
+import { bindNodeRole, issueKubeletCert, type KubeletIdentity } from "./kubelet-identity.js";
+import { createNode, placeWorkload, spareNode } from "./machine-workload.js";
 
 const run = promisify(execFile);
 
@@ -38,6 +40,12 @@ export interface HostOptions {
   channelSource: (hostUrl: string) => string;
   /** Upper bound of the operator's life, in seconds (it runs under `timeout`). */
   lifetimeSeconds: number;
+  /**
+   * The machine's Node is a real kubelet (the QEMU guest): it registers the Node itself, and
+   * the workload is placed once it is Ready (machine-phases.ts); the host issues the kubelet's
+   * identity. Otherwise (the lab's stand-in) the Node is a kwok Node with the workload on it.
+   */
+  realNode: boolean;
   log: (line: string) => void;
 }
 
@@ -58,6 +66,8 @@ export interface Host {
   releases: ReleaseRef[];
   /** The fleet's bootstrap token: the machine starts with it alone. */
   identity: BootstrapIdentity;
+  /** The guest kubelet's identity (realNode only). */
+  kubelet?: KubeletIdentity;
   /** Seconds each part took to come up. */
   timings: Record<string, number>;
   /** Bytes and requests the channel served per release version (adaptive downloads). */
@@ -153,10 +163,12 @@ export async function startHost(o: HostOptions): Promise<Host> {
       },
     };
     await api.clusters.create(cluster);
-    await timed("node and workload", async () => {
-      await createNode(kc, o.machine);
-      await placeWorkload(kc, o.machine, `${o.machine}-spare`);
-    });
+    if (!o.realNode) {
+      await timed("node and workload", async () => {
+        await createNode(kc, o.machine);
+        await placeWorkload(kc, o.machine, spareNode(o.machine));
+      });
+    }
     const machine: Machine = {
       apiVersion: API_VERSION,
       kind: "Machine",
@@ -165,6 +177,12 @@ export async function startHost(o: HostOptions): Promise<Host> {
     };
     await api.machines.create(machine);
     const identity = await timed("bootstrap token", () => makeBootstrapToken(kc));
+    const kubelet = o.realNode
+      ? await timed("kubelet identity", async () => {
+          await bindNodeRole(kc);
+          return issueKubeletCert(kc, o.dir, o.machine);
+        })
+      : undefined;
 
     // cluster-operator with its eviction webhook, as the lab runs it (one copy is enough here).
     const opKubeconfig = await operatorKubeconfig(
@@ -203,6 +221,7 @@ export async function startHost(o: HostOptions): Promise<Host> {
       channelDir,
       releases,
       identity,
+      ...(kubelet ? { kubelet } : {}),
       timings,
       served,
       stop,

@@ -5,7 +5,19 @@ import type { LikenApi } from "../../src/api/client.js";
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 import type { MachineWatch } from "./machine-watch.js";
-import { workloadPlacement } from "./machine-workload.js";
+import {
+  placeWorkload,
+  spareNode,
+  WORKLOAD_LINGER_S,
+  WORKLOAD_NAMESPACE,
+  WORKLOAD_REPLICAS,
+  workloadPlacement,
+} from "./machine-workload.js";
+import { recordNamespace, type Recorder } from "../support/drain-helpers.js";
+import { violations } from "../support/drain-invariants.js";
+import { graceVerdict } from "./drain-grace.js";
+import { rejoinProof } from "./rejoin-proof.js";
+import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
 
@@ -21,6 +33,13 @@ const FALLBACK_MS = 600_000;
 /** How long the way to the API server stays cut, and how long a Failed machine is watched. */
 const CUT_MS = 30_000;
 const NO_RETRY_MS = 20_000;
+/**
+ * The kubelet-down release: its download and turn (as TURN_GRANTED_MS), its trial boot, the
+ * agent's prove deadline (GUEST_PROVE_MS, 180 s) and the fallback boot.
+ */
+const KUBELET_DOWN_MS = 900_000;
+/** The guest's kubelet registering its Node and reporting Ready, after the agent's first report. */
+const NODE_READY_MS = 300_000;
 
 export interface Ctx {
   machine: string;
@@ -34,6 +53,58 @@ export interface Ctx {
   problems: string[];
   /** When the scenario started (Date.now()). */
   t0: number;
+  /** The guest's real Node, as the host sees it (absent for the lab's kwok Node). */
+  node?: NodeWatch;
+  /** Every watch event of the workload's pods from their placement on the real Node. */
+  pods?: Recorder;
+  /** What the real node proved, for the summary line (`drain-grace-ok`). */
+  proven: string[];
+}
+
+/**
+ * The guest's kubelet registered its Node and reports it Ready from this boot; the workload is
+ * placed on it then (two pods Ready there), and the spare Node joins.
+ */
+export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
+  const deadline = Date.now() + NODE_READY_MS;
+  while (!(node.last?.ready === "True" && node.last.bootId !== "")) {
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the guest's kubelet did not register Node ${c.machine} Ready within ${NODE_READY_MS / 1000} s (last seen: ${JSON.stringify(node.last)})`,
+      );
+    }
+    await sleep(250);
+  }
+  c.say(`Node ${c.machine} registered by the guest's kubelet: bootID ${node.last.bootId}, Ready`);
+  const t = Date.now();
+  await placeWorkload(c.kc, c.machine, spareNode(c.machine));
+  c.say(`workload Ready on ${c.machine} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+  c.pods = await recordNamespace(WORKLOAD_NAMESPACE, c.kc);
+}
+
+/**
+ * The drain of the real node, from the watch record of the workload's pods: the budget was
+ * never broken (drain-invariants.ts) and the kubelet stopped each evicted pod within its grace,
+ * after the workload's linger (drain-grace.ts).
+ */
+function drainChecks(c: Ctx, pods: Recorder): void {
+  pods.stop();
+  const budget = { name: "web", labels: { app: "web" }, minHealthy: WORKLOAD_REPLICAS - 1 };
+  const broken = violations(pods.log, { node: c.machine, drivers: [], budgets: [budget] });
+  const grace = graceVerdict(pods.log, c.machine, WORKLOAD_LINGER_S, WORKLOAD_REPLICAS);
+  c.problems.push(...broken, ...grace.problems);
+  for (const s of grace.stops)
+    c.say(
+      `drain: ${s.pod} stopped by the kubelet ${s.stoppedAfterS} s after its eviction (grace ${s.graceS} s, exit ${s.exitCode})`,
+    );
+  if (broken.length === 0 && grace.problems.length === 0) c.proven.push("drain-grace-ok");
+}
+
+/** The trial was promoted only once its Node showed the trial boot Ready (rejoin-proof.ts). */
+function rejoinChecks(c: Ctx, node: NodeWatch): void {
+  const r = rejoinProof(node.sights, c.watch.machine?.status?.lastTrial?.at);
+  if (r.ok) c.say(`rejoin: ${r.says}`);
+  else c.problems.push(r.problem);
 }
 
 export async function firstReport(c: Ctx, v1: string): Promise<void> {
@@ -81,6 +152,8 @@ export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void
     return s?.version === v2 && s.step === "Ready" && s.lastTrial?.result === "Succeeded";
   });
   c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
+  if (c.node !== undefined) rejoinChecks(c, c.node);
+  if (c.pods !== undefined) drainChecks(c, c.pods);
   const placement = await workloadPlacement(c.kc);
   c.say(`workload after the drain: ${JSON.stringify(placement)}`);
   if ((placement[c.machine] ?? 0) !== 0)
@@ -105,6 +178,66 @@ export async function rollToBad(c: Ctx, v3: string): Promise<void> {
     c.problems.push(`the machine booted again after reporting Failed (it retried ${v3})`);
 }
 
+/**
+ * The kubelet-down release (v4, real node only): its trial boots and its agent runs, but its
+ * kubelet never starts, so the Node keeps the last boot's id; at the prove deadline the agent
+ * gives the trial up with NodeNotRejoined, the bootloader boots the old slot, and the Node
+ * comes back Ready there with the fallback boot's id.
+ */
+export async function rollToKubeletDown(c: Ctx, v4: string, node: NodeWatch): Promise<void> {
+  const w = c.watch;
+  const before = node.last?.bootId ?? "";
+  await c.api.clusters.patch(c.cluster, { spec: { version: v4 } });
+  c.say(`target ${v4} (its kubelet never starts)`);
+  await w.until(`${c.machine} falling back from ${v4}`, KUBELET_DOWN_MS, (x) => {
+    const t = x.machine?.status?.lastTrial;
+    return x.machine?.status?.step === "Failed" && t?.version === v4;
+  });
+  const t = w.machine?.status?.lastTrial;
+  c.say(`${c.machine}: lastTrial ${t?.version} ${t?.result} ${t?.reason}: ${t?.message}`);
+  if (t?.result !== "Failed" || t.reason !== "NodeNotRejoined")
+    c.problems.push(
+      `the kubelet-down trial reads ${t?.result} ${t?.reason}, not Failed NodeNotRejoined`,
+    );
+  if (await nodeBack(c, node, before)) c.proven.push(`kubelet-down-fell-back=${v4}`);
+}
+
+/** The Node Ready again with a bootID other than `before` (the fallback boot's kubelet). */
+async function nodeBack(c: Ctx, node: NodeWatch, before: string): Promise<boolean> {
+  const deadline = Date.now() + NODE_READY_MS;
+  const back = (): boolean =>
+    node.last?.ready === "True" && node.last.bootId !== "" && node.last.bootId !== before;
+  while (!back() && Date.now() < deadline) await sleep(250);
+  if (!back()) {
+    c.problems.push(
+      `the Node did not come back Ready on the old slot with a new bootID within ${NODE_READY_MS / 1000} s (last: ${JSON.stringify(node.last)})`,
+    );
+    return false;
+  }
+  c.say(`Node ${c.machine} Ready again on the old slot: bootID ${node.last?.bootId}`);
+  return true;
+}
+
+/** v1, v2, v3 and, on a real node, v4: the versions the scenario rolled to. */
+export type Rolled = readonly [string, string, string, string?];
+
+/** The scenario's rollouts in order, from the first report of v1. */
+export async function rollAll(
+  c: Ctx,
+  v1: string,
+  next: readonly { version: string }[],
+  cut: boolean,
+): Promise<Rolled> {
+  const [v2, v3, v4] = next.map((r) => r.version) as [string, string, string?];
+  await firstReport(c, v1);
+  if (c.node !== undefined) await realNodeJoins(c, c.node);
+  await rollToGood(c, v2, cut);
+  await rollToBad(c, v3);
+  if (v4 === undefined || c.node === undefined) return [v1, v2, v3];
+  await rollToKubeletDown(c, v4, c.node);
+  return [v1, v2, v3, v4];
+}
+
 const fmt = (ls: BootLine[]): string => ls.map((l, i) => formatBoot(i + 1, l)).join("; ");
 
 /** The operator read the channel at the guest's address, through the host's proxy. */
@@ -120,7 +253,7 @@ async function channelChecks(c: Ctx, newest: string): Promise<void> {
 /** What the host's Machine and the boots must show at the end. */
 export async function finalChecks(
   c: Ctx,
-  [v1, v2, v3]: readonly [string, string, string],
+  [v1, v2, v3, v4]: Rolled,
   boots: readonly GuestBoot[],
 ): Promise<void> {
   const m = (await c.api.machines.get(c.machine)).status ?? {};
@@ -128,19 +261,28 @@ export async function finalChecks(
   if (m.version !== v2) p.push(`the Machine reads LIKEN ${m.version}, not ${v2}`);
   if (m.step !== "Failed") p.push(`the Machine's step is ${m.step}, not Failed`);
   const t = m.lastTrial;
-  if (t?.version !== v3 || t.reason !== "TrialFellBack")
-    p.push(`lastTrial is ${JSON.stringify(t)}, not ${v3} TrialFellBack`);
-  if (!(m.failedReleases ?? []).some((f) => f.version === v3))
-    p.push(`failedReleases does not list ${v3}`);
+  const [last, reason] = v4 === undefined ? [v3, "TrialFellBack"] : [v4, "NodeNotRejoined"];
+  if (t?.version !== last || t.reason !== reason)
+    p.push(`lastTrial is ${JSON.stringify(t)}, not ${last} ${reason}`);
+  for (const v of v4 === undefined ? [v3] : [v3, v4]) {
+    if (!(m.failedReleases ?? []).some((f) => f.version === v))
+      p.push(`failedReleases does not list ${v}`);
+  }
   const expected: BootLine[] = [
     { slot: "a", version: v1, trial: false },
     { slot: "b", version: v2, trial: true },
     { slot: "a", version: v3, trial: true },
     { slot: "b", version: v2, trial: false },
+    ...(v4 === undefined
+      ? []
+      : [
+          { slot: "a" as const, version: v4, trial: true },
+          { slot: "b" as const, version: v2, trial: false },
+        ]),
   ];
   const seen = boots.map((b) => b.line);
   if (fmt(seen) !== fmt(expected)) p.push(`boots were [${fmt(seen)}], expected [${fmt(expected)}]`);
-  await channelChecks(c, v3);
+  await channelChecks(c, last);
   if (c.guest.kind === "qemu") initrdChecks(c, boots);
 }
 

@@ -8,6 +8,7 @@ import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
+  GUEST_ADDRESS,
   GUEST_API,
   GUEST_CHANNEL,
   type MachineBootloader,
@@ -28,18 +29,10 @@ import {
 import type { Guest } from "./machine-guest.js";
 import { CLUSTER, MACHINE, type GuestStarter } from "./machine.js";
 import { PoweredQemu } from "./powered.js";
-import { postBootStatus } from "../../src/lab/kubelet.js";
-import { BOOT_ID_LOG_MESSAGE } from "../../src/agent/observe.js";
+import { kubeletKubeconfig } from "./kubelet-identity.js";
+import { NODE_LABELS } from "./machine-workload.js";
 
-/**
- * The guest runs no kubelet yet: the host stands in for it. When the guest's agent names its
- * boot on the console (once per agent process, observe.ts), the host posts that bootID with a
- * fresh Ready to the guest's kwok Node, as the guest's kubelet would once it started in that
- * boot; a boot whose agent never speaks (a panic) posts nothing, so its trial cannot rejoin.
- */
-const AGENT_BOOT_ID = new RegExp(`"bootId":"([0-9a-f-]{36})".*"msg":"${BOOT_ID_LOG_MESSAGE}"`);
-
-/** The guest's memory: Debian with systemd and Node.js, the agent downloading. */
+/** The guest's memory: Debian with systemd and Node.js, the agent downloading, containerd and the kubelet. */
 const MEMORY_MIB = 1024;
 /** QEMU's upper bound of life: longer than any scenario, ends a forgotten one. */
 const QEMU_LIFETIME_S = 3600;
@@ -76,8 +69,10 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       });
       writeFileSync(join(dir, "machine.kubeconfig"), kubeconfig, { mode: 0o600 });
       // The factory install: v1 in slot a, its release document and marker on the state
-      // partition, so the agent knows from its first boot what runs.
+      // partition, so the agent knows from its first boot what runs; and the node's own files:
+      // the kubelet's identity, the Node's name and labels.
       const v1 = host.releases[0]!;
+      if (host.kubelet === undefined) throw new Error("the host issued no kubelet identity");
       writeStatePartition(
         disk,
         images,
@@ -85,6 +80,18 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         {
           ...v1,
           document: readFileSync(join(host.channelDir, v1.version, "release.yaml")),
+        },
+        {
+          nodeName: MACHINE,
+          labels: NODE_LABELS,
+          kubeconfig: kubeletKubeconfig({
+            server: `https://${GUEST_API.host}:${GUEST_API.port}`,
+            caPem: caPem(host),
+            identity: host.kubelet,
+            node: MACHINE,
+          }),
+          clientCaPem: caPem(host),
+          nodeIp: GUEST_ADDRESS,
         },
       );
       const vars = join(dir, "OVMF_VARS.fd");
@@ -104,14 +111,6 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
       const lines: ConsoleLine[] = [];
       let used = 0;
       let stopped = false;
-      const kubelet = new AbortController();
-      const posted = new Set<string>();
-      const standInKubelet = (text: string): void => {
-        const id = AGENT_BOOT_ID.exec(text)?.[1];
-        if (id === undefined || posted.has(id)) return;
-        posted.add(id);
-        void postBootStatus(host.controlPlane.kubeconfig, MACHINE, id, kubelet.signal);
-      };
       const follow = (async () => {
         while (!stopped) {
           const nl = serial.text.lastIndexOf("\n");
@@ -119,7 +118,6 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             const ms = Date.now() - t0;
             for (const text of serial.text.slice(used, nl).split("\n")) {
               lines.push({ ms, text });
-              standInKubelet(text);
             }
             used = nl + 1;
           }
@@ -163,7 +161,6 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
         ],
         async stop() {
           stopped = true;
-          kubelet.abort();
           await follow;
           // Every console line with when it arrived: where each boot spends its time.
           writeFileSync(

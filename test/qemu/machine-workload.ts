@@ -1,7 +1,10 @@
 // The workload on the guest's Node, so that its drain is real: two pods of a Deployment placed
-// on the guest's kwok Node, a PodDisruptionBudget that lets one go at a time, and a spare Node
-// that joins after they are placed, where the evicted pods come back. The agent's drain must
-// evict one, wait for its replacement to be Ready on the spare, then evict the other.
+// on the guest's Node (its real kubelet on a QEMU guest, a kwok Node for the lab's stand-in), a
+// PodDisruptionBudget that lets one go at a time, and a spare kwok Node that joins after they
+// are placed, where the evicted pods come back. The agent's drain must evict one, wait for its
+// replacement to be Ready on the spare, then evict the other. The pods run the image's
+// workload (images/machine/workload.c, loaded offline: imagePullPolicy Never), which stays
+// WORKLOAD_LINGER_S after SIGTERM, within its grace period.
 import {
   AppsV1Api,
   CoreV1Api,
@@ -10,14 +13,25 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
+import { WORKLOAD_IMAGE } from "../../images/machine/node.js";
 import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export const WORKLOAD_NAMESPACE = "workload";
 const APP = "web";
-const REPLICAS = 2;
-const PLACE_TIMEOUT_MS = 120_000;
+export const WORKLOAD_REPLICAS = 2;
+/** Two pods started by a kubelet under TCG on two busy cores: sandbox, then container. */
+const PLACE_TIMEOUT_MS = 300_000;
+/** How long the workload stays after SIGTERM, and the grace its pods are given (more). */
+export const WORKLOAD_LINGER_S = 3;
+export const WORKLOAD_GRACE_S = 10;
 const LABEL = { "liken.sh/machine-scenario": "true" };
 const CAPACITY = { cpu: "8", memory: "32Gi", pods: "110" };
+
+/** The kwok Node the drained pods come back on. */
+export const spareNode = (machine: string): string => `${machine}-spare`;
+
+/** The labels the workload's pods select their Node by (the guest's kubelet registers them). */
+export const NODE_LABELS = LABEL;
 
 export async function createNode(kc: KubeConfig, name: string): Promise<void> {
   await kc.makeApiClient(CoreV1Api).createNode({
@@ -46,14 +60,21 @@ export async function placeWorkload(kc: KubeConfig, node: string, spare: string)
     body: {
       metadata: { name: APP },
       spec: {
-        replicas: REPLICAS,
+        replicas: WORKLOAD_REPLICAS,
         selector: { matchLabels: labels },
         template: {
           metadata: { labels },
           spec: {
-            terminationGracePeriodSeconds: 1,
+            terminationGracePeriodSeconds: WORKLOAD_GRACE_S,
             nodeSelector: LABEL,
-            containers: [{ name: "main", image: "registry.example/web:1" }],
+            containers: [
+              {
+                name: "main",
+                image: WORKLOAD_IMAGE,
+                imagePullPolicy: "Never",
+                args: [String(WORKLOAD_LINGER_S)],
+              },
+            ],
           },
         },
       },
@@ -63,16 +84,16 @@ export async function placeWorkload(kc: KubeConfig, node: string, spare: string)
     namespace: WORKLOAD_NAMESPACE,
     body: {
       metadata: { name: APP },
-      spec: { minAvailable: REPLICAS - 1, selector: { matchLabels: labels } },
+      spec: { minAvailable: WORKLOAD_REPLICAS - 1, selector: { matchLabels: labels } },
     },
   });
   const deadline = Date.now() + PLACE_TIMEOUT_MS;
   for (;;) {
     const on = (await pods(kc)).filter((p) => p.spec?.nodeName === node && ready(p));
-    if (on.length === REPLICAS) break;
+    if (on.length === WORKLOAD_REPLICAS) break;
     if (Date.now() > deadline) {
       throw new Error(
-        `the workload's ${REPLICAS} pods were not Ready on ${node} within ${PLACE_TIMEOUT_MS / 1000} s (${on.length} were)`,
+        `the workload's ${WORKLOAD_REPLICAS} pods were not Ready on ${node} within ${PLACE_TIMEOUT_MS / 1000} s (${on.length} were)`,
       );
     }
     await sleep(250);

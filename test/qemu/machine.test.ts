@@ -1,7 +1,8 @@
-// The machine scenario (issue 13): liken-agent under systemd in a QEMU
-// guest, rolled by the real control plane and cluster-operator from v1 to v2 (a trial that
-// proves itself, with the way to the API server cut during the turn) and to v3 (a trial that
-// panics and falls back). One backend at a time: each guest and its control plane keep the
+// The machine scenario (issues 13 and 25): liken-agent under systemd in a QEMU guest that is a
+// real Kubernetes node (its kubelet registers the Node), rolled by the real control plane and
+// cluster-operator from v1 to v2 (a trial that proves itself on the Node's new bootID, with the
+// way to the API server cut during the turn and the drain's pods stopped by the kubelet), to v3
+// (a trial that panics and falls back) and to v4 (its kubelet never starts: NodeNotRejoined). One backend at a time: each guest and its control plane keep the
 // machine's two cores busy. Nothing a run started may still run afterwards.
 import { describe, expect, it } from "vitest";
 import type { MachineBootloader } from "../../images/machine/contract.js";

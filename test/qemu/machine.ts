@@ -14,16 +14,10 @@ import type { Guest, GuestBoot } from "./machine-guest.js";
 import { machineKubeconfig } from "./machine-identity.js";
 import { labReleases, startLabGuest } from "./machine-lab-guest.js";
 import { MachineWatch } from "./machine-watch.js";
+import { NodeWatch } from "./node-watch.js";
 import { startRelay, type Relay } from "./relay.js";
 import { formatBoot } from "./scenarios.js";
-import {
-  finalChecks,
-  firstReport,
-  rollToBad,
-  rollToGood,
-  timings,
-  type Ctx,
-} from "./machine-phases.js";
+import { finalChecks, rollAll, timings, type Ctx, type Rolled } from "./machine-phases.js";
 import type { Slot } from "../../src/bootloader/types.js";
 
 export const MACHINE = "machine-1";
@@ -85,10 +79,38 @@ export interface MachineRun {
   problems: string[];
   seconds: number;
   dir: string;
-  /** The last line: `machine: backend=... promoted=... fell-back-from=... boots=N S s`. */
+  /** The last line (summaryLine). */
   summary: string;
   /** Text in the command line of every process the run started (leftovers.ts). */
   marks: string[];
+}
+
+/** `machine: backend=... node=real|kwok promoted=... fell-back-from=... <proofs> boots=N S s`. */
+function summaryLine(
+  bootloader: MachineBootloader,
+  c: Ctx,
+  [, v2, v3]: Rolled,
+  boots: number,
+  secs: string,
+): string {
+  const kind = c.node !== undefined ? "real" : "kwok";
+  const proven = c.proven.map((p) => ` ${p}`).join("");
+  return `machine: backend=${bootloader} node=${kind} promoted=${v2} fell-back-from=${v3}${proven} boots=${boots} ${secs} s`;
+}
+
+/**
+ * v2 is adaptive (docs/releases.md): the guest fetches only what its running v1 lacks, so the
+ * channel must have sent fewer bytes of it than its root filesystem holds.
+ */
+function checkAdaptive(c: Ctx, host: Host, v2: MachineRelease): void {
+  const size = statSync(v2.slotImage).size;
+  const fetched = host.served[v2.version] ?? { bytes: 0, requests: 0 };
+  c.say(
+    `v2: fetched ${fetched.bytes} bytes in ${fetched.requests} requests for a ${size}-byte root filesystem`,
+  );
+  if (fetched.bytes >= size)
+    c.problems.push(`v2 fetched ${fetched.bytes} bytes, not fewer than its size ${size}`);
+  c.proven.push(`v2-fetched=${fetched.bytes}/${size}`);
 }
 
 export async function runMachineScenario(o: {
@@ -116,6 +138,8 @@ export async function runMachineScenario(o: {
   let relay: Relay | undefined;
   let guest: Guest | undefined;
   let watch: MachineWatch | undefined;
+  let node: NodeWatch | undefined;
+  let ctx: Ctx | undefined;
   let printed = 0;
   const printBoots = (): void => {
     for (const b of guest?.boots.slice(printed) ?? []) {
@@ -127,7 +151,7 @@ export async function runMachineScenario(o: {
   const ticker = setInterval(printBoots, 250);
   try {
     const releases = await o.guest.releases(dir);
-    const [v1, v2, v3] = releases.map((r) => r.version) as [string, string, string];
+    const v1 = releases[0]!.version;
     say(`host: starting the control plane, the API, the channel (${releases.length} releases)`);
     const name = `machine-${process.pid}-${o.bootloader}`;
     run.marks.push(`${dataDirOf(name)}/`);
@@ -139,6 +163,7 @@ export async function runMachineScenario(o: {
       releases,
       channelSource: (url) => (o.guest.kind === "lab" ? url : `http://10.0.2.101:8080`),
       lifetimeSeconds: LIFETIME_S,
+      realNode: o.guest.kind === "qemu",
       log: () => {},
     });
     const t = host.timings;
@@ -153,6 +178,7 @@ export async function runMachineScenario(o: {
     // The guest's forwards run `busybox nc 127.0.0.1 PORT` per connection (machine-qemu.ts).
     run.marks.push(`nc 127.0.0.1 ${relay.port}`, `nc 127.0.0.1 ${channelPort}`);
     watch = new MachineWatch(host.api, MACHINE, CLUSTER, t0);
+    if (host.kubelet !== undefined) node = new NodeWatch(host.kc, MACHINE, t0);
     guest = await o.guest.start({
       dir,
       host,
@@ -162,7 +188,7 @@ export async function runMachineScenario(o: {
       out: say,
       slotVersion: (slot) => watch?.machine?.status?.slots?.find((x) => x.name === slot)?.version,
     });
-    const c: Ctx = {
+    const c: Ctx = (ctx = {
       machine: MACHINE,
       cluster: CLUSTER,
       api: host.api,
@@ -173,24 +199,22 @@ export async function runMachineScenario(o: {
       say,
       problems: run.problems,
       t0,
-    };
-    await firstReport(c, v1);
-    await rollToGood(c, v2, o.cutApi !== false);
-    // v2 is adaptive (docs/releases.md): the guest fetches what its running v1 lacks.
-    const v2Size = statSync(releases[1]!.slotImage).size;
-    const fetched = host.served[v2] ?? { bytes: 0, requests: 0 };
-    say(
-      `v2: fetched ${fetched.bytes} bytes in ${fetched.requests} requests for a ${v2Size}-byte root filesystem`,
-    );
-    if (fetched.bytes >= v2Size)
-      run.problems.push(`v2 fetched ${fetched.bytes} bytes, not fewer than its size ${v2Size}`);
-    await rollToBad(c, v3);
+      ...(node ? { node } : {}),
+      proven: [],
+    });
+    const rolled = await rollAll(c, v1, releases.slice(1), o.cutApi !== false);
+    checkAdaptive(c, host, releases[1]!);
     printBoots();
     run.boots = [...guest.boots];
-    await finalChecks(c, [v1, v2, v3], run.boots);
-    for (const l of timings(watch, run.boots, [v2, v3])) say(l);
+    await finalChecks(c, rolled, run.boots);
+    for (const l of timings(
+      watch,
+      run.boots,
+      rolled.slice(1).filter((v): v is string => v !== undefined),
+    ))
+      say(l);
     for (const n of guest.notes()) say(n);
-    run.summary = `machine: backend=${o.bootloader} promoted=${v2} fell-back-from=${v3} boots=${run.boots.length} ${secs()} s`;
+    run.summary = summaryLine(o.bootloader, c, rolled, run.boots.length, secs());
   } catch (e) {
     run.problems.push((e as Error).message);
   } finally {
@@ -201,6 +225,8 @@ export async function runMachineScenario(o: {
       ?.stop()
       .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
+    await node?.stop();
+    ctx?.pods?.stop();
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;

@@ -118,8 +118,12 @@ spec:
 `;
 }
 
-export async function podsOf(ns: string, app?: string): Promise<V1Pod[]> {
-  const core = kubeConfig().makeApiClient(CoreV1Api);
+export async function podsOf(
+  ns: string,
+  app?: string,
+  kc: KubeConfig = kubeConfig(),
+): Promise<V1Pod[]> {
+  const core = kc.makeApiClient(CoreV1Api);
   const list = await core.listNamespacedPod({
     namespace: ns,
     ...(app !== undefined ? { labelSelector: `app=${app}` } : {}),
@@ -215,7 +219,7 @@ export async function recordNamespace(ns: string, kc: KubeConfig = kubeConfig())
     start(`/api/v1/namespaces/${ns}/pods`, "Pod"),
     start(`/apis/resource.k8s.io/v1/namespaces/${ns}/resourceclaims`, "ResourceClaim"),
   ]);
-  const pods = await podsOf(ns);
+  const pods = await podsOf(ns, undefined, kc);
   await waitFor("the recorder to see every pod of the namespace", async () =>
     pods.every((p) => log.some((e) => e.obj.metadata?.uid === p.metadata?.uid)),
   );
