@@ -144,12 +144,12 @@ describe("kubectl get machines", () => {
 
     const wide = table((await kubectl(["get", "machines", name, "-o", "wide"])).stdout);
     expect(wide[0]).toEqual(
-      "NAME CLUSTER ROLE POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT APPROVED TRIAL".split(
+      "NAME CLUSTER ROLE POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT APPROVED TRIAL CERT-EXPIRES".split(
         " ",
       ),
     );
-    // Nothing staged, nothing approved: those cells stay empty.
-    expect(wide[1]?.slice(9)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded"]);
+    // Nothing staged, nothing approved, no certificate of its own yet: those cells stay empty.
+    expect(wide[1]?.slice(9)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded", ""]);
   });
 });
 
