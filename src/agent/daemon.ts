@@ -26,6 +26,7 @@ import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
 import { healthGates } from "./health-run.js";
+import { PostPromotionGates } from "./post-promotion-run.js";
 import { MemoryFile, MemoryKeeper } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 import { Observer, type Observation } from "./observe.js";
@@ -77,6 +78,7 @@ export class AgentDaemon {
   private readonly downloads: DownloadSupervisor;
   private readonly observer: Observer;
   private readonly actions: Actions;
+  private readonly postPromotion: PostPromotionGates;
   private readonly abort = new AbortController();
   /** Whether the last status write was refused (422): then every status waits (backoff). */
   private readonly refusals = new RefusalBackoff();
@@ -120,6 +122,7 @@ export class AgentDaemon {
     meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
     const health = healthGates(cfg, this.api.rest, log);
+    this.postPromotion = new PostPromotionGates(healthGates(cfg, this.api.rest, log), log);
     this.observer = new Observer({ ...parts, api: this.api, view: this.view, health });
     this.actions = new Actions({
       ...parts,
@@ -257,6 +260,19 @@ export class AgentDaemon {
     }
     await this.report(seen, dec);
     await this.act(seen, dec.action);
+    if (dec.action.kind === "wait") await this.afterPromotion(seen);
+  }
+
+  /** The gates again after promotion, when due; a new verdict is reported at once. */
+  private async afterPromotion(seen: Observation): Promise<void> {
+    this.acting = true; // a slow gate is work under way: the watchdog stays fed
+    try {
+      if (!(await this.postPromotion.runIfDue(seen, new Date()))) return;
+    } finally {
+      this.acting = false;
+    }
+    const now = await this.observer.observe();
+    await this.report(now, this.decideAndLog(now));
   }
 
   private decideAndLog(seen: Observation): Decision {
@@ -384,6 +400,7 @@ export class AgentDaemon {
       now: new Date(),
       ...(progress ? { progress } : {}),
       ...(blocker ? { drainBlocker: blocker } : {}),
+      ...(this.postPromotion.verdict ? { postPromotionHealth: this.postPromotion.verdict } : {}),
       ...(problem ? { problem: { reason: problem.reason, message: problem.message } } : {}),
       ...this.identityStatus(),
     };

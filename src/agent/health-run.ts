@@ -113,6 +113,11 @@ export class HealthGates {
     return { gates, ...(this.last === undefined ? {} : { last: this.last }) };
   }
 
+  /** The last run of the gates (post-promotion.ts turns it into a status verdict). */
+  lastCheck(): HealthCheck | undefined {
+    return this.last;
+  }
+
   /** Runs every gate in order, stopping at the first that does not pass, and keeps the result. */
   async check(cluster: Cluster | undefined): Promise<void> {
     const pods = podsOf(cluster);

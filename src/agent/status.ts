@@ -7,6 +7,7 @@ import {
   type DrainBlocker,
   type MachineCondition,
   type MachineStatus,
+  type PostPromotionHealth,
   type ReleaseRef,
   type SlotState,
   type SlotStatus,
@@ -28,6 +29,8 @@ export interface StatusExtras {
   now: Date;
   progress?: DownloadProgress;
   drainBlocker?: DrainBlocker;
+  /** The verdict of the gates run again after promotion (post-promotion.ts); kept until a new one. */
+  postPromotionHealth?: PostPromotionHealth;
   /** The last failure on the way to the target (download, drain, slot check, reboot), with its code. */
   problem?: Problem;
   /** The client certificate: its notAfter and the IdentityCurrent condition (identity/). */
@@ -202,6 +205,7 @@ export function machineStatus(
     ...optional("turnRequest", turnRequest),
     ...optional("lastTrial", mem.lastTrial),
     ...optional("failedReleases", mem.failed.length > 0 ? mem.failed : undefined),
+    ...optional("postPromotionHealth", x.postPromotionHealth ?? prev?.postPromotionHealth),
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
     ...optional("certificateExpiry", x.identity?.certificateExpiry),

@@ -790,6 +790,21 @@ export interface TrialRecord extends ReleaseRef {
   message?: string;
 }
 
+/**
+ * The health gates (spec.health) run again after promotion, within spec.rollout.revert's watch
+ * window: the last run's verdict, naming the boot and release it judged (fresh evidence). A
+ * Failed verdict counts towards the automatic revert's threshold like a failed trial.
+ */
+export interface PostPromotionHealth extends ReleaseRef {
+  /** The boot the gates ran on (/proc/sys/kernel/random/boot_id). */
+  bootID: string;
+  result: "Passed" | "Failed";
+  /** The gate that failed, e.g. a health command's name (Failed only). */
+  gate?: string;
+  at: Time;
+  message?: string;
+}
+
 /** A release this machine must not retry (the brupop#123 crash loop). */
 export interface FailedRelease extends ReleaseRef {
   at: Time;
@@ -884,6 +899,8 @@ export interface MachineStatus {
   turnRequest?: TurnRequest;
   lastTrial?: TrialRecord;
   failedReleases?: FailedRelease[];
+  /** The last post-promotion run of the health gates (see PostPromotionHealth). */
+  postPromotionHealth?: PostPromotionHealth;
   drainBlocker?: DrainBlocker;
   drainTimedOut?: DrainTimedOut;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */

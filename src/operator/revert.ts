@@ -24,7 +24,7 @@ import {
 } from "../api/index.js";
 import { rfc3339 } from "../api/time.js";
 import { truncate } from "../api/bounds.js";
-import { failedTrialOf, type FailedTrial } from "./brake.js";
+import { releaseFailureOf, type ReleaseFailure } from "./post-promotion.js";
 import type { QueryCheckView } from "./prom-check.js";
 import { compareVersions } from "./version-order.js";
 
@@ -296,8 +296,9 @@ export function watched(i: RevertInput, from: ReleaseRef): boolean {
 
 /**
  * spec.rollout.revert, while `from` is watched: failed machines of it (failed trials, brake.ts's
- * failedTrialOf) reach maxFailures, or maxFailurePercent of the machines that took it; or its
- * Prometheus check failed failureLimit times in a row.
+ * failedTrialOf, or failed post-promotion health, post-promotion.ts) reach maxFailures, or
+ * maxFailurePercent of the machines that took it; or its Prometheus check failed failureLimit
+ * times in a row.
  */
 export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   if (!watched(i, from)) return undefined; // good for longer than the window: not by itself
@@ -306,7 +307,7 @@ export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined
 
 function trialTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const p = i.cluster.spec.rollout?.revert ?? {};
-  const failed = i.machines.flatMap((m) => failedTrialOf(m, from) ?? []);
+  const failed = i.machines.flatMap((m) => releaseFailureOf(m, from) ?? []);
   if (failed.length === 0) return undefined;
   const took = i.machines.filter((m) => tookIt(m, from)).length;
   const percent = took === 0 ? 0 : (failed.length * 100) / took;
@@ -351,13 +352,18 @@ function queryWantedOf(i: RevertInput, from: ReleaseRef): RevertOutcome["queryWa
 /** The machine took the release: it failed it, tried it, or runs it. */
 function tookIt(m: Machine, r: ReleaseRef): boolean {
   const s = m.status ?? {};
-  if (failedTrialOf(m, r) !== undefined) return true;
+  if (releaseFailureOf(m, r) !== undefined) return true;
   if (s.lastTrial !== undefined && sameRelease(s.lastTrial, r)) return true;
   return s.version === r.version;
 }
 
-function failedNames(failed: readonly FailedTrial[]): string {
-  const shown = failed.slice(0, 10).map((f) => `${f.machine} (${f.reason}, at ${f.at})`);
+function failedNames(failed: readonly ReleaseFailure[]): string {
+  const shown = failed
+    .slice(0, 10)
+    .map(
+      (f) =>
+        `${f.machine} (${f.reason}${f.gate === undefined ? "" : ` gate ${f.gate}`}, at ${f.at})`,
+    );
   const more = failed.length > 10 ? ` and ${failed.length - 10} more` : "";
   return shown.join(", ") + more;
 }

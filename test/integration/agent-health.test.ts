@@ -10,9 +10,13 @@
 //     ReleaseFailed and the other two keep the release staged;
 //   - with the check fixed and `liken rollout resume --failed-release`, one more machine tries
 //     it alone, passes every gate and is promoted; the release is proven and the last machine
-//     follows.
+//     follows;
+//   - after promotion, with spec.rollout.revert set, the host check breaks: the agents run the
+//     gates again, report status.postPromotionHealth Failed naming the gate and this boot, and
+//     the operator's automatic revert trips on them, naming the gate (this fleet has no last
+//     known good, so it says so: operator-revert.test.ts shows the revert itself).
 import { execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -220,4 +224,60 @@ describe("health gates and the first trial, with the real operator and agents", 
     // Still one at a time: the second tried it alone; once it was promoted the third went.
     expect(maxTurns()).toBe(1);
   }, 400_000);
+
+  it("after promotion the gates run again: the host check breaks later, the agents report it naming this boot, and the automatic revert trips on them naming the gate", async () => {
+    const onV2 = (await machines()).filter((m) => m.status?.version === v2.version);
+    expect(onV2.length).toBe(2);
+    // "An hour later" the host check breaks on the machines that run the release.
+    for (const m of onV2) await rm(flag(m.metadata.name), { force: true });
+    // Two post-promotion failures trip it (the first machine's failed trial was accepted).
+    await fleet.api.clusters.patch(fleet.cluster, {
+      spec: { rollout: { revert: { maxFailures: 2, watchSeconds: 3600 } } },
+    });
+    const reported = await waitFor(
+      "every machine on the release reports its failed gates",
+      async () => {
+        const ms = await Promise.all(onV2.map((m) => fleet.api.machines.get(m.metadata.name)));
+        return ms.every((m) => m.status?.postPromotionHealth?.result === "Failed") ? ms : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    for (const m of reported) {
+      const h = m.status!.postPromotionHealth!;
+      expect(h).toMatchObject({ ...v2, result: "Failed", gate: "command etcd" });
+      expect(h.message).toContain("unhealthy");
+      // Fresh evidence: the boot named is the one its Node shows now.
+      const node = await kubectl([
+        "get",
+        "node",
+        m.metadata.name,
+        "-o",
+        "jsonpath={.status.nodeInfo.bootID}",
+      ]);
+      expect(h.bootID).toBe(node.stdout.trim());
+    }
+    // The threshold trips on the post-promotion failures and names the gate. This fleet's
+    // first release was installed, never promoted through a rollout, so there is no last known
+    // good to go back to: the Reverted condition says so instead of acting (NoKnownGood).
+    const why = await waitFor(
+      "the automatic revert's threshold on post-promotion health",
+      async () => {
+        const x = await cluster();
+        const r = x.status?.conditions?.find((k) => k.type === "Reverted");
+        if (r?.message.includes("PostPromotionHealthFailed") === true) return r;
+        throw new Error(
+          JSON.stringify(x.status?.conditions?.map((k) => [k.type, k.reason, k.message])),
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    expect(why.message).toContain(
+      `that took ${v2.version} failed (spec.rollout.revert.maxFailures 2)`,
+    );
+    for (const m of onV2) {
+      expect(why.message).toContain(
+        `${m.metadata.name} (PostPromotionHealthFailed gate command etcd`,
+      );
+    }
+  }, 300_000);
 });

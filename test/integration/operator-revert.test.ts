@@ -5,7 +5,8 @@
 // conditions, the STATUS and LKG columns, the Events, the CLI's words.
 //   - the command: `liken rollout revert` takes the fleet back to the last known good, the
 //     turns go to the release it goes back to, and the release is refused if targeted again;
-//   - the threshold: spec.rollout.revert reverts by itself and says why;
+//   - the threshold: spec.rollout.revert reverts by itself and says why, on failed trials and
+//     on failed post-promotion health (the gate named);
 //   - the floor: a release that declares revertFloor above the last known good is not reverted;
 //   - the pause: no turn while paused, turns again after `liken rollout resume`;
 //   - after promotion: a real Prometheus scrapes the fleet's metric; it goes bad an hour
@@ -276,6 +277,33 @@ describe("fleet-wide revert with the real operator", () => {
     );
     expect(events[0]!.type).toBe("Warning");
     expect(events[0]!.message).toContain("RevertedAutomatically");
+  });
+
+  it("post-promotion health: failed gates after promotion reach maxFailures and the fleet reverts by itself, naming the gate", async () => {
+    const names = [uniqueName("h1"), uniqueName("h2"), uniqueName("h3")];
+    const cluster = await fleet(names, { revert: { maxFailures: 2 } });
+    await promote(cluster, names, R2);
+    // The gates run again on each machine's boot of R2; the agent writes the verdict.
+    const health = (n: string, result: "Passed" | "Failed"): MachineStatus => ({
+      ...on(R2),
+      postPromotionHealth: {
+        ...rel[R2]!,
+        bootID: `boot-${n}`,
+        result,
+        ...(result === "Failed" ? { gate: "nic-ping", message: "exit status 1" } : {}),
+        at: now(),
+      },
+    });
+    await writeStatus(names[0]!, health(names[0]!, "Failed"));
+    await writeStatus(names[1]!, health(names[1]!, "Passed"));
+    await writeStatus(names[2]!, health(names[2]!, "Failed"));
+    const c = await until(cluster, "the automatic revert", (x) => x.status?.revert !== undefined);
+    expect(c.status?.revert).toMatchObject({ from: rel[R2], to: rel[R1], trigger: "Automatic" });
+    const why = cond(c, "Reverted");
+    expect(why).toMatchObject({ status: "True", reason: "RevertedAutomatically" });
+    expect(why?.message).toContain(`2 of 3 machine(s) that took ${R2} failed`);
+    expect(why?.message).toContain(`${names[0]} (PostPromotionHealthFailed gate nic-ping`);
+    expect(c.status?.revokedReleases?.map((r) => r.version)).toEqual([R2]);
   });
 
   it("the floor: a release that declares revertFloor above the last known good is not reverted", async () => {

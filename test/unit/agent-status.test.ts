@@ -223,3 +223,32 @@ describe("machineStatus within the CRD's bounds", () => {
     expect(s.conditions?.find((c) => c.type === "TrialSucceeded")?.message).toBe(long);
   });
 });
+
+describe("machineStatus: the post-promotion health verdict", () => {
+  const verdict = (bootID: string) => ({
+    ...V1,
+    bootID,
+    result: "Failed" as const,
+    gate: "command nic",
+    message: "exited with 1",
+    at: "2026-12-02T11:59:00Z",
+  });
+  it("reports the new verdict, and keeps the one written before until there is a new one", () => {
+    const o = obs();
+    const fresh = machineStatus(
+      undefined,
+      o,
+      decide(o),
+      { failed: [] },
+      {
+        now,
+        postPromotionHealth: verdict("boot-2"),
+      },
+    );
+    expect(fresh.postPromotionHealth).toEqual(verdict("boot-2"));
+    const prev = { postPromotionHealth: verdict("boot-1") };
+    expect(machineStatus(prev, o, decide(o), { failed: [] }, { now }).postPromotionHealth).toEqual(
+      verdict("boot-1"),
+    );
+  });
+});

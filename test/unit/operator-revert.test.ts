@@ -309,6 +309,48 @@ describe("a revert by itself: spec.rollout.revert", () => {
   });
 });
 
+describe("a revert by itself on post-promotion health (the gates run again after promotion)", () => {
+  /** A machine that promoted V2 (back on it) and whose gates then ran again on this boot. */
+  const checked = (name: string, result: "Passed" | "Failed", of = { version: V2, digest: D2 }) =>
+    machine(name, {
+      status: {
+        ...back(name).status,
+        postPromotionHealth: {
+          ...of,
+          bootID: `boot-${name}`,
+          result,
+          ...(result === "Failed" ? { gate: "nic-ping", message: "exit 1" } : {}),
+          at: iso(NOW, -60),
+        },
+      },
+    });
+  const promoted = withSpec(cluster({ status: PROMOTED }), {
+    rollout: { maxFailedTrials: 0, revert: { maxFailures: 2, watchSeconds: 10_800 } },
+  });
+
+  it.each([
+    ["2 of 3 failed their gates on V2, maxFailures 2", ["Failed", "Failed", "Passed"], V2, true],
+    ["1 of 3 failed, maxFailures 2", ["Failed", "Passed", "Passed"], V2, false],
+    ["3 passed", ["Passed", "Passed", "Passed"], V2, false],
+    [
+      "2 failed on V1, not on V2: the verdict names another release",
+      ["Failed", "Failed", "Passed"],
+      V1,
+      false,
+    ],
+  ] as const)("%s", (_, results, on, reverts) => {
+    const of = on === V2 ? { version: V2, digest: D2 } : { version: V1, digest: D1 };
+    const fleet = results.map((r, i) => checked(`m${i}`, r, of));
+    const d = run(promoted, fleet);
+    expect(d.revertStarted !== undefined).toBe(reverts);
+    if (reverts) {
+      expect(d.revertStarted).toMatchObject({ trigger: "Automatic", to: { version: V1 } });
+      expect(d.revertStarted?.message).toContain("m0 (PostPromotionHealthFailed gate nic-ping");
+      expect(reverted(d)?.reason).toBe("RevertedAutomatically");
+    }
+  });
+});
+
 describe("the pause: spec.rollout.paused", () => {
   it("grants nothing, reads RolloutPaused, and turns held stay", () => {
     const c = withSpec(cluster({ maxUnavailable: 2, turns: [turn("m1")] }), {
