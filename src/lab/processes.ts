@@ -227,7 +227,7 @@ export async function startFleet(
     lab.stoppers.push(() => m.stop());
   }
   await waitForReports(lab, current.version);
-  log(`  ${machines.length} machines joined and powered on, running ${current.version}`);
+  log(`  ${machines.length} machines powered on and joined, running ${current.version}`);
   log(`  cluster-operator started (${OPERATOR_COPIES.join(", ")})`);
   return { machines: new Map(machines.map((m) => [m.opts.name, m])), operators };
 }

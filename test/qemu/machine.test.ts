@@ -26,7 +26,11 @@ describe("machine scenario", () => {
         guest: qemuGuest(bootloader, log),
         out: log,
       });
-      log(run.problems.length === 0 ? run.summary : `FAILED; logs in ${run.dir}`);
+      log(
+        run.problems.length === 0
+          ? run.summary
+          : `FAILED (${run.problems.join("; ")}); logs in ${run.dir}`,
+      );
       cleanUp(run, false);
       expect(run.problems).toEqual([]);
       expect(processesNaming(run.marks)).toEqual([]);
