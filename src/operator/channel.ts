@@ -9,6 +9,7 @@ import { errorText } from "../errors.js";
 import { fetchDocument } from "../verify/fetch.js";
 import type { ChannelView } from "./decide.js";
 import { rfc3339 } from "../api/time.js";
+import { stamped } from "./conditions.js";
 import { createHash } from "node:crypto";
 import { CLUSTER_STATUS_BOUNDS, maxLengthOf } from "../api/bounds.js";
 
@@ -77,17 +78,12 @@ export async function readChannel(cluster: Cluster, now: () => Date): Promise<Ch
     status: ChannelCondition["status"],
     reason: ChannelCondition["reason"],
     message: string,
-  ): ChannelCondition => {
-    const old = before?.conditions?.find((c) => c.type === "ChannelReachable");
-    const same = old?.status === status && old.reason === reason;
-    return {
-      type: "ChannelReachable",
-      status,
-      reason,
-      message,
-      lastTransitionTime: same ? old.lastTransitionTime : rfc3339(started),
-    };
-  };
+  ): ChannelCondition =>
+    stamped<ChannelCondition>(
+      before?.conditions,
+      { type: "ChannelReachable", status, reason, message },
+      rfc3339(started),
+    );
   let url: URL;
   try {
     url = channelUrl(cluster.spec.releases.source);

@@ -11,6 +11,17 @@ export function findCondition<C extends Condition>(
   return list?.find((c) => c.type === type);
 }
 
+/** `next` with its lastTransitionTime: the old one while status and reason stay, else `now`. */
+export function stamped<C extends Condition>(
+  list: readonly Condition[] | undefined,
+  next: Omit<C, "lastTransitionTime">,
+  now: Time,
+): C {
+  const old = list?.find((c) => c.type === next.type);
+  const same = old !== undefined && old.status === next.status && old.reason === next.reason;
+  return { ...next, lastTransitionTime: same ? old.lastTransitionTime : now } as C;
+}
+
 /** The list with `next` in place of the condition of the same type (order kept). */
 export function setCondition<C extends Condition>(
   list: readonly C[] | undefined,
@@ -18,9 +29,8 @@ export function setCondition<C extends Condition>(
   now: Time,
 ): C[] {
   const old = findCondition(list, next.type);
-  const same = old !== undefined && old.status === next.status && old.reason === next.reason;
-  const lastTransitionTime = next.lastTransitionTime ?? (same ? old.lastTransitionTime : now);
-  const cond = { ...next, lastTransitionTime } as C;
+  const cond =
+    next.lastTransitionTime === undefined ? stamped<C>(list, next, now) : ({ ...next } as C);
   if (old === undefined) return [...(list ?? []), cond];
   return (list ?? []).map((c) => (c.type === next.type ? cond : c));
 }

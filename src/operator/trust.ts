@@ -14,6 +14,7 @@ import type {
 } from "../api/index.js";
 import { rfc3339 } from "../api/time.js";
 import { revokedOf } from "../api/target.js";
+import { stamped } from "./conditions.js";
 import {
   readSignedChannel,
   type TrustedFiles,
@@ -327,15 +328,11 @@ function trustCondition(
   message: string,
   at: Date,
 ): TrustCondition {
-  const old = cluster.status?.conditions?.find((c) => c.type === "ChannelTrusted");
-  const same = old?.status === status && old.reason === reason;
-  return {
-    type: "ChannelTrusted",
-    status,
-    reason,
-    message,
-    lastTransitionTime: same ? old.lastTransitionTime : rfc3339(at),
-  };
+  return stamped<TrustCondition>(
+    cluster.status?.conditions,
+    { type: "ChannelTrusted", status, reason, message },
+    rfc3339(at),
+  );
 }
 
 function reachable(
@@ -345,13 +342,9 @@ function reachable(
   message: string,
   at: Date,
 ): ChannelView["condition"] {
-  const old = cluster.status?.conditions?.find((c) => c.type === "ChannelReachable");
-  const same = old?.status === status && old.reason === reason;
-  return {
-    type: "ChannelReachable",
-    status,
-    reason,
-    message,
-    lastTransitionTime: same ? old.lastTransitionTime : rfc3339(at),
-  };
+  return stamped<ChannelView["condition"]>(
+    cluster.status?.conditions,
+    { type: "ChannelReachable", status, reason, message },
+    rfc3339(at),
+  );
 }
