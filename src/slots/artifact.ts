@@ -66,14 +66,25 @@ export function openWriter(job: ArtifactJob, start: number, hashState?: Buffer):
   });
 }
 
+/** How long after a resume point that lagged the stream a second one is taken. */
+const CATCH_UP_MS = 1000;
+
 /**
  * Takes resume points while the body streams: at most one checkpoint in flight, not awaited
  * by the stream, so the pipeline keeps its buffers full while the medium syncs.
+ *
+ * A checkpoint does not wait for the pipeline to drain, so it may record less than was
+ * handed to the writer. When the stream then stops (a stalled server, a long remote range),
+ * no further write would take another: one more checkpoint CATCH_UP_MS later records what
+ * the write thread finished meanwhile, so a kill during the stall loses nothing written.
  */
 export class Checkpointer {
   private pending: Promise<void> | undefined;
   private failure: unknown;
   private next: number;
+  private recorded = -1;
+  private catchUp: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(
     private readonly job: ArtifactJob,
@@ -86,10 +97,26 @@ export class Checkpointer {
     if (this.failure !== undefined) throw this.failure;
     if (this.pending || this.w.position < this.next || this.w.position >= this.w.size) return;
     this.next = this.w.position + (this.job.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY);
+    this.take(true);
+  }
+
+  private take(again: boolean): void {
+    clearTimeout(this.catchUp);
     const chunked = this.job.artifact.chunks !== undefined;
     this.pending = this.w
       .checkpoint()
-      .then((cp) => this.job.onCheckpoint(chunked ? { offset: cp.offset } : cp))
+      .then(async (cp) => {
+        // A catch-up that found nothing new drained is not written again.
+        if (cp.offset === this.recorded) return;
+        await this.job.onCheckpoint(chunked ? { offset: cp.offset } : cp);
+        this.recorded = cp.offset;
+        if (again && !this.stopped && cp.offset < this.w.position) {
+          this.catchUp = setTimeout(() => {
+            if (!this.pending && !this.stopped) this.take(false);
+          }, CATCH_UP_MS);
+          this.catchUp.unref();
+        }
+      })
       .catch((e: unknown) => {
         this.failure = e;
       })
@@ -98,7 +125,10 @@ export class Checkpointer {
       });
   }
 
+  /** Waits for the checkpoint in flight; no checkpoint is taken after it. */
   async settle(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.catchUp);
     await this.pending;
     if (this.failure !== undefined) throw this.failure;
   }
