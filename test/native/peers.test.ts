@@ -207,4 +207,57 @@ describe("peers", () => {
     expect(r.bytes!.fromPeers).toBe(0);
     expect(channelArtifactBytes()).toBe(v2.length);
   });
+
+  it.each([
+    [
+      "a release the Cluster does not trust",
+      "other",
+      "rootfs",
+      undefined,
+      403,
+      "LIKEN_PEER_NOT_TRUSTED",
+    ],
+    ["a release no slot holds", "held-not", "rootfs", undefined, 404, "LIKEN_PEER_NOT_HELD"],
+    ["an artifact the release lacks", "2.0", "kernel", undefined, 404, "LIKEN_PEER_NO_ARTIFACT"],
+    ["a range past the end", "2.0", "rootfs", `bytes=${v2.length}-`, 416, "LIKEN_PEER_BAD_RANGE"],
+    ["two ranges", "2.0", "rootfs", "bytes=0-1,5-9", 416, "LIKEN_PEER_BAD_RANGE"],
+  ])("the peer server refuses %s", async (_n, which, artifact, range, status, code) => {
+    const d =
+      which === "2.0"
+        ? digest
+        : which === "other"
+          ? `sha256:${"1".repeat(64)}`
+          : `sha256:${"2".repeat(64)}`;
+    const p = await startPeerServer({
+      resolve: resolveFromStore(
+        holder.store,
+        "a",
+        (x) => x === digest || x === `sha256:${"2".repeat(64)}`,
+      ),
+      rate: 64 * MiB,
+      port: 0,
+      host: "127.0.0.1",
+    });
+    try {
+      const res = await fetch(new URL(peerArtifactPath(d, artifact), p.url), {
+        headers: range ? { range } : {},
+      });
+      expect(res.status).toBe(status);
+      expect(((await res.json()) as { code: string }).code).toBe(code);
+      expect(p.served()).toBe(0);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it("the peer server answers a range with exactly those bytes of the staged slot", async () => {
+    const res = await fetch(new URL(peerArtifactPath(digest, "rootfs"), peer.url), {
+      headers: { range: "bytes=4096-8191" },
+    });
+    expect(res.status).toBe(206);
+    expect(res.headers.get("content-range")).toBe(`bytes 4096-8191/${v2.length}`);
+    expect(Buffer.from(await res.arrayBuffer()).equals(v2.subarray(4096, 8192))).toBe(true);
+    const bad = await fetch(new URL("v1/other", peer.url));
+    expect(bad.status).toBe(400);
+  });
 });
