@@ -188,7 +188,7 @@ export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer>
   });
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${o.host ?? "127.0.0.1"}:${port}/`,
+    url: `http://${o.host === undefined || o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host}:${port}/`,
     served: () => sent,
     close: () =>
       new Promise<void>((r) => {
