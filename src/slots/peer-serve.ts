@@ -132,6 +132,19 @@ function refuse(res: ServerResponse, why: PeerRefusal, detail: string): void {
   res.end(JSON.stringify({ code: `LIKEN_PEER_${why.toUpperCase().replace("-", "_")}`, detail }));
 }
 
+/** Until the reply can take more, or the reader went away (the loop ends on res.destroyed). */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((r) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      r();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
 export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer> {
   const bucket = new ByteBucket(o.rate);
   let sent = 0;
@@ -168,11 +181,7 @@ export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer>
         if (bytesRead < n) throw new Error(`${found.device}: short read at ${found.offset + at}`);
         sent += n;
         at += n;
-        if (!res.write(buf))
-          await new Promise((r) => {
-            res.once("drain", r);
-            res.once("close", r); // the reader went away: the loop ends on res.destroyed
-          });
+        if (!res.write(buf)) await drained(res);
       }
       res.end();
     } finally {

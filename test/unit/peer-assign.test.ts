@@ -18,6 +18,7 @@ describe("assignSources", () => {
         holders: [],
         channelMachines: 2,
         peersPerMachine: 2,
+        perHolder: 10,
       },
       [
         { machine: "m1", source: "channel" },
@@ -32,6 +33,7 @@ describe("assignSources", () => {
         holders: [h("m1"), h("m2")],
         channelMachines: 2,
         peersPerMachine: 2,
+        perHolder: 10,
       },
       [
         { machine: "m3", source: "peers", peers: ["http://m1:7450/", "http://m2:7450/"] },
@@ -47,6 +49,7 @@ describe("assignSources", () => {
         holders: [h("m1", "z1"), h("m2", "z2")],
         channelMachines: 1,
         peersPerMachine: 2,
+        perHolder: 10,
       },
       [
         { machine: "m3", source: "peers", peers: ["http://m1:7450/", "http://m2:7450/"] },
@@ -56,8 +59,42 @@ describe("assignSources", () => {
     ],
     [
       "at least one peer even when asked for none",
-      { downloaders: [d("m2")], holders: [h("m1")], channelMachines: 1, peersPerMachine: 0 },
+      {
+        downloaders: [d("m2")],
+        holders: [h("m1")],
+        channelMachines: 1,
+        peersPerMachine: 0,
+        perHolder: 1,
+      },
       [{ machine: "m2", source: "peers", peers: ["http://m1:7450/"] }],
+    ],
+    [
+      "a tree: each holder serves perHolder machines, the rest wait for the next holder",
+      {
+        downloaders: [d("m3"), d("m4"), d("m5")],
+        holders: [h("m1"), h("m2")],
+        channelMachines: 1,
+        peersPerMachine: 1,
+        perHolder: 2,
+        load: { "http://m1:7450/": 2, "http://m2:7450/": 1 },
+      },
+      [
+        { machine: "m3", source: "peers", peers: ["http://m2:7450/"] },
+        { machine: "m4", source: "wait" },
+        { machine: "m5", source: "wait" },
+      ],
+    ],
+    [
+      "a full holder in the same zone gives way to a free one elsewhere",
+      {
+        downloaders: [d("m3", "z1")],
+        holders: [h("m1", "z1"), h("m2", "z2")],
+        channelMachines: 1,
+        peersPerMachine: 2,
+        perHolder: 1,
+        load: { "http://m1:7450/": 1 },
+      },
+      [{ machine: "m3", source: "peers", peers: ["http://m2:7450/", "http://m1:7450/"] }],
     ],
   ])("%s", (_name, input, want) => {
     expect(assignSources(input)).toEqual(want);
