@@ -55,7 +55,7 @@ const RATE = Number(args.rate);
 const CHANNEL_MACHINES = 1;
 const PEERS_PER_MACHINE = 3;
 /** The tree's fan-out: each holder serves this many machines at once (docs/adr/peers-tree.md). */
-const PER_HOLDER = 2;
+const PER_HOLDER = 4;
 const work = mkdtempSync(path.join(tmpdir(), "liken-bench-fleet-"));
 const log = (s: string): void => void process.stderr.write(`${s}\n`);
 
@@ -187,6 +187,7 @@ async function main(): Promise<void> {
         downloadRelease(req(m.config, a.source === "peers" ? a.peers : []))
           .then(async () => {
             if (main) load[main]! -= 1;
+            log(`${m.name} staged at ${Date.now() - t0} ms from ${main ?? "the channel"}`);
             const store = new SlotStore(m.config);
             const s = await startPeerServer({
               resolve: resolveFromStore(store, "a", (d) => d === digest),

@@ -17,7 +17,13 @@ import type { SlotName } from "./config.js";
 import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
 import { hashRegion, SeedMap } from "./seed-map.js";
 import type { PeerSet } from "./peer-sources.js";
-import { SeedFallback, writeSeeded, type SeedStats } from "./seeded.js";
+import {
+  PEER_IDLE_TIMEOUT_MS,
+  peerFault,
+  SeedFallback,
+  writeSeeded,
+  type SeedStats,
+} from "./seeded.js";
 import type { SlotStore } from "./store.js";
 
 /**
@@ -126,6 +132,37 @@ async function seedOf(ctx: SeedContext): Promise<SeedMap> {
   return map;
 }
 
+/**
+ * The artifact's index from the first peer that has it, checked against release.yaml: every
+ * machine fetching it from the channel would cost the channel about 1 % of a copy each. A peer
+ * that kept none (404) stays a source of chunks; one that sends another index lied.
+ */
+async function indexFromPeers(ctx: SeedContext, a: Artifact): Promise<Buffer | undefined> {
+  const peers = ctx.peers;
+  if (peers === undefined || a.index === undefined) return undefined;
+  for (const peer of peers.live()) {
+    try {
+      const b = await fetchDocument(peers.indexUrl(peer, a.name), a.index.size, {
+        idleTimeoutMs: PEER_IDLE_TIMEOUT_MS,
+      });
+      if (digestOf(b) === a.index.digest) {
+        peers.count(peer, b.length);
+        return b;
+      }
+      peers.drop({
+        peer,
+        fault: "lied",
+        detail: `the index of ${a.name} it sent has digest ${digestOf(b)}, release.yaml says ${a.index.digest}`,
+      });
+    } catch (e) {
+      if ((e as Error)?.name === "AbortError") throw e;
+      const fault = peerFault(e);
+      if (fault !== "refused") peers.drop({ peer, fault, detail: (e as Error).message });
+    }
+  }
+  return undefined;
+}
+
 /** Fetches and checks the artifact's index; undefined (and a log line) when it cannot be used. */
 export async function fetchIndex(
   ctx: SeedContext,
@@ -137,16 +174,19 @@ export async function fetchIndex(
   try {
     let bytes = await ctx.store.keptIndex(ctx.target, a.name);
     if (bytes === undefined || digestOf(bytes) !== a.index.digest) {
-      bytes = await fetchDocument(
-        artifactUrl(ctx.base, { name: a.name, path: a.index.path }),
-        a.index.size,
-      );
-      stats.fetched += bytes.length;
-      if (digestOf(bytes) !== a.index.digest) {
-        ctx.log?.(
-          `${what} has digest ${digestOf(bytes)}, release.yaml says ${a.index.digest}; downloading in full`,
+      bytes = await indexFromPeers(ctx, a);
+      if (bytes === undefined) {
+        bytes = await fetchDocument(
+          artifactUrl(ctx.base, { name: a.name, path: a.index.path }),
+          a.index.size,
         );
-        return undefined;
+        stats.fetched += bytes.length;
+        if (digestOf(bytes) !== a.index.digest) {
+          ctx.log?.(
+            `${what} has digest ${digestOf(bytes)}, release.yaml says ${a.index.digest}; downloading in full`,
+          );
+          return undefined;
+        }
       }
       await ctx.store.keepIndex(ctx.target, a.name, bytes);
     }

@@ -2,6 +2,7 @@
 // bytes to the other machines of the cluster, over plain HTTP with single Range requests:
 //
 //   GET /v1/releases/<release digest hex>/<artifact>   Range: bytes=<from>-<to>
+//   GET /v1/releases/<release digest hex>/<artifact>/index   (its chunk index, kept)
 //
 // Only a release the caller trusts (the Cluster's catalog) and that a slot holds verified is
 // served: the slot's recorded release.yaml has that digest and the slot is staged or running.
@@ -23,6 +24,8 @@ export interface Served {
   device: string;
   offset: number;
   size: number;
+  /** The artifact's chunk index as kept with the slot, checked against release.yaml. */
+  index: () => Promise<Buffer | undefined>;
 }
 
 /** Finds the slot region serving (release digest, artifact), or says why there is none. */
@@ -32,12 +35,14 @@ export type Resolve = (
 ) => Promise<Served | { refused: PeerRefusal; detail: string }>;
 
 /** Why a peer answers 4xx: a closed union, each documented in docs/peers.md. */
-export type PeerRefusal = "not-trusted" | "not-held" | "no-artifact" | "bad-request" | "bad-range";
+export type PeerRefusal =
+  "not-trusted" | "not-held" | "no-artifact" | "no-index" | "bad-request" | "bad-range";
 
 const STATUS: Record<PeerRefusal, number> = {
   "not-trusted": 403,
   "not-held": 404,
   "no-artifact": 404,
+  "no-index": 404,
   "bad-request": 400,
   "bad-range": 416,
 };
@@ -65,7 +70,13 @@ export function resolveFromStore(
       const a = parseRelease(doc).artifacts.find((x) => x.name === artifact);
       if (a === undefined)
         return { refused: "no-artifact", detail: `release ${digest} has no artifact ${artifact}` };
-      return { device: store.device(slot), offset: a.offset, size: a.size };
+      const index = async (): Promise<Buffer | undefined> => {
+        const kept = await store.keptIndex(slot, artifact);
+        return kept !== undefined && a.index !== undefined && digestOf(kept) === a.index.digest
+          ? kept
+          : undefined;
+      };
+      return { device: store.device(slot), offset: a.offset, size: a.size, index };
     }
     return { refused: "not-held", detail: `no slot here holds release ${digest} verified` };
   };
@@ -116,7 +127,7 @@ export interface PeerServer {
   close(): Promise<void>;
 }
 
-const PATH = /^\/v1\/releases\/([0-9a-f]{64})\/([^/]+)$/;
+const PATH = /^\/v1\/releases\/([0-9a-f]{64})\/([^/]+?)(\/index)?$/;
 
 function parseRange(h: string | undefined, size: number): [number, number] | undefined | "bad" {
   if (h === undefined) return undefined;
@@ -145,48 +156,83 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
+/** Sends bodies through the shared bucket, counting what was sent. */
+class Pacer {
+  sent = 0;
+  constructor(private readonly bucket: ByteBucket) {}
+
+  async write(res: ServerResponse, piece: Buffer): Promise<void> {
+    await this.bucket.take(piece.length);
+    this.sent += piece.length;
+    if (!res.write(piece)) await drained(res);
+  }
+}
+
+async function sendIndex(res: ServerResponse, found: Served, pacer: Pacer): Promise<void> {
+  const index = await found.index();
+  if (index === undefined)
+    return refuse(res, "no-index", "this machine kept no chunk index of that artifact");
+  res.writeHead(200, {
+    "content-type": "application/octet-stream",
+    "content-length": String(index.length),
+  });
+  for (let at = 0; at < index.length && !res.destroyed; at += PIECE)
+    await pacer.write(res, index.subarray(at, at + PIECE));
+  res.end();
+}
+
+async function sendRange(
+  req: IncomingMessage,
+  res: ServerResponse,
+  found: Served,
+  pacer: Pacer,
+): Promise<void> {
+  const range = parseRange(req.headers.range, found.size);
+  if (range === "bad") {
+    res.setHeader("content-range", `bytes */${found.size}`);
+    return refuse(
+      res,
+      "bad-range",
+      `${req.headers.range} is not one range within ${found.size} bytes`,
+    );
+  }
+  const [from, to] = range ?? [0, found.size - 1];
+  res.writeHead(range ? 206 : 200, {
+    "content-type": "application/octet-stream",
+    "content-length": String(to - from + 1),
+    "accept-ranges": "bytes",
+    ...(range ? { "content-range": `bytes ${from}-${to}/${found.size}` } : {}),
+  });
+  // Read-only: serving never opens a slot for writing.
+  const fh = await open(found.device, "r");
+  try {
+    for (let at = from; at <= to && !res.destroyed;) {
+      const n = Math.min(PIECE, to - at + 1);
+      const buf = Buffer.allocUnsafe(n);
+      const { bytesRead } = await fh.read(buf, 0, n, found.offset + at);
+      if (bytesRead < n) throw new Error(`${found.device}: short read at ${found.offset + at}`);
+      at += n;
+      await pacer.write(res, buf);
+    }
+    res.end();
+  } finally {
+    await fh.close();
+  }
+}
+
 export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer> {
-  const bucket = new ByteBucket(o.rate);
-  let sent = 0;
+  const pacer = new Pacer(new ByteBucket(o.rate));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const m = PATH.exec(req.url ?? "");
     if (req.method !== "GET" || !m)
-      return refuse(res, "bad-request", "GET /v1/releases/<release digest hex>/<artifact> only");
-    const found = await o.resolve(`sha256:${m[1]}`, decodeURIComponent(m[2]!));
-    if ("refused" in found) return refuse(res, found.refused, found.detail);
-    const range = parseRange(req.headers.range, found.size);
-    if (range === "bad") {
-      res.setHeader("content-range", `bytes */${found.size}`);
       return refuse(
         res,
-        "bad-range",
-        `${req.headers.range} is not one range within ${found.size} bytes`,
+        "bad-request",
+        "GET /v1/releases/<release digest hex>/<artifact>[/index] only",
       );
-    }
-    const [from, to] = range ?? [0, found.size - 1];
-    res.writeHead(range ? 206 : 200, {
-      "content-type": "application/octet-stream",
-      "content-length": String(to - from + 1),
-      "accept-ranges": "bytes",
-      ...(range ? { "content-range": `bytes ${from}-${to}/${found.size}` } : {}),
-    });
-    // Read-only: serving never opens a slot for writing.
-    const fh = await open(found.device, "r");
-    try {
-      for (let at = from; at <= to && !res.destroyed;) {
-        const n = Math.min(PIECE, to - at + 1);
-        await bucket.take(n);
-        const buf = Buffer.allocUnsafe(n);
-        const { bytesRead } = await fh.read(buf, 0, n, found.offset + at);
-        if (bytesRead < n) throw new Error(`${found.device}: short read at ${found.offset + at}`);
-        sent += n;
-        at += n;
-        if (!res.write(buf)) await drained(res);
-      }
-      res.end();
-    } finally {
-      await fh.close();
-    }
+    const found = await o.resolve(`sha256:${m[1]}`, decodeURIComponent(m[2]!));
+    if ("refused" in found) return refuse(res, found.refused, found.detail);
+    return m[3] !== undefined ? sendIndex(res, found, pacer) : sendRange(req, res, found, pacer);
   };
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
@@ -198,7 +244,7 @@ export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer>
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${o.host === undefined || o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host}:${port}/`,
-    served: () => sent,
+    served: () => pacer.sent,
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -42,6 +42,10 @@ export class PeerSet {
     return new URL(peerArtifactPath(this.releaseDigest, artifact), base);
   }
 
+  indexUrl(peer: string, artifact: string): URL {
+    return new URL(`${this.url(peer, artifact).href}/index`);
+  }
+
   drop(d: PeerDrop): void {
     if (this.dropped.has(d.peer)) return;
     this.dropped.set(d.peer, d);

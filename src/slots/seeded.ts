@@ -78,7 +78,7 @@ interface Source {
 export const PEER_IDLE_TIMEOUT_MS = 5_000;
 
 /** How a peer's failure is named: a wrong chunk is a lie, the rest say what the wire did. */
-function peerFault(e: unknown): PeerFault {
+export function peerFault(e: unknown): PeerFault {
   if (e instanceof ChunkMismatch) return "lied";
   if (e instanceof SeedFallback) return "refused";
   if (e instanceof LikenError && e.code === "LIKEN_VERIFY_STALLED") return "stalled";
