@@ -117,6 +117,24 @@ ${commandLines([
   ],
 ])}
 
+A release that goes bad after promotion, and the fleet going back by itself (spec.rollout.revert):
+${commandLines([
+  [
+    "npm run -s lab -- bad-release 2026.10.14-001 --after-promotion",
+    "it proves and is promoted; its service gate fails once its boot is an hour old",
+  ],
+  [
+    `kubectl patch cluster ${LAB_CLUSTER} --type merge -p '{"spec":{"rollout":{"revert":{"maxFailures":2}}}}'`,
+    "then catalog and target it as above",
+  ],
+  ["npm run -s lab -- clock 1h", "once LKG names it: an hour later on the lab's clock"],
+  [
+    "kubectl get clusters -o wide",
+    "within a minute: Reverted RevertedOnHealthGate, every machine back without a download",
+  ],
+])}
+(npm run lab -- --revert runs all of that by itself; --revert=command uses liken rollout revert.)
+
 Ctrl-C stops everything.`;
 }
 

@@ -197,7 +197,15 @@ async function targetAgain(
   log: (l: string) => void,
 ): Promise<string> {
   await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: good.version } });
-  log(`revert: spec.version ${good.version} (the revert ends), then ${bad.version} again`);
+  log(`revert: spec.version ${good.version}: the revert ends (Reverted RevertSuperseded)`);
+  // Only once cluster-operator saw it: a spec.version naming the revert's `from` while the
+  // revert is in force is the revert itself, not a new target.
+  await until("the revert ended (Reverted RevertSuperseded)", deadline, async () => {
+    const c = await cluster(lab);
+    const why = c.status?.conditions?.find((x) => x.type === "Reverted");
+    return c.status?.revert === undefined && why?.reason === "RevertSuperseded" ? true : undefined;
+  });
+  log(`revert: spec.version ${bad.version} again`);
   await lab.api.clusters.patch(LAB_CLUSTER, { spec: { version: bad.version } });
   const refused = await until(`${bad.version} refused again`, deadline, async () => {
     const p = (await cluster(lab)).status?.conditions?.find((x) => x.type === "Progressing");
