@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { bootstrapTokenSecret, newBootstrapToken } from "../../src/api/bootstrap-token.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
-import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { controlPlane, kubeConfig, kubectl } from "./kube.js";
 
 const CONFIG = fileURLToPath(new URL("../../config/", import.meta.url));

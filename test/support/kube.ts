@@ -8,7 +8,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
-import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export interface ControlPlaneInfo {

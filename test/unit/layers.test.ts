@@ -48,6 +48,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "lab -> cli", // the lab starts liken through the CLI's entry
   "image -> cli", // the operator image carries the CLI's bundle
   "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
+  "controlplane -> api", // the local control plane hands out kubeconfigs in the API client's one format
 ]);
 
 function filesUnder(dir: string): string[] {
