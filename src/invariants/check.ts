@@ -316,12 +316,22 @@ function names(list: readonly (readonly [string, MachineState])[]): string {
   return list.map(([n]) => n).join(", ");
 }
 
-/** Whether a machine's end is explained: on the target, or a stated reason it is not. */
-function explained(name: string, m: Machine, target: Rel, skipped: ReadonlySet<string>): boolean {
+/**
+ * Whether a machine's end is explained: on the target, or a stated reason it is not (its own:
+ * the target failed there, step Failed or Lost, its drain skipped; or the Cluster's: the
+ * rollout held, Progressing False with a reason, e.g. ReleaseFailed or RolloutStalled).
+ */
+function explained(name: string, m: Machine, target: Rel, why: EndWhy): boolean {
   const st = m.status ?? {};
+  if (why.held) return true;
   if (st.version === target.version && st.digest === target.digest) return true;
   if ((st.failedReleases ?? []).some((f) => f.digest === target.digest)) return true;
-  return st.step === "Failed" || st.step === "Lost" || skipped.has(name);
+  return st.step === "Failed" || st.step === "Lost" || why.skipped.has(name);
+}
+
+interface EndWhy {
+  skipped: ReadonlySet<string>;
+  held: boolean;
 }
 
 function unexplained(
@@ -331,10 +341,15 @@ function unexplained(
 ): Violation[] {
   const target = effectiveTarget(cluster);
   if (target === undefined) return [];
-  const skipped = new Set((cluster?.status?.drainSkipped ?? []).map((d) => d.machine));
+  const why: EndWhy = {
+    skipped: new Set((cluster?.status?.drainSkipped ?? []).map((d) => d.machine)),
+    held: (cluster?.status?.conditions ?? []).some(
+      (k) => k.type === "Progressing" && k.status === "False",
+    ),
+  };
   const out: Violation[] = [];
   for (const [name, { machine: m }] of machines) {
-    if (m === undefined || explained(name, m, target, skipped)) continue;
+    if (m === undefined || explained(name, m, target, why)) continue;
     const st = m.status;
     out.push({
       rule: "ended-unexplained",
