@@ -10,6 +10,8 @@ const { values } = parseArgs({
     first: { type: "string", default: "1" },
     mutants: { type: "boolean", default: false },
     "mutant-seeds": { type: "string", default: "200" },
+    /** Only this mutant (with --mutants). */
+    mutant: { type: "string" },
   },
 });
 
@@ -33,7 +35,7 @@ for (const seed of seeds) {
 }
 let found = 0;
 if (values.mutants) {
-  for (const m of MUTANTS) {
+  for (const m of MUTANTS.filter((x) => values.mutant === undefined || x === values.mutant)) {
     const limit = Number(values["mutant-seeds"]);
     let took: number | undefined;
     for (let i = 1; i <= limit && took === undefined; i++) {
