@@ -1,7 +1,7 @@
 // npm run simulate -- --seeds N [--seed S] [--mutants]: wiring only (run.ts does the work).
 import { parseArgs } from "node:util";
 import { MUTANTS } from "./mutants.js";
-import { runSeed, shrink } from "./run.js";
+import { findMutant, runSeed, shrink } from "./run.js";
 
 const { values } = parseArgs({
   options: {
@@ -35,17 +35,14 @@ for (const seed of seeds) {
 }
 let found = 0;
 if (values.mutants) {
+  const limit = Number(values["mutant-seeds"]);
   for (const m of MUTANTS.filter((x) => values.mutant === undefined || x === values.mutant)) {
-    const limit = Number(values["mutant-seeds"]);
-    let took: number | undefined;
-    for (let i = 1; i <= limit && took === undefined; i++) {
-      // Found: the mutant breaks a seed whose unbroken run is clean (a finding of the unbroken
-      // code, reported above, must not count for a mutant).
-      if (runSeed(i, m).violations.length > 0 && runSeed(i).violations.length === 0) took = i;
-    }
-    if (took !== undefined) found++;
+    const hit = findMutant(m, limit);
+    if (hit !== undefined) found++;
     console.log(
-      `simulate: mutant ${m}: ${took === undefined ? `not found in ${limit} seeds` : `found at seed ${took} (${took} seeds)`}`,
+      hit === undefined
+        ? `simulate: mutant ${m}: not found in ${limit} seeds`
+        : `simulate: mutant ${m}: found at seed ${hit.seed} (${hit.seed} seeds): ${hit.rule}: ${hit.message}`,
     );
   }
 }

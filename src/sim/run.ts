@@ -62,3 +62,19 @@ export function shrink(seed: number, rule: Rule, mutant?: Mutant): Fault[] {
   }
   return faults;
 }
+
+/**
+ * The first seed (1..limit) on which the mutant breaks a rule that the unbroken code keeps on
+ * the same seed (a finding of the unbroken code must not count for a mutant).
+ */
+export function findMutant(
+  mutant: Mutant,
+  limit: number,
+): { seed: number; rule: Rule; message: string } | undefined {
+  for (let seed = 1; seed <= limit; seed++) {
+    const broken = runSeed(seed, mutant).violations;
+    if (broken.length === 0 || runSeed(seed).violations.length > 0) continue;
+    return { seed, rule: broken[0]!.rule, message: broken[0]!.message };
+  }
+  return undefined;
+}

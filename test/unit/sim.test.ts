@@ -2,6 +2,8 @@
 // violations), and shrinking keeps only faults the violation needs.
 import { describe, expect, it } from "vitest";
 import { runSeed, shapeOf } from "../../src/sim/run.js";
+import type { Mutant } from "../../src/sim/mutants.js";
+import type { Rule } from "../../src/invariants/index.js";
 import { drawFaults } from "../../src/sim/faults.js";
 import { rngOf } from "../../src/sim/rng.js";
 
@@ -26,4 +28,22 @@ describe("simulate", () => {
     expect(count("start-agent")).toBe(count("kill-agent"));
     expect(count("net-heal")).toBe(count("net-cut"));
   });
+
+  // Each safety rule broken by hand is noticed: the seed `npm run simulate -- --mutants` found
+  // first, the rule it broke there, and the same seed clean without the break.
+  const MUTANT_ROWS: [Mutant, number, Rule][] = [
+    ["unconditioned", 1, "reboot-without-turn"],
+    ["leader", 1, "two-leaders"],
+    ["grace", 1, "grant-in-grace"],
+    ["arm-first", 1, "boot-unverified-slot"],
+    ["bootid", 19, "promote-without-rejoin"],
+  ];
+  it.each(MUTANT_ROWS)(
+    "the %s mutant breaks seed %i (%s)",
+    (mutant, seed, rule) => {
+      expect(runSeed(seed, mutant).violations.map((v) => v.rule)).toContain(rule);
+      expect(runSeed(seed).violations).toEqual([]);
+    },
+    60_000,
+  );
 });
