@@ -495,12 +495,23 @@ export function runWorld(
       digest: s.slots[s.running].release?.digest,
       step: d.step,
       ...(staged.state === "staged" && staged.release
-        ? { staged: { ...staged.release, slot: other(s.running) as SlotName, at: rfc(now) } }
+        ? {
+            staged: {
+              ...staged.release,
+              slot: other(s.running) as SlotName,
+              // When it was staged: kept while the same release stays staged there.
+              at:
+                s.status.staged?.digest === staged.release.digest &&
+                s.status.staged.slot === other(s.running)
+                  ? s.status.staged.at
+                  : rfc(now),
+            },
+          }
         : {}),
       failedReleases: s.memory.failed.map((dg) => ({
         version: [V1, V2, V3].find((r) => r.digest === dg)?.version ?? "?",
         digest: dg,
-        at: rfc(now),
+        at: s.status.failedReleases?.find((f) => f.digest === dg)?.at ?? rfc(now),
         reason: "TrialFailed",
       })),
     };

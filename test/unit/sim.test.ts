@@ -32,11 +32,11 @@ describe("simulate", () => {
   // Each safety rule broken by hand is noticed: the seed `npm run simulate -- --mutants` found
   // first, the rule it broke there, and the same seed clean without the break.
   const MUTANT_ROWS: [Mutant, number, Rule][] = [
-    ["unconditioned", 1, "reboot-without-turn"],
+    ["unconditioned", 1, "budget"],
     ["leader", 1, "two-leaders"],
     ["grace", 1, "grant-in-grace"],
     ["arm-first", 1, "boot-unverified-slot"],
-    ["bootid", 19, "promote-without-rejoin"],
+    ["bootid", 12, "promote-without-rejoin"],
   ];
   it.each(MUTANT_ROWS)(
     "the %s mutant breaks seed %i (%s)",
