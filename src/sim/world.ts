@@ -1,4 +1,3 @@
-/* eslint-disable complexity -- the world is one closure over its state; splitting agentTick, act and applyFault into modules is owed (docs/simulation.md, "Owed"). */
 // One simulated run: a Cluster, 20-200 machines with A/B slots and a bootloader, their agents
 // (the real src/agent/steps.ts decide), several operator copies (the real
 // src/operator/decide.ts decide), the simulated API server (api.ts), a virtual clock of one
@@ -6,28 +5,39 @@
 // goes into a history the invariant checker reads (src/invariants).
 import type { Cluster, Machine, MachineStatus, ReleaseRef, SlotName } from "../api/index.js";
 import { effectiveTarget } from "../api/target.js";
-import { judgeBoot, type Slot } from "../bootloader/types.js";
+import type { Slot } from "../bootloader/types.js";
 import {
   afterSlotCheck,
   decide as agentDecide,
-  type Observed as AgentObserved,
+  type Decision as AgentDecision,
 } from "../agent/steps.js";
 import { decide as operatorDecide, DEFAULT_SETTINGS } from "../operator/decide.js";
 import { planDrain } from "../drain/plan.js";
 import type { Observation } from "../invariants/index.js";
 import { SimApi } from "./api.js";
 import { rngOf } from "./rng.js";
-import type { Fault } from "./faults.js";
+import type { Fault, FaultKind } from "./faults.js";
 import type { Mutant } from "./mutants.js";
+import { agentObserved, other, rfc, statusAfter, type Sim } from "./machine.js";
 
 const T0 = Date.parse("2026-12-01T00:00:00Z");
 export const V1: ReleaseRef = { version: "2026.11.01-001", digest: `sha256:${"1".repeat(64)}` };
 export const V2: ReleaseRef = { version: "2026.11.02-001", digest: `sha256:${"2".repeat(64)}` };
 export const V3: ReleaseRef = { version: "2026.11.03-001", digest: `sha256:${"3".repeat(64)}` };
 const CLUSTER = "cluster/lab";
+
+type Action = AgentDecision["action"];
+const TRIAL_ACTIONS = [
+  "disarm",
+  "promote",
+  "fall-back-report",
+  "not-taken-report",
+  "not-armed-report",
+] as const;
+type TrialAction = Extract<Action, { kind: (typeof TRIAL_ACTIONS)[number] }>;
+const isTrialAction = (a: Action): a is TrialAction =>
+  (TRIAL_ACTIONS as readonly string[]).includes(a.kind);
 const mkey = (n: string): string => `machine/${n}`;
-const other = (s: Slot): Slot => (s === "a" ? "b" : "a");
-const rfc = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 export interface RunShape {
   machines: number;
@@ -40,42 +50,6 @@ export interface RunShape {
   healAt: number;
   /** Releases whose trial boot fails (a bad release) on every machine. */
   badBoot: readonly string[];
-}
-
-interface Sim {
-  name: string;
-  leader: boolean;
-  powered: boolean;
-  agentUp: boolean;
-  netCut: boolean;
-  /** Seconds until it is up again after a reboot (0: up). */
-  downFor: number;
-  bootSeq: number;
-  bootId: string;
-  bootAt: number;
-  /** The machine's wall clock minus the true one (a clock jump), ms. */
-  skew: number;
-  running: Slot;
-  slots: Record<
-    Slot,
-    {
-      release: ReleaseRef | undefined;
-      bytes: string | undefined;
-      state: "empty" | "writing" | "staged";
-    }
-  >;
-  boot: { defaultSlot: Slot; armed: Slot | null; started: Slot | null };
-  download: { release: ReleaseRef; slot: Slot; left: number } | undefined;
-  /** What the agent keeps on disk (its memory): survives kills and power cuts. */
-  memory: {
-    failed: string[];
-    armed: { slot: Slot; bootId: string; shown: boolean } | undefined;
-    drained: string | undefined;
-    trialSeenAt: number | undefined;
-  };
-  /** The Node as the kubelet posts it. */
-  node: { bootId: string; heartbeatAt: number; postsIn: number } | undefined;
-  status: MachineStatus;
 }
 
 interface Copy {
@@ -193,91 +167,81 @@ export function runWorld(
       history.push({ kind: "machine", at: at(), machine: structuredClone(m.obj) });
   }
 
+  /** Each fault, as data: its kind and what it does to the copy or machine it names. */
+  const FAULT_EFFECTS: Record<FaultKind, (f: Fault, s: Sim, c: Copy) => void> = {
+    "pause-operator": (_f, _s, c) => {
+      c.paused = true;
+    },
+    "wake-operator": (_f, _s, c) => {
+      // A woken copy keeps the view it had when it was paused (a stale one): only its grace
+      // and the watch's resume protect what it writes first.
+      if (c.paused && c.alive) startCopy(c, c.view);
+    },
+    "kill-operator": (_f, _s, c) => {
+      c.alive = false;
+    },
+    "start-operator": (_f, _s, c) => {
+      if (!c.alive) startCopy(c, { cluster: undefined, at: 0 });
+    },
+    "drop-watch": (_f, _s, c) => {
+      c.watchDropped = true;
+    },
+    "kill-agent": (_f, s) => {
+      s.agentUp = false;
+      s.download = undefined;
+    },
+    "start-agent": (_f, s) => {
+      s.agentUp = true;
+    },
+    "power-cut": (f, s) => {
+      if (!s.powered) return;
+      s.powered = false;
+      s.download = undefined;
+      history.push({ kind: "reboot", at: at(), machine: s.name, bootId: s.bootId, cause: "power" });
+      s.downFor = 5 + (f.target % 60);
+    },
+    "net-cut": (_f, s) => {
+      s.netCut = true;
+    },
+    "net-heal": (_f, s) => {
+      s.netCut = false;
+    },
+    "clock-jump": (f, s) => {
+      s.skew = -((f.target % 20) + 5) * 60_000;
+    },
+    retarget: () => setVersion(V3),
+    revert: () => setVersion(V1),
+    "delete-machine": (_f, s) => {
+      api.delete(mkey(s.name));
+      history.push({ kind: "machine-deleted", at: at(), name: s.name });
+      api.create(mkey(s.name), machineOf(s));
+      observeMachine(s.name);
+    },
+    "delete-node": (_f, s) => {
+      s.node = undefined;
+      history.push({ kind: "node-deleted", at: at(), name: s.name });
+    },
+  };
+
   function applyFault(f: Fault): void {
-    const s = sims[f.target % sims.length]!;
-    const c = copies[f.target % copies.length]!;
-    switch (f.kind) {
-      case "pause-operator":
-        c.paused = true;
-        return;
-      case "wake-operator":
-        if (c.paused && c.alive) {
-          c.paused = false;
-          c.startedAt = now;
-          history.push({ kind: "operator-start", at: at(), copy: c.id });
-        }
-        return;
-      case "kill-operator":
-        c.alive = false;
-        return;
-      case "start-operator":
-        if (!c.alive) {
-          c.alive = true;
-          c.paused = false;
-          c.startedAt = now;
-          c.view = { cluster: undefined, at: 0 };
-          history.push({ kind: "operator-start", at: at(), copy: c.id });
-        }
-        return;
-      case "drop-watch":
-        c.watchDropped = true;
-        return;
-      case "kill-agent":
-        s.agentUp = false;
-        s.download = undefined;
-        return;
-      case "start-agent":
-        s.agentUp = true;
-        return;
-      case "power-cut":
-        if (s.powered) {
-          s.powered = false;
-          s.download = undefined;
-          history.push({
-            kind: "reboot",
-            at: at(),
-            machine: s.name,
-            bootId: s.bootId,
-            cause: "power",
-          });
-          s.downFor = 5 + (f.target % 60);
-        }
-        return;
-      case "net-cut":
-        s.netCut = true;
-        return;
-      case "net-heal":
-        s.netCut = false;
-        return;
-      case "clock-jump":
-        s.skew = -((f.target % 20) + 5) * 60_000;
-        return;
-      case "retarget":
-      case "revert": {
-        const cur = readCluster();
-        const next = structuredClone(cur.obj);
-        next.spec.version = f.kind === "retarget" ? V3.version : V1.version;
-        api.update(CLUSTER, next, undefined);
-        observeCluster();
-        return;
-      }
-      case "delete-machine": {
-        api.delete(mkey(s.name));
-        history.push({ kind: "machine-deleted", at: at(), name: s.name });
-        const m = machineOf(s);
-        api.create(mkey(s.name), m);
-        observeMachine(s.name);
-        return;
-      }
-      case "delete-node":
-        s.node = undefined;
-        history.push({ kind: "node-deleted", at: at(), name: s.name });
-        return;
-      default: {
-        const never: never = f.kind;
-        throw new Error(`unknown fault ${String(never)}`);
-      }
-    }
+    FAULT_EFFECTS[f.kind](f, sims[f.target % sims.length]!, copies[f.target % copies.length]!);
+  }
+
+  /** A copy starts, or wakes from a pause: a fresh view and a fresh start grace. */
+  function startCopy(c: Copy, view: Copy["view"]): void {
+    c.alive = true;
+    c.paused = false;
+    c.startedAt = now;
+    c.view = view;
+    history.push({ kind: "operator-start", at: at(), copy: c.id });
+  }
+
+  /** A person's kubectl edit of spec.version (a retarget, or a revert by hand). */
+  function setVersion(r: ReleaseRef): void {
+    const next = structuredClone(readCluster().obj);
+    next.spec.version = r.version;
+    api.update(CLUSTER, next, undefined);
+    observeCluster();
   }
 
   function machineOf(s: Sim): Machine {
@@ -343,7 +307,12 @@ export function runWorld(
         c.view.cluster = undefined;
       }
     }
-    for (const mark of d.lostMarks) {
+    writeLostMarks(d.lostMarks);
+  }
+
+  /** Lost (or back) marks, each conditioned on the Machine's resourceVersion it was decided on. */
+  function writeLostMarks(marks: ReturnType<typeof operatorDecide>["lostMarks"]): void {
+    for (const mark of marks) {
       const cur = readMachine(mark.machine);
       if (cur === undefined || mark.step === undefined) continue;
       const next = structuredClone(cur.obj);
@@ -430,101 +399,32 @@ export function runWorld(
     const reachable = !s.netCut;
     if (reachable) leases.set(s.name, now);
     const c = readCluster().obj;
-    const target = reachable ? effectiveTarget(c) : undefined;
-    const staged = s.slots[other(s.running)];
+    const staged = s.slots[other(s.running)].release;
     const mine = (c.status?.rebootTurns ?? []).find((t) => t.machine === s.name);
-    const turnRecord =
-      mine !== undefined && staged.release !== undefined && mine.digest === staged.release.digest
-        ? mine
-        : undefined;
     if (reachable && mine !== undefined) {
-      history.push({
-        kind: "turn-read",
-        at: at(),
-        machine: s.name,
-        bootId: s.bootId,
-        release: { version: mine.version, digest: mine.digest ?? "" },
-      });
+      const release = { version: mine.version, digest: mine.digest ?? "" };
+      history.push({ kind: "turn-read", at: at(), machine: s.name, bootId: s.bootId, release });
     }
-    const verdict = judgeBoot(s.boot, s.running);
-    if (verdict.kind === "on-trial" && s.memory.trialSeenAt === undefined)
+    const o = agentObserved(s, now, {
+      reachable,
+      target: reachable ? effectiveTarget(c) : undefined,
+      turn: mine !== undefined && staged !== undefined && mine.digest === staged.digest,
+      mutant,
+    });
+    if (o.boot.kind === "on-trial" && s.memory.trialSeenAt === undefined) {
       s.memory.trialSeenAt = now - s.bootAt;
-    const node =
-      s.node === undefined
-        ? undefined
-        : {
-            bootId: mutant === "bootid" ? s.bootId : s.node.bootId,
-            ready: { status: "True", heartbeatAt: s.node.heartbeatAt },
-          };
-    const o: AgentObserved = {
-      now: now - s.bootAt,
-      apiReachable: reachable,
-      boot: verdict,
-      running: {
-        slot: s.running,
-        state: "staged",
-        ...(s.slots[s.running].release ? { release: s.slots[s.running].release! } : {}),
-      },
-      other: {
-        slot: other(s.running),
-        state: staged.state,
-        ...(staged.release ? { release: staged.release } : {}),
-      },
-      target,
-      policy: "Auto",
-      approval: undefined,
-      turn: turnRecord !== undefined,
-      download: s.download?.release,
-      downloadIdleSince: undefined,
-      downloadFailedAt: undefined,
-      failedDigests: s.memory.failed,
-      drainedDigest: s.memory.drained,
-      nodeName: s.name,
-      node,
-      nodeUnread: reachable ? undefined : "network cut",
-      bootStartedAt: s.bootAt + s.skew,
-      trialSeenAt: s.memory.trialSeenAt,
-      bootId: s.bootId,
-      armedTrial: s.memory.armed,
-    };
+      o.trialSeenAt = s.memory.trialSeenAt;
+    }
     const d = agentDecide(o);
     act(s, d.action, c);
-    s.status = {
-      ...s.status,
-      version: s.slots[s.running].release?.version,
-      digest: s.slots[s.running].release?.digest,
-      step: d.step,
-      ...(staged.state === "staged" && staged.release
-        ? {
-            staged: {
-              ...staged.release,
-              slot: other(s.running) as SlotName,
-              // When it was staged: kept while the same release stays staged there.
-              at:
-                s.status.staged?.digest === staged.release.digest &&
-                s.status.staged.slot === other(s.running)
-                  ? s.status.staged.at
-                  : rfc(now),
-            },
-          }
-        : {}),
-      failedReleases: s.memory.failed.map((dg) => ({
-        version: [V1, V2, V3].find((r) => r.digest === dg)?.version ?? "?",
-        digest: dg,
-        at: s.status.failedReleases?.find((f) => f.digest === dg)?.at ?? rfc(now),
-        reason: "TrialFailed",
-      })),
-    };
-    if (d.stage !== undefined) s.status.updateStage = d.stage;
-    else delete s.status.updateStage;
-    if (staged.state !== "staged") delete s.status.staged;
-    if (d.wantsTurn && staged.release)
-      s.status.turnRequest = { ...staged.release, at: s.status.turnRequest?.at ?? rfc(now) };
-    else delete s.status.turnRequest;
-    if (!reachable) return;
+    s.status = statusAfter(s, d, now, [V1, V2, V3]);
+    if (reachable) writeStatus(s);
+  }
+
+  /** The agent writes its status when it changed (its heartbeat is the Lease, above). */
+  function writeStatus(s: Sim): void {
     const cur = readMachine(s.name);
     if (cur === undefined) return;
-    // The agent writes its status when it changed (its heartbeat is the Lease, above).
     const text = JSON.stringify(s.status);
     if (text === JSON.stringify(cur.obj.status)) return;
     const next = structuredClone(cur.obj);
@@ -533,7 +433,8 @@ export function runWorld(
     if (r.code === 200 || r.code === 504) observeMachine(s.name);
   }
 
-  function act(s: Sim, a: ReturnType<typeof agentDecide>["action"], c: Cluster): void {
+  function act(s: Sim, a: Action, c: Cluster): void {
+    if (isTrialAction(a)) return actOnTrial(s, a);
     switch (a.kind) {
       case "wait":
       case "check-health":
@@ -571,6 +472,19 @@ export function runWorld(
         return checkAndReboot(s, a.slot, a.release, c);
       case "reboot":
         return reboot(s);
+      case "release-turn":
+        s.memory.drained = undefined;
+        history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
+        return;
+      default: {
+        const never: never = a;
+        throw new Error(`unknown action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  /** The actions that end or undo a trial (the bootloader's record and the agent's memory). */
+  function actOnTrial(s: Sim, a: TrialAction): void {
+    switch (a.kind) {
       case "disarm":
         s.boot.armed = null;
         s.memory.armed = undefined;
@@ -613,10 +527,6 @@ export function runWorld(
         s.boot.armed = null;
         s.boot.started = null;
         s.memory.armed = undefined;
-        return;
-      case "release-turn":
-        s.memory.drained = undefined;
-        history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
         return;
       default: {
         const never: never = a;
@@ -702,13 +612,7 @@ export function runWorld(
   /** Every fault ends: the fleet then has the rest of the run to converge before the end. */
   function heal(): void {
     for (const c of copies) {
-      if (!c.alive || c.paused) {
-        c.alive = true;
-        c.paused = false;
-        c.startedAt = now;
-        c.view = { cluster: undefined, at: 0 };
-        history.push({ kind: "operator-start", at: at(), copy: c.id });
-      }
+      if (!c.alive || c.paused) startCopy(c, { cluster: undefined, at: 0 });
       c.watchDropped = false;
     }
     for (const s of sims) {
@@ -719,18 +623,22 @@ export function runWorld(
   }
 
   // --- the clock ----------------------------------------------------------------------------
-  for (let t = 0; t < shape.seconds; t++) {
+  /** One simulated second; false once the fleet settled after the faults ended. */
+  function second(t: number): boolean {
     now = T0 + t * 1000;
     for (const f of byTick.get(t) ?? []) applyFault(f);
     if (t === shape.healAt) heal();
-    if (t > shape.healAt && t % 10 === 0 && settled()) break;
+    if (t > shape.healAt && t % 10 === 0 && settled()) return false;
     for (const s of sims) {
       if (!s.powered && --s.downFor <= 0) bootUp(s);
     }
     for (const s of sims) kubeletTick(s);
     for (const s of sims) agentTick(s);
     for (const c of copies) operatorTick(c);
+    return true;
   }
+
+  for (let t = 0; t < shape.seconds && second(t); t++);
   // The end: every fault healed, the fleet given time to settle, then judged.
   for (const s of sims) observeMachine(s.name);
   observeCluster();

@@ -36,7 +36,7 @@ describe("simulate", () => {
     ["leader", 1, "two-leaders"],
     ["grace", 1, "grant-in-grace"],
     ["arm-first", 1, "boot-unverified-slot"],
-    ["bootid", 12, "promote-without-rejoin"],
+    ["bootid", 14, "promote-without-rejoin"],
   ];
   it.each(MUTANT_ROWS)(
     "the %s mutant breaks seed %i (%s)",
