@@ -506,23 +506,38 @@ export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 export const CHANNEL_REASONS = ["ChannelRead", "ChannelUnreachable", "ChannelMalformed"] as const;
 export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 
+/** What the TUF client (verify/tuf.ts) refuses a channel's metadata for: ChannelTrusted=False. */
+export const TRUST_FAULTS = [
+  /** The channel's 1.root.json is not the root whose sha256 the Cluster pins. */
+  "RootPinMismatch",
+  /** A role's metadata expired (or this operator's clock is far ahead). */
+  "MetadataExpired",
+  /** A role's version is lower than one already trusted: a replayed or rolled-back file. */
+  "MetadataRollback",
+  /** A new root does not follow the trusted one (skips a version, or is not signed by both). */
+  "RootRotationInvalid",
+  /** Fewer valid signatures than the role's threshold (an unknown or revoked key, too few keys). */
+  "SignatureThreshold",
+  /** A file's length or sha256 is not what the signed metadata says. */
+  "LengthOrHashMismatch",
+  /** A version the channel named before now has another digest. */
+  "DigestChanged",
+  /** This operator's clock reads earlier than when it last trusted the channel. */
+  "ClockBehind",
+  /** The channel's files could not be fetched. */
+  "ChannelUnreachable",
+  /** Metadata that is not valid TUF, or a target that is not a liken release document. */
+  "MetadataInvalid",
+] as const;
+
 /**
- * Reasons of ChannelTrusted: True MetadataVerified; False one of the faults of the TUF client
- * (verify/tuf.ts TRUST_FAULTS), or CatalogDisagrees (channel+pinned), NotInChannel (spec.version
- * is not a release of the channel), ReleaseRecalled (the channel recalled the target).
+ * Reasons of ChannelTrusted: True MetadataVerified; False one of the TUF client's faults, or
+ * CatalogDisagrees (channel+pinned), NotInChannel (spec.version is not a release of the
+ * channel), ReleaseRecalled (the channel recalled the target).
  */
 export const TRUST_REASONS = [
   "MetadataVerified",
-  "RootPinMismatch",
-  "MetadataExpired",
-  "MetadataRollback",
-  "RootRotationInvalid",
-  "SignatureThreshold",
-  "LengthOrHashMismatch",
-  "DigestChanged",
-  "ClockBehind",
-  "ChannelUnreachable",
-  "MetadataInvalid",
+  ...TRUST_FAULTS,
   "CatalogDisagrees",
   "NotInChannel",
   "ReleaseRecalled",

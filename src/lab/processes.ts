@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { LikenError } from "../errors.js";
-import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootstrapKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
