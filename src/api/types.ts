@@ -354,7 +354,7 @@ export interface KnownGood extends ReleaseRef {
 
 /** A release this Cluster must not take again, until a person clears it. */
 export interface RevokedRelease extends ReleaseRef {
-  /** CamelCase: RevertedByRequest, RevertedAutomatically. */
+  /** CamelCase: the Reverted condition's reason (REVERT_REASONS), e.g. RevertedOnHealthGate. */
   reason: string;
   message?: string;
   at: Time;
@@ -371,6 +371,16 @@ export interface RevertRecord {
   trigger: RevertTrigger;
   /** What tripped it: the request's reason, or the failures that reached the threshold. */
   message: string;
+  /**
+   * The Reverted condition's reason it was decided with (absent on records written before
+   * it was kept: the trigger tells RevertedByRequest from RevertedAutomatically).
+   */
+  reason?: RevertReason;
+  /**
+   * The gate that tripped an automatic revert (revert.ts gateOf): a post-promotion health
+   * gate's name (`command nic-ping`, `pods ns/selector`), `prometheus`, or `trial <reason>`.
+   */
+  gate?: string;
   /** Who: the person of the request, or the operator copy that decided it. */
   by: string;
   at: Time;
@@ -550,8 +560,17 @@ export type StatusWriteReason = (typeof STATUS_WRITE_REASONS)[number];
 export const REVERT_REASONS = [
   /** True: a revert asked for by spec.rollout.revertRequest is in force. */
   "RevertedByRequest",
-  /** True: spec.rollout.revert's threshold was reached; the revert is in force. */
+  /**
+   * True: spec.rollout.revert's threshold was reached by a mix of failed trials and failed
+   * post-promotion health; the revert is in force.
+   */
   "RevertedAutomatically",
+  /** True: failed trials of the release reached spec.rollout.revert's threshold. */
+  "RevertedOnFailedTrials",
+  /** True: failed post-promotion health gates reached the threshold (status.revert.gate names it). */
+  "RevertedOnHealthGate",
+  /** True: spec.rollout.revert.prometheus failed failureLimit times in a row. */
+  "RevertedOnPrometheusQuery",
   /** False: the revert would go below the floor the release declares (release.yaml revertFloor). */
   "RevertBelowFloor",
   /** False: the floor could not be read yet (release.yaml unreachable or malformed). */
