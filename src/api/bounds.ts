@@ -69,6 +69,7 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "revert.to.digest": text(71),
   "revert.message": text(4096),
   "revert.by": text(253),
+  "revert.gate": text(128),
   "trust.rootDigest": text(71),
   "trust.target.version": text(64),
   "trust.target.digest": text(71),

@@ -354,7 +354,7 @@ export interface KnownGood extends ReleaseRef {
 
 /** A release this Cluster must not take again, until a person clears it. */
 export interface RevokedRelease extends ReleaseRef {
-  /** CamelCase: RevertedByRequest, RevertedAutomatically. */
+  /** CamelCase: the Reverted condition's reason (REVERT_REASONS), e.g. RevertedOnHealthGate. */
   reason: string;
   message?: string;
   at: Time;
@@ -371,6 +371,16 @@ export interface RevertRecord {
   trigger: RevertTrigger;
   /** What tripped it: the request's reason, or the failures that reached the threshold. */
   message: string;
+  /**
+   * The Reverted condition's reason it was decided with (absent on records written before
+   * it was kept: the trigger tells RevertedByRequest from RevertedAutomatically).
+   */
+  reason?: RevertReason;
+  /**
+   * The gate that tripped an automatic revert (revert.ts gateOf): a post-promotion health
+   * gate's name (`command nic-ping`, `pods ns/selector`), `prometheus`, or `trial <reason>`.
+   */
+  gate?: string;
   /** Who: the person of the request, or the operator copy that decided it. */
   by: string;
   at: Time;
@@ -496,23 +506,38 @@ export type ProgressingReason = (typeof PROGRESSING_REASONS)[number];
 export const CHANNEL_REASONS = ["ChannelRead", "ChannelUnreachable", "ChannelMalformed"] as const;
 export type ChannelReason = (typeof CHANNEL_REASONS)[number];
 
+/** What the TUF client (verify/tuf.ts) refuses a channel's metadata for: ChannelTrusted=False. */
+export const TRUST_FAULTS = [
+  /** The channel's 1.root.json is not the root whose sha256 the Cluster pins. */
+  "RootPinMismatch",
+  /** A role's metadata expired (or this operator's clock is far ahead). */
+  "MetadataExpired",
+  /** A role's version is lower than one already trusted: a replayed or rolled-back file. */
+  "MetadataRollback",
+  /** A new root does not follow the trusted one (skips a version, or is not signed by both). */
+  "RootRotationInvalid",
+  /** Fewer valid signatures than the role's threshold (an unknown or revoked key, too few keys). */
+  "SignatureThreshold",
+  /** A file's length or sha256 is not what the signed metadata says. */
+  "LengthOrHashMismatch",
+  /** A version the channel named before now has another digest. */
+  "DigestChanged",
+  /** This operator's clock reads earlier than when it last trusted the channel. */
+  "ClockBehind",
+  /** The channel's files could not be fetched. */
+  "ChannelUnreachable",
+  /** Metadata that is not valid TUF, or a target that is not a liken release document. */
+  "MetadataInvalid",
+] as const;
+
 /**
- * Reasons of ChannelTrusted: True MetadataVerified; False one of the faults of the TUF client
- * (verify/tuf.ts TRUST_FAULTS), or CatalogDisagrees (channel+pinned), NotInChannel (spec.version
- * is not a release of the channel), ReleaseRecalled (the channel recalled the target).
+ * Reasons of ChannelTrusted: True MetadataVerified; False one of the TUF client's faults, or
+ * CatalogDisagrees (channel+pinned), NotInChannel (spec.version is not a release of the
+ * channel), ReleaseRecalled (the channel recalled the target).
  */
 export const TRUST_REASONS = [
   "MetadataVerified",
-  "RootPinMismatch",
-  "MetadataExpired",
-  "MetadataRollback",
-  "RootRotationInvalid",
-  "SignatureThreshold",
-  "LengthOrHashMismatch",
-  "DigestChanged",
-  "ClockBehind",
-  "ChannelUnreachable",
-  "MetadataInvalid",
+  ...TRUST_FAULTS,
   "CatalogDisagrees",
   "NotInChannel",
   "ReleaseRecalled",
@@ -535,8 +560,17 @@ export type StatusWriteReason = (typeof STATUS_WRITE_REASONS)[number];
 export const REVERT_REASONS = [
   /** True: a revert asked for by spec.rollout.revertRequest is in force. */
   "RevertedByRequest",
-  /** True: spec.rollout.revert's threshold was reached; the revert is in force. */
+  /**
+   * True: spec.rollout.revert's threshold was reached by a mix of failed trials and failed
+   * post-promotion health; the revert is in force.
+   */
   "RevertedAutomatically",
+  /** True: failed trials of the release reached spec.rollout.revert's threshold. */
+  "RevertedOnFailedTrials",
+  /** True: failed post-promotion health gates reached the threshold (status.revert.gate names it). */
+  "RevertedOnHealthGate",
+  /** True: spec.rollout.revert.prometheus failed failureLimit times in a row. */
+  "RevertedOnPrometheusQuery",
   /** False: the revert would go below the floor the release declares (release.yaml revertFloor). */
   "RevertBelowFloor",
   /** False: the floor could not be read yet (release.yaml unreachable or malformed). */

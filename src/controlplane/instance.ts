@@ -20,7 +20,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import { kwokStageFiles } from "./build.js";
-import { kubeconfigYaml } from "./kubeconfig.js";
+import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import { KWOK_NODE_ANNOTATION } from "./kwok.js";
 import { makeCerts, type ControlPlaneCerts } from "./certs.js";
 import { isLikenError } from "../errors.js";

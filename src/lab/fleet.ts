@@ -15,7 +15,7 @@ import {
   type Role,
 } from "../api/types.js";
 import { mintClientCert } from "../controlplane/certs.js";
-import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import { kwokNode } from "../controlplane/kwok.js";
 import type { ControlPlaneState } from "../controlplane/instance.js";
 import type { LabRelease } from "./releases.js";

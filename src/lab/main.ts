@@ -9,6 +9,8 @@ import path from "node:path";
 import { FAULT_ACTIONS, sendFault, serveControl, type FaultAction } from "./control.js";
 import { buildLabRelease } from "./releases.js";
 import { startFleet } from "./processes.js";
+import { REVERT_HOWS, revertSummary, runRevert, type RevertHow } from "./revert.js";
+import { moveLabClock } from "./health-gate.js";
 
 /** Set once stdout or stderr is a broken pipe (`npm run lab | tee`, then Ctrl-C kills tee). */
 let quiet = false;
@@ -115,6 +117,24 @@ ${commandLines([
   ],
 ])}
 
+A release that goes bad after promotion, and the fleet going back by itself (spec.rollout.revert):
+${commandLines([
+  [
+    "npm run -s lab -- bad-release 2026.10.14-001 --after-promotion",
+    "it proves and is promoted; its service gate fails once its boot is an hour old",
+  ],
+  [
+    `kubectl patch cluster ${LAB_CLUSTER} --type merge -p '{"spec":{"rollout":{"revert":{"maxFailures":2}}}}'`,
+    "then catalog and target it as above",
+  ],
+  ["npm run -s lab -- clock 1h", "once LKG names it: an hour later on the lab's clock"],
+  [
+    "kubectl get clusters -o wide",
+    "within a minute: Reverted RevertedOnHealthGate, every machine back without a download",
+  ],
+])}
+(npm run lab -- --revert runs all of that by itself; --revert=command uses liken rollout revert.)
+
 Ctrl-C stops everything.`;
 }
 
@@ -127,70 +147,97 @@ const program = new Command("lab")
     "--follow",
     "sign the lab's channel, let the Cluster follow it (a replay refused, a new release taken by itself), then exit",
   )
+  .option(
+    "--revert [how]",
+    "a release proves, is promoted, and goes bad an hour later on the lab's clock: the fleet goes back " +
+      "(threshold: spec.rollout.revert by itself; command: liken rollout revert), then exit",
+  )
   .option("--machines <n>", "number of machines (3 leaders, the rest workers)", (v) => Number(v), 5)
   .exitOverride();
 
 /** Signals this close to the first are the same keypress, relayed (see stop()). */
 const SAME_KEYPRESS_MS = 1_000;
 
-program.action(async (o: { demo?: boolean; follow?: boolean; machines: number }) => {
-  const started = Date.now();
-  /** Set once started; a signal before that only exits (the reaper does the rest). */
-  const running: { lab?: Lab } = {};
-  let stoppingSince: number | undefined;
-  const stop = async (code: number): Promise<void> => {
-    const lab = running.lab;
-    // Still starting: exit at once; the lab's reaper (src/lab/reap.ts) ends what it started.
-    if (lab === undefined) process.exit(code);
-    if (stoppingSince !== undefined) {
-      // One Ctrl-C arrives more than once: the terminal signals the whole foreground group,
-      // and npm and tsx relay it to their child too.
-      if (Date.now() - stoppingSince < SAME_KEYPRESS_MS) return;
-      // A second Ctrl-C: no more waiting on agents to finish their step.
-      await lab.finish();
+program.action(
+  async (o: { demo?: boolean; follow?: boolean; revert?: string | true; machines: number }) => {
+    const started = Date.now();
+    const revert = revertHowOf(o.revert);
+    /** Set once started; a signal before that only exits (the reaper does the rest). */
+    const running: { lab?: Lab } = {};
+    let stoppingSince: number | undefined;
+    const stop = async (code: number): Promise<void> => {
+      const lab = running.lab;
+      // Still starting: exit at once; the lab's reaper (src/lab/reap.ts) ends what it started.
+      if (lab === undefined) process.exit(code);
+      if (stoppingSince !== undefined) {
+        // One Ctrl-C arrives more than once: the terminal signals the whole foreground group,
+        // and npm and tsx relay it to their child too.
+        if (Date.now() - stoppingSince < SAME_KEYPRESS_MS) return;
+        // A second Ctrl-C: no more waiting on agents to finish their step.
+        await lab.finish();
+        process.exit(code);
+      }
+      stoppingSince = Date.now();
+      err("liken lab: stopping everything it started");
+      await stopLab(lab);
       process.exit(code);
+    };
+    process.on("SIGINT", () => void stop(130));
+    process.on("SIGTERM", () => void stop(143));
+    process.on("SIGHUP", () => void stop(129));
+    // A reader that went away (tee killed by the same Ctrl-C, `| head`) must not end the lab
+    // before it stopped what it started: an unhandled EPIPE would. Stop, and write no more.
+    for (const stream of [process.stdout, process.stderr]) {
+      stream.on("error", (e: NodeJS.ErrnoException) => {
+        quiet = true;
+        void stop(e.code === "EPIPE" ? 141 : 1);
+      });
     }
-    stoppingSince = Date.now();
-    err("liken lab: stopping everything it started");
-    await stopLab(lab);
-    process.exit(code);
-  };
-  process.on("SIGINT", () => void stop(130));
-  process.on("SIGTERM", () => void stop(143));
-  process.on("SIGHUP", () => void stop(129));
-  // A reader that went away (tee killed by the same Ctrl-C, `| head`) must not end the lab
-  // before it stopped what it started: an unhandled EPIPE would. Stop, and write no more.
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on("error", (e: NodeJS.ErrnoException) => {
-      quiet = true;
-      void stop(e.code === "EPIPE" ? 141 : 1);
-    });
-  }
-  const lab = await startLab({ machines: o.machines, log: err });
-  running.lab = lab;
-  try {
-    const fleet = await startFleet(lab, err);
-    lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));
-  } catch (e) {
-    await stopLab(lab);
-    throw e;
-  }
-  err(`liken lab: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  if (o.demo || o.follow) {
-    let code = 0;
+    const lab = await startLab({ machines: o.machines, log: err });
+    running.lab = lab;
     try {
-      const run = o.follow ? runFollow : runDemo;
-      process.stdout.write(`${await run(lab, err)}\n`);
+      const fleet = await startFleet(lab, err);
+      lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));
     } catch (e) {
-      err(`lab: ${(e as Error).message}`);
-      code = 1;
+      await stopLab(lab);
+      throw e;
     }
-    await stop(code);
-    return;
+    err(`liken lab: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    if (o.demo || o.follow || revert !== undefined) {
+      let code = 0;
+      try {
+        const run =
+          revert !== undefined
+            ? async (l: Lab, log: (x: string) => void) =>
+                revertSummary(await runRevert(l, log, revert))
+            : o.follow
+              ? runFollow
+              : runDemo;
+        process.stdout.write(`${await run(lab, err)}\n`);
+      } catch (e) {
+        err(`lab: ${(e as Error).message}`);
+        code = 1;
+      }
+      await stop(code);
+      return;
+    }
+    err(tour(lab));
+    await new Promise(() => {}); // foreground until Ctrl-C
+  },
+);
+
+/** --revert's value: threshold (the default) or command. */
+function revertHowOf(v: string | true | undefined): RevertHow | undefined {
+  if (v === undefined) return undefined;
+  const how = v === true ? "threshold" : v;
+  if (!REVERT_HOWS.includes(how as RevertHow)) {
+    throw new LikenError(
+      "LIKEN_LAB_USAGE",
+      `unknown --revert "${how}"; use one of: ${REVERT_HOWS.join(", ")}`,
+    );
   }
-  err(tour(lab));
-  await new Promise(() => {}); // foreground until Ctrl-C
-});
+  return how as RevertHow;
+}
 
 program
   .command("fault")
@@ -217,8 +264,29 @@ program
   )
   .argument("<version>", "its version, e.g. 2026.10.13-001")
   .option("--kubelet-down", "the release boots and its agent runs, but its kubelet never starts")
-  .action(async (version: string, opts: { kubeletDown?: boolean }) => {
+  .option(
+    "--after-promotion",
+    "the release boots, proves and is promoted; its service gate fails an hour later on the lab's clock",
+  )
+  .action(async (version: string, opts: { kubeletDown?: boolean; afterPromotion?: boolean }) => {
     const dir = path.join(LAB_DIR, "lab");
+    if (opts.afterPromotion === true) {
+      const r = await buildLabRelease(
+        path.join(dir, "channel"),
+        dir,
+        version,
+        "bad-after-promotion",
+      );
+      process.stdout.write(
+        `published ${r.version} (${r.digest}), which boots, proves and is promoted; its service gate\n` +
+          `(agent.yaml health.commands "service") fails once its boot is an hour old on the lab's clock.\n` +
+          `Catalog it, set spec.version and spec.rollout.revert (e.g. {maxFailures: 2}) (kubectl edit cluster ${LAB_CLUSTER});\n` +
+          `once every machine promoted it (LKG in kubectl get clusters -o wide), move the clock: npm run -s lab -- clock 1h.\n` +
+          `Within a minute the agents' post-promotion health fails, and cluster-operator reverts the fleet by itself\n` +
+          `(Reverted RevertedOnHealthGate, gate command service); ${r.version} is revoked. Or revert at once: liken rollout revert ${LAB_CLUSTER}\n`,
+      );
+      return;
+    }
     const behaviour = opts.kubeletDown === true ? "kubelet-down" : "panic";
     const r = await buildLabRelease(path.join(dir, "channel"), dir, version, behaviour);
     const how =
@@ -236,6 +304,25 @@ program
         `The failure brake (spec.rollout.maxFailedTrials, default 1) then holds the rest: kubectl get clusters reads ReleaseFailed.\n` +
         `Set spec.version to another release to go on, or let one more machine try it: liken rollout resume ${LAB_CLUSTER} --failed-release\n`,
     );
+  });
+
+program
+  .command("clock")
+  .description(
+    "move the lab's clock on (the service gate reads it; nothing else does): e.g. 1h, 30m",
+  )
+  .argument("<duration>", "how far, e.g. 1h, 90m, 3600s")
+  .action((d: string) => {
+    const m = /^(\d+)(s|m|h)$/.exec(d);
+    if (m === null) {
+      throw new LikenError(
+        "LIKEN_LAB_USAGE",
+        `"${d}" is not a duration; write e.g. 1h, 90m or 3600s`,
+      );
+    }
+    const seconds = Number(m[1]) * { s: 1, m: 60, h: 3600 }[m[2] as "s" | "m" | "h"];
+    const offset = moveLabClock(seconds);
+    process.stdout.write(`the lab's clock is ${offset} s ahead of the wall clock\n`);
   });
 
 try {

@@ -42,6 +42,11 @@ export class RolloutObserver {
   maxLeadersDown = 0;
   maxUnavailable = 0;
   readonly changes: VersionChange[] = [];
+  /**
+   * The most bytes each machine's status showed received from the channel (download
+   * progress: bytesFetched, else bytesDone) while this observer watched; absent: none shown.
+   */
+  readonly downloaded = new Map<string, number>();
   /** The fleet at every change seen: the demo draws its timeline from these. */
   readonly samples: TimelineSample[] = [];
   private cluster: Cluster | undefined;
@@ -103,6 +108,12 @@ export class RolloutObserver {
       });
     }
     this.machines.set(m.metadata.name, m);
+    const p = m.status?.progress;
+    if (p !== undefined) {
+      const bytes = p.bytesFetched ?? p.bytesDone;
+      const seen = this.downloaded.get(m.metadata.name) ?? 0;
+      this.downloaded.set(m.metadata.name, Math.max(seen, bytes));
+    }
   }
 
   private record(): void {

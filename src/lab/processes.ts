@@ -7,12 +7,13 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { LikenError } from "../errors.js";
-import { kubeconfigYaml } from "../controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootstrapKubeconfig } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
 import { SimulatedMachine, type LabFault, type SimulatedMachineOptions } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
+import { labServiceGate } from "./health-gate.js";
 import { likenEntry } from "../cli/entry.js";
 import { EVICTION_PATH } from "../operator/webhook/names.js";
 import { startWebhookService } from "./webhook-service.js";
@@ -35,7 +36,9 @@ function faultsFromSlotBytes(machine: SimulatedMachine): Partial<Record<Slot, La
       closeSync(fd);
     }
     const b = kernelBehaviour(buf);
-    return b === "ok" ? "none" : b;
+    // A release that goes bad after promotion boots and proves as a good one does; its
+    // service gate fails later (health-gate.ts).
+    return b === "ok" || b === "bad-after-promotion" ? "none" : b;
   };
   return new Proxy({} as Partial<Record<Slot, LabFault>>, {
     get: (_t, slot) => (slot === "a" || slot === "b" ? read(slot) : undefined),
@@ -200,6 +203,7 @@ export async function startFleet(
       bootstrapKubeconfig: bootstrap,
       // The stand-in kubelet writes Node status, which the agents' own identity may not.
       kubeletKubeconfig: lab.controlPlane.kubeconfig,
+      healthCommands: [labServiceGate(dir)],
     });
     await m.create();
     m.faults = faultsFromSlotBytes(m);

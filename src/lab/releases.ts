@@ -11,8 +11,12 @@ import path from "node:path";
 import { buildRelease } from "../release/build.js";
 
 export const LAB_KERNEL_MAGIC = "LIKEN-LAB-KERNEL/1";
-/** kubelet-down: the kernel boots, the agent runs, the kubelet never starts (lab machine.ts). */
-export type LabKernelBehaviour = "ok" | "panic" | "hang" | "kubelet-down";
+/**
+ * kubelet-down: the kernel boots, the agent runs, the kubelet never starts (lab machine.ts).
+ * bad-after-promotion: it boots, proves and passes its gates; an hour after each boot on the
+ * lab's clock its service gate fails (health-gate.ts).
+ */
+export type LabKernelBehaviour = "ok" | "panic" | "hang" | "kubelet-down" | "bad-after-promotion";
 
 export interface LabRelease {
   version: string;
@@ -49,7 +53,7 @@ export function labKernel(
 export function kernelBehaviour(bytes: Buffer): LabKernelBehaviour {
   const text = bytes.subarray(0, 256).toString("latin1");
   if (!text.startsWith(LAB_KERNEL_MAGIC)) return "ok";
-  const m = /\nbehaviour: (ok|panic|hang|kubelet-down)\n/.exec(text);
+  const m = /\nbehaviour: (ok|panic|hang|kubelet-down|bad-after-promotion)\n/.exec(text);
   return (m?.[1] as LabKernelBehaviour | undefined) ?? "ok";
 }
 

@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { CHANNEL_REASONS, MACHINE_STEPS, type Cluster, type Machine } from "../api/index.js";
 import { parseBudget } from "./budget.js";
 import { RELEASE_REASONS, type Decision } from "./decide.js";
+import { recordReasonOf } from "./revert.js";
 
 /** What the state gauges read when scraped. */
 export interface FleetView {
@@ -35,7 +36,7 @@ export class OperatorMetrics {
   private readonly latency: Histogram<"cluster">;
   private readonly failedTrials: Counter<"cluster" | "result">;
   private readonly channelReads: Counter<"cluster" | "result">;
-  private readonly reverts: Counter<"cluster" | "trigger">;
+  private readonly reverts: Counter<"cluster" | "trigger" | "reason" | "gate">;
   private readonly trustRefusals: Counter<"cluster" | "reason" | "role">;
 
   constructor(view: FleetView) {
@@ -73,8 +74,11 @@ export class OperatorMetrics {
     });
     this.reverts = new Counter({
       name: "liken_operator_reverts_total",
-      help: "Fleet-wide reverts this copy started, by trigger (Request: liken rollout revert or spec.rollout.revertRequest; Automatic: spec.rollout.revert's threshold).",
-      labelNames: ["cluster", "trigger"],
+      // gate: a configured gate's name (at most 128 characters, as status.revert.gate), so
+      // its values are as few as the gates spec.health and agent.yaml configure, plus
+      // `prometheus` and `trial <reason>` (a closed set); empty for a request.
+      help: "Fleet-wide reverts this copy started, by trigger (Request: liken rollout revert or spec.rollout.revertRequest; Automatic: spec.rollout.revert's threshold), the Reverted condition's reason, and the gate that tripped (a health gate's name, prometheus, trial REASON; empty for a request).",
+      labelNames: ["cluster", "trigger", "reason", "gate"],
       registers,
     });
     this.trustRefusals = new Counter({
@@ -225,7 +229,13 @@ export class OperatorMetrics {
   /** After a status write succeeded: what it granted, released and stalled. */
   decided(cluster: string, d: Decision, machine: (name: string) => Machine | undefined): void {
     if (d.revertStarted !== undefined) {
-      this.reverts.inc({ cluster, trigger: d.revertStarted.trigger });
+      const r = d.revertStarted;
+      this.reverts.inc({
+        cluster,
+        trigger: r.trigger,
+        reason: recordReasonOf(r),
+        gate: r.gate ?? "",
+      });
     }
     for (const g of d.grants) {
       this.granted.inc({ cluster });

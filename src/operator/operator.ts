@@ -35,6 +35,7 @@ import {
 import { LeaseElector } from "./election.js";
 import { FloorCache } from "./floor.js";
 import { QueryChecks } from "./prom-check.js";
+import { recordReasonOf } from "./revert.js";
 import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
@@ -574,8 +575,10 @@ export class Operator {
     // deciding the same meets a 409, decides again and finds it recorded).
     const r = d.revertStarted;
     if (r !== undefined) {
-      const msg = `reverting ${r.from.version} to ${r.to.version} (${r.trigger === "Request" ? "RevertedByRequest" : "RevertedAutomatically"}): ${r.message}; ${r.from.version} is revoked for this Cluster`;
-      log.warn({ cluster: cluster.metadata.name, from: r.from.version, to: r.to.version }, msg);
+      const gate = r.gate === undefined ? "" : `, gate ${r.gate}`;
+      const msg = `reverting ${r.from.version} to ${r.to.version} (${recordReasonOf(r)}${gate}): ${r.message}; ${r.from.version} is revoked for this Cluster`;
+      const what = { cluster: cluster.metadata.name, from: r.from.version, to: r.to.version };
+      log.warn({ ...what, reason: recordReasonOf(r), gate: r.gate }, msg);
       this.event(cluster, "Warning", "Reverted", msg);
     }
     // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.

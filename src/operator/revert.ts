@@ -24,7 +24,11 @@ import {
 } from "../api/index.js";
 import { rfc3339 } from "../api/time.js";
 import { truncate } from "../api/bounds.js";
-import { releaseFailureOf, type ReleaseFailure } from "./post-promotion.js";
+import {
+  POST_PROMOTION_HEALTH_FAILED,
+  releaseFailureOf,
+  type ReleaseFailure,
+} from "./post-promotion.js";
 import type { QueryCheckView } from "./prom-check.js";
 import { compareVersions } from "./version-order.js";
 
@@ -175,7 +179,13 @@ export function revertTargetOf(c: Cluster, from: ReleaseRef): KnownGood | undefi
 // ---------------------------------------------------------------------------------------
 // Whether to revert now.
 
-type Trigger = { trigger: RevertRecord["trigger"]; reason: RevertReason; message: string };
+/** What tripped a revert: who, the condition's reason, and the gate (automatic ones only). */
+type Trigger = {
+  trigger: RevertRecord["trigger"];
+  reason: RevertReason;
+  message: string;
+  gate?: string;
+};
 
 function wantRevert(i: RevertInput, from: ReleaseRef, base: RevertOutcome): RevertOutcome {
   const request = i.cluster.spec.rollout?.revertRequest;
@@ -207,6 +217,8 @@ function wantRevert(i: RevertInput, from: ReleaseRef, base: RevertOutcome): Reve
     to: { version: to.version, digest: to.digest },
     trigger: trigger.trigger,
     message: truncate(trigger.message, REVERT_MESSAGE_MAX),
+    reason: trigger.reason,
+    ...(trigger.gate === undefined ? {} : { gate: truncate(trigger.gate, REVERT_GATE_MAX) }),
     by:
       trigger.trigger === "Request"
         ? (i.cluster.spec.rollout?.revertRequest?.by ?? "")
@@ -261,6 +273,8 @@ function floorHold(
 
 /** The revert record's and the revoked entry's message: the CRD's bound. */
 export const REVERT_MESSAGE_MAX = 4096;
+/** status.revert.gate: the CRD's bound, as status.postPromotionHealth.gate's (a gate's name). */
+export const REVERT_GATE_MAX = 128;
 
 /**
  * The list with `r` added, newest last, at most REVOKED_RELEASES_MAX_ITEMS: the oldest
@@ -317,13 +331,46 @@ function trialTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const rule = byCount
     ? `spec.rollout.revert.maxFailures ${p.maxFailures}`
     : `spec.rollout.revert.maxFailurePercent ${p.maxFailurePercent}`;
+  const gate = gateOf(failed);
   return {
     trigger: "Automatic",
-    reason: "RevertedAutomatically",
+    reason: failureReasonOf(failed),
     message:
-      `${failed.length} of ${took} machine(s) that took ${from.version} failed (${rule}): ` +
-      failedNames(failed),
+      `${failed.length} of ${took} machine(s) that took ${from.version} failed (${rule}), ` +
+      `gate ${gate}: ${failedNames(failed)}`,
+    gate,
   };
+}
+
+/**
+ * The condition's reason names the kind of evidence that reached the threshold: failed trials
+ * only, failed post-promotion health gates only, or both together (RevertedAutomatically).
+ */
+export function failureReasonOf(failed: readonly ReleaseFailure[]): RevertReason {
+  const health = failed.filter((f) => f.reason === POST_PROMOTION_HEALTH_FAILED).length;
+  if (health === failed.length) return "RevertedOnHealthGate";
+  if (health === 0) return "RevertedOnFailedTrials";
+  return "RevertedAutomatically";
+}
+
+/**
+ * The gate that tripped: the one most failures name (the earliest named first on a tie), a
+ * health gate by its name and a failed trial as `trial <its reason>` (a trial's own gate
+ * failure reads `trial HealthCheckFailed`; the message has the rest).
+ */
+export function gateOf(failed: readonly ReleaseFailure[]): string {
+  const counts = new Map<string, number>();
+  for (const f of failed) {
+    const g =
+      f.reason === POST_PROMOTION_HEALTH_FAILED ? (f.gate ?? "health") : `trial ${f.reason}`;
+    counts.set(g, (counts.get(g) ?? 0) + 1);
+  }
+  let best = "";
+  let most = 0;
+  for (const [g, n] of counts) {
+    if (n > most) [best, most] = [g, n];
+  }
+  return best;
 }
 
 function queryTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
@@ -334,7 +381,8 @@ function queryTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   if (seen.failures < limit) return undefined;
   return {
     trigger: "Automatic",
-    reason: "RevertedAutomatically",
+    reason: "RevertedOnPrometheusQuery",
+    gate: "prometheus",
     message:
       `the Prometheus check of ${from.version} failed ${seen.failures} time(s) in a row ` +
       `(spec.rollout.revert.prometheus.failureLimit ${limit}): query ${q.query} at ${q.url} ` +
@@ -380,16 +428,19 @@ function cond(
 }
 
 function inForceCondition(r: RevertRecord): Omit<RevertCondition, "lastTransitionTime"> {
-  const reason: RevertReason =
-    r.trigger === "Request" ? "RevertedByRequest" : "RevertedAutomatically";
   return cond(
     "True",
-    reason,
+    recordReasonOf(r),
     `reverting ${r.from.version} to ${r.to.version} (decided at ${r.at} by ${r.by}): ${r.message}. ` +
       `${r.from.version} is revoked: nothing takes it again until a person clears it ` +
       `(\`liken rollout unrevoke CLUSTER ${r.from.version}\`). Set spec.version to ${r.to.version} ` +
       `(or a newer good release) to end the revert.`,
   );
+}
+
+/** The reason a record was decided with (records written before it was kept: by trigger). */
+export function recordReasonOf(r: RevertRecord): RevertReason {
+  return r.reason ?? (r.trigger === "Request" ? "RevertedByRequest" : "RevertedAutomatically");
 }
 
 /** A revert recorded but no longer in force: spec.version moved on. */

@@ -17,6 +17,7 @@ import { VerifyError } from "./errors.js";
 import { fetchDocument } from "./fetch.js";
 import { parseRelease } from "./release.js";
 import { releasesOf, type ChannelRelease } from "./tuf-target.js";
+import { TRUST_FAULTS } from "../api/types.js";
 
 /** The metadata a client trusts, as the JSON text of each file (what the caller persists). */
 export interface TrustedFiles {
@@ -28,28 +29,6 @@ export interface TrustedFiles {
 
 export type MetadataRole = "root" | "timestamp" | "snapshot" | "targets" | "target";
 
-export const TRUST_FAULTS = [
-  /** The channel's 1.root.json is not the root whose sha256 the Cluster pins. */
-  "RootPinMismatch",
-  /** A role's metadata expired (or this operator's clock is far ahead). */
-  "MetadataExpired",
-  /** A role's version is lower than one already trusted: a replayed or rolled-back file. */
-  "MetadataRollback",
-  /** A new root does not follow the trusted one (skips a version, or is not signed by both). */
-  "RootRotationInvalid",
-  /** Fewer valid signatures than the role's threshold (an unknown or revoked key, too few keys). */
-  "SignatureThreshold",
-  /** A file's length or sha256 is not what the signed metadata says. */
-  "LengthOrHashMismatch",
-  /** A version the channel named before now has another digest. */
-  "DigestChanged",
-  /** This operator's clock reads earlier than when it last trusted the channel. */
-  "ClockBehind",
-  /** The channel's files could not be fetched. */
-  "ChannelUnreachable",
-  /** Metadata that is not valid TUF, or a target that is not a liken release document. */
-  "MetadataInvalid",
-] as const;
 export type TrustFault = (typeof TRUST_FAULTS)[number];
 
 export interface TufFault {

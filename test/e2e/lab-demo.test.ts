@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
 import { LAB_TIMELINE } from "../../src/lab/paths.js";
+import { jsonObjects } from "./lab-support.js";
 
 interface MachineJson {
   metadata: { name: string };
@@ -19,39 +20,6 @@ const children: ChildProcess[] = [];
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGINT");
 });
-
-/** Splits kubectl's stream of pretty-printed JSON objects into objects. */
-function jsonObjects(onObject: (o: MachineJson) => void): (chunk: Buffer) => void {
-  let buf = "";
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let start = -1;
-  return (chunk) => {
-    const text = chunk.toString("utf8");
-    for (const ch of text) {
-      buf += ch;
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (ch === "\\") escaped = true;
-        else if (ch === '"') inString = false;
-        continue;
-      }
-      if (ch === '"') inString = true;
-      else if (ch === "{") {
-        if (depth === 0) start = buf.length - 1;
-        depth++;
-      } else if (ch === "}") {
-        depth--;
-        if (depth === 0 && start >= 0) {
-          onObject(JSON.parse(buf.slice(start)) as MachineJson);
-          buf = "";
-          start = -1;
-        }
-      }
-    }
-  };
-}
 
 describe("npm run lab -- --demo", () => {
   it("rolls the fleet forward one machine at a time and prints the summary", async () => {
@@ -78,7 +46,7 @@ describe("npm run lab -- --demo", () => {
       children.push(watcher);
       watcher.stdout!.on(
         "data",
-        jsonObjects((m) => {
+        jsonObjects<MachineJson>((m) => {
           seen.set(m.metadata.name, m);
           const all = [...seen.values()];
           history.push({

@@ -138,3 +138,36 @@ export function printed(commands: string[], start: string): string {
   if (c === undefined) throw new Error(`the tour prints no command starting with ${start}`);
   return c;
 }
+
+/** Splits kubectl's stream of pretty-printed JSON objects into objects. */
+export function jsonObjects<T>(onObject: (o: T) => void): (chunk: Buffer) => void {
+  let buf = "";
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let start = -1;
+  return (chunk) => {
+    const text = chunk.toString("utf8");
+    for (const ch of text) {
+      buf += ch;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (ch === "\\") escaped = true;
+        else if (ch === '"') inString = false;
+        continue;
+      }
+      if (ch === '"') inString = true;
+      else if (ch === "{") {
+        if (depth === 0) start = buf.length - 1;
+        depth++;
+      } else if (ch === "}") {
+        depth--;
+        if (depth === 0 && start >= 0) {
+          onObject(JSON.parse(buf.slice(start)) as T);
+          buf = "";
+          start = -1;
+        }
+      }
+    }
+  };
+}

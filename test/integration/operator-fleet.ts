@@ -22,7 +22,15 @@ import {
   type Role,
 } from "../../src/api/index.js";
 import { parseBudget } from "../../src/operator/budget.js";
-import { kubeConfig, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import {
+  eventsWhere,
+  kubeConfig,
+  kubeconfigPath,
+  kubectl,
+  uniqueName,
+  waitFor,
+  type EventSeen,
+} from "../support/kube.js";
 import { seeded } from "../support/seed.js";
 
 export const V1 = "2026.10.10-001";
@@ -466,24 +474,8 @@ export async function playFleet(
 }
 
 /** The Events the operator recorded on the Cluster `cluster` (namespace default). */
-export async function clusterEvents(
-  cluster: string,
-): Promise<{ reason: string; message: string; type: string; firstTimestamp: string }[]> {
-  const r = await kubectl([
-    "get",
-    "events",
-    "-n",
-    "default",
-    "--field-selector",
-    `involvedObject.name=${cluster}`,
-    "-o",
-    "json",
-  ]);
-  return (
-    JSON.parse(r.stdout) as {
-      items: { reason: string; message: string; type: string; firstTimestamp: string }[];
-    }
-  ).items;
+export async function clusterEvents(cluster: string): Promise<EventSeen[]> {
+  return eventsWhere(`involvedObject.name=${cluster}`);
 }
 
 /** A kubeconfig file path for CLI runs (the admin one). */

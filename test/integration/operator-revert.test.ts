@@ -85,6 +85,18 @@ function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
   return startOperatorUndone(cleanups, id, ARGS, env);
 }
 
+/** The operator's /metrics text, from the address its log says it serves them on. */
+async function metricsOf(o: OperatorProcess): Promise<string> {
+  const line = o
+    .log()
+    .split("\n")
+    .find((l) => l.includes("metrics served"));
+  const url = /"url":"([^"]+)"/.exec(line ?? "")?.[1];
+  if (url === undefined)
+    throw new Error(`the operator did not log its metrics address:\n${o.log()}`);
+  return (await fetch(url)).text();
+}
+
 async function liken(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     return { code: 0, ...(await run(LIKEN, [...args, "--kubeconfig", kubeconfigPath()])) };
@@ -264,7 +276,11 @@ describe("fleet-wide revert with the real operator", () => {
       by: op.identity,
     });
     const why = cond(c, "Reverted");
-    expect(why).toMatchObject({ status: "True", reason: "RevertedAutomatically" });
+    expect(why).toMatchObject({ status: "True", reason: "RevertedOnFailedTrials" });
+    expect(c.status?.revert).toMatchObject({
+      reason: "RevertedOnFailedTrials",
+      gate: "trial HealthCheckFailed",
+    });
     expect(why?.message).toContain("spec.rollout.revert.maxFailures 2");
     expect(why?.message).toContain(`${names[0]} (HealthCheckFailed`);
     const events = await waitFor(
@@ -276,7 +292,7 @@ describe("fleet-wide revert with the real operator", () => {
       { timeoutMs: 30_000, intervalMs: 500 },
     );
     expect(events[0]!.type).toBe("Warning");
-    expect(events[0]!.message).toContain("RevertedAutomatically");
+    expect(events[0]!.message).toContain("(RevertedOnFailedTrials, gate trial HealthCheckFailed)");
   });
 
   it("post-promotion health: failed gates after promotion reach maxFailures and the fleet reverts by itself, naming the gate", async () => {
@@ -300,10 +316,18 @@ describe("fleet-wide revert with the real operator", () => {
     const c = await until(cluster, "the automatic revert", (x) => x.status?.revert !== undefined);
     expect(c.status?.revert).toMatchObject({ from: rel[R2], to: rel[R1], trigger: "Automatic" });
     const why = cond(c, "Reverted");
-    expect(why).toMatchObject({ status: "True", reason: "RevertedAutomatically" });
+    expect(why).toMatchObject({ status: "True", reason: "RevertedOnHealthGate" });
+    expect(c.status?.revert).toMatchObject({ reason: "RevertedOnHealthGate", gate: "nic-ping" });
     expect(why?.message).toContain(`2 of 3 machine(s) that took ${R2} failed`);
     expect(why?.message).toContain(`${names[0]} (PostPromotionHealthFailed gate nic-ping`);
     expect(c.status?.revokedReleases?.map((r) => r.version)).toEqual([R2]);
+    // The metric names the reason and the gate (counted once the status write returned).
+    const want = `cluster="${cluster}",trigger="Automatic",reason="RevertedOnHealthGate",gate="nic-ping"} 1`;
+    await waitFor(
+      "liken_operator_reverts_total naming the gate",
+      async () => ((await metricsOf(op)).includes(want) ? true : undefined),
+      { timeoutMs: 10_000, intervalMs: 250 },
+    );
   });
 
   it("the floor: a release that declares revertFloor above the last known good is not reverted", async () => {
@@ -407,7 +431,14 @@ describe("after promotion: the Prometheus check", () => {
       "the revert by the Prometheus check",
       (x) => x.status?.revert !== undefined,
     );
-    expect(c.status?.revert).toMatchObject({ from: rel[R2], to: rel[R1], trigger: "Automatic" });
+    expect(c.status?.revert).toMatchObject({
+      from: rel[R2],
+      to: rel[R1],
+      trigger: "Automatic",
+      reason: "RevertedOnPrometheusQuery",
+      gate: "prometheus",
+    });
+    expect(cond(c, "Reverted")?.reason).toBe("RevertedOnPrometheusQuery");
     const why = cond(c, "Reverted")?.message ?? "";
     expect(why).toContain(`query ${query} at ${prom.url}`);
     expect(why).toContain("returned 0.9 > maxValue 0.5");

@@ -32,6 +32,43 @@ export interface KubeletIdentity {
   keyPem: string;
 }
 
+/**
+ * kube-controller-manager's csrapproving controller approves a kubelet client request by
+ * itself when its requester may create certificatesigningrequests/nodeclient, as the admin
+ * may; otherwise the person approves it (`kubectl certificate approve`). Approving twice is
+ * refused (a duplicate Approved condition), so only an unapproved request is approved here;
+ * and the controller may approve it between the read and the write (409 Conflict: the
+ * request changed), after which it is read again.
+ */
+async function approveUnlessApproved(
+  certs: CertificatesV1Api,
+  name: string,
+  node: string,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const csr = await certs.readCertificateSigningRequest({ name });
+    if ((csr.status?.conditions ?? []).some((c) => c.type === "Approved")) break;
+    csr.status = {
+      ...csr.status,
+      conditions: [
+        ...(csr.status?.conditions ?? []),
+        {
+          type: "Approved",
+          status: "True",
+          reason: "LikenMachineScenario",
+          message: `the machine scenario approves the kubelet of ${node}`,
+        },
+      ],
+    };
+    try {
+      await certs.replaceCertificateSigningRequestApproval({ name, body: csr });
+      break;
+    } catch (e) {
+      if ((e as { code?: number }).code !== 409 || attempt >= 5) throw e;
+    }
+  }
+}
+
 /** RBAC for kubelets: the built-in role, bound to their group (kubeadm's binding, by hand). */
 export async function bindNodeRole(kc: KubeConfig): Promise<void> {
   await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
@@ -78,26 +115,7 @@ export async function issueKubeletCert(
       },
     },
   });
-  // kube-controller-manager's csrapproving controller approves a kubelet client request by
-  // itself when its requester may create certificatesigningrequests/nodeclient, as the admin
-  // may; otherwise the person approves it (`kubectl certificate approve`). Approving twice is
-  // refused (a duplicate Approved condition), so only an unapproved request is approved here.
-  const csr = await certs.readCertificateSigningRequest({ name });
-  if (!(csr.status?.conditions ?? []).some((c) => c.type === "Approved")) {
-    csr.status = {
-      ...csr.status,
-      conditions: [
-        ...(csr.status?.conditions ?? []),
-        {
-          type: "Approved",
-          status: "True",
-          reason: "LikenMachineScenario",
-          message: `the machine scenario approves the kubelet of ${node}`,
-        },
-      ],
-    };
-    await certs.replaceCertificateSigningRequestApproval({ name, body: csr });
-  }
+  await approveUnlessApproved(certs, name, node);
   const deadline = Date.now() + SIGN_TIMEOUT_MS;
   for (;;) {
     const cur = await certs.readCertificateSigningRequest({ name });

@@ -8,8 +8,8 @@ import { fileURLToPath } from "node:url";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { bootstrapTokenSecret, newBootstrapToken } from "../../src/api/bootstrap-token.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
-import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
-import { controlPlane, kubeConfig, kubectl } from "./kube.js";
+import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
+import { controlPlane, eventsWhere, kubeConfig, kubectl } from "./kube.js";
 
 const CONFIG = fileURLToPath(new URL("../../config/", import.meta.url));
 export const CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
@@ -122,15 +122,8 @@ export async function readCsr(name: string): Promise<CsrState> {
 
 /** The reasons of the Events about one request. */
 export async function csrEventReasons(name: string): Promise<string[]> {
-  const r = await kubectl([
-    "get",
-    "events",
-    "-n",
-    "default",
-    "--field-selector",
+  const events = await eventsWhere(
     `involvedObject.name=${name},involvedObject.kind=CertificateSigningRequest`,
-    "-o",
-    "jsonpath={.items[*].reason}",
-  ]);
-  return r.stdout.split(/\s+/).filter(Boolean);
+  );
+  return events.map((e) => e.reason);
 }

@@ -8,7 +8,7 @@ import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
-import { kubeconfigYaml } from "../../src/controlplane/kubeconfig.js";
+import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export interface ControlPlaneInfo {
@@ -195,17 +195,33 @@ export async function serviceAccountKubeConfig(
   return kc;
 }
 
-/** The messages of the Events about a Cluster with one reason (cluster-scoped: namespace default). */
-export async function clusterEventMessages(cluster: string, reason: string): Promise<string> {
+export interface EventSeen {
+  reason: string;
+  message: string;
+  type: string;
+  firstTimestamp: string;
+}
+
+/**
+ * The Events in namespace default that a field selector picks (those about a cluster-scoped
+ * object, a Cluster or a CertificateSigningRequest, are recorded there).
+ */
+export async function eventsWhere(selector: string): Promise<EventSeen[]> {
   const r = await kubectl([
     "get",
     "events",
     "-n",
     "default",
     "--field-selector",
-    `involvedObject.name=${cluster},reason=${reason}`,
+    selector,
     "-o",
-    "jsonpath={.items[*].message}",
+    "json",
   ]);
-  return r.stdout;
+  return (JSON.parse(r.stdout) as { items: EventSeen[] }).items;
+}
+
+/** The messages of the Events about a Cluster with one reason, joined by spaces. */
+export async function clusterEventMessages(cluster: string, reason: string): Promise<string> {
+  const events = await eventsWhere(`involvedObject.name=${cluster},reason=${reason}`);
+  return events.map((e) => e.message).join(" ");
 }

@@ -67,6 +67,7 @@ describe("lab releases", () => {
     expect(kernelBehaviour(labKernel("v1", "hang"))).toBe("hang");
     // bad-release --kubelet-down: it boots, its kubelet never starts (src/lab/machine.ts).
     expect(kernelBehaviour(labKernel("v1", "kubelet-down"))).toBe("kubelet-down");
+    expect(kernelBehaviour(labKernel("v1", "bad-after-promotion"))).toBe("bad-after-promotion");
     expect(kernelBehaviour(Buffer.alloc(4096))).toBe("ok");
     expect(labKernel("v1", "ok")).toEqual(labKernel("v1", "ok"));
     expect(labKernel("v1", "ok").length).toBe(64 * 1024);

@@ -39,6 +39,11 @@ const LAYER: Readonly<Record<string, number>> = {
   // Building what ships: the operator image and the Helm chart from config/.
   image: 4,
   deploy: 4,
+  // The fleet's safety rules judged on an observed history (the simulator, the lab's observer).
+  invariants: 4,
+  // The deterministic simulation: the real deciders driven on a virtual clock, checked by the
+  // invariants (docs/simulation.md).
+  sim: 5,
 };
 
 /** Imports within one layer that are allowed (from -> to); no cycle among them. */
@@ -48,6 +53,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "lab -> cli", // the lab starts liken through the CLI's entry
   "image -> cli", // the operator image carries the CLI's bundle
   "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
+  "controlplane -> api", // the local control plane hands out kubeconfigs in the API client's one format
 ]);
 
 function filesUnder(dir: string): string[] {

@@ -12,7 +12,12 @@ import {
   type RevertRecord,
 } from "../../src/api/index.js";
 import { decide, type Decision } from "../../src/operator/decide.js";
-import type { FloorRead } from "../../src/operator/revert.js";
+import {
+  failureReasonOf,
+  gateOf,
+  recordReasonOf,
+  type FloorRead,
+} from "../../src/operator/revert.js";
 import { valueOf } from "../../src/operator/prom-check.js";
 import {
   D1,
@@ -290,7 +295,11 @@ describe("a revert by itself: spec.rollout.revert", () => {
     if (reverts) {
       expect(d.revertStarted).toMatchObject({ trigger: "Automatic", by: "op-a" });
       expect(d.revertStarted?.message).toContain("f0 (TrialFellBack");
-      expect(reverted(d)?.reason).toBe("RevertedAutomatically");
+      expect(d.revertStarted).toMatchObject({
+        reason: "RevertedOnFailedTrials",
+        gate: "trial TrialFellBack",
+      });
+      expect(reverted(d)?.reason).toBe("RevertedOnFailedTrials");
     }
   });
 
@@ -346,7 +355,8 @@ describe("a revert by itself on post-promotion health (the gates run again after
     if (reverts) {
       expect(d.revertStarted).toMatchObject({ trigger: "Automatic", to: { version: V1 } });
       expect(d.revertStarted?.message).toContain("m0 (PostPromotionHealthFailed gate nic-ping");
-      expect(reverted(d)?.reason).toBe("RevertedAutomatically");
+      expect(d.revertStarted).toMatchObject({ reason: "RevertedOnHealthGate", gate: "nic-ping" });
+      expect(reverted(d)?.reason).toBe("RevertedOnHealthGate");
     }
   });
 });
@@ -403,6 +413,10 @@ describe("a revert by itself: spec.rollout.revert.prometheus", () => {
     if (reverts) {
       expect(d.revertStarted?.message).toContain("query max(nic_drop_ratio) at http://prom:9090");
       expect(d.revertStarted?.message).toContain("returned 0.9 > maxValue 0.5");
+      expect(d.revertStarted).toMatchObject({
+        reason: "RevertedOnPrometheusQuery",
+        gate: "prometheus",
+      });
     }
   });
 
@@ -411,6 +425,60 @@ describe("a revert by itself: spec.rollout.revert.prometheus", () => {
     const old = runWith(c(iso(NOW, -90_000)), 5);
     expect(old.queryWanted).toBeUndefined();
     expect(old.revertStarted).toBeUndefined();
+  });
+});
+
+describe("what tripped an automatic revert: the condition's reason and the gate", () => {
+  const trial = (machine: string, reason = "TrialFellBack") => ({ machine, reason, at: "t" });
+  const health = (machine: string, gate?: string) => ({
+    machine,
+    reason: "PostPromotionHealthFailed",
+    at: "t",
+    ...(gate === undefined ? {} : { gate }),
+  });
+  it.each([
+    [
+      "failed trials only",
+      [trial("a"), trial("b")],
+      "RevertedOnFailedTrials",
+      "trial TrialFellBack",
+    ],
+    [
+      "a trial's own gate failed",
+      [trial("a", "HealthCheckFailed")],
+      "RevertedOnFailedTrials",
+      "trial HealthCheckFailed",
+    ],
+    [
+      "health gates only: the gate most machines failed",
+      [health("a", "command disk"), health("b", "command nic"), health("c", "command nic")],
+      "RevertedOnHealthGate",
+      "command nic",
+    ],
+    [
+      "a tie: the gate named first",
+      [health("a", "command disk"), health("b", "command nic")],
+      "RevertedOnHealthGate",
+      "command disk",
+    ],
+    ["a verdict without its gate", [health("a")], "RevertedOnHealthGate", "health"],
+    [
+      "trials and health together",
+      [trial("a"), health("b", "command nic"), health("c", "command nic")],
+      "RevertedAutomatically",
+      "command nic",
+    ],
+  ] as const)("%s", (_, failed, reason, gate) => {
+    expect(failureReasonOf(failed)).toBe(reason);
+    expect(gateOf(failed)).toBe(gate);
+  });
+
+  it("a record written before the reason was kept reads its reason from the trigger", () => {
+    const r = { from: GOOD_V2, to: GOOD_V1, message: "m", by: "op", at: "t" };
+    expect(recordReasonOf({ ...r, trigger: "Request" })).toBe("RevertedByRequest");
+    expect(recordReasonOf({ ...r, trigger: "Automatic" })).toBe("RevertedAutomatically");
+    const kept = { ...r, trigger: "Automatic", reason: "RevertedOnHealthGate" } as const;
+    expect(recordReasonOf(kept)).toBe("RevertedOnHealthGate");
   });
 });
 

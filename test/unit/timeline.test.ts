@@ -146,12 +146,25 @@ describe("tickSeconds", () => {
 });
 
 describe("settled", () => {
-  const cluster = (phase: string): Cluster =>
+  const D1 = `sha256:${"1".repeat(64)}`;
+  const D2 = `sha256:${"2".repeat(64)}`;
+  const catalog = [
+    { version: V1, digest: D1 },
+    { version: V2, digest: D2 },
+  ];
+  const cluster = (phase: string, status: Partial<Cluster["status"]> = {}): Cluster =>
     ({
       metadata: { name: "lab" },
-      spec: { version: V2, releases: { source: "http://x" } },
-      status: { phase },
+      spec: { version: V2, releases: { source: "http://x", catalog } },
+      status: { phase, ...status },
     }) as Cluster;
+  const reverting = (phase: string): Cluster =>
+    cluster(phase, {
+      revert: {
+        from: { version: V2, digest: D2 },
+        to: { version: V1, digest: D1 },
+      },
+    } as Partial<Cluster["status"]>);
   const cases: { name: string; c: Cluster | undefined; s: TimelineSample; want: boolean }[] = [
     {
       name: "all on the target, Ready",
@@ -181,6 +194,18 @@ describe("settled", () => {
       name: "the Cluster still Updating",
       c: cluster("Updating"),
       s: at(0, [m("a", "Ready", V2)]),
+      want: false,
+    },
+    {
+      name: "a revert: every machine back on the last good release",
+      c: reverting("Ready"),
+      s: at(0, [m("a", "Ready", V1), m("b", "Ready", V1)]),
+      want: true,
+    },
+    {
+      name: "a revert: a machine still on the reverted release",
+      c: reverting("Ready"),
+      s: at(0, [m("a", "Ready", V1), m("b", "Ready", V2)]),
       want: false,
     },
     { name: "no machines yet", c: cluster("Ready"), s: at(0, []), want: false },

@@ -26,7 +26,7 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
-import { stringify } from "yaml";
+import { kubeconfigYaml } from "../../api/kubeconfig-doc.js";
 import type { CertTimes } from "./renewal.js";
 
 export const CURRENT = "liken-client-current.pem";
@@ -122,22 +122,13 @@ export function writeKubeconfig(
   o: { server: string; caData?: string; tlsServerName?: string; user: string },
 ): void {
   const pem = path.join(path.dirname(file), CURRENT);
-  const doc = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: "liken",
-        cluster: {
-          server: o.server,
-          ...(o.caData === undefined ? {} : { "certificate-authority-data": o.caData }),
-          ...(o.tlsServerName === undefined ? {} : { "tls-server-name": o.tlsServerName }),
-        },
-      },
-    ],
-    users: [{ name: o.user, user: { "client-certificate": pem, "client-key": pem } }],
-    contexts: [{ name: "liken", context: { cluster: "liken", user: o.user } }],
-    "current-context": "liken",
-  };
-  writeAtomically(file, stringify(doc));
+  const doc = kubeconfigYaml({
+    cluster: "liken",
+    server: o.server,
+    user: o.user,
+    credentials: { certFile: pem, keyFile: pem },
+    caData: o.caData,
+    tlsServerName: o.tlsServerName,
+  });
+  writeAtomically(file, doc);
 }

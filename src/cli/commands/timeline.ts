@@ -4,6 +4,7 @@
 // it starts: start it before (or with) the edit of spec.version to see the whole rollout.
 import { writeFile } from "node:fs/promises";
 import { LikenApi } from "../../api/client.js";
+import { effectiveTarget } from "../../api/target.js";
 import type { Cluster, Machine } from "../../api/types.js";
 import { ResourceWatcher } from "../../api/watch.js";
 import { LikenError } from "../../errors.js";
@@ -15,15 +16,19 @@ import {
 } from "../views/timeline.js";
 
 /**
- * Settled: every machine of the Cluster runs spec.version (or its trial failed), no turn is
- * held, and the Cluster reads Ready. Only a change seen while unsettled ends the recording, so a
+ * Settled: every machine of the Cluster runs the release it moves to (effectiveTarget: the
+ * spec's, the channel's under follow, or the last good one during a revert; a trial that failed
+ * counts too), no turn is held, and the Cluster reads Ready. With no target (spec.version
+ * unset or revoked) nothing moves, and a quiet fleet is settled. Only a change seen while unsettled ends the recording, so a
  * recording started on a quiet fleet waits for the next rollout.
  */
 export function settled(cluster: Cluster | undefined, sample: TimelineSample): boolean {
   if (cluster === undefined || sample.machines.length === 0 || sample.turns.length > 0)
     return false;
+  const target = effectiveTarget(cluster)?.version;
   const onTarget = sample.machines.every(
-    (m) => m.step === "Failed" || (m.step === "Ready" && m.version === cluster.spec.version),
+    (m) =>
+      target === undefined || m.step === "Failed" || (m.step === "Ready" && m.version === target),
   );
   return onTarget && cluster.status?.phase === "Ready";
 }

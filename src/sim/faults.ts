@@ -1,0 +1,68 @@
+// The faults a run suffers, drawn from its seed: a schedule of (second, kind, target). A
+// violation is shrunk by removing faults from this list (shrink.ts), so each fault is one
+// self-contained event; the pairs that undo one (wake, start, heal) are drawn with it.
+import type { Rng } from "./rng.js";
+
+export const FAULT_KINDS = [
+  "pause-operator",
+  "wake-operator",
+  "kill-operator",
+  "start-operator",
+  "drop-watch",
+  "kill-agent",
+  "start-agent",
+  "power-cut",
+  "net-cut",
+  "net-heal",
+  "clock-jump",
+  "retarget",
+  "revert",
+  "delete-machine",
+  "delete-node",
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface Fault {
+  at: number;
+  kind: FaultKind;
+  /** Which copy or machine (taken modulo their count), and the fault's size. */
+  target: number;
+}
+
+/** The faults that come with a later one that undoes them, and how long after. */
+const UNDO: Partial<Record<FaultKind, { kind: FaultKind; after: [number, number] }>> = {
+  "pause-operator": { kind: "wake-operator", after: [5, 120] },
+  "kill-operator": { kind: "start-operator", after: [1, 90] },
+  "kill-agent": { kind: "start-agent", after: [1, 60] },
+  "net-cut": { kind: "net-heal", after: [5, 120] },
+};
+
+const DRAWN: readonly FaultKind[] = [
+  "pause-operator",
+  "kill-operator",
+  "drop-watch",
+  "kill-agent",
+  "power-cut",
+  "power-cut",
+  "net-cut",
+  "clock-jump",
+  "retarget",
+  "revert",
+  "delete-machine",
+  "delete-node",
+];
+
+export function drawFaults(rng: Rng, count: number, until: number): Fault[] {
+  const out: Fault[] = [];
+  for (let i = 0; i < count; i++) {
+    const kind = rng.pick(DRAWN);
+    const at = rng.int(1, until - 1);
+    const target = rng.int(0, 1_000_000);
+    out.push({ at, kind, target });
+    const undo = UNDO[kind];
+    if (undo !== undefined) {
+      out.push({ at: Math.min(until, at + rng.int(...undo.after)), kind: undo.kind, target });
+    }
+  }
+  return out.sort((a, b) => a.at - b.at);
+}

@@ -1,0 +1,137 @@
+// A simulated machine's state (its slots, bootloader record, power, agent, memory, Node), and
+// the pure views of it the real agent code is given and the status it writes.
+import type { MachineStatus, ReleaseRef, SlotName } from "../api/index.js";
+import type { Slot } from "../bootloader/types.js";
+import type { Decision as AgentDecision, Observed as AgentObserved } from "../agent/steps.js";
+import { judgeBoot } from "../bootloader/types.js";
+import type { Mutant } from "./mutants.js";
+
+export const other = (s: Slot): Slot => (s === "a" ? "b" : "a");
+export const rfc = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+
+export interface Sim {
+  name: string;
+  leader: boolean;
+  powered: boolean;
+  agentUp: boolean;
+  netCut: boolean;
+  /** Seconds until it is up again after a reboot (0: up). */
+  downFor: number;
+  bootSeq: number;
+  bootId: string;
+  bootAt: number;
+  /** The machine's wall clock minus the true one (a clock jump), ms. */
+  skew: number;
+  running: Slot;
+  slots: Record<
+    Slot,
+    {
+      release: ReleaseRef | undefined;
+      bytes: string | undefined;
+      state: "empty" | "writing" | "staged";
+    }
+  >;
+  boot: { defaultSlot: Slot; armed: Slot | null; started: Slot | null };
+  download: { release: ReleaseRef; slot: Slot; left: number } | undefined;
+  /** What the agent keeps on disk (its memory): survives kills and power cuts. */
+  memory: {
+    failed: string[];
+    armed: { slot: Slot; bootId: string; shown: boolean } | undefined;
+    drained: string | undefined;
+    trialSeenAt: number | undefined;
+  };
+  /** The Node as the kubelet posts it. */
+  node: { bootId: string; heartbeatAt: number; postsIn: number } | undefined;
+  status: MachineStatus;
+}
+
+/** What the agent's decide() is shown: the machine as its daemon would gather it. */
+export function agentObserved(
+  s: Sim,
+  now: number,
+  look: {
+    reachable: boolean;
+    target: ReleaseRef | undefined;
+    turn: boolean;
+    mutant: Mutant | undefined;
+  },
+): AgentObserved {
+  const staged = s.slots[other(s.running)];
+  const running = s.slots[s.running].release;
+  return {
+    now: now - s.bootAt,
+    apiReachable: look.reachable,
+    boot: judgeBoot(s.boot, s.running),
+    running: { slot: s.running, state: "staged", ...(running ? { release: running } : {}) },
+    other: {
+      slot: other(s.running),
+      state: staged.state,
+      ...(staged.release ? { release: staged.release } : {}),
+    },
+    target: look.target,
+    policy: "Auto",
+    approval: undefined,
+    turn: look.turn,
+    download: s.download?.release,
+    downloadIdleSince: undefined,
+    downloadFailedAt: undefined,
+    failedDigests: s.memory.failed,
+    drainedDigest: s.memory.drained,
+    nodeName: s.name,
+    node: nodeSeen(s, look.mutant),
+    nodeUnread: look.reachable ? undefined : "network cut",
+    bootStartedAt: s.bootAt + s.skew,
+    trialSeenAt: s.memory.trialSeenAt,
+    bootId: s.bootId,
+    armedTrial: s.memory.armed,
+  };
+}
+
+/** The Node as the agent reads it; the bootid mutant shows this boot's id whatever it says. */
+function nodeSeen(s: Sim, mutant: Mutant | undefined): AgentObserved["node"] {
+  if (s.node === undefined) return undefined;
+  return {
+    bootId: mutant === "bootid" ? s.bootId : s.node.bootId,
+    ready: { status: "True", heartbeatAt: s.node.heartbeatAt },
+  };
+}
+
+/** The status the agent writes after a decision (times kept while their subject is unchanged). */
+export function statusAfter(
+  s: Sim,
+  d: AgentDecision,
+  now: number,
+  releases: readonly ReleaseRef[],
+): MachineStatus {
+  const slot = other(s.running);
+  const staged = s.slots[slot];
+  const prev = s.status;
+  const st: MachineStatus = {
+    ...prev,
+    version: s.slots[s.running].release?.version,
+    digest: s.slots[s.running].release?.digest,
+    step: d.step,
+    failedReleases: s.memory.failed.map((dg) => ({
+      version: releases.find((r) => r.digest === dg)?.version ?? "?",
+      digest: dg,
+      at: prev.failedReleases?.find((f) => f.digest === dg)?.at ?? rfc(now),
+      reason: "TrialFailed",
+    })),
+  };
+  delete st.updateStage;
+  delete st.staged;
+  delete st.turnRequest;
+  if (d.stage !== undefined) st.updateStage = d.stage;
+  if (staged.state === "staged" && staged.release !== undefined) {
+    const same = prev.staged?.digest === staged.release.digest && prev.staged.slot === slot;
+    st.staged = {
+      ...staged.release,
+      slot: slot as SlotName,
+      at: same ? prev.staged!.at : rfc(now),
+    };
+  }
+  if (d.wantsTurn && staged.release !== undefined) {
+    st.turnRequest = { ...staged.release, at: prev.turnRequest?.at ?? rfc(now) };
+  }
+  return st;
+}

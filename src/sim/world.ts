@@ -1,0 +1,647 @@
+// One simulated run: a Cluster, 20-200 machines with A/B slots and a bootloader, their agents
+// (the real src/agent/steps.ts decide), several operator copies (the real
+// src/operator/decide.ts decide), the simulated API server (api.ts), a virtual clock of one
+// step per simulated second, and the faults of a schedule (faults.ts). Everything observed
+// goes into a history the invariant checker reads (src/invariants).
+import type { Cluster, Machine, MachineStatus, ReleaseRef, SlotName } from "../api/index.js";
+import { effectiveTarget } from "../api/target.js";
+import type { Slot } from "../bootloader/types.js";
+import {
+  afterSlotCheck,
+  decide as agentDecide,
+  type Decision as AgentDecision,
+} from "../agent/steps.js";
+import { decide as operatorDecide, DEFAULT_SETTINGS } from "../operator/decide.js";
+import { planDrain } from "../drain/plan.js";
+import type { Observation } from "../invariants/index.js";
+import { SimApi } from "./api.js";
+import { rngOf } from "./rng.js";
+import type { Fault, FaultKind } from "./faults.js";
+import type { Mutant } from "./mutants.js";
+import { agentObserved, other, rfc, statusAfter, type Sim } from "./machine.js";
+
+const T0 = Date.parse("2026-12-01T00:00:00Z");
+export const V1: ReleaseRef = { version: "2026.11.01-001", digest: `sha256:${"1".repeat(64)}` };
+export const V2: ReleaseRef = { version: "2026.11.02-001", digest: `sha256:${"2".repeat(64)}` };
+export const V3: ReleaseRef = { version: "2026.11.03-001", digest: `sha256:${"3".repeat(64)}` };
+const CLUSTER = "cluster/lab";
+
+type Action = AgentDecision["action"];
+const TRIAL_ACTIONS = [
+  "disarm",
+  "promote",
+  "fall-back-report",
+  "not-taken-report",
+  "not-armed-report",
+] as const;
+type TrialAction = Extract<Action, { kind: (typeof TRIAL_ACTIONS)[number] }>;
+const isTrialAction = (a: Action): a is TrialAction =>
+  (TRIAL_ACTIONS as readonly string[]).includes(a.kind);
+const mkey = (n: string): string => `machine/${n}`;
+
+export interface RunShape {
+  machines: number;
+  leaders: number;
+  operators: number;
+  maxUnavailable: number;
+  /** Virtual seconds the run lasts. */
+  seconds: number;
+  /** The second every fault ends (faults are drawn before it). */
+  healAt: number;
+  /** Releases whose trial boot fails (a bad release) on every machine. */
+  badBoot: readonly string[];
+}
+
+interface Copy {
+  id: string;
+  alive: boolean;
+  paused: boolean;
+  startedAt: number;
+  view: { cluster: { obj: Cluster; rv: number } | undefined; at: number };
+  watchDropped: boolean;
+}
+
+export interface RunResult {
+  history: Observation[];
+  seconds: number;
+}
+
+export function runWorld(
+  seed: number,
+  shape: RunShape,
+  faults: readonly Fault[],
+  mutant: Mutant | undefined,
+): RunResult {
+  const rng = rngOf(seed ^ 0x5eed);
+  const api = new SimApi(rng, { error: 0.03, lostReply: 0.02 });
+  const history: Observation[] = [];
+  let now = T0;
+  const at = (): number => now - T0;
+
+  const cluster: Cluster = {
+    apiVersion: "liken.sh/v1alpha1",
+    kind: "Cluster",
+    metadata: { name: "lab", resourceVersion: "1", generation: 1 },
+    spec: {
+      version: V2.version,
+      releases: { source: "http://releases.invalid/", catalog: [V1, V2, V3] },
+      disruption: { maxUnavailable: shape.maxUnavailable },
+    },
+    status: { rebootTurns: [] },
+  };
+  api.create(CLUSTER, cluster);
+  history.push({ kind: "cluster", at: 0, cluster: structuredClone(cluster) });
+
+  const sims: Sim[] = [];
+  for (let i = 0; i < shape.machines; i++) {
+    const name = `m${String(i).padStart(3, "0")}`;
+    const s: Sim = {
+      name,
+      leader: i < shape.leaders,
+      powered: true,
+      agentUp: true,
+      netCut: false,
+      downFor: 0,
+      bootSeq: 1,
+      bootId: `${name}-boot-1`,
+      bootAt: now - 3_600_000,
+      skew: 0,
+      running: "a",
+      slots: {
+        a: { release: V1, bytes: V1.digest, state: "staged" },
+        b: { release: undefined, bytes: undefined, state: "empty" },
+      },
+      boot: { defaultSlot: "a", armed: null, started: null },
+      download: undefined,
+      memory: { failed: [], armed: undefined, drained: undefined, trialSeenAt: undefined },
+      node: { bootId: `${name}-boot-1`, heartbeatAt: now, postsIn: 0 },
+      status: { version: V1.version, digest: V1.digest, step: "Ready" },
+    };
+    sims.push(s);
+    const m = machineOf(s);
+    api.create(mkey(name), m);
+    history.push({ kind: "machine", at: 0, machine: m });
+    history.push({ kind: "boot", at: 0, machine: name, bootId: s.bootId, slot: "a", trial: false });
+    // Slot a was written (and checked) before the run: the observer saw its contents.
+    history.push({ kind: "slot-write", at: 0, machine: name, slot: "a", digest: V1.digest });
+    history.push({
+      kind: "read-back",
+      at: 0,
+      machine: name,
+      slot: "a",
+      digest: V1.digest,
+      matched: true,
+    });
+  }
+  const leases = new Map<string, number>();
+  const copies: Copy[] = [];
+  for (let i = 0; i < shape.operators; i++) {
+    copies.push({
+      id: `op-${i}`,
+      alive: true,
+      paused: false,
+      startedAt: now,
+      view: { cluster: undefined, at: 0 },
+      watchDropped: false,
+    });
+    history.push({ kind: "operator-start", at: 0, copy: `op-${i}` });
+  }
+  const settings = (c: Copy) => ({
+    ...DEFAULT_SETTINGS,
+    identity: c.id,
+    startGraceSeconds: mutant === "grace" ? 0 : DEFAULT_SETTINGS.startGraceSeconds,
+  });
+
+  const byTick = new Map<number, Fault[]>();
+  for (const f of faults) byTick.set(f.at, [...(byTick.get(f.at) ?? []), f]);
+
+  const readCluster = (): { obj: Cluster; rv: number } => api.get<Cluster>(CLUSTER)!;
+  const readMachine = (n: string) => api.get<Machine>(mkey(n));
+
+  function observeCluster(): void {
+    history.push({ kind: "cluster", at: at(), cluster: structuredClone(readCluster().obj) });
+  }
+  function observeMachine(n: string): void {
+    const m = readMachine(n);
+    if (m !== undefined)
+      history.push({ kind: "machine", at: at(), machine: structuredClone(m.obj) });
+  }
+
+  /** Each fault, as data: its kind and what it does to the copy or machine it names. */
+  const FAULT_EFFECTS: Record<FaultKind, (f: Fault, s: Sim, c: Copy) => void> = {
+    "pause-operator": (_f, _s, c) => {
+      c.paused = true;
+    },
+    "wake-operator": (_f, _s, c) => {
+      // A woken copy keeps the view it had when it was paused (a stale one): only its grace
+      // and the watch's resume protect what it writes first.
+      if (c.paused && c.alive) startCopy(c, c.view);
+    },
+    "kill-operator": (_f, _s, c) => {
+      c.alive = false;
+    },
+    "start-operator": (_f, _s, c) => {
+      if (!c.alive) startCopy(c, { cluster: undefined, at: 0 });
+    },
+    "drop-watch": (_f, _s, c) => {
+      c.watchDropped = true;
+    },
+    "kill-agent": (_f, s) => {
+      s.agentUp = false;
+      s.download = undefined;
+    },
+    "start-agent": (_f, s) => {
+      s.agentUp = true;
+    },
+    "power-cut": (f, s) => {
+      if (!s.powered) return;
+      s.powered = false;
+      s.download = undefined;
+      history.push({ kind: "reboot", at: at(), machine: s.name, bootId: s.bootId, cause: "power" });
+      s.downFor = 5 + (f.target % 60);
+    },
+    "net-cut": (_f, s) => {
+      s.netCut = true;
+    },
+    "net-heal": (_f, s) => {
+      s.netCut = false;
+    },
+    "clock-jump": (f, s) => {
+      s.skew = -((f.target % 20) + 5) * 60_000;
+    },
+    retarget: () => setVersion(V3),
+    revert: () => setVersion(V1),
+    "delete-machine": (_f, s) => {
+      api.delete(mkey(s.name));
+      history.push({ kind: "machine-deleted", at: at(), name: s.name });
+      api.create(mkey(s.name), machineOf(s));
+      observeMachine(s.name);
+    },
+    "delete-node": (_f, s) => {
+      s.node = undefined;
+      history.push({ kind: "node-deleted", at: at(), name: s.name });
+    },
+  };
+
+  function applyFault(f: Fault): void {
+    FAULT_EFFECTS[f.kind](f, sims[f.target % sims.length]!, copies[f.target % copies.length]!);
+  }
+
+  /** A copy starts, or wakes from a pause: a fresh view and a fresh start grace. */
+  function startCopy(c: Copy, view: Copy["view"]): void {
+    c.alive = true;
+    c.paused = false;
+    c.startedAt = now;
+    c.view = view;
+    history.push({ kind: "operator-start", at: at(), copy: c.id });
+  }
+
+  /** A person's kubectl edit of spec.version (a retarget, or a revert by hand). */
+  function setVersion(r: ReleaseRef): void {
+    const next = structuredClone(readCluster().obj);
+    next.spec.version = r.version;
+    api.update(CLUSTER, next, undefined);
+    observeCluster();
+  }
+
+  function machineOf(s: Sim): Machine {
+    return {
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Machine",
+      metadata: { name: s.name, resourceVersion: "0" },
+      spec: {
+        cluster: "lab",
+        nodeName: s.name,
+        role: s.leader ? "Leader" : "Worker",
+        rebootPolicy: "Auto",
+      },
+      status: structuredClone(s.status),
+    };
+  }
+
+  // --- the operator copies --------------------------------------------------------------
+  function operatorTick(c: Copy): void {
+    if (!c.alive || c.paused) return;
+    // A watch delivers an event a moment after the write (here: 30 % of the seconds a copy
+    // still decides on the Cluster it had); a dropped watch resumes, or lists again after
+    // 410 Gone, 20 % of the seconds. Either way the view becomes the store's.
+    const fresh = c.watchDropped ? rng.chance(0.2) : rng.chance(0.7);
+    if (c.view.cluster === undefined || fresh) {
+      // A dropped watch resumes (or lists again after 410 Gone): the view is the store's.
+      c.watchDropped = false;
+      c.view = { cluster: structuredClone(readCluster()), at: api.version };
+    }
+    const machines = sims
+      .map((s) => readMachine(s.name))
+      .filter((m): m is NonNullable<typeof m> => m !== undefined)
+      .map((m) => ({ ...m.obj, metadata: { ...m.obj.metadata, resourceVersion: String(m.rv) } }))
+      .map((m) =>
+        mutant === "leader" ? { ...m, spec: { ...m.spec, role: "Worker" as const } } : m,
+      );
+    const renewed = new Map<string, number>();
+    for (const [n, t] of leases) renewed.set(n, t - T0);
+    const view = c.view.cluster!;
+    const d = operatorDecide(
+      {
+        cluster: {
+          ...view.obj,
+          metadata: { ...view.obj.metadata, resourceVersion: String(view.rv) },
+        },
+        machines,
+        machinesVersion: String(api.version),
+        heartbeats: { renewedAt: renewed, since: c.startedAt - T0 },
+        now: new Date(now),
+        mono: now - T0,
+        startedAt: new Date(c.startedAt),
+      },
+      settings(c),
+    );
+    if (d.changed) {
+      const next = { ...view.obj, status: d.status };
+      const r = api.update(CLUSTER, next, mutant === "unconditioned" ? undefined : view.rv);
+      if (r.code === 200) {
+        c.view = { cluster: { obj: next, rv: r.rv }, at: r.rv };
+        observeCluster();
+      } else {
+        if (r.code === 504) observeCluster();
+        c.view.cluster = undefined;
+      }
+    }
+    writeLostMarks(d.lostMarks);
+  }
+
+  /** Lost (or back) marks, each conditioned on the Machine's resourceVersion it was decided on. */
+  function writeLostMarks(marks: ReturnType<typeof operatorDecide>["lostMarks"]): void {
+    for (const mark of marks) {
+      const cur = readMachine(mark.machine);
+      if (cur === undefined || mark.step === undefined) continue;
+      const next = structuredClone(cur.obj);
+      next.status = { ...next.status, step: mark.step };
+      const r = api.update(mkey(mark.machine), next, Number(mark.resourceVersion));
+      if (r.code === 200 || r.code === 504) observeMachine(mark.machine);
+    }
+  }
+
+  // --- the machines -----------------------------------------------------------------------
+  function bootUp(s: Sim): void {
+    s.powered = true;
+    s.agentUp = true;
+    s.bootSeq++;
+    s.bootId = `${s.name}-boot-${s.bootSeq}`;
+    s.bootAt = now;
+    let slot = s.boot.defaultSlot;
+    let trial = false;
+    if (s.boot.armed !== null) {
+      // Boot-once: the armed entry is consumed as it starts (the bootloader's own record).
+      slot = s.boot.armed;
+      s.boot.started = slot;
+      s.boot.armed = null;
+      trial = true;
+    }
+    history.push({ kind: "boot", at: at(), machine: s.name, bootId: s.bootId, slot, trial });
+    const rel = s.slots[slot].release;
+    if (
+      trial &&
+      (s.slots[slot].bytes !== rel?.digest || shape.badBoot.includes(rel?.digest ?? ""))
+    ) {
+      // The trial kernel does not come up: the watchdog resets, the bootloader falls back.
+      s.bootSeq++;
+      s.bootId = `${s.name}-boot-${s.bootSeq}`;
+      slot = s.boot.defaultSlot;
+      history.push({
+        kind: "boot",
+        at: at(),
+        machine: s.name,
+        bootId: s.bootId,
+        slot,
+        trial: false,
+      });
+    }
+    s.running = slot;
+    if (s.node !== undefined) s.node.postsIn = rng.int(2, 15);
+  }
+
+  function kubeletTick(s: Sim): void {
+    if (!s.powered) return;
+    if (s.node === undefined) s.node = { bootId: "", heartbeatAt: 0, postsIn: rng.int(2, 15) };
+    if (s.node.postsIn > 0) {
+      s.node.postsIn--;
+      return;
+    }
+    if (s.node.bootId !== s.bootId) {
+      s.node.bootId = s.bootId;
+      history.push({ kind: "node", at: at(), name: s.name, ready: true, bootId: s.bootId });
+      history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
+    }
+    s.node.heartbeatAt = now;
+  }
+
+  /** A download runs beside the agent's loop: one step of it per second. */
+  function downloadTick(s: Sim): void {
+    const dl = s.download;
+    if (!s.powered || !s.agentUp || dl === undefined || --dl.left > 0) return;
+    // A bad copy (a flipped byte on the way): the slot's bytes differ from the release.
+    const bytes = rng.chance(0.005) ? "sha256:corrupt" : dl.release.digest;
+    s.slots[dl.slot] = { release: dl.release, bytes, state: "staged" };
+    history.push({
+      kind: "slot-write",
+      at: at(),
+      machine: s.name,
+      slot: dl.slot,
+      digest: dl.release.digest,
+    });
+    s.download = undefined;
+  }
+
+  function agentTick(s: Sim): void {
+    downloadTick(s);
+    if (!s.powered || !s.agentUp) return;
+    const reachable = !s.netCut;
+    if (reachable) leases.set(s.name, now);
+    const c = readCluster().obj;
+    const staged = s.slots[other(s.running)].release;
+    const mine = (c.status?.rebootTurns ?? []).find((t) => t.machine === s.name);
+    if (reachable && mine !== undefined) {
+      const release = { version: mine.version, digest: mine.digest ?? "" };
+      history.push({ kind: "turn-read", at: at(), machine: s.name, bootId: s.bootId, release });
+    }
+    const o = agentObserved(s, now, {
+      reachable,
+      target: reachable ? effectiveTarget(c) : undefined,
+      turn: mine !== undefined && staged !== undefined && mine.digest === staged.digest,
+      mutant,
+    });
+    if (o.boot.kind === "on-trial" && s.memory.trialSeenAt === undefined) {
+      s.memory.trialSeenAt = now - s.bootAt;
+      o.trialSeenAt = s.memory.trialSeenAt;
+    }
+    const d = agentDecide(o);
+    act(s, d.action, c);
+    s.status = statusAfter(s, d, now, [V1, V2, V3]);
+    if (reachable) writeStatus(s);
+  }
+
+  /** The agent writes its status when it changed (its heartbeat is the Lease, above). */
+  function writeStatus(s: Sim): void {
+    const cur = readMachine(s.name);
+    if (cur === undefined) return;
+    const text = JSON.stringify(s.status);
+    if (text === JSON.stringify(cur.obj.status)) return;
+    const next = structuredClone(cur.obj);
+    next.status = JSON.parse(text) as MachineStatus;
+    const r = api.update(mkey(s.name), next, undefined);
+    if (r.code === 200 || r.code === 504) observeMachine(s.name);
+  }
+
+  function act(s: Sim, a: Action, c: Cluster): void {
+    if (isTrialAction(a)) return actOnTrial(s, a);
+    switch (a.kind) {
+      case "wait":
+      case "check-health":
+      case "install-boot-files":
+        return;
+      case "withdraw":
+        s.slots[a.slot] = { release: undefined, bytes: undefined, state: "empty" };
+        return;
+      case "cancel-download":
+        s.download = undefined;
+        return;
+      case "download":
+        if (s.download === undefined) {
+          s.download = { release: a.release, slot: a.slot, left: rng.int(3, 30) };
+          s.slots[a.slot] = { release: a.release, bytes: undefined, state: "writing" };
+        }
+        return;
+      case "request-turn":
+        return;
+      case "drain": {
+        // The real planner on this node's (empty) pod list: nothing to evict, done at once.
+        const plan = planDrain(s.name, { pods: [], claims: [] }, {});
+        if (plan.waves.some((w) => w.pods.length > 0)) return;
+        history.push({
+          kind: "drain-start",
+          at: at(),
+          machine: s.name,
+          bootId: s.bootId,
+          release: a.release,
+        });
+        s.memory.drained = a.release.digest;
+        return;
+      }
+      case "check-and-reboot":
+        return checkAndReboot(s, a.slot, a.release, c);
+      case "reboot":
+        return reboot(s);
+      case "release-turn":
+        s.memory.drained = undefined;
+        history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
+        return;
+      default: {
+        const never: never = a;
+        throw new Error(`unknown action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  /** The actions that end or undo a trial (the bootloader's record and the agent's memory). */
+  function actOnTrial(s: Sim, a: TrialAction): void {
+    switch (a.kind) {
+      case "disarm":
+        s.boot.armed = null;
+        s.memory.armed = undefined;
+        return;
+      case "promote":
+        history.push({
+          kind: "promote",
+          at: at(),
+          machine: s.name,
+          bootId: s.bootId,
+          release: s.slots[a.slot].release!,
+        });
+        s.boot = { defaultSlot: a.slot, armed: null, started: null };
+        s.memory.armed = undefined;
+        s.memory.drained = undefined;
+        s.memory.trialSeenAt = undefined;
+        return;
+      case "fall-back-report":
+      case "not-taken-report": {
+        const rel = s.slots[a.slot].release;
+        if (rel !== undefined) {
+          s.memory.failed = [...new Set([...s.memory.failed, rel.digest])];
+          history.push({ kind: "trial-failed", at: at(), machine: s.name, release: rel });
+          s.status.lastTrial = {
+            ...rel,
+            slot: a.slot as SlotName,
+            result: "Failed",
+            at: rfc(now),
+            bootId: s.bootId,
+            reason: "FellBack",
+          } as never;
+        }
+        s.boot.started = null;
+        s.memory.armed = undefined;
+        s.memory.drained = undefined;
+        s.memory.trialSeenAt = undefined;
+        return;
+      }
+      case "not-armed-report":
+        s.boot.armed = null;
+        s.boot.started = null;
+        s.memory.armed = undefined;
+        return;
+      default: {
+        const never: never = a;
+        throw new Error(`unknown action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** act.ts's order: read the slot back, read the turn again, then arm, then reboot. */
+  function checkAndReboot(s: Sim, slot: Slot, release: ReleaseRef, c: Cluster): void {
+    const armIt = (): void => {
+      s.memory.armed = { slot, bootId: s.bootId, shown: true };
+      s.boot.armed = slot;
+      history.push({
+        kind: "arm",
+        at: at(),
+        machine: s.name,
+        bootId: s.bootId,
+        slot: slot as SlotName,
+        release,
+      });
+    };
+    if (mutant === "arm-first") armIt();
+    const matched = s.slots[slot].bytes === release.digest;
+    history.push({
+      kind: "read-back",
+      at: at(),
+      machine: s.name,
+      slot: slot as SlotName,
+      digest: release.digest,
+      matched,
+    });
+    const held = (readCluster().obj.status?.rebootTurns ?? c.status?.rebootTurns ?? []).some(
+      (t) => t.machine === s.name && t.digest === release.digest,
+    );
+    const v = afterSlotCheck(
+      matched ? { kind: "matched" } : { kind: "mismatch", problems: ["digest differs"] },
+      held ? { kind: "held" } : { kind: "gone" },
+      false,
+      slot,
+      release,
+    );
+    switch (v.kind) {
+      case "arm":
+        if (mutant !== "arm-first") armIt();
+        return reboot(s);
+      case "skip-trial":
+        s.memory.failed = [...new Set([...s.memory.failed, release.digest])];
+        history.push({ kind: "trial-failed", at: at(), machine: s.name, release });
+        return reboot(s);
+      case "retry":
+      case "stand-down":
+        return;
+      default: {
+        const never: never = v;
+        throw new Error(`unknown verdict ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  function reboot(s: Sim): void {
+    history.push({ kind: "reboot", at: at(), machine: s.name, bootId: s.bootId, cause: "agent" });
+    s.powered = false;
+    s.download = undefined;
+    s.downFor = rng.int(10, 40);
+  }
+
+  /** After the faults: every machine on the target or failed it, and no turn held. */
+  function settled(): boolean {
+    const c = readCluster().obj;
+    const target = effectiveTarget(c);
+    if ((c.status?.rebootTurns ?? []).length > 0) return false;
+    return sims.every((s) => {
+      const st = readMachine(s.name)?.obj.status;
+      return (
+        target === undefined ||
+        (st?.digest === target.digest && st.step === "Ready") ||
+        s.memory.failed.includes(target.digest)
+      );
+    });
+  }
+
+  /** Every fault ends: the fleet then has the rest of the run to converge before the end. */
+  function heal(): void {
+    for (const c of copies) {
+      if (!c.alive || c.paused) startCopy(c, { cluster: undefined, at: 0 });
+      c.watchDropped = false;
+    }
+    for (const s of sims) {
+      s.agentUp = true;
+      s.netCut = false;
+      s.skew = 0;
+    }
+  }
+
+  // --- the clock ----------------------------------------------------------------------------
+  /** One simulated second; false once the fleet settled after the faults ended. */
+  function second(t: number): boolean {
+    now = T0 + t * 1000;
+    for (const f of byTick.get(t) ?? []) applyFault(f);
+    if (t === shape.healAt) heal();
+    if (t > shape.healAt && t % 10 === 0 && settled()) return false;
+    for (const s of sims) {
+      if (!s.powered && --s.downFor <= 0) bootUp(s);
+    }
+    for (const s of sims) kubeletTick(s);
+    for (const s of sims) agentTick(s);
+    for (const c of copies) operatorTick(c);
+    return true;
+  }
+
+  for (let t = 0; t < shape.seconds && second(t); t++);
+  // The end: every fault healed, the fleet given time to settle, then judged.
+  for (const s of sims) observeMachine(s.name);
+  observeCluster();
+  history.push({ kind: "end", at: at() + 1 });
+  return { history, seconds: shape.seconds };
+}

@@ -1,0 +1,256 @@
+// The invariant checker (src/invariants), a row per rule: a history that breaks it is reported
+// with that rule, and the same history with the rule kept is clean.
+import { describe, expect, it } from "vitest";
+import { checkHistory, type Observation, type Rel, type Rule } from "../../src/invariants/index.js";
+import type { Machine } from "../../src/api/index.js";
+import { cluster, D2, GRANTED, machine, turn, V2 } from "./operator-fixtures.js";
+
+const R2: Rel = { version: V2, digest: D2 };
+const SETTINGS = { startGraceMs: 40_000 };
+
+/** One machine's whole turn, every act in order, from t (ms) on; boot ids `${name}-1`, `-2`. */
+function turnOf(name: string, t: number, opts: { leader?: boolean } = {}): Observation[] {
+  const b1 = `${name}-1`;
+  const b2 = `${name}-2`;
+  return [
+    { kind: "turn-read", at: t, machine: name, bootId: b1, release: R2 },
+    { kind: "drain-start", at: t + 1, machine: name, bootId: b1, release: R2 },
+    { kind: "slot-write", at: t + 2, machine: name, slot: "b", digest: D2 },
+    { kind: "read-back", at: t + 3, machine: name, slot: "b", digest: D2, matched: true },
+    { kind: "arm", at: t + 4, machine: name, bootId: b1, slot: "b", release: R2 },
+    { kind: "reboot", at: t + 5, machine: name, bootId: b1, cause: "agent" },
+    { kind: "boot", at: t + 6, machine: name, bootId: b2, slot: "b", trial: true },
+    { kind: "rejoin", at: t + 7, machine: name, bootId: b2 },
+    { kind: "promote", at: t + 8, machine: name, bootId: b2, release: R2 },
+    {
+      kind: "machine",
+      at: t + 9,
+      machine: onV2(name, opts.leader === true),
+    },
+  ];
+}
+
+function onV2(name: string, leader = false): Machine {
+  return machine(name, {
+    spec: { role: leader ? "Leader" : "Worker" },
+    status: { version: V2, digest: D2 },
+  });
+}
+
+/** The fleet's start: the Cluster (budget 1), machines on V1, booted once. */
+function start(names: readonly string[], leaders: readonly string[] = []): Observation[] {
+  return [
+    { kind: "cluster", at: 0, cluster: cluster({ maxUnavailable: 1 }) },
+    ...names.map((n): Observation => ({
+      kind: "machine",
+      at: 0,
+      machine: machine(n, { spec: { role: leaders.includes(n) ? "Leader" : "Worker" } }),
+    })),
+    ...names.map((n): Observation => ({
+      kind: "boot",
+      at: 0,
+      machine: n,
+      bootId: `${n}-1`,
+      slot: "a",
+      trial: false,
+    })),
+  ];
+}
+
+const END: Observation = { kind: "end", at: 1_000_000 };
+
+const clean: Observation[] = [
+  ...start(["m1", "m2"]),
+  ...turnOf("m1", 100),
+  ...turnOf("m2", 200),
+  END,
+];
+
+function without(h: Observation[], drop: (o: Observation) => boolean): Observation[] {
+  return h.filter((o) => !drop(o));
+}
+
+const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
+  {
+    rule: "budget",
+    // m2 drains before m1 rejoined: two down, budget 1.
+    broken: [...start(["m1", "m2"]), ...turnOf("m1", 100).slice(0, 6), ...turnOf("m2", 110), END],
+    kept: clean,
+  },
+  {
+    rule: "budget",
+    // Lost counts: m2 marked Lost while m1 drains (kept: m2 back before m1's turn).
+    broken: [
+      ...start(["m1", "m2", "m3"]),
+      { kind: "cluster", at: 1, cluster: cluster({ maxUnavailable: 1 }) },
+      { kind: "machine", at: 50, machine: machine("m2", { status: { step: "Lost" } }) },
+      ...turnOf("m1", 100),
+      { kind: "machine", at: 300, machine: onV2("m2") },
+      { kind: "machine", at: 300, machine: onV2("m3") },
+      END,
+    ],
+    kept: [
+      ...start(["m1", "m2", "m3"]),
+      { kind: "machine", at: 50, machine: machine("m2", { status: { step: "Lost" } }) },
+      { kind: "machine", at: 60, machine: machine("m2") },
+      ...turnOf("m1", 100),
+      { kind: "machine", at: 300, machine: onV2("m2") },
+      { kind: "machine", at: 300, machine: onV2("m3") },
+      END,
+    ],
+  },
+  {
+    rule: "two-leaders",
+    broken: [
+      ...start(["m1", "m2"], ["m1", "m2"]),
+      { kind: "cluster", at: 1, cluster: cluster({ maxUnavailable: 2 }) },
+      ...turnOf("m1", 100, { leader: true }).slice(0, 6),
+      ...turnOf("m2", 110, { leader: true }),
+      END,
+    ],
+    kept: [
+      ...start(["m1", "m2"], ["m1", "m2"]),
+      { kind: "cluster", at: 1, cluster: cluster({ maxUnavailable: 2 }) },
+      ...turnOf("m1", 100, { leader: true }),
+      ...turnOf("m2", 200, { leader: true }),
+      END,
+    ],
+  },
+  {
+    rule: "reboot-without-turn",
+    broken: without(clean, (o) => o.kind === "turn-read" && o.machine === "m1"),
+    kept: clean,
+  },
+  {
+    rule: "reboot-without-turn",
+    // The arm came before the turn read.
+    broken: [
+      ...start(["m1"]),
+      ...turnOf("m1", 100)
+        .map((o) => (o.kind === "turn-read" ? { ...o, at: 104.5 } : o))
+        .sort((a, b) => a.at - b.at),
+      END,
+    ],
+    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+  },
+  {
+    rule: "boot-unverified-slot",
+    broken: clean.map((o) =>
+      o.kind === "read-back" && o.machine === "m2" ? { ...o, matched: false } : o,
+    ),
+    kept: clean,
+  },
+  {
+    rule: "boot-unverified-slot",
+    // Read back before the last write: it no longer speaks for the slot.
+    broken: [
+      ...start(["m1"]),
+      ...turnOf("m1", 100)
+        .map((o) => (o.kind === "read-back" ? { ...o, at: 101.5 } : o))
+        .sort((a, b) => a.at - b.at),
+      END,
+    ],
+    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+  },
+  {
+    rule: "failed-release-retried",
+    broken: [
+      ...start(["m1"]),
+      { kind: "trial-failed", at: 50, machine: "m1", release: R2 },
+      ...turnOf("m1", 100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      { kind: "trial-failed", at: 50, machine: "m1", release: R2 },
+      { kind: "say-so", at: 60, digest: D2, machines: [] },
+      ...turnOf("m1", 100),
+      END,
+    ],
+  },
+  {
+    rule: "grant-in-grace",
+    broken: [
+      ...start(["m1"]),
+      { kind: "operator-start", at: 10, copy: "op-b" },
+      { kind: "cluster", at: 39_000, cluster: cluster({ turns: [turn("m1")] }) },
+      ...turnOf("m1", 39_100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      { kind: "operator-start", at: 10, copy: "op-b" },
+      { kind: "cluster", at: 40_010, cluster: cluster({ turns: [turn("m1")] }) },
+      // The same record seen again after a wake-up is no new grant.
+      { kind: "operator-start", at: 40_020, copy: "op-b" },
+      {
+        kind: "cluster",
+        at: 40_030,
+        cluster: cluster({ turns: [turn("m1", { grantedAt: GRANTED })] }),
+      },
+      ...turnOf("m1", 40_100),
+      END,
+    ],
+  },
+  {
+    rule: "promote-without-rejoin",
+    // The rejoin names the boot before the trial (a stale Node).
+    broken: [
+      ...start(["m1"]),
+      ...turnOf("m1", 100).map((o) => (o.kind === "rejoin" ? { ...o, bootId: "m1-1" } : o)),
+      END,
+    ],
+    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+  },
+  {
+    rule: "ended-unexplained",
+    broken: [...start(["m1", "m2"]), ...turnOf("m1", 100), END],
+    kept: [
+      ...start(["m1", "m2"]),
+      ...turnOf("m1", 100),
+      {
+        kind: "machine",
+        at: 500,
+        machine: machine("m2", {
+          status: {
+            step: "Failed",
+            failedReleases: [{ ...R2, at: GRANTED, reason: "TrialFailed" }],
+          },
+        }),
+      },
+      END,
+    ],
+  },
+];
+
+describe("checkHistory", () => {
+  it.each(rows.map((r, i) => [`${r.rule} #${i}`, r] as const))("%s", (_, row) => {
+    const broken = checkHistory(row.broken, SETTINGS);
+    expect(broken.map((v) => v.rule)).toContain(row.rule);
+    expect(checkHistory(row.kept, SETTINGS)).toEqual([]);
+  });
+
+  it("a power cut is no act of liken's: not counted until the operator marks it Lost", () => {
+    const h: Observation[] = [
+      ...start(["m1", "m2"]),
+      { kind: "reboot", at: 50, machine: "m2", bootId: "m2-1", cause: "power" },
+      ...turnOf("m1", 100),
+      { kind: "boot", at: 150, machine: "m2", bootId: "m2-2", slot: "a", trial: false },
+      ...turnOf("m2", 200).map((o) =>
+        "bootId" in o && o.bootId === "m2-1"
+          ? { ...o, bootId: "m2-2" }
+          : o.kind === "boot" || o.kind === "rejoin" || o.kind === "promote"
+            ? { ...o, bootId: "m2-3" }
+            : o,
+      ),
+      END,
+    ];
+    expect(checkHistory(h, SETTINGS)).toEqual([]);
+  });
+
+  it("names the machines and the budget", () => {
+    const [v] = checkHistory(rows[0]!.broken, SETTINGS);
+    expect(v?.message).toBe("2 machines down (m1, m2), the budget allows 1");
+    expect(v?.at).toBe(111);
+  });
+});
