@@ -16,7 +16,14 @@ import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
 import type { SlotName } from "./config.js";
 import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
 import { hashRegion, SeedMap } from "./seed-map.js";
-import { SeedFallback, writeSeeded, type SeedStats } from "./seeded.js";
+import type { PeerSet } from "./peer-sources.js";
+import {
+  PEER_IDLE_TIMEOUT_MS,
+  peerFault,
+  SeedFallback,
+  writeSeeded,
+  type SeedStats,
+} from "./seeded.js";
 import type { SlotStore } from "./store.js";
 
 /**
@@ -38,6 +45,8 @@ export interface SeedContext {
   log?: (m: string) => void;
   /** Built on first use, shared by the release's artifacts. */
   seed?: SeedMap;
+  /** Peers that hold the release (docs/peers.md): remote ranges go to them first. */
+  peers?: PeerSet;
 }
 
 async function keptIndex(
@@ -123,6 +132,37 @@ async function seedOf(ctx: SeedContext): Promise<SeedMap> {
   return map;
 }
 
+/**
+ * The artifact's index from the first peer that has it, checked against release.yaml: every
+ * machine fetching it from the channel would cost the channel about 1 % of a copy each. A peer
+ * that kept none (404) stays a source of chunks; one that sends another index lied.
+ */
+async function indexFromPeers(ctx: SeedContext, a: Artifact): Promise<Buffer | undefined> {
+  const peers = ctx.peers;
+  if (peers === undefined || a.index === undefined) return undefined;
+  for (const peer of peers.live()) {
+    try {
+      const b = await fetchDocument(peers.indexUrl(peer, a.name), a.index.size, {
+        idleTimeoutMs: PEER_IDLE_TIMEOUT_MS,
+      });
+      if (digestOf(b) === a.index.digest) {
+        peers.count(peer, b.length);
+        return b;
+      }
+      peers.drop({
+        peer,
+        fault: "lied",
+        detail: `the index of ${a.name} it sent has digest ${digestOf(b)}, release.yaml says ${a.index.digest}`,
+      });
+    } catch (e) {
+      if ((e as Error)?.name === "AbortError") throw e;
+      const fault = peerFault(e);
+      if (fault !== "refused") peers.drop({ peer, fault, detail: (e as Error).message });
+    }
+  }
+  return undefined;
+}
+
 /** Fetches and checks the artifact's index; undefined (and a log line) when it cannot be used. */
 export async function fetchIndex(
   ctx: SeedContext,
@@ -134,16 +174,19 @@ export async function fetchIndex(
   try {
     let bytes = await ctx.store.keptIndex(ctx.target, a.name);
     if (bytes === undefined || digestOf(bytes) !== a.index.digest) {
-      bytes = await fetchDocument(
-        artifactUrl(ctx.base, { name: a.name, path: a.index.path }),
-        a.index.size,
-      );
-      stats.fetched += bytes.length;
-      if (digestOf(bytes) !== a.index.digest) {
-        ctx.log?.(
-          `${what} has digest ${digestOf(bytes)}, release.yaml says ${a.index.digest}; downloading in full`,
+      bytes = await indexFromPeers(ctx, a);
+      if (bytes === undefined) {
+        bytes = await fetchDocument(
+          artifactUrl(ctx.base, { name: a.name, path: a.index.path }),
+          a.index.size,
         );
-        return undefined;
+        stats.fetched += bytes.length;
+        if (digestOf(bytes) !== a.index.digest) {
+          ctx.log?.(
+            `${what} has digest ${digestOf(bytes)}, release.yaml says ${a.index.digest}; downloading in full`,
+          );
+          return undefined;
+        }
       }
       await ctx.store.keepIndex(ctx.target, a.name, bytes);
     }
@@ -277,6 +320,34 @@ async function worthLooking(ctx: SeedContext, index: ChunkIndex, start: number):
   return seen === 0 || found >= (MIN_REUSE / 2) * seen;
 }
 
+/** Writes the plan with the seeded writer; on SeedFallback goes on in full. */
+async function writePlan(
+  ctx: SeedContext,
+  job: ArtifactJob,
+  index: ChunkIndex,
+  plan: Plan,
+  stats: SeedStats,
+): Promise<void> {
+  const start = job.resume?.offset ?? 0;
+  // Whole-stream mode: resume points carry the hash state, the digest is checked at the end.
+  const { chunks: _chunks, ...bare } = job.artifact;
+  const whole: ArtifactJob = { ...job, artifact: bare };
+  const w = openWriter(whole, start, job.resume?.hashState);
+  const devices = { running: ctx.store.device(ctx.running), target: ctx.store.device(ctx.target) };
+  try {
+    await writeSeeded(
+      { job: whole, index, plan, devices, stats, ...(ctx.peers ? { peers: ctx.peers } : {}) },
+      w,
+    );
+  } catch (e) {
+    if (!(e instanceof SeedFallback)) {
+      w.abort();
+      throw e;
+    }
+    await fallBack(job, whole, w, e, stats);
+  }
+}
+
 /**
  * Writes one artifact adaptively. `job` is the download's own job (resume point, progress);
  * returns false when nothing worth reusing was found and the caller should download in full.
@@ -289,7 +360,9 @@ export async function writeAdaptive(
 ): Promise<boolean> {
   const a = job.artifact;
   const start = job.resume?.offset ?? 0;
-  if (!(await worthLooking(ctx, index, start))) {
+  // With peers, the seeded writer is the way to them even when nothing is local.
+  const peers = (ctx.peers?.live().length ?? 0) > 0;
+  if (!peers && !(await worthLooking(ctx, index, start))) {
     job.log?.(
       `artifact ${a.name}: a sample finds almost nothing of it locally; downloading in full`,
     );
@@ -301,23 +374,10 @@ export async function writeAdaptive(
     `artifact ${a.name}: adaptive plan from ${start}: ${plan.localBytes} of ${rest} bytes local, ` +
       `${plan.remoteBytes} to fetch in ${plan.requests} range request(s)`,
   );
-  if (rest > 0 && plan.localBytes < MIN_REUSE * rest) {
+  if (!peers && rest > 0 && plan.localBytes < MIN_REUSE * rest) {
     job.log?.(`artifact ${a.name}: less than ${MIN_REUSE * 100} % is local; downloading in full`);
     return false;
   }
-  // Whole-stream mode: resume points carry the hash state, the digest is checked at the end.
-  const { chunks: _chunks, ...bare } = a;
-  const whole: ArtifactJob = { ...job, artifact: bare };
-  const w = openWriter(whole, start, job.resume?.hashState);
-  const devices = { running: ctx.store.device(ctx.running), target: ctx.store.device(ctx.target) };
-  try {
-    await writeSeeded({ job: whole, index, plan, devices, stats }, w);
-  } catch (e) {
-    if (!(e instanceof SeedFallback)) {
-      w.abort();
-      throw e;
-    }
-    await fallBack(job, whole, w, e, stats);
-  }
+  await writePlan(ctx, job, index, plan, stats);
   return true;
 }

@@ -21,8 +21,10 @@ import {
   discardBody,
   fetchFailure,
   get,
+  type Response,
 } from "../verify/fetch.js";
 import { Checkpointer, DEFAULT_ATTEMPTS, type ArtifactJob } from "./artifact.js";
+import type { PeerFault, PeerSet } from "./peer-sources.js";
 import type { Plan, Segment } from "./seed-plan.js";
 
 /** The adaptive download cannot go on; `restart` when nothing written can be kept. */
@@ -35,6 +37,9 @@ export class SeedFallback extends Error {
   }
 }
 
+/** A fetched chunk whose hash is not the index's: from a peer, the peer lied. */
+export class ChunkMismatch extends SeedFallback {}
+
 export interface SeedStats {
   /** Bytes copied from a local disk (checked against the index). */
   reused: number;
@@ -44,6 +49,8 @@ export interface SeedStats {
   requests: number;
   /** Local chunks that did not match the index and were fetched instead. */
   corrupt: number;
+  /** Bytes received from peers that passed the index check (docs/peers.md). */
+  fromPeers?: number;
 }
 
 export interface SeededJob {
@@ -53,6 +60,30 @@ export interface SeededJob {
   plan: Plan;
   devices: { running: string; target: string };
   stats: SeedStats;
+  /** Peers to take remote ranges from before the channel (the release's, shared by artifacts). */
+  peers?: PeerSet;
+}
+
+/** Where one range request goes: a peer, or the channel (peer undefined). */
+interface Source {
+  url: URL;
+  peer?: string;
+  fetch?: ArtifactJob["fetch"];
+}
+
+/**
+ * A peer is on the cluster's network: 5 s without a byte is a stall there (the channel's 30 s
+ * allows for a loaded CDN edge), and the chunk is fetched from the next source at once.
+ */
+export const PEER_IDLE_TIMEOUT_MS = 5_000;
+
+/** How a peer's failure is named: a wrong chunk is a lie, the rest say what the wire did. */
+export function peerFault(e: unknown): PeerFault {
+  if (e instanceof ChunkMismatch) return "lied";
+  if (e instanceof SeedFallback) return "refused";
+  if (e instanceof LikenError && e.code === "LIKEN_VERIFY_STALLED") return "stalled";
+  if (e instanceof LikenError && e.code === "LIKEN_VERIFY_HTTP_STATUS") return "refused";
+  return "unreachable";
 }
 
 /** Local reads gather chunks up to 1 MiB: few syscalls, a small buffer. */
@@ -157,13 +188,50 @@ class Seeder {
     await this.remote(first, last);
   }
 
-  /** Fetches chunks first..last with one Range request, retrying transient failures. */
+  /**
+   * Fetches chunks first..last: from each live peer in turn (a peer that fails is dropped for
+   * the release and the chunks it did not deliver go to the next source), then the channel.
+   */
   private async remote(first: number, last: number): Promise<void> {
+    let next = first;
+    const peers = this.s.peers;
+    for (const peer of peers?.live() ?? []) {
+      const src: Source = {
+        url: peers!.url(peer, this.s.job.artifact.name),
+        peer,
+        fetch: {
+          ...this.s.job.fetch,
+          idleTimeoutMs: Math.min(
+            this.s.job.fetch?.idleTimeoutMs ?? PEER_IDLE_TIMEOUT_MS,
+            PEER_IDLE_TIMEOUT_MS,
+          ),
+        },
+      };
+      try {
+        await this.fetchRange(src, next, last, (i) => (next = i + 1));
+        return;
+      } catch (e) {
+        if ((e as Error)?.name === "AbortError") throw e;
+        const fault = peerFault(e);
+        peers!.drop({ peer, fault, detail: (e as Error).message });
+        this.s.job.log?.(
+          `artifact ${this.s.job.artifact.name}: peer ${peer} ${fault} (${(e as Error).message}); ` +
+            `dropped for this release, chunks from ${next} fetched elsewhere`,
+        );
+      }
+    }
+    await this.channel(next, last);
+  }
+
+  /** Fetches chunks first..last from the channel with one Range request, retrying transient failures. */
+  private async channel(first: number, last: number): Promise<void> {
     const attempts = this.s.job.attempts ?? DEFAULT_ATTEMPTS;
+    const { job } = this.s;
+    const src: Source = { url: job.url, ...(job.fetch ? { fetch: job.fetch } : {}) };
     let next = first;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.fetchRange(next, last, (i) => (next = i + 1));
+        await this.fetchRange(src, next, last, (i) => (next = i + 1));
         return;
       } catch (e) {
         // Our own stop (the download is being killed) is neither a fallback nor a retry.
@@ -179,48 +247,74 @@ class Seeder {
     }
   }
 
-  private async fetchRange(first: number, last: number, done: (i: number) => void): Promise<void> {
-    const { job } = this.s;
-    const from = this.idx.offset(first);
-    const to = this.end(last) - 1;
-    const res = await get(job.url, { range: `bytes=${from}-${to}` }, job.fetch);
-    this.s.stats.requests++;
-    const fault = checkRangeReply(res.status, res.headers, from, to, job.artifact.size);
-    if (fault !== undefined) {
-      discardBody(res.body);
-      if (fault.kind === "status" && (res.status >= 500 || res.status === 429)) {
-        throw new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${job.url.href}: ${fault.reason}`, {
-          retryable: true,
-        });
-      }
-      throw new SeedFallback(fault.reason);
-    }
-    const chunks = new Chunker(this.idx, first, job.url);
+  /** Reads a checked 206's body chunk by chunk into the sink; returns the bytes received. */
+  private async readBody(
+    src: Source,
+    body: Response["body"],
+    from: number,
+    to: number,
+    first: number,
+    done: (i: number) => void,
+  ): Promise<number> {
+    const url = src.url;
+    const chunks = new Chunker(this.idx, first, url);
     let got = 0;
     try {
-      for await (const piece of res.body) {
+      for await (const piece of body) {
         const b = piece as Buffer;
-        this.s.stats.fetched += b.length;
+        // Channel bytes are counted as they arrive; a peer's only once they pass the index.
+        if (src.peer === undefined) this.s.stats.fetched += b.length;
         got += b.length;
         if (got > to - from + 1) {
           throw new SeedFallback(
-            `GET ${job.url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
+            `GET ${url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
           );
         }
         for (const c of chunks.take(b)) {
           await this.sink.push(this.idx.offset(c.i), c.slices);
           done(c.i);
+          if (src.peer !== undefined) {
+            const n = this.idx.length(c.i);
+            this.s.stats.fromPeers = (this.s.stats.fromPeers ?? 0) + n;
+            this.s.peers?.count(src.peer, n);
+          }
         }
       }
     } catch (cause) {
-      discardBody(res.body);
+      discardBody(body);
       if (cause instanceof SeedFallback || cause instanceof LikenError) throw cause;
-      throw fetchFailure(job.url, cause, job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+      throw fetchFailure(url, cause, src.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
     }
+    return got;
+  }
+
+  private async fetchRange(
+    src: Source,
+    first: number,
+    last: number,
+    done: (i: number) => void,
+  ): Promise<void> {
+    const { job } = this.s;
+    const url = src.url;
+    const from = this.idx.offset(first);
+    const to = this.end(last) - 1;
+    const res = await get(url, { range: `bytes=${from}-${to}` }, src.fetch);
+    this.s.stats.requests++;
+    const fault = checkRangeReply(res.status, res.headers, from, to, job.artifact.size);
+    if (fault !== undefined) {
+      discardBody(res.body);
+      if (fault.kind === "status" && (res.status >= 500 || res.status === 429)) {
+        throw new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${url.href}: ${fault.reason}`, {
+          retryable: true,
+        });
+      }
+      throw new SeedFallback(fault.reason);
+    }
+    const got = await this.readBody(src, res.body, from, to, first, done);
     if (got < to - from + 1) {
       throw new VerifyError(
         "LIKEN_VERIFY_CONNECTION",
-        `GET ${job.url.href}: the body of bytes=${from}-${to} ended after ${got} bytes`,
+        `GET ${url.href}: the body of bytes=${from}-${to} ended after ${got} bytes`,
         { retryable: true },
       );
     }
@@ -265,7 +359,7 @@ class Chunker {
     const want = this.idx.hash(this.i);
     if (same(digest, want)) return;
     const from = this.idx.offset(this.i);
-    throw new SeedFallback(
+    throw new ChunkMismatch(
       `bytes ${from}-${from + this.idx.length(this.i) - 1} (chunk ${this.i}) from ${this.url.href} have ` +
         `sha256:${digest.toString("hex")}, the index says sha256:${want.toString("hex")}: the server ` +
         `sent wrong bytes for the Range, or the index lies`,

@@ -25,6 +25,7 @@ import type { SeedStats } from "./seeded.js";
 import { otherSlot, runningSlot, type AgentSlotsConfig, type SlotName } from "./config.js";
 import { SlotError } from "./errors.js";
 import { planStage } from "./marker.js";
+import { PeerSet, type PeerDrop } from "./peer-sources.js";
 import { SlotStore, type Progress } from "./store.js";
 
 export interface DownloadRequest {
@@ -42,6 +43,12 @@ export interface DownloadRequest {
   log?: (msg: string) => void;
   /** Use the releases' chunk indexes to fetch only what no local disk holds (default true). */
   adaptive?: boolean;
+  /**
+   * Peers' base URLs to fetch chunks from before the channel (docs/peers.md); used only with
+   * the chunk index. `onPeerDropped` hears of each peer dropped for the release, and why.
+   */
+  peers?: readonly string[];
+  onPeerDropped?: (d: PeerDrop) => void;
 }
 
 export interface DownloadResult {
@@ -104,8 +111,11 @@ export async function readBackArtifacts(
 /** What the download fetched and reused, over all its artifacts (and indexes). */
 export interface DownloadBytes {
   reused: number;
+  /** From the channel. */
   fetched: number;
   requests: number;
+  /** From peers, each chunk checked against the index (present when peers were given). */
+  fromPeers?: number;
 }
 
 /** The job of one artifact: resume point from the progress file, progress saved with stats. */
@@ -165,6 +175,26 @@ async function writeOne(
   stats.fetched += job.artifact.size - (from?.offset ?? 0);
 }
 
+function seedContext(
+  req: DownloadRequest,
+  store: SlotStore,
+  slots: { running: SlotName; target: SlotName },
+  release: Release,
+  base: URL,
+  releaseDigest: string,
+): SeedContext {
+  return {
+    store,
+    ...slots,
+    release,
+    base,
+    ...(req.log ? { log: req.log } : {}),
+    ...(req.peers?.length
+      ? { peers: new PeerSet(req.peers, releaseDigest, req.onPeerDropped) }
+      : {}),
+  };
+}
+
 async function writeAll(
   req: DownloadRequest,
   store: SlotStore,
@@ -175,7 +205,7 @@ async function writeAll(
   const slot = slots.target;
   const base = releaseBase(req.source, release.version);
   const progress: Progress = await store.progress(slot, releaseDigest);
-  const ctx: SeedContext = { store, ...slots, release, base, ...(req.log ? { log: req.log } : {}) };
+  const ctx = seedContext(req, store, slots, release, base, releaseDigest);
   const total: DownloadBytes = { reused: 0, fetched: 0, requests: 0 };
   for (const a of release.artifacts) {
     const p = progress.artifacts[a.name];
@@ -190,6 +220,7 @@ async function writeAll(
     total.reused += stats.reused;
     total.fetched += stats.fetched;
     total.requests += stats.requests;
+    if (ctx.peers) total.fromPeers = (total.fromPeers ?? 0) + (stats.fromPeers ?? 0);
     if (p?.done) continue;
     progress.artifacts[a.name] = {
       offset: a.size,
@@ -254,7 +285,8 @@ export async function downloadRelease(req: DownloadRequest): Promise<DownloadRes
     await store.clearProgress(slot);
   });
   log?.(
-    `bytes: ${bytes_.fetched} fetched, ${bytes_.reused} reused from local disks, ${bytes_.requests} range request(s)`,
+    `bytes: ${bytes_.fetched} fetched, ${bytes_.reused} reused from local disks, ${bytes_.requests} range request(s)` +
+      (bytes_.fromPeers !== undefined ? `, ${bytes_.fromPeers} from peers` : ""),
   );
   return { slot, version: req.version, digest: digestOf(bytes), outcome: "staged", bytes: bytes_ };
 }

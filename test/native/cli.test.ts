@@ -134,3 +134,33 @@ describe("liken release, liken agent", () => {
     ["65536", 65536],
   ])("reads the size %s", (v, n) => expect(parseSize(v)).toBe(n));
 });
+
+describe("liken agent download --peer", () => {
+  it.each([
+    ["not-a-url", /"not-a-url" is not a URL/],
+    ["ftp://10.0.0.7/", /a peer is served over http or https/],
+  ])("refuses the peer %s before anything is fetched", async (peer, message) => {
+    const stderr = process.stderr.write.bind(process.stderr);
+    let said = "";
+    process.stderr.write = ((c: string) => ((said += c), true)) as typeof process.stderr.write;
+    try {
+      await expect(
+        liken(
+          "agent",
+          "download",
+          "--source",
+          "http://x/",
+          "--version",
+          "1",
+          "--digest",
+          `sha256:${"0".repeat(64)}`,
+          "--peer",
+          peer,
+        ),
+      ).rejects.toThrow();
+    } finally {
+      process.stderr.write = stderr;
+    }
+    expect(said).toMatch(message);
+  });
+});

@@ -60,4 +60,13 @@ describe("checkRangeReply", () => {
     expect(f?.kind).toBe(kind);
     if (reason) expect(f?.reason).toMatch(reason);
   });
+
+  it.each([
+    ["whole artifact with 200 and its length", 200, "1000", undefined],
+    ["whole artifact with 200 and no length", 200, undefined, undefined],
+    ["whole artifact with 200 and a short length", 200, "999", "ignored"],
+  ])("a range of the whole artifact: %s", (_name, status, length, kind) => {
+    // RFC 9110 lets a server answer a range of the whole representation with a plain 200.
+    expect(checkRangeReply(status, { "content-length": length }, 0, 999, 1000)?.kind).toBe(kind);
+  });
 });

@@ -1,12 +1,25 @@
 // `liken agent download|status|verify`: one-shot slot commands for people and tests.
 // `download` is also the agent's download child: each action loads what it runs when it runs
 // (HTTP, the writer and the release check for a download), so the child loads nothing else.
-import type { Command } from "commander";
+import { InvalidArgumentError, type Command } from "commander";
 import type { SlotStatus } from "../../slots/check.js";
 import { DEFAULT_CONFIG, loadAgentConfig } from "../../slots/config.js";
 import { SlotError } from "../../slots/errors.js";
 import { DIGEST_RE } from "../../verify/digest.js";
 import { parseSize } from "./size.js";
+
+/** `--peer <url>`, repeatable: a peer's base URL (docs/peers.md), http or https only. */
+function collectPeer(v: string, prev: string[]): string[] {
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new InvalidArgumentError(`"${v}" is not a URL (for example http://10.0.0.7:7450/)`);
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new InvalidArgumentError(`"${v}": a peer is served over http or https`);
+  return [...prev, u.href];
+}
 
 function statusTable(rows: SlotStatus[]): string {
   const head = ["SLOT", "RUNNING", "STATE", "VERSION", "VERIFIED", "DEVICE"];
@@ -54,6 +67,12 @@ export function addAgentSlotCommands(agent: Command): void {
       "--no-adaptive",
       "download every artifact whole, ignoring the releases' chunk indexes (docs/releases.md)",
     )
+    .option(
+      "--peer <url>",
+      "a peer serving the release (repeatable; tried in order before the channel, docs/peers.md)",
+      collectPeer,
+      [] as string[],
+    )
     .action(
       async (o: {
         config: string;
@@ -64,6 +83,7 @@ export function addAgentSlotCommands(agent: Command): void {
         idleTimeout: number;
         checkpointEvery: number;
         adaptive: boolean;
+        peer: string[];
       }) => {
         if (!DIGEST_RE.test(o.digest)) {
           throw new SlotError(
@@ -82,12 +102,75 @@ export function addAgentSlotCommands(agent: Command): void {
           checkpointEvery: o.checkpointEvery,
           adaptive: o.adaptive,
           log: (m) => process.stderr.write(`liken: ${m}\n`),
+          ...(o.peer.length > 0
+            ? {
+                peers: o.peer,
+                // One JSON line per dropped peer, for whoever runs the child to report.
+                onPeerDropped: (d) =>
+                  process.stderr.write(`liken: peer-dropped ${JSON.stringify(d)}\n`),
+              }
+            : {}),
         });
         process.stdout.write(
           r.outcome === "staged"
             ? `slot ${r.slot}: staged ${r.version} (${r.digest}), every artifact verified\n`
             : `slot ${r.slot}: ${r.version} was already staged and verified\n`,
         );
+      },
+    );
+
+  agent
+    .command("serve-peers")
+    .description("Serve the releases this machine holds verified to its peers (docs/peers.md)")
+    .option("--config <file>", "agent config", DEFAULT_CONFIG)
+    .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
+    .option("--port <port>", "the port to serve on (0: any)", (v) => Number(v), 7450)
+    .option("--host <host>", "the address to listen on", "0.0.0.0")
+    .option(
+      "--rate <size>",
+      "bytes a second for everything served (e.g. 50MiB)",
+      parseSize,
+      50 * 1024 ** 2,
+    )
+    .requiredOption(
+      "--release <sha256:hex>",
+      "a release digest the Cluster trusts (repeatable): only those are served",
+      (v: string, prev: string[]) => {
+        if (!DIGEST_RE.test(v))
+          throw new InvalidArgumentError(`${v}: must be sha256: and 64 lowercase hex digits`);
+        return [...prev, v];
+      },
+      [] as string[],
+    )
+    .action(
+      async (o: {
+        config: string;
+        running?: string;
+        port: number;
+        host: string;
+        rate: number;
+        release: string[];
+      }) => {
+        const { runningSlot } = await import("../../slots/config.js");
+        const { SlotStore } = await import("../../slots/store.js");
+        const { resolveFromStore, startPeerServer } = await import("../../slots/peer-serve.js");
+        const config = await loadAgentConfig(o.config);
+        const store = new SlotStore(config);
+        const trusted = new Set(o.release);
+        const server = await startPeerServer({
+          resolve: resolveFromStore(store, await runningSlot(config, o.running), (d) =>
+            trusted.has(d),
+          ),
+          rate: o.rate,
+          port: o.port,
+          host: o.host,
+        });
+        process.stdout.write(`serving peers at ${server.url}\n`);
+        await new Promise<void>((r) => {
+          process.once("SIGTERM", r);
+          process.once("SIGINT", r);
+        });
+        await server.close();
       },
     );
 

@@ -1,0 +1,62 @@
+// Peers as sources of a release's chunks (docs/peers.md): other machines of the cluster that
+// hold the release verified and serve it read-only. A peer is only ever a faster channel: every
+// chunk it sends is checked against the release's chunk index before the writer sees it, so a
+// peer that lies, stalls or vanishes costs a retry from the next source, never a bad byte. A
+// peer that failed once is dropped for the rest of this release (all its artifacts) and
+// reported; the channel is always the last source.
+
+/** Why a peer was dropped: a closed union, each documented in docs/peers.md. */
+export type PeerFault = "lied" | "stalled" | "unreachable" | "refused";
+
+export interface PeerDrop {
+  peer: string;
+  fault: PeerFault;
+  /** What happened, naming the chunk or the HTTP reply. */
+  detail: string;
+}
+
+/** The path under a peer's base URL where it serves one artifact of one release. */
+export function peerArtifactPath(releaseDigest: string, artifact: string): string {
+  const hex = releaseDigest.replace(/^sha256:/, "");
+  return `v1/releases/${hex}/${encodeURIComponent(artifact)}`;
+}
+
+export class PeerSet {
+  private readonly dropped = new Map<string, PeerDrop>();
+  /** Bytes each peer sent that passed the index check. */
+  readonly served = new Map<string, number>();
+
+  constructor(
+    private readonly peers: readonly string[],
+    private readonly releaseDigest: string,
+    private readonly onDrop?: (d: PeerDrop) => void,
+  ) {}
+
+  /** The peers not dropped, in the order given (the operator's order: same zone first). */
+  live(): string[] {
+    return this.peers.filter((p) => !this.dropped.has(p));
+  }
+
+  url(peer: string, artifact: string): URL {
+    const base = peer.endsWith("/") ? peer : `${peer}/`;
+    return new URL(peerArtifactPath(this.releaseDigest, artifact), base);
+  }
+
+  indexUrl(peer: string, artifact: string): URL {
+    return new URL(`${this.url(peer, artifact).href}/index`);
+  }
+
+  drop(d: PeerDrop): void {
+    if (this.dropped.has(d.peer)) return;
+    this.dropped.set(d.peer, d);
+    this.onDrop?.(d);
+  }
+
+  drops(): PeerDrop[] {
+    return [...this.dropped.values()];
+  }
+
+  count(peer: string, bytes: number): void {
+    this.served.set(peer, (this.served.get(peer) ?? 0) + bytes);
+  }
+}
