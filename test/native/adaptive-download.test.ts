@@ -6,18 +6,18 @@
 // the running slot untouched.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse, stringify } from "yaml";
 import { buildRelease } from "../../src/release/build.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
-import { parseAgentConfig } from "../../src/slots/config.js";
 import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { encodeIndex, INDEX_CHUNK } from "../../src/verify/chunk-index.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
+import { fileSlots } from "../support/file-slots.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -105,18 +105,8 @@ async function machine(o: { corruptA?: number[]; recorded?: boolean } = {}) {
   const a = Buffer.alloc(4 * MiB);
   v1.copy(a);
   for (const blk of o.corruptA ?? []) a.fill(0xee, blk * B, blk * B + 100);
-  writeFileSync(slotA, a);
   aBefore = createHash("sha256").update(a).digest("hex");
-  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
-  truncateSync(path.join(dir, "b.img"), 4 * MiB);
-  const config = parseAgentConfig(
-    stringify({
-      slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-      running: "a",
-      stateDir: "state",
-    }),
-    path.join(dir, "agent.yaml"),
-  );
+  const config = fileSlots(dir, { a, b: 4 * MiB });
   const store = new SlotStore(config);
   if (o.recorded) {
     mkdirSync(store.dir("a"), { recursive: true });

@@ -3,19 +3,19 @@
 // bit flipped once) end staged and verified.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../../src/errors.js";
 import { buildRelease } from "../../src/release/build.js";
-import { parseAgentConfig } from "../../src/slots/config.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
 import { loopAvailable, withLoopDevice } from "./loop.js";
+import { fileSlots } from "../support/file-slots.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -63,18 +63,8 @@ function machine(bSize = 2 * MiB) {
   const dir = path.join(root, `m${++n}`);
   mkdirSync(dir);
   slotA = path.join(dir, "a.img");
-  writeFileSync(slotA, Buffer.alloc(2 * MiB, 0x5a));
+  const config = fileSlots(dir, { a: Buffer.alloc(2 * MiB, 0x5a), b: bSize });
   aBefore = createHash("sha256").update(readFileSync(slotA)).digest("hex");
-  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
-  truncateSync(path.join(dir, "b.img"), bSize);
-  const config = parseAgentConfig(
-    stringify({
-      slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-      running: "a",
-      stateDir: "state",
-    }),
-    path.join(dir, "agent.yaml"),
-  );
   const messages: string[] = [];
   const req = (over: Partial<DownloadRequest> = {}): DownloadRequest => ({
     config,

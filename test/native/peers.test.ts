@@ -5,20 +5,19 @@
 // its chunks fetched from the next source; M always ends staged and verified, slot a untouched.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { stringify } from "yaml";
 import { buildRelease } from "../../src/release/build.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
-import { parseAgentConfig } from "../../src/slots/config.js";
 import { peerArtifactPath, type PeerDrop } from "../../src/slots/peer-sources.js";
 import { resolveFromStore, startPeerServer, type PeerServer } from "../../src/slots/peer-serve.js";
 import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { INDEX_CHUNK } from "../../src/verify/chunk-index.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
+import { fileSlots } from "../support/file-slots.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -64,19 +63,8 @@ afterEach(() => {
 async function machine() {
   const dir = path.join(root, `m${++n}`);
   mkdirSync(dir);
+  const config = fileSlots(dir, { a: 2 * MiB, b: 2 * MiB });
   const a = path.join(dir, "a.img");
-  writeFileSync(a, Buffer.alloc(0));
-  truncateSync(a, 2 * MiB);
-  writeFileSync(path.join(dir, "b.img"), Buffer.alloc(0));
-  truncateSync(path.join(dir, "b.img"), 2 * MiB);
-  const config = parseAgentConfig(
-    stringify({
-      slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-      running: "a",
-      stateDir: "state",
-    }),
-    path.join(dir, "agent.yaml"),
-  );
   const store = new SlotStore(config);
   const messages: string[] = [];
   const drops: PeerDrop[] = [];

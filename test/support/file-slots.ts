@@ -1,0 +1,31 @@
+// A machine's two slots as files in a directory, and the agent config that names them (slot a
+// running, state beside them): the native download tests' machine.
+import { writeFileSync, truncateSync } from "node:fs";
+import path from "node:path";
+import { stringify } from "yaml";
+import { parseAgentConfig, type AgentSlotsConfig } from "../../src/slots/config.js";
+
+/** Each slot's content: bytes, or a size (a sparse file of zeros). */
+export type SlotContent = Buffer | number;
+
+function writeSlot(file: string, content: SlotContent): void {
+  if (typeof content !== "number") return writeFileSync(file, content);
+  writeFileSync(file, Buffer.alloc(0));
+  truncateSync(file, content);
+}
+
+export function fileSlots(
+  dir: string,
+  slots: { a: SlotContent; b: SlotContent },
+): AgentSlotsConfig {
+  writeSlot(path.join(dir, "a.img"), slots.a);
+  writeSlot(path.join(dir, "b.img"), slots.b);
+  return parseAgentConfig(
+    stringify({
+      slots: { a: { device: "a.img" }, b: { device: "b.img" } },
+      running: "a",
+      stateDir: "state",
+    }),
+    path.join(dir, "agent.yaml"),
+  );
+}
