@@ -12,14 +12,19 @@
 //   nodeUnprepareResource); the kubelet writes that line into the pod's log file under
 //   /var/log/pods in the CRI format `<RFC 3339 nano time> <stream> <F|P> <message>`, which
 //   names the moment in full (klog's own header has no year);
-// - the eviction of the driver pod sets deletionTimestamp = request + grace.
-// The promise: holder stopped <= claim unprepared <= driver asked to stop.
+// - as the kubelet begins to stop the driver pod (after its eviction), it posts a Killing Event
+//   (kubelet-killing.ts).
+// Every one of these times is the guest's clock; the eviction's deletionTimestamp is the API
+// server's (the host's), which a TCG guest drifts from by seconds, so it only says whether the
+// driver was asked to stop at all.
+// The promise: holder stopped <= claim unprepared <= driver's stop began.
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Recorded } from "../support/drain-invariants.js";
+import type { KillingTimes } from "./kubelet-killing.js";
 
 /**
  * Times on the API server are whole seconds (RFC 3339, truncated): a comparison with one of
- * them can be up to a second off. The guest's clock is the host's (QEMU's RTC), so no more.
+ * them can be up to a second off. All compared times are the guest's clock, so no more.
  */
 const TRUNCATION_S = 1;
 
@@ -34,7 +39,8 @@ export interface DraOrder {
   /** Seconds since the epoch, each. */
   holderStopped: number;
   unprepared: number;
-  driverStopRequested: number;
+  /** The kubelet's Killing of the driver pod. */
+  driverStopBegan: number;
 }
 
 export interface DraVerdict {
@@ -88,16 +94,16 @@ function holderStopped(holder: V1Pod[], node: string): number | string {
   return seconds(finishedAt);
 }
 
-/** When the drain asked the driver pod to stop (deletionTimestamp - grace), or why not known. */
-function driverStopRequested(driver: V1Pod[], node: string): number | string {
+/** When the kubelet began to stop the driver pod (its Killing), or why that is not known. */
+function driverStopBegan(driver: V1Pod[], node: string, killing: KillingTimes): number | string {
   if (driver.length === 0) return `no driver pod was recorded on ${node}`;
   const deleting = driver.find((p) => p.metadata?.deletionTimestamp != null);
   if (deleting === undefined) {
     return `driver pod ${nameOf(driver)} was never asked to stop (no deletionTimestamp)`;
   }
   return (
-    seconds(deleting.metadata!.deletionTimestamp!) -
-    (deleting.metadata?.deletionGracePeriodSeconds ?? 0)
+    killing.get(deleting.metadata?.uid ?? "") ??
+    `driver pod ${nameOf(driver)} has no Killing Event from the kubelet: nothing says when its stop began`
   );
 }
 
@@ -107,6 +113,7 @@ export function draVerdict(
   log: readonly Recorded[],
   driverLines: readonly string[],
   roles: DraRoles,
+  killing: KillingTimes,
 ): DraVerdict {
   const holder = statesOf(log, roles.node, roles.holder);
   const driver = statesOf(log, roles.node, roles.driver);
@@ -114,25 +121,21 @@ export function draVerdict(
   const unprepared =
     unpreparedAt(driverLines, roles.claimUid) ??
     `the driver logged no "${UNPREPARED}" for claim ${roles.claimUid} in ${driverLines.length} console line(s): the kubelet's NodeUnprepareResources did not reach it (is it run with -v=3, and does its log reach the console?)`;
-  const requested = driverStopRequested(driver, roles.node);
-  const problems = [stopped, unprepared, requested].filter((x) => typeof x === "string");
-  if (
-    typeof stopped === "string" ||
-    typeof unprepared === "string" ||
-    typeof requested === "string"
-  ) {
+  const began = driverStopBegan(driver, roles.node, killing);
+  const problems = [stopped, unprepared, began].filter((x) => typeof x === "string");
+  if (typeof stopped === "string" || typeof unprepared === "string" || typeof began === "string") {
     return { problems };
   }
 
-  const order: DraOrder = { holderStopped: stopped, unprepared, driverStopRequested: requested };
+  const order: DraOrder = { holderStopped: stopped, unprepared, driverStopBegan: began };
   if (order.unprepared < order.holderStopped - TRUNCATION_S) {
     problems.push(
       `the driver unprepared claim ${roles.claimUid} ${(order.holderStopped - order.unprepared).toFixed(1)} s before its holder ${nameOf(holder)} stopped`,
     );
   }
-  if (order.unprepared > order.driverStopRequested + TRUNCATION_S) {
+  if (order.unprepared > order.driverStopBegan + TRUNCATION_S) {
     problems.push(
-      `the driver unprepared claim ${roles.claimUid} ${(order.unprepared - order.driverStopRequested).toFixed(1)} s after its own pod ${nameOf(driver)} was asked to stop: the drain removed the driver first`,
+      `the driver unprepared claim ${roles.claimUid} ${(order.unprepared - order.driverStopBegan).toFixed(1)} s after the kubelet began to stop its own pod ${nameOf(driver)}: the drain removed the driver first`,
     );
   }
   return { order, problems };

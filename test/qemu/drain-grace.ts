@@ -1,15 +1,18 @@
 // Whether each pod the drain evicted from a real node was stopped by its kubelet within its
 // grace period, read off the watch record of the pods (test/support/drain-helpers.ts,
-// recordNamespace). Pure, so a unit test shows each check fail.
+// recordNamespace) and the kubelet's Killing Events (kubelet-killing.ts). Pure, so a unit test
+// shows each check fail.
 //
-// What a kubelet leaves on the API server and a simulator does not: before it removes a pod that
-// is being deleted, the kubelet posts the container's terminated state (exit code, finishedAt).
-// The eviction asked for the stop at deletionTimestamp - deletionGracePeriodSeconds; the
-// workload stays `lingerS` after SIGTERM and exits 0, so a stop by the kubelet that honoured the
-// grace finishes no sooner than lingerS after the request, no later than the grace allows, with
+// What a kubelet leaves on the API server and a simulator does not: as it sends SIGTERM it posts
+// a Killing Event, and before it removes a pod that is being deleted it posts the container's
+// terminated state (exit code, finishedAt); both are stamped on the kubelet's clock, so their
+// difference is exact to the API's whole seconds, whatever the guest's clock says of the host's.
+// The workload stays `lingerS` after SIGTERM and exits 0, so a stop by a kubelet that honoured
+// the grace finishes no sooner than lingerS after its Killing, no later than the grace, with
 // exit code 0 (a SIGKILL reads 137).
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Recorded } from "../support/drain-invariants.js";
+import type { KillingTimes } from "./kubelet-killing.js";
 
 /**
  * Times on the API server are whole seconds (RFC 3339, truncated): a difference of two of them
@@ -19,7 +22,7 @@ const TRUNCATION_S = 1;
 
 export interface PodStop {
   pod: string;
-  /** Seconds from the request to stop to the container's finishedAt. */
+  /** Seconds from the kubelet's Killing to the container's finishedAt (both its clock). */
   stoppedAfterS: number;
   graceS: number;
   exitCode: number;
@@ -49,11 +52,14 @@ function leftPods(log: readonly Recorded[], node: string): Map<string, V1Pod[]> 
   return byUid;
 }
 
-function stopOf(name: string, seen: V1Pod[], lingerS: number): PodStop | string {
+function stopOf(
+  name: string,
+  seen: V1Pod[],
+  lingerS: number,
+  killing: KillingTimes,
+): PodStop | string {
   const deleting = seen.find((p) => p.metadata?.deletionTimestamp != null)!;
   const graceS = deleting.metadata?.deletionGracePeriodSeconds ?? 0;
-  const deadline = seconds(deleting.metadata?.deletionTimestamp)!;
-  const requested = deadline - graceS;
   const terminated = seen
     .flatMap((p) => p.status?.containerStatuses ?? [])
     .map((c) => c.state?.terminated)
@@ -61,10 +67,13 @@ function stopOf(name: string, seen: V1Pod[], lingerS: number): PodStop | string 
   if (terminated === undefined) {
     return `pod ${name} left with no terminated container state: no kubelet stopped it`;
   }
-  const finished = seconds(terminated.finishedAt)!;
+  const killed = killing.get(deleting.metadata?.uid ?? "");
+  if (killed === undefined) {
+    return `pod ${name} has no Killing Event from the kubelet: nothing says when its stop began`;
+  }
   const stop: PodStop = {
     pod: name,
-    stoppedAfterS: finished - requested,
+    stoppedAfterS: seconds(terminated.finishedAt)! - killed,
     graceS,
     exitCode: terminated.exitCode,
   };
@@ -72,10 +81,10 @@ function stopOf(name: string, seen: V1Pod[], lingerS: number): PodStop | string 
     return `pod ${name} exited ${terminated.exitCode} (${terminated.reason}), not 0: it was killed, not stopped within its grace of ${graceS} s`;
   }
   if (stop.stoppedAfterS < lingerS - TRUNCATION_S) {
-    return `pod ${name} stopped ${stop.stoppedAfterS} s after the request, sooner than its workload's ${lingerS} s after SIGTERM`;
+    return `pod ${name} stopped ${stop.stoppedAfterS} s after the kubelet's Killing, sooner than its workload's ${lingerS} s after SIGTERM`;
   }
-  if (finished > deadline + TRUNCATION_S) {
-    return `pod ${name} stopped ${stop.stoppedAfterS} s after the request, past its grace of ${graceS} s`;
+  if (stop.stoppedAfterS > graceS + TRUNCATION_S) {
+    return `pod ${name} stopped ${stop.stoppedAfterS} s after the kubelet's Killing, past its grace of ${graceS} s`;
   }
   return stop;
 }
@@ -86,12 +95,13 @@ export function graceVerdict(
   node: string,
   lingerS: number,
   expected: number,
+  killing: KillingTimes,
 ): GraceVerdict {
   const stops: PodStop[] = [];
   const problems: string[] = [];
   const left = leftPods(log, node);
   for (const seen of left.values()) {
-    const r = stopOf(seen[0]?.metadata?.name ?? "?", seen, lingerS);
+    const r = stopOf(seen[0]?.metadata?.name ?? "?", seen, lingerS, killing);
     if (typeof r === "string") problems.push(r);
     else stops.push(r);
   }

@@ -16,6 +16,7 @@ import {
 import { recordNamespace, type Recorder } from "../support/drain-helpers.js";
 import { violations } from "../support/drain-invariants.js";
 import { graceVerdict } from "./drain-grace.js";
+import { readKillingTimes } from "./kubelet-killing.js";
 import { rejoinProof } from "./rejoin-proof.js";
 import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
@@ -87,15 +88,16 @@ export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
  * never broken (drain-invariants.ts) and the kubelet stopped each evicted pod within its grace,
  * after the workload's linger (drain-grace.ts).
  */
-function drainChecks(c: Ctx, pods: Recorder): void {
+async function drainChecks(c: Ctx, pods: Recorder): Promise<void> {
   pods.stop();
+  const killing = await readKillingTimes(c.kc, WORKLOAD_NAMESPACE);
   const budget = { name: "web", labels: { app: "web" }, minHealthy: WORKLOAD_REPLICAS - 1 };
   const broken = violations(pods.log, { node: c.machine, drivers: [], budgets: [budget] });
-  const grace = graceVerdict(pods.log, c.machine, WORKLOAD_LINGER_S, WORKLOAD_REPLICAS);
+  const grace = graceVerdict(pods.log, c.machine, WORKLOAD_LINGER_S, WORKLOAD_REPLICAS, killing);
   c.problems.push(...broken, ...grace.problems);
   for (const s of grace.stops)
     c.say(
-      `drain: ${s.pod} stopped by the kubelet ${s.stoppedAfterS} s after its eviction (grace ${s.graceS} s, exit ${s.exitCode})`,
+      `drain: ${s.pod} stopped by the kubelet ${s.stoppedAfterS} s after the kubelet's Killing (grace ${s.graceS} s, exit ${s.exitCode})`,
     );
   if (broken.length === 0 && grace.problems.length === 0) c.proven.push("drain-grace-ok");
 }
@@ -153,7 +155,7 @@ export async function rollToGood(c: Ctx, v2: string, cut: boolean): Promise<void
   });
   c.say(`${c.machine} promoted ${v2} (lastTrial ${w.machine?.status?.lastTrial?.reason})`);
   if (c.node !== undefined) rejoinChecks(c, c.node);
-  if (c.pods !== undefined) drainChecks(c, c.pods);
+  if (c.pods !== undefined) await drainChecks(c, c.pods);
   const placement = await workloadPlacement(c.kc);
   c.say(`workload after the drain: ${JSON.stringify(placement)}`);
   if ((placement[c.machine] ?? 0) !== 0)

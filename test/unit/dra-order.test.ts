@@ -5,6 +5,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { draVerdict, unpreparedAt, type DraRoles } from "../qemu/dra-order.js";
 import type { Recorded } from "../support/drain-invariants.js";
+import type { KillingTimes } from "../qemu/kubelet-killing.js";
 
 const NODE = "machine-1";
 const CLAIM = "0b8e6a4c-5f0e-4d55-9d1e-3c2f1a7e9b10";
@@ -22,8 +23,10 @@ const removed = (s: number, uid = CLAIM): string =>
 interface PodSpec {
   name: string;
   app: string;
-  /** Seconds after T0 the eviction asked for the stop; undefined: never asked. */
+  /** Seconds after T0 the eviction asked for the stop (API server's clock); undefined: never asked. */
   requested?: number;
+  /** Seconds after T0 of the kubelet's Killing (guest's clock); default `requested`; null: none. */
+  killed?: number | null;
   grace?: number;
   /** Seconds after T0 the container finished; undefined: no terminated state recorded. */
   finished?: number;
@@ -113,11 +116,23 @@ const ROWS: {
     problem: /unprepared claim .* 2\.5 s before its holder holder stopped/,
   },
   {
-    name: "the driver asked to stop before the unprepare (driver removed first)",
+    name: "the driver stopped before the unprepare (driver removed first)",
     driver: { ...DRIVER, requested: 1, finished: 2 },
     lines: [removed(3.5)],
     problem:
-      /2\.5 s after its own pod driver-x7k2p was asked to stop: the drain removed the driver first/,
+      /2\.5 s after the kubelet began to stop its own pod driver-x7k2p: the drain removed the driver first/,
+  },
+  {
+    name: "in order on a guest whose clock runs 6 s ahead of the host's",
+    holder: { ...HOLDER, killed: 6, finished: 9 },
+    driver: { ...DRIVER, killed: 14, finished: 15 },
+    lines: [removed(9.4)],
+  },
+  {
+    name: "the driver asked to stop, but no Killing Event from the kubelet",
+    driver: { ...DRIVER, killed: null },
+    lines: [removed(3.5)],
+    problem: /driver pod driver-x7k2p has no Killing Event from the kubelet/,
   },
   {
     name: "the holder left with no terminated state (a simulator deleted it)",
@@ -139,14 +154,26 @@ const ROWS: {
   },
 ];
 
+/** The kubelet's Killing of each pod that has one. */
+function killing(...pods: PodSpec[]): KillingTimes {
+  const out = new Map<string, number>();
+  for (const p of pods) {
+    const k = p.killed === undefined ? p.requested : p.killed;
+    if (k !== undefined && k !== null) out.set(`uid-${p.name}`, T0 / 1000 + k);
+  }
+  return out;
+}
+
 describe("draVerdict: claim holder, then unprepare, then driver", () => {
   for (const row of ROWS) {
     it(row.name, () => {
-      const log = [...podLog(row.holder ?? HOLDER, 1), ...podLog(row.driver ?? DRIVER, 10)];
-      const v = draVerdict(log, row.lines, ROLES);
+      const holder = row.holder ?? HOLDER;
+      const driver = row.driver ?? DRIVER;
+      const log = [...podLog(holder, 1), ...podLog(driver, 10)];
+      const v = draVerdict(log, row.lines, ROLES, killing(holder, driver));
       if (row.problem === undefined) {
         expect(v.problems).toEqual([]);
-        expect(v.order?.driverStopRequested).toBe(T0 / 1000 + 8);
+        expect(v.order?.driverStopBegan).toBe(T0 / 1000 + (driver.killed ?? driver.requested!));
       } else {
         expect(v.problems.join("\n")).toMatch(row.problem);
       }
