@@ -2,13 +2,11 @@
 // outside by `kubectl get machines -w -o json` (not by liken's own logs): the LIKEN column
 // changes to the new version one machine at a time, within the budget of one, and never
 // two leaders at once.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
-import { LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { LAB_VERSIONS } from "../../src/lab/lab.js";
 import { LAB_TIMELINE } from "../../src/lab/paths.js";
-import { jsonObjects } from "./lab-support.js";
+import { runLab, stopLabs } from "./lab-support.js";
 
 interface MachineJson {
   metadata: { name: string };
@@ -16,59 +14,26 @@ interface MachineJson {
   status?: { version?: string; step?: string };
 }
 
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGINT");
-});
+afterAll(stopLabs);
 
 describe("npm run lab -- --demo", () => {
   it("rolls the fleet forward one machine at a time and prints the summary", async () => {
     const started = Date.now();
-    const lab = spawn("npm", ["run", "-s", "lab", "--", "--demo"], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(lab);
-    let stdout = "";
-    let stderr = "";
-    lab.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-
-    // The independent watch starts as soon as the lab's API is installed.
+    // Watched from outside as soon as the lab's API is installed.
     const seen = new Map<string, MachineJson>();
     const history: { updating: string[]; versions: Record<string, string | undefined> }[] = [];
-    let watcher: ChildProcess | undefined;
-    const startWatch = (): void => {
-      watcher = spawn(binaryPath("kubectl"), ["get", "machines", "-w", "-o", "json"], {
-        env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
-        stdio: ["ignore", "pipe", "ignore"],
-      });
-      children.push(watcher);
-      watcher.stdout!.on(
-        "data",
-        jsonObjects<MachineJson>((m) => {
-          seen.set(m.metadata.name, m);
-          const all = [...seen.values()];
-          history.push({
-            updating: all.filter((x) => x.status?.step === "Updating").map((x) => x.metadata.name),
-            versions: Object.fromEntries(all.map((x) => [x.metadata.name, x.status?.version])),
-          });
-        }),
-      );
-      watcher.on("exit", () => {
-        if (lab.exitCode === null) setTimeout(startWatch, 500); // the API was not ready yet
+    const onMachine = (m: MachineJson): void => {
+      seen.set(m.metadata.name, m);
+      const all = [...seen.values()];
+      history.push({
+        updating: all.filter((x) => x.status?.step === "Updating").map((x) => x.metadata.name),
+        versions: Object.fromEntries(all.map((x) => [x.metadata.name, x.status?.version])),
       });
     };
-    const waitKubeconfig = setInterval(() => {
-      if (existsSync(LAB_KUBECONFIG) && /machines powered on/.test(stderr) && !watcher) {
-        clearInterval(waitKubeconfig);
-        startWatch();
-      }
-    }, 200);
-
-    const code = await new Promise<number | null>((resolve) => lab.on("exit", resolve));
-    clearInterval(waitKubeconfig);
-    watcher?.kill();
+    const { code, stdout, stderr } = await runLab(
+      ["--demo"],
+      [{ kind: "machines", onObject: onMachine }],
+    );
     const target = LAB_VERSIONS[1];
     expect(stderr.slice(-2000) + stdout, "the demo's own output").toMatch(
       new RegExp(

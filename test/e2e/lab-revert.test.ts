@@ -5,13 +5,10 @@
 // and `kubectl get machines -w` (the API server), and from the lab's own observer (its
 // printed figures): every machine back on the good release, none downloading a byte, the gate
 // named, the release revoked and refused again, the budget and the leader rule held.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { binaryPath, REPO_ROOT } from "../../src/controlplane/paths.js";
-import { LAB_KUBECONFIG, LAB_VERSIONS } from "../../src/lab/lab.js";
+import { LAB_VERSIONS } from "../../src/lab/lab.js";
 import { LAB_BAD_VERSION, LAB_TRIPPED_GATE, type RevertFigures } from "../../src/lab/revert.js";
-import { jsonObjects } from "./lab-support.js";
+import { runLab, stopLabs } from "./lab-support.js";
 
 interface Obj {
   metadata: { name: string };
@@ -32,28 +29,7 @@ interface Obj {
   };
 }
 
-const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null) c.kill("SIGINT");
-});
-
-/** `kubectl get <kind> -w -o json` from the moment the lab's machines joined, until stopped. */
-function watch(kind: string, onObject: (o: Obj) => void, alive: () => boolean): () => void {
-  let w: ChildProcess | undefined;
-  const start = (): void => {
-    w = spawn(binaryPath("kubectl"), ["get", kind, "-w", "-o", "json"], {
-      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    children.push(w);
-    w.stdout!.on("data", jsonObjects<Obj>(onObject));
-    w.on("exit", () => {
-      if (alive()) setTimeout(start, 500); // the API was not ready yet
-    });
-  };
-  start();
-  return () => w?.kill();
-}
+afterAll(stopLabs);
 
 async function runScenario(how: "threshold" | "command"): Promise<{
   figures: RevertFigures;
@@ -61,39 +37,22 @@ async function runScenario(how: "threshold" | "command"): Promise<{
   machines: Map<string, Obj>[];
   out: string;
 }> {
-  const lab = spawn("npm", ["run", "-s", "lab", "--", `--revert=${how}`], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(lab);
-  let stdout = "";
-  let stderr = "";
-  lab.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  lab.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const clusters: Obj[] = [];
   const machines: Map<string, Obj>[] = [];
   const seen = new Map<string, Obj>();
-  const stops: (() => void)[] = [];
-  const alive = (): boolean => lab.exitCode === null;
-  const ready = setInterval(() => {
-    if (existsSync(LAB_KUBECONFIG) && /machines powered on/.test(stderr) && stops.length === 0) {
-      clearInterval(ready);
-      stops.push(watch("clusters", (c) => clusters.push(c), alive));
-      stops.push(
-        watch(
-          "machines",
-          (m) => {
-            seen.set(m.metadata.name, m);
-            machines.push(new Map(seen));
-          },
-          alive,
-        ),
-      );
-    }
-  }, 200);
-  const code = await new Promise<number | null>((resolve) => lab.on("exit", resolve));
-  clearInterval(ready);
-  for (const s of stops) s();
+  const { code, stdout, stderr } = await runLab(
+    [`--revert=${how}`],
+    [
+      { kind: "clusters", onObject: (c: Obj) => clusters.push(c) },
+      {
+        kind: "machines",
+        onObject: (m: Obj) => {
+          seen.set(m.metadata.name, m);
+          machines.push(new Map(seen));
+        },
+      },
+    ],
+  );
   const out = stderr.slice(-3000) + stdout;
   expect(code, out).toBe(0);
   const line = /lab: figures: (\{.*\})\n/.exec(stdout);

@@ -1,7 +1,8 @@
 // What the lab's end-to-end tests share: starting `npm run lab` as a newcomer does (in its own
 // process group, as in a terminal) and reading the tour it prints, waiting with a snapshot of
 // the lab in the timeout's message, running the tour's commands as a person pastes them, and
-// stopping every lab a file started.
+// stopping every lab a file started; running a lab scenario to its end while kubectl watches it
+// from outside (runLab).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -88,6 +89,60 @@ export async function startLab(): Promise<StartedLab> {
   await until("the lab to print its tour", async () => stderr.includes("Ctrl-C stops"), 240_000);
   const commands = printedCommands(stderr.slice(stderr.indexOf("In another terminal:")));
   return { lab, commands, exportLine: printed(commands, "export KUBECONFIG=") };
+}
+
+/** One `kubectl get <kind> -w -o json` for runLab: each object it prints, as it prints it. */
+export interface LabWatch {
+  kind: string;
+  onObject: (o: never) => void;
+}
+
+export interface LabRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `npm run -s lab -- <args>` in this checkout, to its end. Each watch starts once the lab's
+ * machines are powered on (its kubeconfig written), from outside the lab: kubectl against the
+ * lab's API server, started again if it exits while the lab runs (the API was not ready yet).
+ */
+export async function runLab(args: string[], watches: readonly LabWatch[]): Promise<LabRun> {
+  const lab = spawn("npm", ["run", "-s", "lab", "--", ...args], {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true, // its own process group, for stopLabs
+  });
+  labs.push(lab);
+  let stdout = "";
+  let stderr = "";
+  lab.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
+  lab.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const watchers: ChildProcess[] = [];
+  const watch = ({ kind, onObject }: LabWatch): void => {
+    const w = spawn(binaryPath("kubectl"), ["get", kind, "-w", "-o", "json"], {
+      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    watchers.push(w);
+    w.stdout!.on("data", jsonObjects(onObject as (o: unknown) => void));
+    w.on("exit", () => {
+      if (lab.exitCode === null) setTimeout(() => watch({ kind, onObject }), 500);
+    });
+  };
+  let watching = false;
+  const joined = setInterval(() => {
+    if (!watching && existsSync(LAB_KUBECONFIG) && /machines powered on/.test(stderr)) {
+      watching = true;
+      clearInterval(joined);
+      for (const w of watches) watch(w);
+    }
+  }, 200);
+  const code = await new Promise<number | null>((resolve) => lab.on("exit", resolve));
+  clearInterval(joined);
+  for (const w of watchers) if (w.exitCode === null) w.kill();
+  return { code, stdout, stderr };
 }
 
 /** waitFor from the test support, with a snapshot of the lab in the timeout's message. */
