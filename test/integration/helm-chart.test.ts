@@ -100,6 +100,7 @@ describe("the Helm chart", () => {
         "image.tag=1.2.3",
         "replicas=3",
         "resources.limits.memory=1Gi",
+        "heapMiB=640",
         "metrics.port=9100",
         "metrics.serviceMonitor.enabled=true",
         "metrics.serviceMonitor.labels.release=prom",
@@ -115,6 +116,7 @@ describe("the Helm chart", () => {
               args: string[];
               ports: { containerPort: number }[];
               resources: { limits: { memory: string } };
+              env: { name: string; value?: string }[];
             }[];
           };
         };
@@ -130,6 +132,7 @@ describe("the Helm chart", () => {
     ]);
     expect(c.ports[0]!.containerPort).toBe(9100);
     expect(c.resources.limits.memory).toBe("1Gi");
+    expect(c.env.find((e) => e.name === "NODE_OPTIONS")?.value).toBe("--max-old-space-size=640");
     const sm = all.get("monitoring.coreos.com/v1 ServiceMonitor liken-system/cluster-operator") as
       | { metadata: { labels: Record<string, string> }; spec: { endpoints: { port: string }[] } }
       | undefined;
@@ -141,7 +144,7 @@ describe("the Helm chart", () => {
     ).get("apps/v1 Deployment liken-system/cluster-operator") as unknown as {
       spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
     };
-    expect(proxied.spec.template.spec.containers[0]!.env.slice(1)).toEqual([
+    expect(proxied.spec.template.spec.containers[0]!.env.slice(2)).toEqual([
       { name: "HTTPS_PROXY", value: "http://proxy.corp:3128" },
       { name: "NO_PROXY", value: ".svc,.cluster.local" },
     ]);
