@@ -48,17 +48,36 @@ const RUNC_STATE = path.join(REPO_ROOT, ".lab", "runc");
 let image: BuiltImage;
 let tools: { runc: string; umoci: string; promtool: string };
 
-/** The cluster-operator container of config/operator/deployment.yaml: its args. */
-function deploymentArgs(): string[] {
+interface DeployedContainer {
+  args: string[];
+  /** Its env entries with a literal value (POD_NAME comes from the downward API). */
+  env: Record<string, string>;
+}
+
+/** The cluster-operator container of config/operator/deployment.yaml: its args and env. */
+function deployedContainer(): DeployedContainer {
   const text = readFileSync(path.join(REPO_ROOT, "config", "operator", "deployment.yaml"), "utf8");
   for (const doc of parseAllDocuments(text)) {
     const o = doc.toJS() as {
       kind?: string;
-      spec?: { template?: { spec?: { containers?: { name: string; args?: string[] }[] } } };
+      spec?: {
+        template?: {
+          spec?: {
+            containers?: {
+              name: string;
+              args?: string[];
+              env?: { name: string; value?: string }[];
+            }[];
+          };
+        };
+      };
     } | null;
     if (o?.kind !== "Deployment") continue;
     const c = o.spec?.template?.spec?.containers?.find((x) => x.name === "cluster-operator");
-    if (c?.args) return c.args;
+    if (c?.args) {
+      const env = (c.env ?? []).filter((e) => e.value !== undefined);
+      return { args: c.args, env: Object.fromEntries(env.map((e) => [e.name, e.value!])) };
+    }
   }
   throw new Error("config/operator/deployment.yaml: no cluster-operator container with args");
 }
@@ -142,11 +161,14 @@ describe("the operator image under runc", () => {
     );
     const server = new URL(controlPlane().server);
     const podName = containerId("cluster-operator");
+    const deployed = deployedContainer();
     const spec = podSpec(bundle, {
-      // The Deployment's args, with the 40 s start-up grace shortened for a test, and the
-      // metrics on a free loopback port: the container shares this machine's network.
-      args: [...deploymentArgs(), "--start-grace", "2s", "--metrics-address", "127.0.0.1:0"],
+      // The Deployment's args and env (its heap cap), with the 40 s start-up grace shortened
+      // for a test, and the metrics on a free loopback port: the container shares this
+      // machine's network.
+      args: [...deployed.args, "--start-grace", "2s", "--metrics-address", "127.0.0.1:0"],
       env: {
+        ...deployed.env,
         POD_NAME: podName,
         KUBERNETES_SERVICE_HOST: server.hostname,
         KUBERNETES_SERVICE_PORT: server.port,
