@@ -60,7 +60,8 @@ export function driverDaemonSet(s: DraSetup): V1DaemonSet {
                 `--drivername=${DRA_DRIVER}`,
                 `--node-name=$(NODE_NAME)`,
                 `--cdi-dir=${CDI_DIR}`,
-                `--datadir=${KUBELET_PLUGINS_DIR}/${DRA_DRIVER}`,
+                // The driver appends its name to --datadir (app/server.go).
+                `--datadir=${KUBELET_PLUGINS_DIR}`,
                 `--plugin-registration-path=${KUBELET_PLUGIN_REGISTRY_DIR}`,
               ],
               env: [

@@ -38,6 +38,8 @@ describe("the DRA test driver's manifests", () => {
   it("point the driver at the relay, on the host network", () => {
     const spec = driverDaemonSet(setup).spec!.template.spec!;
     expect(spec.hostNetwork).toBe(true);
+    // The driver appends its own name to --datadir: the hostPath above is that result.
+    expect(spec.containers[0]!.args).toContain("--datadir=/var/lib/kubelet/plugins");
     expect(spec.containers[0]!.env).toContainEqual({
       name: "KUBERNETES_SERVICE_HOST",
       value: "10.0.2.100",
