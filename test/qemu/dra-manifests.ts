@@ -120,3 +120,53 @@ export function claimHolder(s: DraSetup): V1Pod {
     },
   };
 }
+
+/**
+ * The driver's identity: it publishes its node's ResourceSlice (owned by the Node, so it reads
+ * the Node) and reads the claims the kubelet hands it (k8s.io/dynamic-resource-allocation
+ * kubeletplugin and resourceslice helpers).
+ */
+export function driverRbac(s: DraSetup): object[] {
+  const name = "dra-test-driver";
+  return [
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name, namespace: s.namespace } },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: `liken-${name}` },
+      rules: [
+        {
+          apiGroups: ["resource.k8s.io"],
+          resources: ["resourceslices"],
+          verbs: [
+            "get",
+            "list",
+            "watch",
+            "create",
+            "update",
+            "patch",
+            "delete",
+            "deletecollection",
+          ],
+        },
+        {
+          apiGroups: ["resource.k8s.io"],
+          resources: ["resourceclaims"],
+          verbs: ["get", "list", "watch"],
+        },
+        { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: `liken-${name}` },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: `liken-${name}`,
+      },
+      subjects: [{ kind: "ServiceAccount", name, namespace: s.namespace }],
+    },
+  ];
+}

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { identifyDriver } from "../../src/drain/drivers.js";
-import { claimHolder, DRA_DRIVER, driverDaemonSet, type DraSetup } from "../qemu/dra-manifests.js";
+import {
+  claimHolder,
+  DRA_DRIVER,
+  driverDaemonSet,
+  driverRbac,
+  type DraSetup,
+} from "../qemu/dra-manifests.js";
 
 const setup: DraSetup = {
   namespace: "dra",
@@ -51,5 +57,15 @@ describe("the DRA test driver's manifests", () => {
     expect(pod.spec!.terminationGracePeriodSeconds).toBe(7);
     expect(pod.spec!.containers[0]!.resources!.claims).toEqual([{ name: "dev" }]);
     expect(pod.spec!.containers[0]!.imagePullPolicy).toBe("Never");
+  });
+
+  it("bind the DaemonSet's ServiceAccount to the driver's role", () => {
+    const sa = driverDaemonSet(setup).spec!.template.spec!.serviceAccountName;
+    const [account, , binding] = driverRbac(setup) as {
+      metadata?: { name: string };
+      subjects?: { name: string }[];
+    }[];
+    expect(account!.metadata!.name).toBe(sa);
+    expect(binding!.subjects![0]!.name).toBe(sa);
   });
 });
