@@ -185,7 +185,25 @@ export interface ClusterSpec {
   rollout?: RolloutSpec;
   /** What must be true on a machine's trial boot before the agent promotes it. */
   health?: HealthSpec;
+  /** Machines serve verified chunks to each other (docs/peers.md); off unless enabled. */
+  peers?: PeersSpec;
 }
+
+export interface PeersSpec {
+  /** true: agents serve the releases they hold, the operator assigns peers (default false). */
+  enabled?: boolean;
+  /** Bytes a second one machine sends to all its peers together (default 50 MiB/s). */
+  maxUploadBytesPerSecond?: number;
+  /** Machines that download from the channel at once while none holds the release (default 1). */
+  channelMachines?: number;
+}
+
+/** spec.peers' defaults, as the CRD writes them (an object read without defaulting gets these). */
+export const PEERS_DEFAULTS = {
+  enabled: false,
+  maxUploadBytesPerSecond: 50 * 1024 * 1024,
+  channelMachines: 1,
+} as const;
 
 export const TRUST_MODES = ["pinned", "channel", "channel+pinned"] as const;
 /**
