@@ -124,6 +124,10 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   "drainTimedOut.pod": text(317),
   "drainTimedOut.podDisruptionBudget": text(317),
   "drainTimedOut.message": text(4096),
+  "peers.url": text(2048),
+  "peers.releases": list(2),
+  "peers.releases[].version": text(64),
+  "peers.releases[].digest": text(71),
   certificateExpiry: text(64),
   ...CONDITION_BOUNDS("conditions"),
 };

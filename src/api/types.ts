@@ -818,6 +818,13 @@ export interface SlotStatus {
   digest?: string;
 }
 
+export interface PeerServing {
+  /** The peer server's base URL, e.g. http://10.0.0.7:7450/ */
+  url: string;
+  /** The releases it serves, at most one per slot. */
+  releases: ReleaseRef[];
+}
+
 export interface StagedRelease extends ReleaseRef {
   slot: SlotName;
   at: Time;
@@ -955,6 +962,8 @@ export interface MachineStatus {
   postPromotionHealth?: PostPromotionHealth;
   drainBlocker?: DrainBlocker;
   drainTimedOut?: DrainTimedOut;
+  /** Where this machine serves verified chunks to its peers, and what (docs/peers.md). */
+  peers?: PeerServing;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */
   certificateExpiry?: Time;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */
