@@ -34,7 +34,10 @@ import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./st
 import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { drainStopReason } from "./drain-stop.js";
-import type { ReleaseRef } from "../api/types.js";
+import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/types.js";
+import { resolveFromStore } from "../slots/peer-serve.js";
+import { planServing } from "./peer-serving.js";
+import { PeerServingRun } from "./peer-serving-run.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
 import { providedStatus, type MachineIdentity } from "./identity/identity.js";
@@ -85,6 +88,10 @@ export class AgentDaemon {
   /** The last failure on the way to the target, and which action it came from. */
   private problem: (Problem & { action: Action["kind"] }) | undefined;
   private phase = "";
+  /** The peer server, run as spec.peers and the verified slots say (peer-serving.ts). */
+  private readonly peering: PeerServingRun;
+  /** The slot this boot runs, as first observed: what the peer server may read as running. */
+  private runningSlot: SlotName | undefined;
   private wake: (() => void) | undefined;
   /** A watch saw a change since the current tick began: tick again at once. */
   private dirty = false;
@@ -116,6 +123,11 @@ export class AgentDaemon {
       );
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
+    // The running slot is fixed for this agent's life (a reboot starts a new agent).
+    this.peering = new PeerServingRun(
+      (served) => resolveFromStore(store, this.runningSlot ?? "a", served),
+      cfg.nodeName,
+    );
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
     const meter = opts.meter ?? NO_METER;
     this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
@@ -196,6 +208,7 @@ export class AgentDaemon {
       this.view.stop();
       clearInterval(watchdog);
       await this.actions.stopDownload("the agent stops");
+      await this.peering.stop();
       sdNotify("STOPPING=1");
     }
   }
@@ -405,6 +418,8 @@ export class AgentDaemon {
       ...this.identityStatus(),
     };
     const mem = this.memory.now;
+    const peers = await this.servePeers(seen, machineStatus(machine.status, o, dec, mem, extras));
+    if (peers !== undefined) extras.peers = peers;
     const next = machineStatus(machine.status, o, dec, mem, extras);
     if (sameStatus(machine.status, next)) return;
     // After a refusal (422) every status waits for the backoff, not only the same one: what
@@ -447,6 +462,33 @@ export class AgentDaemon {
       }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }
+  }
+
+  /**
+   * Runs the peer server as the Cluster and the verified slots say (peer-serving.ts) and
+   * returns where it serves. Without a fresh Cluster it keeps what it serves; a server that
+   * cannot start (port taken) is logged and the machine serves nothing, which costs its peers
+   * a fallback to the channel, never a wrong byte.
+   */
+  private async servePeers(
+    seen: Observation,
+    base: MachineStatus,
+  ): Promise<PeerServing | undefined> {
+    if (seen.cluster !== undefined) {
+      this.runningSlot ??= seen.o.running.slot;
+      const plan = planServing({
+        cluster: seen.cluster,
+        address: this.cfg.peersAddress,
+        slots: base.slots ?? [],
+      });
+      try {
+        await this.peering.apply(plan);
+      } catch (e) {
+        this.log.warn({ err: errorText(e), code: errorCode(e) }, "peer server not started");
+        await this.peering.apply({ kind: "off", reason: "NothingToServe" });
+      }
+    }
+    return this.peering.status();
   }
 
   /** certificateExpiry and IdentityCurrent for the status (identity/renewal.ts). */
