@@ -36,7 +36,7 @@ import { decide, rebootingDecision, type Action, type Decision } from "./steps.j
 import { drainStopReason } from "./drain-stop.js";
 import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/types.js";
 import { resolveFromStore } from "../slots/peer-serve.js";
-import { planServing } from "./peer-serving.js";
+import { assignedPeers, planServing } from "./peer-serving.js";
 import { PeerServingRun } from "./peer-serving-run.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
@@ -336,7 +336,8 @@ export class AgentDaemon {
       download: (a) => {
         const source = seen.cluster?.spec.releases.source;
         if (source === undefined) return none();
-        return acts.startDownload(source, a.slot, a.release, o.running.slot);
+        const peers = assignedPeers(seen.cluster, this.cfg.machine, a.release);
+        return acts.startDownload(source, a.slot, a.release, o.running.slot, peers);
       },
       drain: (a) => this.drainWatched(seen, a.release),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),

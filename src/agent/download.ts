@@ -20,6 +20,8 @@ export interface DownloadRequest {
   release: ReleaseRef;
   /** The slot that runs: the download goes into the other one. */
   running: Slot;
+  /** Peers the operator assigned (Cluster status.peerSources), tried before the channel. */
+  peers?: readonly string[];
 }
 
 /**
@@ -68,6 +70,7 @@ export function downloadArgv(r: DownloadRequest): string[] {
     r.release.digest,
     "--running",
     r.running,
+    ...(r.peers ?? []).flatMap((p) => ["--peer", p]),
   ];
 }
 

@@ -68,3 +68,18 @@ export function planServing(input: {
     bytesPerSecond: peers.maxUploadBytesPerSecond,
   };
 }
+
+/**
+ * The peers cluster-operator assigned this machine for `release` (Cluster status.peerSources):
+ * none when peers are off, when it has no assignment, or when the assignment names another
+ * release (a stale one from the previous target). The download then uses the channel alone.
+ */
+export function assignedPeers(
+  cluster: Cluster | undefined,
+  machine: string,
+  release: ReleaseRef,
+): string[] {
+  if (cluster?.spec.peers?.enabled !== true) return [];
+  const a = cluster.status?.peerSources?.find((x) => x.machine === machine);
+  return a !== undefined && a.digest === release.digest ? [...a.peers] : [];
+}

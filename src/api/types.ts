@@ -645,6 +645,8 @@ export interface ClusterStatus {
   canary?: CanaryStatus;
   /** Machines whose drain for the target timed out and gave their turn back (onDrainTimeout Skip). */
   drainSkipped?: DrainSkipped[];
+  /** Where each downloading machine fetches from while spec.peers is on (docs/peers.md). */
+  peerSources?: PeerSource[];
   /** The last release every machine promoted, that passed its soak and gates (LKG column). */
   lastKnownGood?: KnownGood;
   /** The last known good before lastKnownGood: where a revert of lastKnownGood itself goes. */
@@ -816,6 +818,14 @@ export interface SlotStatus {
   state: SlotState;
   version?: string;
   digest?: string;
+}
+
+export interface PeerSource {
+  machine: string;
+  /** The release these sources are for: an assignment for another release is not used. */
+  digest: string;
+  /** Peer server URLs, the main source first, then spares; the channel always comes last. */
+  peers: string[];
 }
 
 export interface PeerServing {

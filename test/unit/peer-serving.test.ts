@@ -1,6 +1,7 @@
 // Which releases an agent serves to its peers: table tests of the pure decider.
 import { describe, expect, it } from "vitest";
-import { planServing } from "../../src/agent/peer-serving.js";
+import { assignedPeers, planServing } from "../../src/agent/peer-serving.js";
+import { downloadArgv } from "../../src/agent/download.js";
 import type { Cluster, SlotStatus } from "../../src/api/types.js";
 
 const A = { version: "2026.10.10-001", digest: `sha256:${"a".repeat(64)}` };
@@ -93,5 +94,46 @@ describe("planServing", () => {
       kind: "off",
       reason: "NothingToServe",
     });
+  });
+});
+
+describe("assignedPeers", () => {
+  const P = ["http://10.0.0.8:7450/", "http://10.0.0.9:7450/"];
+  const withSources = (enabled: boolean, digest: string) =>
+    cluster({ peers: { enabled } }, {
+      peerSources: [{ machine: "node-4", digest, peers: P }],
+    } as Cluster["status"]);
+
+  it.each([
+    ["its assignment for this release", withSources(true, A.digest), "node-4", P],
+    ["nothing for another machine", withSources(true, A.digest), "node-5", []],
+    [
+      "nothing from a stale assignment (another release)",
+      withSources(true, B.digest),
+      "node-4",
+      [],
+    ],
+    ["nothing while peers are off", withSources(false, A.digest), "node-4", []],
+    ["nothing without a Cluster", undefined, "node-4", []],
+  ] as const)("%s", (_n, c, machine, want) => {
+    expect(assignedPeers(c, machine, A)).toEqual(want);
+  });
+});
+
+describe("downloadArgv", () => {
+  it("passes each assigned peer as --peer, in order, after the channel's arguments", () => {
+    const base = {
+      config: "/etc/liken/agent.yaml",
+      source: "https://r",
+      release: A,
+      running: "a" as const,
+    };
+    expect(downloadArgv(base)).not.toContain("--peer");
+    expect(downloadArgv({ ...base, peers: ["http://p1/", "http://p2/"] }).slice(-4)).toEqual([
+      "--peer",
+      "http://p1/",
+      "--peer",
+      "http://p2/",
+    ]);
   });
 });
