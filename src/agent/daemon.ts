@@ -38,6 +38,8 @@ import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/ty
 import { resolveFromStore } from "../slots/peer-serve.js";
 import { assignedPeers, planServing } from "./peer-serving.js";
 import { PeerServingRun } from "./peer-serving-run.js";
+import { peerDroppedMessage } from "./peer-dropped.js";
+import type { PeerDrop } from "../slots/peer-sources.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
 import { providedStatus, type MachineIdentity } from "./identity/identity.js";
@@ -130,7 +132,12 @@ export class AgentDaemon {
     );
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
     const meter = opts.meter ?? NO_METER;
-    this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
+    this.downloads = new DownloadSupervisor(
+      opts.entry,
+      (end) => this.downloadEnded(end),
+      meter,
+      (release, d) => void this.peerDropped(release, d),
+    );
     meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
     const health = healthGates(cfg, this.api.rest, log);
@@ -490,6 +497,17 @@ export class AgentDaemon {
       }
     }
     return this.peering.status();
+  }
+
+  /** A peer the download dropped: a Warning Event on the Machine (best effort, logged). */
+  private async peerDropped(release: ReleaseRef, d: PeerDrop): Promise<void> {
+    const message = peerDroppedMessage(release.version, d);
+    this.log.warn({ peer: d.peer, fault: d.fault, detail: d.detail }, "peer dropped");
+    const m = this.view.machine;
+    if (m === undefined) return;
+    await this.api
+      .machineEvent(m, "Warning", "PeerDropped", message)
+      .catch((e: unknown) => this.log.warn({ err: errorText(e) }, "PeerDropped Event not written"));
   }
 
   /** certificateExpiry and IdentityCurrent for the status (identity/renewal.ts). */
