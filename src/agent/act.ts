@@ -157,6 +157,7 @@ export class Actions {
     slot: Slot,
     release: ReleaseRef,
     running: Slot,
+    peers: readonly string[] = [],
   ): Promise<void> {
     let total: number;
     try {
@@ -177,11 +178,14 @@ export class Actions {
       );
     }
     const pid = this.p.downloads.start(
-      { config: this.p.cfg.file, source, release, running },
+      { config: this.p.cfg.file, source, release, running, ...(peers.length ? { peers } : {}) },
       slot,
       total,
     );
-    this.p.log.info({ version: release.version, slot, bytes: total, pid }, "download begins");
+    this.p.log.info(
+      { version: release.version, slot, bytes: total, pid, peers },
+      "download begins",
+    );
   }
 
   /**

@@ -13,6 +13,12 @@ import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
  * Node's timers hold a 32-bit signed count of milliseconds: a longer delay is replaced by
  * 1 ms with a TimeoutOverflowWarning, so a timeout past it would fire at once.
  */
+/**
+ * The peer server's port when agent.yaml names none: `liken agent serve-peers`' default, an
+ * unassigned port (IANA lists 7450 as unassigned), so the two agree out of the box.
+ */
+export const DEFAULT_PEERS_PORT = 7450;
+
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
@@ -273,6 +279,24 @@ export const agentSection = {
     })
     .optional()
     .describe('Where to serve Prometheus metrics: "host:port", ":port" or "off" (the default).'),
+  peersAddress: z
+    .string({ error: 'must be "host:port", ":port" or "off"' })
+    .superRefine((v, ctx) => {
+      try {
+        parseMetricsAddress(v);
+      } catch {
+        ctx.addIssue({
+          code: "custom",
+          message: `"${v}" is not "host:port", ":port" or "off" (e.g. ":${DEFAULT_PEERS_PORT}")`,
+          input: v,
+        });
+      }
+    })
+    .optional()
+    .describe(
+      `Where to serve verified chunks to peers when the Cluster turns peers on (spec.peers): ` +
+        `"host:port", ":port" (default ":${DEFAULT_PEERS_PORT}") or "off" (never serve).`,
+    ),
   health: health.optional(),
 };
 

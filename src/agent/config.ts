@@ -15,6 +15,7 @@ import {
   agentFile,
   DEFAULT_APPROVAL_WARN_SECONDS,
   DEFAULT_CERT_SECONDS,
+  DEFAULT_PEERS_PORT,
   type AgentFile,
 } from "./config-schema.js";
 import type { IdentitySettings } from "./identity/identity.js";
@@ -74,6 +75,11 @@ export interface AgentConfig {
   timeouts: Timeouts;
   /** Where to serve Prometheus metrics (docs/metrics.md); absent: not served (the default). */
   metricsAddress?: ListenAddress;
+  /**
+   * Where to serve verified chunks to peers while the Cluster's spec.peers.enabled is true
+   * (docs/peers.md); absent: agent.yaml said "off", this machine never serves.
+   */
+  peersAddress?: ListenAddress;
   /** Host checks a trial boot must pass before it is promoted (health.ts); absent: none. */
   health?: { commands: HealthCommand[] };
 }
@@ -163,6 +169,7 @@ export function parseAgentSection(
   const rel = (p: string): string => path.resolve(dir, p);
   const metricsAddress =
     d.metricsAddress === undefined ? undefined : parseMetricsAddress(d.metricsAddress);
+  const peersAddress = parseMetricsAddress(d.peersAddress ?? `:${DEFAULT_PEERS_PORT}`);
   return {
     file,
     slots,
@@ -181,6 +188,7 @@ export function parseAgentSection(
     direct: d.direct !== false,
     timeouts: { ...DEFAULT_TIMEOUTS, ...d.timeouts },
     ...(metricsAddress === undefined ? {} : { metricsAddress }),
+    ...(peersAddress === undefined ? {} : { peersAddress }),
     health: toHealth(d.health),
   };
 }

@@ -34,7 +34,12 @@ import { machineStatus, sameStatus, type Problem, type StatusExtras } from "./st
 import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { drainStopReason } from "./drain-stop.js";
-import type { ReleaseRef } from "../api/types.js";
+import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/types.js";
+import { resolveFromStore } from "../slots/peer-serve.js";
+import { assignedPeers, planServing } from "./peer-serving.js";
+import { PeerServingRun } from "./peer-serving-run.js";
+import { peerDroppedMessage } from "./peer-dropped.js";
+import type { PeerDrop } from "../slots/peer-sources.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
 import { providedStatus, type MachineIdentity } from "./identity/identity.js";
@@ -85,6 +90,10 @@ export class AgentDaemon {
   /** The last failure on the way to the target, and which action it came from. */
   private problem: (Problem & { action: Action["kind"] }) | undefined;
   private phase = "";
+  /** The peer server, run as spec.peers and the verified slots say (peer-serving.ts). */
+  private readonly peering: PeerServingRun;
+  /** The slot this boot runs, as first observed: what the peer server may read as running. */
+  private runningSlot: SlotName | undefined;
   private wake: (() => void) | undefined;
   /** A watch saw a change since the current tick began: tick again at once. */
   private dirty = false;
@@ -116,9 +125,19 @@ export class AgentDaemon {
       );
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
+    // The running slot is fixed for this agent's life (a reboot starts a new agent).
+    this.peering = new PeerServingRun(
+      (served) => resolveFromStore(store, this.runningSlot ?? "a", served),
+      cfg.nodeName,
+    );
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
     const meter = opts.meter ?? NO_METER;
-    this.downloads = new DownloadSupervisor(opts.entry, (end) => this.downloadEnded(end), meter);
+    this.downloads = new DownloadSupervisor(
+      opts.entry,
+      (end) => this.downloadEnded(end),
+      meter,
+      (release, d) => void this.peerDropped(release, d),
+    );
     meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };
     const health = healthGates(cfg, this.api.rest, log);
@@ -196,6 +215,7 @@ export class AgentDaemon {
       this.view.stop();
       clearInterval(watchdog);
       await this.actions.stopDownload("the agent stops");
+      await this.peering.stop();
       sdNotify("STOPPING=1");
     }
   }
@@ -323,7 +343,8 @@ export class AgentDaemon {
       download: (a) => {
         const source = seen.cluster?.spec.releases.source;
         if (source === undefined) return none();
-        return acts.startDownload(source, a.slot, a.release, o.running.slot);
+        const peers = assignedPeers(seen.cluster, this.cfg.machine, a.release);
+        return acts.startDownload(source, a.slot, a.release, o.running.slot, peers);
       },
       drain: (a) => this.drainWatched(seen, a.release),
       "check-and-reboot": (a) => acts.checkAndReboot(o, a.slot, a.release),
@@ -405,6 +426,8 @@ export class AgentDaemon {
       ...this.identityStatus(),
     };
     const mem = this.memory.now;
+    const peers = await this.servePeers(seen, machineStatus(machine.status, o, dec, mem, extras));
+    if (peers !== undefined) extras.peers = peers;
     const next = machineStatus(machine.status, o, dec, mem, extras);
     if (sameStatus(machine.status, next)) return;
     // After a refusal (422) every status waits for the backoff, not only the same one: what
@@ -447,6 +470,44 @@ export class AgentDaemon {
       }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
     }
+  }
+
+  /**
+   * Runs the peer server as the Cluster and the verified slots say (peer-serving.ts) and
+   * returns where it serves. Without a fresh Cluster it keeps what it serves; a server that
+   * cannot start (port taken) is logged and the machine serves nothing, which costs its peers
+   * a fallback to the channel, never a wrong byte.
+   */
+  private async servePeers(
+    seen: Observation,
+    base: MachineStatus,
+  ): Promise<PeerServing | undefined> {
+    if (seen.cluster !== undefined) {
+      this.runningSlot ??= seen.o.running.slot;
+      const plan = planServing({
+        cluster: seen.cluster,
+        address: this.cfg.peersAddress,
+        slots: base.slots ?? [],
+      });
+      try {
+        await this.peering.apply(plan);
+      } catch (e) {
+        this.log.warn({ err: errorText(e), code: errorCode(e) }, "peer server not started");
+        await this.peering.apply({ kind: "off", reason: "NothingToServe" });
+      }
+    }
+    return this.peering.status();
+  }
+
+  /** A peer the download dropped: a Warning Event on the Machine (best effort, logged). */
+  private async peerDropped(release: ReleaseRef, d: PeerDrop): Promise<void> {
+    const message = peerDroppedMessage(release.version, d);
+    this.log.warn({ peer: d.peer, fault: d.fault, detail: d.detail }, "peer dropped");
+    const m = this.view.machine;
+    if (m === undefined) return;
+    await this.api
+      .machineEvent(m, "Warning", "PeerDropped", message)
+      .catch((e: unknown) => this.log.warn({ err: errorText(e) }, "PeerDropped Event not written"));
   }
 
   /** certificateExpiry and IdentityCurrent for the status (identity/renewal.ts). */

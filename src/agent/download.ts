@@ -5,6 +5,8 @@
 // The agent does not know how liken is started (a bundle, bin/liken.js, an installed package):
 // whoever wires it (the `agent run` command) passes the entry script.
 import { spawn, type ChildProcess } from "node:child_process";
+import type { PeerDrop } from "../slots/peer-sources.js";
+import { parsePeerDropped } from "./peer-dropped.js";
 import { setPriority } from "node:os";
 import type { ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
@@ -20,6 +22,8 @@ export interface DownloadRequest {
   release: ReleaseRef;
   /** The slot that runs: the download goes into the other one. */
   running: Slot;
+  /** Peers the operator assigned (Cluster status.peerSources), tried before the channel. */
+  peers?: readonly string[];
 }
 
 /**
@@ -68,6 +72,7 @@ export function downloadArgv(r: DownloadRequest): string[] {
     r.release.digest,
     "--running",
     r.running,
+    ...(r.peers ?? []).flatMap((p) => ["--peer", p]),
   ];
 }
 
@@ -121,6 +126,8 @@ export class DownloadSupervisor {
     private readonly entry: string,
     private readonly onEnd: (end: DownloadEnd) => void,
     private readonly meter: AgentMeter = NO_METER,
+    /** Hears of each peer the child dropped (peer-dropped.ts). */
+    private readonly onPeerDropped: (release: ReleaseRef, d: PeerDrop) => void = () => {},
   ) {}
 
   /** The download in progress, if any. */
@@ -150,7 +157,17 @@ export class DownloadSupervisor {
     );
     if (child.pid !== undefined) lowerPriority(child.pid);
     let said = "";
-    child.stderr?.on("data", (b: Buffer) => (said = (said + b.toString("utf8")).slice(-2000)));
+    let partial = "";
+    child.stderr?.on("data", (b: Buffer) => {
+      const text = b.toString("utf8");
+      said = (said + text).slice(-2000);
+      const lines = (partial + text).split("\n");
+      partial = lines.pop() ?? "";
+      for (const l of lines) {
+        const drop = parsePeerDropped(l);
+        if (drop !== undefined) this.onPeerDropped(r.release, drop);
+      }
+    });
     const exited = new Promise<number | null>((resolve) =>
       child.on("exit", (code) => resolve(code)),
     );

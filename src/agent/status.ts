@@ -7,6 +7,7 @@ import {
   type DrainBlocker,
   type MachineCondition,
   type MachineStatus,
+  type PeerServing,
   type PostPromotionHealth,
   type ReleaseRef,
   type SlotState,
@@ -35,6 +36,8 @@ export interface StatusExtras {
   problem?: Problem;
   /** The client certificate: its notAfter and the IdentityCurrent condition (identity/). */
   identity?: { certificateExpiry: string; condition: NewCondition };
+  /** Where this machine serves its peers and what (peer-serving-run.ts); absent: nothing. */
+  peers?: PeerServing;
 }
 
 /** A failure said for a person: a CamelCase reason, and a message that names the error's code. */
@@ -208,6 +211,7 @@ export function machineStatus(
     ...optional("postPromotionHealth", x.postPromotionHealth ?? prev?.postPromotionHealth),
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
+    ...optional("peers", x.peers),
     ...optional("certificateExpiry", x.identity?.certificateExpiry),
     conditions: conditions(prev, o, dec, mem, x, now),
   } satisfies MachineStatus).status;

@@ -185,7 +185,25 @@ export interface ClusterSpec {
   rollout?: RolloutSpec;
   /** What must be true on a machine's trial boot before the agent promotes it. */
   health?: HealthSpec;
+  /** Machines serve verified chunks to each other (docs/peers.md); off unless enabled. */
+  peers?: PeersSpec;
 }
+
+export interface PeersSpec {
+  /** true: agents serve the releases they hold, the operator assigns peers (default false). */
+  enabled?: boolean;
+  /** Bytes a second one machine sends to all its peers together (default 50 MiB/s). */
+  maxUploadBytesPerSecond?: number;
+  /** Machines that download from the channel at once while none holds the release (default 1). */
+  channelMachines?: number;
+}
+
+/** spec.peers' defaults, as the CRD writes them (an object read without defaulting gets these). */
+export const PEERS_DEFAULTS = {
+  enabled: false,
+  maxUploadBytesPerSecond: 50 * 1024 * 1024,
+  channelMachines: 1,
+} as const;
 
 export const TRUST_MODES = ["pinned", "channel", "channel+pinned"] as const;
 /**
@@ -627,6 +645,8 @@ export interface ClusterStatus {
   canary?: CanaryStatus;
   /** Machines whose drain for the target timed out and gave their turn back (onDrainTimeout Skip). */
   drainSkipped?: DrainSkipped[];
+  /** Where each downloading machine fetches from while spec.peers is on (docs/peers.md). */
+  peerSources?: PeerSource[];
   /** The last release every machine promoted, that passed its soak and gates (LKG column). */
   lastKnownGood?: KnownGood;
   /** The last known good before lastKnownGood: where a revert of lastKnownGood itself goes. */
@@ -800,6 +820,21 @@ export interface SlotStatus {
   digest?: string;
 }
 
+export interface PeerSource {
+  machine: string;
+  /** The release these sources are for: an assignment for another release is not used. */
+  digest: string;
+  /** Peer server URLs, the main source first, then spares; the channel always comes last. */
+  peers: string[];
+}
+
+export interface PeerServing {
+  /** The peer server's base URL, e.g. http://10.0.0.7:7450/ */
+  url: string;
+  /** The releases it serves, at most one per slot. */
+  releases: ReleaseRef[];
+}
+
 export interface StagedRelease extends ReleaseRef {
   slot: SlotName;
   at: Time;
@@ -937,6 +972,8 @@ export interface MachineStatus {
   postPromotionHealth?: PostPromotionHealth;
   drainBlocker?: DrainBlocker;
   drainTimedOut?: DrainTimedOut;
+  /** Where this machine serves verified chunks to its peers, and what (docs/peers.md). */
+  peers?: PeerServing;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */
   certificateExpiry?: Time;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */

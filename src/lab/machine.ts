@@ -179,6 +179,9 @@ export class SimulatedMachine {
       // Every simulated machine shares one host: each agent's metrics on a free loopback port
       // (its agent.log says which; docs/metrics.md).
       metricsAddress: "127.0.0.1:0",
+      // Likewise the peer server (served only while the Cluster's spec.peers.enabled): its
+      // Machine status.peers.url says which port it took.
+      peersAddress: "127.0.0.1:0",
     };
     await writeFile(file, stringify(cfg));
   }

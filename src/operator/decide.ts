@@ -26,6 +26,7 @@
 //   - none outside every window of spec.disruption.windows (windows.ts);
 //   - the first turns of a release only to its canaries, then none until they passed
 //     (canary.ts).
+import { peerSourcesOf } from "./peer-sources-status.js";
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -283,6 +284,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
+    peerSources: peerSourcesOf(o.cluster, o.machines, target),
     lastKnownGood: rv.lastKnownGood,
     priorKnownGood: rv.priorKnownGood,
     revokedReleases: rv.revokedReleases,

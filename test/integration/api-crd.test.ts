@@ -253,6 +253,27 @@ describe("Cluster rules on the real API server", () => {
     expect(created.spec.disruption?.maxUnavailable).toBe(1);
   });
 
+  it("peers are off by default, with a 50 MiB/s upload cap and one channel machine", async () => {
+    const created = await api.clusters.create(cluster(uniqueName("c"), {}), { dryRun: true });
+    expect(created.spec.peers).toEqual({
+      enabled: false,
+      maxUploadBytesPerSecond: 52428800,
+      channelMachines: 1,
+    });
+    const on = await api.clusters.create(cluster(uniqueName("c"), { peers: { enabled: true } }), {
+      dryRun: true,
+    });
+    expect(on.spec.peers?.enabled).toBe(true);
+  });
+
+  it.each([
+    [{ maxUploadBytesPerSecond: 1000 }, "spec.peers.maxUploadBytesPerSecond"],
+    [{ channelMachines: 0 }, "spec.peers.channelMachines"],
+    [{ enabled: "yes" }, "spec.peers.enabled"],
+  ])("peers %j is refused, naming the field", async (peers, field) => {
+    expect(await refusal(cluster(uniqueName("c"), { peers }))).toContain(field);
+  });
+
   it("a source that is not an http(s) URL is refused", async () => {
     const c = cluster(uniqueName("c"), {});
     c.spec.releases.source = "ftp://releases.liken.sh";

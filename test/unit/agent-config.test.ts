@@ -33,6 +33,7 @@ describe("agent config", () => {
       loopMs: 5_000,
       direct: true,
       timeouts: DEFAULT_TIMEOUTS,
+      peersAddress: { port: 7450 },
     });
     expect(c.kubeconfig).toBeUndefined();
     expect(c.metricsAddress).toBeUndefined();
@@ -49,6 +50,7 @@ loopSeconds: 0.5
 direct: false
 timeouts: { proveMs: 8000, drainMs: 1000 }
 metricsAddress: "127.0.0.1:9101"
+peersAddress: "10.0.0.7:7451"
 `);
     expect(c).toMatchObject({
       nodeName: "n4",
@@ -59,8 +61,13 @@ metricsAddress: "127.0.0.1:9101"
       loopMs: 500,
       direct: false,
       metricsAddress: { host: "127.0.0.1", port: 9101 },
+      peersAddress: { host: "10.0.0.7", port: 7451 },
     });
     expect(c.timeouts).toEqual({ ...DEFAULT_TIMEOUTS, proveMs: 8000, drainMs: 1000 });
+  });
+
+  it("peersAddress off: this machine never serves peers", () => {
+    expect(parse('peersAddress: "off"\n').peersAddress).toBeUndefined();
   });
 
   it.each([
@@ -103,6 +110,16 @@ metricsAddress: "127.0.0.1:9101"
       "a metrics URL",
       "metricsAddress: http://x:1\n",
       /metricsAddress metrics address .* is not host:port/,
+    ],
+    [
+      "a peers port alone",
+      "peersAddress: 7450\n",
+      /peersAddress must be "host:port", ":port" or "off"/,
+    ],
+    [
+      "a peers URL",
+      "peersAddress: http://x:1\n",
+      /peersAddress "http:\/\/x:1" is not "host:port", ":port" or "off" \(e\.g\. ":7450"\)/,
     ],
   ])("refuses %s", (_name, extra, re) => {
     expect(() => parse(extra)).toThrow(re);
