@@ -56,6 +56,12 @@ export const PHASES = [
   "TrialNotArmed",
   /** The target release failed here (trial or slot check); not retried until it changes. */
   "Failed",
+  /**
+   * Still holding the turn it drained for, back from a reboot that ended in no promotion (a
+   * fallback, a trial not taken or not armed, a skipped trial, a retarget): the turn goes back
+   * only once its Node shows this boot Ready (giveBack).
+   */
+  "Rejoining",
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -111,6 +117,9 @@ export const PHASE_TIMEOUT = {
   TrialNotTaken: null,
   TrialNotArmed: null,
   Failed: null,
+  // No deadline of its own: a machine that never rejoins keeps its turn and the operator
+  // reports the rollout stalled on it, rather than letting one more machine go down.
+  Rejoining: null,
 } as const satisfies Record<Phase, keyof Timeouts | null>;
 
 /** The phases that have a timeout. */
@@ -239,6 +248,26 @@ function d(
     wantsTurn: extra.wantsTurn ?? false,
     ...(extra.stage ? { stage: extra.stage } : {}),
   };
+}
+
+/**
+ * Gives a held turn back (uncordon, forget the drain) only once the machine is back: its Node
+ * shows THIS boot Ready since it (rejoin.ts), the same evidence a promotion needs. Until then
+ * the machine is still down as the budget counts it, so its status keeps the operator from
+ * releasing the turn (step Updating, stage Rejoining) and granting it to the next machine: a
+ * fallback reported at once freed the budget while the old slot's kubelet was still starting,
+ * one machine more down than allowed (found by `npm run simulate`, docs/simulation.md). A
+ * drain with no reboot since passes at once: the Node still shows this boot, Ready.
+ */
+function giveBack(o: Observed, phase: Phase, step: AgentStep, reason: string): Decision {
+  const r = rejoinOf(o);
+  if (r.kind === "rejoined") return d(phase, step, { kind: "release-turn", reason }, reason);
+  return rejoining(`${reason}; the turn is kept until this boot rejoins: ${r.why}`);
+}
+
+/** The status of a machine that holds its turn until it rejoins (giveBack). */
+function rejoining(why: string, action: Action = WAIT): Decision {
+  return d("Rejoining", "Updating", action, why, { stage: "Rejoining" });
 }
 
 /** The named timeout of a phase in milliseconds: the one place a timeout is read. */
@@ -388,7 +417,7 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
     // No verdict on the release (never failedReleases): the machine, not the release, needs a
     // person. Give the turn back first, then wait for liken.sh/retry or a new target.
     if (o.drainedDigest !== undefined) {
-      return d("TrialNotArmed", "Failed", { kind: "release-turn", reason: hold }, hold);
+      return giveBack(o, "TrialNotArmed", "Failed", hold);
     }
     return d("TrialNotArmed", "Failed", WAIT, hold);
   }
@@ -429,7 +458,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     const why = `${target.version} failed here before; not retried`;
     // Back from a fallback or a skipped trial: give the turn back and uncordon first.
     if (o.drainedDigest !== undefined) {
-      return d("Failed", "Failed", { kind: "release-turn", reason: why }, why);
+      return giveBack(o, "Failed", "Failed", why);
     }
     return d("Failed", "Failed", WAIT, why);
   }
@@ -445,7 +474,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   ) {
     if (o.drainedDigest !== undefined) {
       const reason = "target changed while holding a turn";
-      return d("Withdrawing", "Downloading", { kind: "release-turn", reason }, reason);
+      return giveBack(o, "Withdrawing", "Downloading", reason);
     }
     return d(
       "Withdrawing",
@@ -459,7 +488,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     // Back from a trial without a verdict (give-up.ts): give this turn back and uncordon; the
     // next try asks for a turn of its own and drains again.
     const reason = "back from a trial without a verdict; giving the turn back before trying again";
-    return d("Downloading", "Downloading", { kind: "release-turn", reason }, reason);
+    return giveBack(o, "Downloading", "Downloading", reason);
   }
   if (o.download !== undefined) {
     if (timedOut("Downloading", o.downloadIdleSince, o.now, t)) {
@@ -531,14 +560,30 @@ function bootNotStarting(o: Pick<Observed, "boot" | "bootId" | "armedTrial">): S
   return o.boot.slot === t.slot && o.boot.kind === "steady" ? null : t.slot;
 }
 
+/** The bootloader did not take the trial: purely local, never armed or rebooted again for it. */
+function decideNotTaken(o: Observed, slot: Slot): Decision {
+  const why = `the bootloader did not take the trial of slot ${slot}`;
+  const action: Action = { kind: "not-taken-report", slot };
+  // A turn still held (drained for it) is kept until this boot rejoins (giveBack).
+  if (o.drainedDigest !== undefined) return rejoining(why, action);
+  return d("TrialNotTaken", "Failed", action, why);
+}
+
+/**
+ * The trial fell back: purely local (bootloader + memory), reported to the API when it is
+ * reachable. The turn it drained for is kept until this boot rejoins (giveBack), so the report
+ * must not read as over (step Failed) to the operator meanwhile.
+ */
+function decideFellBack(o: Observed, slot: Slot): Decision {
+  const action: Action = { kind: "fall-back-report", slot };
+  if (o.drainedDigest !== undefined) return rejoining("trial fell back", action);
+  return d("FallingBack", "Failed", action, "trial fell back");
+}
+
 export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
   const boot = o.boot;
   const notTaken = trialNotTaken(o);
-  if (notTaken !== null) {
-    // Purely local, like a fallback: never armed or rebooted again for this trial.
-    const why = `the bootloader did not take the trial of slot ${notTaken}`;
-    return d("TrialNotTaken", "Failed", { kind: "not-taken-report", slot: notTaken }, why);
-  }
+  if (notTaken !== null) return decideNotTaken(o, notTaken);
   const notArmed = trialNotArmed(o);
   if (notArmed !== null) {
     // The turn is still held: count the attempt, disarm what half an arm left, arm again.
@@ -552,13 +597,7 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     case "on-trial":
       return decideOnTrial(o, boot.slot, t);
     case "trial-failed":
-      // Purely local (bootloader + memory); reported to the API when it is reachable.
-      return d(
-        "FallingBack",
-        "Failed",
-        { kind: "fall-back-report", slot: boot.slot },
-        "trial fell back",
-      );
+      return decideFellBack(o, boot.slot);
     case "armed":
       return decideArmed(o, boot.slot);
     case "steady":
@@ -582,7 +621,7 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     }
     if (o.drainedDigest !== undefined) {
       const reason = "runs the target";
-      return d("Idle", "Ready", { kind: "release-turn", reason }, reason);
+      return giveBack(o, "Idle", "Ready", reason);
     }
     return d("Idle", "Ready", WAIT, idle);
   }

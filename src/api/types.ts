@@ -786,7 +786,14 @@ export type MachineStep = (typeof MACHINE_STEPS)[number];
 /** The steps an agent reports; Lost is the operator's word about a silent agent. */
 export type AgentStep = Exclude<MachineStep, "Lost">;
 
-export const UPDATE_STAGES = ["Draining", "CheckingSlot", "Rebooting", "Proving"] as const;
+export const UPDATE_STAGES = [
+  "Draining",
+  "CheckingSlot",
+  "Rebooting",
+  "Proving",
+  /** Back on the old slot with no promotion: the turn is kept until its Node rejoins. */
+  "Rejoining",
+] as const;
 /** Where in the Updating step the machine is (for a stall message: "the step it was in"). */
 export type UpdateStage = (typeof UPDATE_STAGES)[number];
 

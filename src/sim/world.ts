@@ -473,15 +473,24 @@ export function runWorld(
       case "reboot":
         return reboot(s);
       case "release-turn":
-        s.memory.drained = undefined;
-        history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
-        return;
+        return releaseTurn(s);
       default: {
         const never: never = a;
         throw new Error(`unknown action ${JSON.stringify(never)}`);
       }
     }
   }
+  /**
+   * The turn given back (uncordoned): back in service only with its Node on this boot, so the
+   * checker keeps a machine that gives its turn back before that counted as down.
+   */
+  function releaseTurn(s: Sim): void {
+    s.memory.drained = undefined;
+    if (s.node?.bootId === s.bootId) {
+      history.push({ kind: "rejoin", at: at(), machine: s.name, bootId: s.bootId });
+    }
+  }
+
   /** The actions that end or undo a trial (the bootloader's record and the agent's memory). */
   function actOnTrial(s: Sim, a: TrialAction): void {
     switch (a.kind) {
@@ -517,9 +526,10 @@ export function runWorld(
             reason: "FellBack",
           } as never;
         }
+        // As memory.ts (fellBack, notTaken): the drain is remembered until the turn is given
+        // back, which the agent does once this boot rejoined (steps.ts giveBack).
         s.boot.started = null;
         s.memory.armed = undefined;
-        s.memory.drained = undefined;
         s.memory.trialSeenAt = undefined;
         return;
       }

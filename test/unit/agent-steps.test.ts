@@ -9,7 +9,7 @@ import {
   type Observed,
 } from "../../src/agent/steps.js";
 // base(): running V1 from slot a, target V2, nothing in slot b yet, Auto.
-import { observed as base, V1, V2, V3 } from "./agent-fixtures.js";
+import { BOOT_STARTED_AT, observed as base, V1, V2, V3 } from "./agent-fixtures.js";
 
 /** The Node as the last boot's kubelet left it: this boot's id not yet, and not Ready. */
 const NOT_READY = { bootId: "boot-1", ready: { status: "False" } };
@@ -23,6 +23,11 @@ const laterBoot = {
   bootId: "boot-2",
   armedTrial: { slot: "b" as const, bootId: "boot-1", shown: true },
 };
+
+/** The Node shows `bootId`, Ready since that boot: the machine is back (rejoin.ts). */
+const rejoined = (bootId: string): Pick<Observed, "node"> => ({
+  node: { bootId, ready: { status: "True", heartbeatAt: BOOT_STARTED_AT + 60_000 } },
+});
 
 /** The last `n` attempts at arming V2 were never shown armed (memory's noVerdict). */
 function notArmedTimes(n: number): NonNullable<Observed["noVerdict"]> {
@@ -309,15 +314,36 @@ const rows: Row[] = [
     action: "fall-back-report",
   },
   {
-    name: "rebooted, the boot-once still armed (trial armed in an earlier boot): not taken, no reboot",
+    // The simulator's finding (seed 9): reported as Failed at once, the operator released the
+    // turn while the old slot's kubelet was still starting, and granted the next machine.
+    name: "trial fell back holding its turn: report it, still Updating until this boot rejoins",
+    o: base({
+      boot: { kind: "trial-failed", slot: "b", running: "a" },
+      drainedDigest: V2.digest,
+      turn: true,
+      bootId: "boot-2",
+    }),
+    phase: "Rejoining",
+    step: "Updating",
+    action: "fall-back-report",
+  },
+  {
+    name: "rebooted, the boot-once still armed (trial armed in an earlier boot): not taken, no reboot; the turn kept until this boot rejoins",
     o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" } }),
-    phase: "TrialNotTaken",
-    step: "Failed",
+    phase: "Rejoining",
+    step: "Updating",
     action: "not-taken-report",
   },
   {
-    name: "rebooted, the boot-once consumed but no trial started: not taken, no re-arm",
+    name: "rebooted, the boot-once consumed but no trial started: not taken, no re-arm; the turn kept until this boot rejoins",
     o: base(laterBoot),
+    phase: "Rejoining",
+    step: "Updating",
+    action: "not-taken-report",
+  },
+  {
+    name: "not taken with no turn held (nothing drained): reported as failed at once",
+    o: base({ ...laterBoot, drainedDigest: undefined }),
     phase: "TrialNotTaken",
     step: "Failed",
     action: "not-taken-report",
@@ -348,8 +374,8 @@ const rows: Row[] = [
       boot: { kind: "armed", slot: "b" },
       armedTrial: { slot: "b", bootId: "boot-1", shown: false },
     }),
-    phase: "TrialNotTaken",
-    step: "Failed",
+    phase: "Rejoining",
+    step: "Updating",
     action: "not-taken-report",
   },
   {
@@ -373,11 +399,25 @@ const rows: Row[] = [
     wantsTurn: true,
   },
   {
-    name: "not armed three times, turn held: give it back, the release not failed",
-    o: base({ ...laterBoot, bootId: "boot-3", armedTrial: undefined, noVerdict: notArmedTimes(3) }),
+    name: "not armed three times, turn held, back: give it back, the release not failed",
+    o: base({
+      ...laterBoot,
+      ...rejoined("boot-3"),
+      bootId: "boot-3",
+      armedTrial: undefined,
+      noVerdict: notArmedTimes(3),
+    }),
     phase: "TrialNotArmed",
     step: "Failed",
     action: "release-turn",
+    wantsTurn: false,
+  },
+  {
+    name: "not armed three times, turn held, the Node still on the last boot: keep the turn",
+    o: base({ ...laterBoot, bootId: "boot-3", armedTrial: undefined, noVerdict: notArmedTimes(3) }),
+    phase: "Rejoining",
+    step: "Updating",
+    action: "wait",
     wantsTurn: false,
   },
   {
@@ -397,10 +437,10 @@ const rows: Row[] = [
     wantsTurn: true,
   },
   {
-    name: "not taken, even with the API down: purely local",
+    name: "not taken, even with the API down: purely local, the turn kept",
     o: base({ ...laterBoot, boot: { kind: "armed", slot: "b" }, apiReachable: false }),
-    phase: "TrialNotTaken",
-    step: "Failed",
+    phase: "Rejoining",
+    step: "Updating",
     action: "not-taken-report",
   },
   {
@@ -461,7 +501,21 @@ const rows: Row[] = [
     action: "disarm",
   },
   {
-    name: "not taken, recorded and disarmed: give the turn back",
+    name: "not taken, recorded and disarmed, this boot rejoined: give the turn back",
+    o: base({
+      other: stagedV2,
+      turn: true,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+      bootId: "boot-2",
+      ...rejoined("boot-2"),
+    }),
+    phase: "Failed",
+    step: "Failed",
+    action: "release-turn",
+  },
+  {
+    name: "not taken, recorded and disarmed, the Node still shows the last boot: keep the turn",
     o: base({
       other: stagedV2,
       turn: true,
@@ -469,8 +523,36 @@ const rows: Row[] = [
       drainedDigest: V2.digest,
       bootId: "boot-2",
     }),
-    phase: "Failed",
-    step: "Failed",
+    phase: "Rejoining",
+    step: "Updating",
+    action: "wait",
+  },
+  {
+    name: "fell back, retargeted, the Node not Ready on this boot yet: keep the turn",
+    o: base({
+      other: { slot: "b", state: "withdrawn" },
+      target: V3,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+      bootId: "boot-2",
+      node: { bootId: "boot-2", ready: { status: "False", heartbeatAt: BOOT_STARTED_AT + 60_000 } },
+    }),
+    phase: "Rejoining",
+    step: "Updating",
+    action: "wait",
+  },
+  {
+    name: "fell back, retargeted, this boot rejoined: give the turn back",
+    o: base({
+      other: { slot: "b", state: "withdrawn" },
+      target: V3,
+      failedDigests: [V2.digest],
+      drainedDigest: V2.digest,
+      bootId: "boot-2",
+      ...rejoined("boot-2"),
+    }),
+    phase: "Downloading",
+    step: "Downloading",
     action: "release-turn",
   },
   {

@@ -1,5 +1,5 @@
 // The simulation's slice in the unit tier: a seed replays exactly (the same schedule, the same
-// violations), and shrinking keeps only faults the violation needs.
+// violations), a sweep of seeds keeps every rule, and each rule broken by hand is found.
 import { describe, expect, it } from "vitest";
 import { runSeed, shapeOf } from "../../src/sim/run.js";
 import type { Mutant } from "../../src/sim/mutants.js";
@@ -29,10 +29,27 @@ describe("simulate", () => {
     expect(count("net-heal")).toBe(count("net-cut"));
   });
 
+  // The first seeds, every rule kept. Seeds 8, 9, 12, 17, 18 and 19 broke the budget until a
+  // fallback kept its turn until its Node rejoined (src/agent/steps.ts, giveBack); the rest of
+  // the seeds run on demand (`npm run simulate -- --seeds N`).
+  const SWEEP = 40;
+  it(`seeds 1-${SWEEP}: no rule broken`, () => {
+    const broken: string[] = [];
+    for (let seed = 1; seed <= SWEEP; seed++) {
+      const v = runSeed(seed).violations[0];
+      if (v !== undefined) {
+        broken.push(
+          `seed ${seed} broke ${v.rule} at ${v.at} ms: ${v.message} (replay: npm run simulate -- --seed ${seed})`,
+        );
+      }
+    }
+    expect(broken).toEqual([]);
+  }, 120_000);
+
   // Each safety rule broken by hand is noticed: the seed `npm run simulate -- --mutants` found
   // first, the rule it broke there, and the same seed clean without the break.
   const MUTANT_ROWS: [Mutant, number, Rule][] = [
-    ["unconditioned", 1, "budget"],
+    ["unconditioned", 35, "reboot-without-turn"],
     ["leader", 1, "two-leaders"],
     ["grace", 1, "grant-in-grace"],
     ["arm-first", 1, "boot-unverified-slot"],
