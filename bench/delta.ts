@@ -22,25 +22,16 @@
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
 import { createHash, randomBytes } from "node:crypto";
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  truncateSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { stringify } from "yaml";
 import { buildSlots } from "../images/machine/releases.js";
 import { ensureTool } from "../src/controlplane/tools.js";
 import { buildRelease } from "../src/release/build.js";
 import { serveChannel } from "../src/release/serve.js";
-import { parseAgentConfig } from "../src/slots/config.js";
 import { downloadRelease } from "../src/slots/stage.js";
+import { fileSlots } from "../test/support/file-slots.js";
 import { SlotStore } from "../src/slots/store.js";
 import { INDEX_CHUNK } from "../src/verify/chunk-index.js";
 
@@ -157,17 +148,7 @@ async function main(): Promise<void> {
       ): Promise<{ s: number; served: Served }> => {
         const m = path.join(work, `${name}-${mode}-${i}`);
         mkdirSync(m);
-        copyFileSync(oldImg, path.join(m, "a.img"));
-        writeFileSync(path.join(m, "b.img"), "");
-        truncateSync(path.join(m, "b.img"), next.length + MiB);
-        const config = parseAgentConfig(
-          stringify({
-            slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-            running: "a",
-            stateDir: "state",
-          }),
-          path.join(m, "agent.yaml"),
-        );
+        const config = fileSlots(m, { a: { copyOf: oldImg }, b: next.length + MiB });
         // Slot a runs v1 as liken staged it: its release and chunk index are kept.
         const store = new SlotStore(config);
         mkdirSync(store.dir("a"), { recursive: true });

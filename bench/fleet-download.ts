@@ -13,25 +13,16 @@
 //   fleet-download: machines=30 channel-bytes-vs-one-copy=… stage-all-on-vs-off=… off-copies=…
 // Goal: channel-bytes-vs-one-copy <= 1.1 and stage-all-on-vs-off <= 0.3.
 import { randomBytes } from "node:crypto";
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-  writeFileSync,
-} from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { stringify } from "yaml";
 import { parseSize } from "../src/cli/commands/size.js";
 import { assignSources, type Holder } from "../src/operator/peer-assign.js";
 import { buildRelease } from "../src/release/build.js";
-import { parseAgentConfig, type AgentSlotsConfig } from "../src/slots/config.js";
+import type { AgentSlotsConfig } from "../src/slots/config.js";
 import {
   ByteBucket,
   resolveFromStore,
@@ -39,6 +30,7 @@ import {
   type PeerServer,
 } from "../src/slots/peer-serve.js";
 import { downloadRelease } from "../src/slots/stage.js";
+import { fileSlots } from "../test/support/file-slots.js";
 import { SlotStore } from "../src/slots/store.js";
 
 const { values: args } = parseArgs({
@@ -99,21 +91,10 @@ async function rateLimitedChannel(dir: string, rate: number) {
 }
 
 function machine(round: string, i: number): { name: string; config: AgentSlotsConfig } {
-  const dir = path.join(work, round, `m${String(i).padStart(2, "0")}`);
+  const name = `m${String(i).padStart(2, "0")}`;
+  const dir = path.join(work, round, name);
   mkdirSync(dir, { recursive: true });
-  for (const s of ["a.img", "b.img"]) {
-    writeFileSync(path.join(dir, s), "");
-    truncateSync(path.join(dir, s), SIZE + 1024 * 1024);
-  }
-  const config = parseAgentConfig(
-    stringify({
-      slots: { a: { device: "a.img" }, b: { device: "b.img" } },
-      running: "a",
-      stateDir: "state",
-    }),
-    path.join(dir, "agent.yaml"),
-  );
-  return { name: `m${String(i).padStart(2, "0")}`, config };
+  return { name, config: fileSlots(dir, { a: SIZE + 1024 * 1024, b: SIZE + 1024 * 1024 }) };
 }
 
 async function main(): Promise<void> {

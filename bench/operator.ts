@@ -155,6 +155,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   });
   const width = String(N - 1).length;
   const names = Array.from({ length: N }, (_, i) => `m-${String(i).padStart(width, "0")}`);
+  const leaders = new Set(names.slice(0, 3));
   const t0 = Date.now();
   await pool(names, async (m) => {
     const created = await api.machines.create({
@@ -164,7 +165,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
       spec: {
         cluster,
         nodeName: m,
-        role: names.indexOf(m) < 3 ? "Leader" : "Worker",
+        role: leaders.has(m) ? "Leader" : "Worker",
         rebootPolicy: "Auto",
       },
     });

@@ -2,29 +2,18 @@
 // operator and agents: the first machine stages the new release from the channel and serves
 // it; the operator assigns it as the second machine's source (Cluster status.peerSources); the
 // second stages the release verified while the channel sends next to nothing of it.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReleaseRef } from "../../src/api/types.js";
-import { Fleet } from "./agent-harness.js";
-import { assignmentOf, firstServes, staged } from "./peers-support.js";
+import { describe, expect, it } from "vitest";
+import { assignmentOf, firstServes, peersFleet, staged } from "./peers-support.js";
 
 const tag = Date.now().toString(36);
 const M1 = `pr1-${tag}`;
 const M2 = `pr2-${tag}`;
 
 describe("a rollout where a machine stages from a peer", () => {
-  const fleet = new Fleet();
-  let v2: ReleaseRef;
-
-  beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.11-001"], { peers: { enabled: true } });
-    v2 = fleet.releases[1]!;
-    await fleet.startRealOperator();
-  }, 300_000);
-  afterAll(async () => {
-    await fleet.stop();
-  }, 60_000);
+  const { fleet, next } = peersFleet();
 
   it("the second machine's bytes come from the first, not the channel", async () => {
+    const v2 = next();
     const first = await firstServes(fleet, M1, v2);
     expect(first.firstCopy).toBeGreaterThan(200 * 1024);
 

@@ -2,30 +2,19 @@
 // assigned the first machine as the second's source, then the first machine went down (its
 // stale status still names it). The second machine drops the peer, says so in a PeerDropped
 // Event, and stages the release verified from the channel.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ReleaseRef } from "../../src/api/types.js";
+import { describe, expect, it } from "vitest";
 import { eventsWhere, waitFor } from "../support/kube.js";
-import { Fleet } from "./agent-harness.js";
-import { assignmentOf, firstServes, staged } from "./peers-support.js";
+import { assignmentOf, firstServes, peersFleet, staged } from "./peers-support.js";
 
 const tag = Date.now().toString(36);
 const M1 = `pv1-${tag}`;
 const M2 = `pv2-${tag}`;
 
 describe("every peer vanishes: the download finishes from the channel", () => {
-  const fleet = new Fleet();
-  let v2: ReleaseRef;
-
-  beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.11-001"], { peers: { enabled: true } });
-    v2 = fleet.releases[1]!;
-    await fleet.startRealOperator();
-  }, 300_000);
-  afterAll(async () => {
-    await fleet.stop();
-  }, 60_000);
+  const { fleet, next } = peersFleet();
 
   it("drops the gone peer, reports it, and stages from the channel", async () => {
+    const v2 = next();
     const first = await firstServes(fleet, M1, v2);
     const m2 = await fleet.addMachine({ name: M2, role: "Worker", rebootPolicy: "Manual" });
     const assigned = await assignmentOf(fleet, M2, v2);

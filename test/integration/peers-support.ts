@@ -1,9 +1,32 @@
 // What the peers' integration tests share: a fleet with peers on whose first machine stages the
 // new release from the channel and serves it, and the operator's assignment of it to another.
+import { afterAll, beforeAll } from "vitest";
 import type { Cluster, PeerSource, ReleaseRef } from "../../src/api/types.js";
 import type { SimulatedMachine } from "../../src/lab/machine.js";
 import { waitFor } from "../support/kube.js";
-import type { Fleet } from "./agent-harness.js";
+import { Fleet } from "./agent-harness.js";
+
+export interface PeersFleet {
+  fleet: Fleet;
+  /** The release the machines move to (set once the fleet started). */
+  next: () => ReleaseRef;
+}
+
+/**
+ * In a describe: a fleet on two releases with peers on and the real operator, started before
+ * its tests and stopped after them.
+ */
+export function peersFleet(): PeersFleet {
+  const fleet = new Fleet();
+  beforeAll(async () => {
+    await fleet.start(["2026.10.10-001", "2026.10.11-001"], { peers: { enabled: true } });
+    await fleet.startRealOperator();
+  }, 300_000);
+  afterAll(async () => {
+    await fleet.stop();
+  }, 60_000);
+  return { fleet, next: () => fleet.releases[1]! };
+}
 
 export interface FirstServer {
   machine: SimulatedMachine;

@@ -1,15 +1,16 @@
 // A machine's two slots as files in a directory, and the agent config that names them (slot a
-// running, state beside them): the native download tests' machine.
-import { writeFileSync, truncateSync } from "node:fs";
+// running, state beside them): the native download tests' and the download benches' machine.
+import { copyFileSync, writeFileSync, truncateSync } from "node:fs";
 import path from "node:path";
 import { stringify } from "yaml";
 import { parseAgentConfig, type AgentSlotsConfig } from "../../src/slots/config.js";
 
-/** Each slot's content: bytes, or a size (a sparse file of zeros). */
-export type SlotContent = Buffer | number;
+/** Each slot's content: bytes, a size (a sparse file of zeros), or a copy of an image file. */
+export type SlotContent = Buffer | number | { copyOf: string };
 
 function writeSlot(file: string, content: SlotContent): void {
-  if (typeof content !== "number") return writeFileSync(file, content);
+  if (Buffer.isBuffer(content)) return writeFileSync(file, content);
+  if (typeof content !== "number") return copyFileSync(content.copyOf, file);
   writeFileSync(file, Buffer.alloc(0));
   truncateSync(file, content);
 }
