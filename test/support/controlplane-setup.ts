@@ -10,6 +10,7 @@ import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { useCliBundle } from "../../src/cli/entry.js";
 import { applyManifests } from "./apply.js";
 import { upOwned } from "./controlplane-owned.js";
+import { startPrebuild } from "./prebuild.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -32,6 +33,9 @@ const log = (l: string): void => {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await sweepOrphans(log);
   await ensureBinaries(log);
+  // On a cold machine the later tiers' Go builds run beside this tier's tests, which mostly
+  // wait; on a warm one every tool is ready and this ends at once.
+  const prebuilt = startPrebuild(log);
   // Agents, operators and downloads the tests start run from one bundle of the CLI (a tsx
   // start per process costs seconds of CPU; the tests start dozens).
   await useCliBundle();
@@ -47,11 +51,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
   } catch (e) {
     await stop();
+    await prebuilt();
     throw e;
   }
   log(
     `liken: test control plane ${state.server} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
   );
   project.provide("controlPlane", state);
-  return stop;
+  return async () => {
+    await stop();
+    await prebuilt();
+  };
 }
