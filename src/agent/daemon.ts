@@ -136,7 +136,10 @@ export class AgentDaemon {
       opts.entry,
       (end) => this.downloadEnded(end),
       meter,
-      (release, d) => void this.peerDropped(release, d),
+      (release, d) => {
+        meter.peerDropped(d);
+        void this.peerDropped(release, d);
+      },
     );
     meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };

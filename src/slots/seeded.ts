@@ -38,7 +38,15 @@ export class SeedFallback extends Error {
 }
 
 /** A fetched chunk whose hash is not the index's: from a peer, the peer lied. */
-export class ChunkMismatch extends SeedFallback {}
+export class ChunkMismatch extends SeedFallback {
+  constructor(
+    reason: string,
+    /** The chunk whose bytes were wrong (the index's number). */
+    readonly chunk: number,
+  ) {
+    super(reason);
+  }
+}
 
 export interface SeedStats {
   /** Bytes copied from a local disk (checked against the index). */
@@ -213,7 +221,10 @@ class Seeder {
       } catch (e) {
         if ((e as Error)?.name === "AbortError") throw e;
         const fault = peerFault(e);
-        peers!.drop({ peer, fault, detail: (e as Error).message });
+        const artifact = this.s.job.artifact.name;
+        // The wrong chunk itself; otherwise the first one it did not deliver, where it failed.
+        const chunk = e instanceof ChunkMismatch ? e.chunk : next;
+        peers!.drop({ peer, fault, detail: (e as Error).message, artifact, chunk });
         this.s.job.log?.(
           `artifact ${this.s.job.artifact.name}: peer ${peer} ${fault} (${(e as Error).message}); ` +
             `dropped for this release, chunks from ${next} fetched elsewhere`,
@@ -363,6 +374,7 @@ class Chunker {
       `bytes ${from}-${from + this.idx.length(this.i) - 1} (chunk ${this.i}) from ${this.url.href} have ` +
         `sha256:${digest.toString("hex")}, the index says sha256:${want.toString("hex")}: the server ` +
         `sent wrong bytes for the Range, or the index lies`,
+      this.i,
     );
   }
 }

@@ -155,7 +155,7 @@ describe("peers", () => {
     const liar = `${faulty.url}/`;
     const r = await downloadRelease(m.req({ peers: [liar] }));
     await expectStaged(m);
-    expect(m.drops).toMatchObject([{ peer: liar, fault: "lied" }]);
+    expect(m.drops).toMatchObject([{ peer: liar, fault: "lied", artifact: "rootfs", chunk: 25 }]);
     expect(m.drops[0]!.detail).toMatch(/\(chunk 25\)/);
     // Chunks before 25 came from the liar (verified; chunk 24, in the same 16 KiB piece as
     // the lie, is fetched again), the rest from the channel, once.
@@ -184,7 +184,7 @@ describe("peers", () => {
     const m = await machine();
     await downloadRelease(m.req({ peers: [`${faulty.url}/`] }));
     await expectStaged(m);
-    expect(m.drops).toMatchObject([{ fault: kind }]);
+    expect(m.drops).toMatchObject([{ fault: kind, artifact: "rootfs", chunk: expect.any(Number) }]);
     expect(m.messages.join("\n")).toMatch(new RegExp(`peer .* ${kind} .*dropped for this release`));
   });
 
@@ -194,6 +194,11 @@ describe("peers", () => {
     const r = await downloadRelease(m.req({ peers: gone }));
     await expectStaged(m);
     expect(m.drops.map((d) => d.fault)).toEqual(["unreachable", "unreachable"]);
+    // Both failed on the chunk index, the first thing asked of a peer: no chunk was refused.
+    expect(m.drops.map((d) => [d.artifact, d.chunk])).toEqual([
+      ["rootfs", undefined],
+      ["rootfs", undefined],
+    ]);
     expect(r.bytes!.fromPeers).toBe(0);
     expect(channelArtifactBytes()).toBe(v2.length);
   });
