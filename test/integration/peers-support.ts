@@ -1,9 +1,14 @@
 // What the peers' integration tests share: a fleet with peers on whose first machine stages the
 // new release from the channel and serves it, and the operator's assignment of it to another.
-import { afterAll, beforeAll } from "vitest";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { Cluster, PeerSource, ReleaseRef } from "../../src/api/types.js";
 import type { SimulatedMachine } from "../../src/lab/machine.js";
-import { waitFor } from "../support/kube.js";
+import { parseRelease, type Release } from "../../src/verify/release.js";
+import { eventsWhere, waitFor, type EventSeen } from "../support/kube.js";
+import { metricsUrlIn, scrape, type Sample } from "../support/metrics.js";
 import { Fleet } from "./agent-harness.js";
 
 export interface PeersFleet {
@@ -84,4 +89,50 @@ export async function staged(fleet: Fleet, machine: string, release: ReleaseRef)
     async () => (await fleet.api.machines.get(machine)).status?.staged?.digest === release.digest,
     { timeoutMs: 120_000 },
   );
+}
+
+/** The release's release.yaml as the channel publishes it (artifacts, offsets, digests). */
+export async function releaseOf(fleet: Fleet, release: ReleaseRef): Promise<Release> {
+  return parseRelease(await readFile(path.join(fleet.channelDir, release.version, "release.yaml")));
+}
+
+/** The SHA-256 of a whole file (a slot), to show it did not change. */
+export async function fileDigest(file: string): Promise<string> {
+  return `sha256:${createHash("sha256")
+    .update(await readFile(file))
+    .digest("hex")}`;
+}
+
+/**
+ * Reads every artifact of `release` back from the slot file `device` at its offset, as the
+ * agent's slot check does: each must have release.yaml's digest.
+ */
+export async function expectReadsBack(device: string, release: Release): Promise<void> {
+  const bytes = await readFile(device);
+  for (const a of release.artifacts) {
+    const got = createHash("sha256")
+      .update(bytes.subarray(a.offset, a.offset + a.size))
+      .digest("hex");
+    expect(`sha256:${got}`, `artifact ${a.name} read back from ${device}`).toBe(a.digest);
+  }
+}
+
+/** The PeerDropped Events on `machine`, once there is one. */
+export async function peerDroppedEvents(machine: string): Promise<EventSeen[]> {
+  return waitFor(
+    `a PeerDropped Event on ${machine}`,
+    async () => {
+      const items = await eventsWhere(`reason=PeerDropped,involvedObject.name=${machine}`);
+      return items.length > 0 ? items : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** The agent's metrics now (the newest agent of `machine`: its log names the URL). */
+export async function agentSamples(machine: SimulatedMachine): Promise<Sample[]> {
+  const url = metricsUrlIn(await readFile(machine.logFile, "utf8"));
+  if (url === undefined)
+    throw new Error(`${machine.opts.name}: its agent.log names no metrics URL`);
+  return scrape(url);
 }
