@@ -15,6 +15,8 @@ export interface AgentMeter {
   step(step: string, ms: number, ok: boolean): void;
   /** A download dropped a peer (and refused its chunk, when it failed on one). */
   peerDropped(d: PeerDrop): void;
+  /** This machine's peer server sent `n` more body bytes (chunks or indexes) to its peers. */
+  peerServed(n: number): void;
   /** Where the last trial's record lives (the agent's memory file, as loaded). */
   trialFrom(read: () => TrialRecord | undefined): void;
 }
@@ -25,5 +27,6 @@ export const NO_METER: AgentMeter = {
   fetched: () => undefined,
   step: () => undefined,
   peerDropped: () => undefined,
+  peerServed: () => undefined,
   trialFrom: () => undefined,
 };

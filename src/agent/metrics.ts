@@ -24,6 +24,7 @@ class AgentMetrics implements AgentMeter {
   private readonly steps: Histogram<"step" | "result">;
   private readonly refusedChunks: Counter<"reason">;
   private readonly droppedPeers: Counter<"reason">;
+  private readonly servedBytes: Counter;
   private lastTrial: () => TrialRecord | undefined = () => undefined;
 
   constructor() {
@@ -60,6 +61,11 @@ class AgentMetrics implements AgentMeter {
       name: "liken_peers_dropped_total",
       help: `Peers this agent's downloads dropped for a release, by why (${PEER_FAULTS.join(", ")}), whether on a chunk or on a chunk index.`,
       labelNames: ["reason"],
+      registers,
+    });
+    this.servedBytes = new Counter({
+      name: "liken_peer_served_bytes_total",
+      help: "Bytes this machine's peer server sent to its peers (chunks and chunk indexes), paced by spec.peers.maxUploadBytesPerSecond.",
       registers,
     });
     // Every reason has a series from the start, so rate() and alerts see the first refusal.
@@ -116,6 +122,10 @@ class AgentMetrics implements AgentMeter {
   peerDropped(d: PeerDrop): void {
     this.droppedPeers.inc({ reason: d.fault });
     if (d.chunk !== undefined) this.refusedChunks.inc({ reason: d.fault });
+  }
+
+  peerServed(n: number): void {
+    this.servedBytes.inc(n);
   }
 
   /** Where the last trial's record lives (the agent's memory file, as loaded). */

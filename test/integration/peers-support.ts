@@ -1,15 +1,17 @@
 // What the peers' integration tests share: a fleet with peers on whose first machine stages the
 // new release from the channel and serves it, and the operator's assignment of it to another.
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect } from "vitest";
-import type { Cluster, PeerSource, ReleaseRef } from "../../src/api/types.js";
+import type { Cluster, PeerSource, PeersSpec, ReleaseRef } from "../../src/api/types.js";
 import type { SimulatedMachine } from "../../src/lab/machine.js";
+import { filler } from "../../src/lab/releases.js";
+import { buildRelease } from "../../src/release/build.js";
 import { parseRelease, type Release } from "../../src/verify/release.js";
 import { eventsWhere, waitFor, type EventSeen } from "../support/kube.js";
 import { metricsUrlIn, scrape, type Sample } from "../support/metrics.js";
-import { Fleet } from "./agent-harness.js";
+import { Fleet, type FleetMachine } from "./agent-harness.js";
 
 export interface PeersFleet {
   fleet: Fleet;
@@ -21,10 +23,12 @@ export interface PeersFleet {
  * In a describe: a fleet on two releases with peers on and the real operator, started before
  * its tests and stopped after them.
  */
-export function peersFleet(): PeersFleet {
+export function peersFleet(peers: Partial<PeersSpec> = {}): PeersFleet {
   const fleet = new Fleet();
   beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.11-001"], { peers: { enabled: true } });
+    await fleet.start(["2026.10.10-001", "2026.10.11-001"], {
+      peers: { ...peers, enabled: true },
+    });
     await fleet.startRealOperator();
   }, 300_000);
   afterAll(async () => {
@@ -47,8 +51,9 @@ export async function firstServes(
   fleet: Fleet,
   name: string,
   release: ReleaseRef,
+  more: Pick<FleetMachine, "slotSize"> = {},
 ): Promise<FirstServer> {
-  const machine = await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Manual" });
+  const machine = await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Manual", ...more });
   machine.powerOn();
   await fleet.setTarget(release);
   await waitFor(
@@ -135,4 +140,33 @@ export async function agentSamples(machine: SimulatedMachine): Promise<Sample[]>
   if (url === undefined)
     throw new Error(`${machine.opts.name}: its agent.log names no metrics URL`);
   return scrape(url);
+}
+
+/**
+ * Publishes `version` in the fleet's channel with a kernel of 64 KiB and a rootfs of `rootfs`
+ * bytes, and adds it to the Cluster's catalog (machines need slots that large).
+ */
+export async function publishRelease(
+  fleet: Fleet,
+  version: string,
+  rootfs: number,
+): Promise<ReleaseRef> {
+  const src = path.join(fleet.dir, "src", version);
+  await mkdir(src, { recursive: true });
+  await writeFile(path.join(src, "kernel"), filler(`kernel ${version}`, 64 * 1024));
+  await writeFile(path.join(src, "rootfs"), filler(`rootfs ${version}`, rootfs));
+  const built = await buildRelease({
+    version,
+    out: fleet.channelDir,
+    artifacts: [
+      { name: "kernel", file: path.join(src, "kernel") },
+      { name: "rootfs", file: path.join(src, "rootfs") },
+    ],
+  });
+  const r = { version, digest: built.digest };
+  fleet.releases.push(r);
+  await fleet.api.clusters.patch(fleet.cluster, {
+    spec: { releases: { source: fleet.channel!.url, catalog: fleet.releases } },
+  });
+  return r;
 }

@@ -119,6 +119,8 @@ async function deadPort(): Promise<number> {
 describe("peers", () => {
   let peer: PeerServer;
   let holder: Machine;
+  /** What the server told its onSent hook (the agent's served-bytes metric). */
+  let heard = 0;
   beforeAll(async () => {
     holder = await machine();
     await downloadRelease(holder.req());
@@ -128,6 +130,7 @@ describe("peers", () => {
       rate: 64 * MiB,
       port: 0,
       host: "127.0.0.1",
+      onSent: (n) => (heard += n),
     });
   });
   afterAll(async () => {
@@ -144,6 +147,7 @@ describe("peers", () => {
     expect(channel.log.map((x) => x.path)).toEqual(["/2.0/release.yaml"]);
     expect(r.bytes!.fromPeers).toBe(v2.length);
     expect(peer.served()).toBeGreaterThan(v2.length);
+    expect(heard).toBe(peer.served());
     expect(m.drops).toEqual([]);
     expect(m.messages.join("\n")).toContain(`${v2.length} from peers`);
   });

@@ -1,5 +1,6 @@
 // The agent's peer metrics: a dropped peer counts by its fault, and a refused chunk only when
-// the peer failed on a chunk (not on an artifact's chunk index); every reason has a series.
+// the peer failed on a chunk (not on an artifact's chunk index); every reason has a series;
+// the bytes its own peer server sent.
 import { describe, expect, it } from "vitest";
 import { agentMetrics } from "../../src/agent/metrics.js";
 import { PEER_FAULTS, type PeerDrop } from "../../src/slots/peer-sources.js";
@@ -17,6 +18,14 @@ describe("peer metrics", () => {
       expect(s.filter((x) => x.name === REFUSED && x.labels.reason === reason)).toHaveLength(1);
       expect(s.filter((x) => x.name === DROPPED && x.labels.reason === reason)).toHaveLength(1);
     }
+  });
+
+  it("counts the bytes this machine's peer server sent", async () => {
+    const name = "liken_peer_served_bytes_total";
+    const before = total(await scrape(), name);
+    agentMetrics.peerServed(65536);
+    agentMetrics.peerServed(724);
+    expect(total(await scrape(), name) - before).toBe(65536 + 724);
   });
 
   it.each<[string, PeerDrop, number, number]>([
