@@ -1,5 +1,7 @@
 // What the peers' integration tests share: a fleet with peers on whose first machine stages the
-// new release from the channel and serves it, and the operator's assignment of it to another.
+// new release from the channel and serves it, and the operator's assignment of it to another;
+// a larger release published mid-test; what they check afterwards (a slot read back against
+// release.yaml, a slot file unchanged, the PeerDropped Events, an agent's metrics).
 import { createHash } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -21,7 +23,7 @@ export interface PeersFleet {
 
 /**
  * In a describe: a fleet on two releases with peers on and the real operator, started before
- * its tests and stopped after them.
+ * its tests and stopped after them. `peers` adds to spec.peers (e.g. a low upload rate).
  */
 export function peersFleet(peers: Partial<PeersSpec> = {}): PeersFleet {
   const fleet = new Fleet();
