@@ -126,17 +126,21 @@ export class AgentDaemon {
     const bootloader = createBootloader(cfg.bootloader);
     const store = new SlotStore(cfg.slots);
     // The running slot is fixed for this agent's life (a reboot starts a new agent).
+    const meter = opts.meter ?? NO_METER;
     this.peering = new PeerServingRun(
       (served) => resolveFromStore(store, this.runningSlot ?? "a", served),
       cfg.nodeName,
+      (n) => meter.peerServed(n),
     );
     this.memory = new MemoryKeeper(new MemoryFile(cfg.slots.stateDir));
-    const meter = opts.meter ?? NO_METER;
     this.downloads = new DownloadSupervisor(
       opts.entry,
       (end) => this.downloadEnded(end),
       meter,
-      (release, d) => void this.peerDropped(release, d),
+      (release, d) => {
+        meter.peerDropped(d);
+        void this.peerDropped(release, d);
+      },
     );
     meter.trialFrom(() => this.memory.now.lastTrial);
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads: this.downloads };

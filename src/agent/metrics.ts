@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { collectProcessMetrics } from "../metrics/process.js";
 import { TRIAL_RESULTS, type TrialRecord } from "../api/types.js";
+import { PEER_FAULTS, type PeerDrop } from "../slots/peer-sources.js";
 import type { AgentMeter } from "./meter.js";
 
 /**
@@ -21,6 +22,9 @@ class AgentMetrics implements AgentMeter {
   private readonly reusedBytes: Counter;
   private readonly fetchedBytes: Counter;
   private readonly steps: Histogram<"step" | "result">;
+  private readonly refusedChunks: Counter<"reason">;
+  private readonly droppedPeers: Counter<"reason">;
+  private readonly servedBytes: Counter;
   private lastTrial: () => TrialRecord | undefined = () => undefined;
 
   constructor() {
@@ -47,6 +51,28 @@ class AgentMetrics implements AgentMeter {
       buckets: STEP_BUCKETS,
       registers,
     });
+    this.refusedChunks = new Counter({
+      name: "liken_peer_chunks_refused_total",
+      help: `Chunks this agent's downloads refused from a peer, by why (${PEER_FAULTS.join(", ")}): each was fetched from another peer or the channel, and the peer dropped for that release.`,
+      labelNames: ["reason"],
+      registers,
+    });
+    this.droppedPeers = new Counter({
+      name: "liken_peers_dropped_total",
+      help: `Peers this agent's downloads dropped for a release, by why (${PEER_FAULTS.join(", ")}), whether on a chunk or on a chunk index.`,
+      labelNames: ["reason"],
+      registers,
+    });
+    this.servedBytes = new Counter({
+      name: "liken_peer_served_bytes_total",
+      help: "Bytes this machine's peer server sent to its peers (chunks and chunk indexes), paced by spec.peers.maxUploadBytesPerSecond.",
+      registers,
+    });
+    // Every reason has a series from the start, so rate() and alerts see the first refusal.
+    for (const reason of PEER_FAULTS) {
+      this.refusedChunks.inc({ reason }, 0);
+      this.droppedPeers.inc({ reason }, 0);
+    }
     const trial = (): TrialRecord | undefined => this.lastTrial();
     new Gauge({
       name: "liken_agent_last_trial",
@@ -91,6 +117,15 @@ class AgentMetrics implements AgentMeter {
 
   step(step: string, ms: number, ok: boolean): void {
     this.steps.observe({ step, result: ok ? "ok" : "failed" }, ms / 1000);
+  }
+
+  peerDropped(d: PeerDrop): void {
+    this.droppedPeers.inc({ reason: d.fault });
+    if (d.chunk !== undefined) this.refusedChunks.inc({ reason: d.fault });
+  }
+
+  peerServed(n: number): void {
+    this.servedBytes.inc(n);
   }
 
   /** Where the last trial's record lives (the agent's memory file, as loaded). */

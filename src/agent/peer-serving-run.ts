@@ -24,6 +24,8 @@ export class PeerServingRun {
     private readonly resolverOf: ResolverOf,
     /** The host peers reach this machine at when the address binds every interface. */
     private readonly advertisedHost: string,
+    /** Hears the body bytes each server sends (liken_peer_served_bytes_total). */
+    private readonly onSent: (n: number) => void = () => {},
   ) {}
 
   async apply(plan: ServePlan): Promise<void> {
@@ -37,6 +39,7 @@ export class PeerServingRun {
       resolve: this.resolverOf((d) => this.serves(d)),
       rate: plan.bytesPerSecond,
       port: plan.at.port,
+      onSent: this.onSent,
       ...(plan.at.host === undefined ? {} : { host: plan.at.host }),
     });
     this.running = { at: plan.at, bytesPerSecond: plan.bytesPerSecond };

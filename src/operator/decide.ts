@@ -284,7 +284,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
-    peerSources: peerSourcesOf(o.cluster, o.machines, target),
+    peerSources: peerSourcesOf(o.cluster, o.machines, target, lost),
     lastKnownGood: rv.lastKnownGood,
     priorKnownGood: rv.priorKnownGood,
     revokedReleases: rv.revokedReleases,

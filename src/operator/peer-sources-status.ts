@@ -1,8 +1,10 @@
 // Cluster status.peerSources (docs/peers.md): what the operator tells each downloading machine
 // to fetch the target from, made on every pass from the Machines' status by assignSources
-// (peer-assign.ts). Holders are the machines whose status.peers serves the target; downloaders
-// are the others that neither run nor have staged it. Only machines given peers are listed:
-// a machine not listed fetches from the channel, as it always may.
+// (peer-assign.ts). Holders are the machines whose status.peers serves the target and that are
+// up (not Lost, not rebooting: a down machine's status.peers is stale, it names a server that is
+// gone); downloaders are the others that neither run nor have staged it. Each one's zone is its
+// Machine's topology.kubernetes.io/zone label. Only machines given peers are listed: a machine
+// not listed fetches from the channel, as it always may.
 import {
   PEERS_DEFAULTS,
   type Cluster,
@@ -19,21 +21,45 @@ import { assignSources } from "./peer-assign.js";
 export const PER_HOLDER = 4;
 export const PEERS_PER_MACHINE = 3;
 
+/**
+ * The zone label Kubernetes sets on Nodes; the operator reads it on each Machine (it watches
+ * Machines, not Nodes): label a Machine as its Node is labelled.
+ */
+export const ZONE_LABEL = "topology.kubernetes.io/zone";
+
+/** A machine and its zone, when its Machine carries the label. */
+function located(m: Machine): { machine: string; zone?: string } {
+  const zone = m.metadata.labels?.[ZONE_LABEL];
+  return zone === undefined ? { machine: m.metadata.name } : { machine: m.metadata.name, zone };
+}
+
+/**
+ * Whether a machine's peer server can be up: not Lost (no heartbeat: `lost`, as decide judges
+ * it, or the step another copy recorded) and not going through a reboot, whose next boot's
+ * agent reports its own status.peers (the one seen now names a server that is gone).
+ */
+function up(m: Machine, lost: ReadonlySet<string>): boolean {
+  if (lost.has(m.metadata.name) || m.status?.step === "Lost") return false;
+  return m.status?.updateStage !== "Rebooting";
+}
+
 export function peerSourcesOf(
   cluster: Cluster,
   machines: readonly Machine[],
   target: ReleaseRef | undefined,
+  /** The machines decide judged Lost this pass (machine-view.ts isLost). */
+  lost: ReadonlySet<string> = new Set(),
 ): PeerSource[] | undefined {
   const peers = { ...PEERS_DEFAULTS, ...cluster.spec.peers };
   if (!peers.enabled || target === undefined) return undefined;
   const sorted = [...machines].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-  const holders = sorted.flatMap((m) => {
-    const p = m.status?.peers;
-    return p?.releases.some((r) => r.digest === target.digest)
-      ? [{ machine: m.metadata.name, url: p.url }]
-      : [];
-  });
-  const held = new Set(holders.map((h) => h.machine));
+  const serving = sorted.filter((m) =>
+    m.status?.peers?.releases.some((r) => r.digest === target.digest),
+  );
+  const holders = serving
+    .filter((m) => up(m, lost))
+    .map((m) => ({ ...located(m), url: m.status!.peers!.url }));
+  const held = new Set(serving.map((m) => m.metadata.name));
   const downloaders = sorted
     .filter(
       (m) =>
@@ -41,7 +67,7 @@ export function peerSourcesOf(
         m.status?.digest !== target.digest &&
         m.status?.staged?.digest !== target.digest,
     )
-    .map((m) => ({ machine: m.metadata.name }));
+    .map(located);
   const list = assignSources({
     downloaders,
     holders,

@@ -152,12 +152,15 @@ async function indexFromPeers(ctx: SeedContext, a: Artifact): Promise<Buffer | u
       peers.drop({
         peer,
         fault: "lied",
+        artifact: a.name,
         detail: `the index of ${a.name} it sent has digest ${digestOf(b)}, release.yaml says ${a.index.digest}`,
       });
     } catch (e) {
       if ((e as Error)?.name === "AbortError") throw e;
       const fault = peerFault(e);
-      if (fault !== "refused") peers.drop({ peer, fault, detail: (e as Error).message });
+      if (fault !== "refused") {
+        peers.drop({ peer, fault, detail: (e as Error).message, artifact: a.name });
+      }
     }
   }
   return undefined;

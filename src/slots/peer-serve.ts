@@ -118,6 +118,8 @@ export interface PeerServerOptions {
   rate: number;
   port: number;
   host?: string;
+  /** Hears each piece of a body as it is sent (the agent's served-bytes metric). */
+  onSent?: (n: number) => void;
 }
 
 export interface PeerServer {
@@ -159,11 +161,15 @@ function drained(res: ServerResponse): Promise<void> {
 /** Sends bodies through the shared bucket, counting what was sent. */
 class Pacer {
   sent = 0;
-  constructor(private readonly bucket: ByteBucket) {}
+  constructor(
+    private readonly bucket: ByteBucket,
+    private readonly onSent: (n: number) => void = () => {},
+  ) {}
 
   async write(res: ServerResponse, piece: Buffer): Promise<void> {
     await this.bucket.take(piece.length);
     this.sent += piece.length;
+    this.onSent(piece.length);
     if (!res.write(piece)) await drained(res);
   }
 }
@@ -221,7 +227,7 @@ async function sendRange(
 }
 
 export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer> {
-  const pacer = new Pacer(new ByteBucket(o.rate));
+  const pacer = new Pacer(new ByteBucket(o.rate), o.onSent);
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const m = PATH.exec(req.url ?? "");
     if (req.method !== "GET" || !m)

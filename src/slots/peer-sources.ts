@@ -5,14 +5,23 @@
 // peer that failed once is dropped for the rest of this release (all its artifacts) and
 // reported; the channel is always the last source.
 
-/** Why a peer was dropped: a closed union, each documented in docs/peers.md. */
-export type PeerFault = "lied" | "stalled" | "unreachable" | "refused";
+/** Why a peer was dropped: a closed set, each documented in docs/peers.md. */
+export const PEER_FAULTS = ["lied", "stalled", "unreachable", "refused"] as const;
+export type PeerFault = (typeof PEER_FAULTS)[number];
 
 export interface PeerDrop {
   peer: string;
   fault: PeerFault;
   /** What happened, naming the chunk or the HTTP reply. */
   detail: string;
+  /** The artifact whose chunk (or index) the peer failed on. */
+  artifact?: string;
+  /**
+   * The chunk (the index's number) the peer failed to deliver verified: the one it sent wrong
+   * bytes for, stalled or broke off in, or refused. Absent when the peer failed on the
+   * artifact's chunk index rather than on a chunk.
+   */
+  chunk?: number;
 }
 
 /** The path under a peer's base URL where it serves one artifact of one release. */

@@ -38,7 +38,15 @@ export class SeedFallback extends Error {
 }
 
 /** A fetched chunk whose hash is not the index's: from a peer, the peer lied. */
-export class ChunkMismatch extends SeedFallback {}
+export class ChunkMismatch extends SeedFallback {
+  constructor(
+    reason: string,
+    /** The chunk whose bytes were wrong (the index's number). */
+    readonly chunk: number,
+  ) {
+    super(reason);
+  }
+}
 
 export interface SeedStats {
   /** Bytes copied from a local disk (checked against the index). */
@@ -213,7 +221,10 @@ class Seeder {
       } catch (e) {
         if ((e as Error)?.name === "AbortError") throw e;
         const fault = peerFault(e);
-        peers!.drop({ peer, fault, detail: (e as Error).message });
+        const artifact = this.s.job.artifact.name;
+        // The wrong chunk itself; otherwise the first one it did not deliver, where it failed.
+        const chunk = e instanceof ChunkMismatch ? e.chunk : next;
+        peers!.drop({ peer, fault, detail: (e as Error).message, artifact, chunk });
         this.s.job.log?.(
           `artifact ${this.s.job.artifact.name}: peer ${peer} ${fault} (${(e as Error).message}); ` +
             `dropped for this release, chunks from ${next} fetched elsewhere`,
@@ -270,7 +281,8 @@ class Seeder {
             `GET ${url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
           );
         }
-        for (const c of chunks.take(b)) {
+        const { good, wrong } = chunks.take(b);
+        for (const c of good) {
           await this.sink.push(this.idx.offset(c.i), c.slices);
           done(c.i);
           if (src.peer !== undefined) {
@@ -279,6 +291,9 @@ class Seeder {
             this.s.peers?.count(src.peer, n);
           }
         }
+        // Only after the chunks before it are kept: a read brings many chunks at once (64 KiB),
+        // and each one verified is a chunk no other source has to send again.
+        if (wrong !== undefined) throw wrong;
       }
     } catch (cause) {
       discardBody(body);
@@ -333,9 +348,12 @@ class Chunker {
     private readonly url: URL,
   ) {}
 
-  /** The chunks `b` completes, each verified; a chunk that fails ends the adaptive download. */
-  take(b: Buffer): { i: number; slices: Buffer[] }[] {
-    const out: { i: number; slices: Buffer[] }[] = [];
+  /**
+   * The chunks `b` completes that match the index, in order, up to the first that does not
+   * (`wrong`: nothing from it on is taken; the source failed there).
+   */
+  take(b: Buffer): { good: { i: number; slices: Buffer[] }[]; wrong?: ChunkMismatch } {
+    const good: { i: number; slices: Buffer[] }[] = [];
     for (let off = 0; off < b.length;) {
       const n = Math.min(this.idx.length(this.i) - this.inChunk, b.length - off);
       const part = b.subarray(off, off + n);
@@ -344,25 +362,28 @@ class Chunker {
       this.inChunk += n;
       off += n;
       if (this.inChunk < this.idx.length(this.i)) continue;
-      this.check();
-      out.push({ i: this.i, slices: this.slices });
+      const wrong = this.check();
+      if (wrong !== undefined) return { good, wrong };
+      good.push({ i: this.i, slices: this.slices });
       this.i++;
       this.slices = [];
       this.h = createHash("sha256");
       this.inChunk = 0;
     }
-    return out;
+    return { good };
   }
 
-  private check(): void {
+  /** The completed chunk's mismatch, or undefined when its hash is the index's. */
+  private check(): ChunkMismatch | undefined {
     const digest = this.h.digest();
     const want = this.idx.hash(this.i);
-    if (same(digest, want)) return;
+    if (same(digest, want)) return undefined;
     const from = this.idx.offset(this.i);
-    throw new ChunkMismatch(
+    return new ChunkMismatch(
       `bytes ${from}-${from + this.idx.length(this.i) - 1} (chunk ${this.i}) from ${this.url.href} have ` +
         `sha256:${digest.toString("hex")}, the index says sha256:${want.toString("hex")}: the server ` +
         `sent wrong bytes for the Range, or the index lies`,
+      this.i,
     );
   }
 }

@@ -68,6 +68,8 @@ export interface FleetMachine {
   rebootPolicy: "Auto" | "Manual";
   /** agent.yaml health.commands: host checks of its trial boots. */
   healthCommands?: HealthCommand[];
+  /** Bytes per slot file (sparse); default 1 MiB, room for the fleet's releases. */
+  slotSize?: number;
 }
 
 export class Fleet {
@@ -176,7 +178,7 @@ export class Fleet {
       // The stand-in kubelet writes the Node's status as a kubelet does, with an identity of its
       // own (the admin's here), whatever the agent's identity may do.
       kubeletKubeconfig: kubeconfigPath(),
-      slotSize: 1024 * 1024,
+      slotSize: m.slotSize ?? 1024 * 1024,
       loopSeconds: 0.5,
       heartbeatSeconds: 5,
       hangResetMs: 300,

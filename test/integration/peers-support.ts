@@ -1,10 +1,19 @@
 // What the peers' integration tests share: a fleet with peers on whose first machine stages the
-// new release from the channel and serves it, and the operator's assignment of it to another.
-import { afterAll, beforeAll } from "vitest";
-import type { Cluster, PeerSource, ReleaseRef } from "../../src/api/types.js";
+// new release from the channel and serves it, and the operator's assignment of it to another;
+// a larger release published mid-test; what they check afterwards (a slot read back against
+// release.yaml, a slot file unchanged, the PeerDropped Events, an agent's metrics).
+import { createHash } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, expect } from "vitest";
+import type { Cluster, PeerSource, PeersSpec, ReleaseRef } from "../../src/api/types.js";
 import type { SimulatedMachine } from "../../src/lab/machine.js";
-import { waitFor } from "../support/kube.js";
-import { Fleet } from "./agent-harness.js";
+import { filler } from "../../src/lab/releases.js";
+import { buildRelease } from "../../src/release/build.js";
+import { parseRelease, type Release } from "../../src/verify/release.js";
+import { eventsWhere, waitFor, type EventSeen } from "../support/kube.js";
+import { metricsUrlIn, scrape, type Sample } from "../support/metrics.js";
+import { Fleet, type FleetMachine } from "./agent-harness.js";
 
 export interface PeersFleet {
   fleet: Fleet;
@@ -14,12 +23,14 @@ export interface PeersFleet {
 
 /**
  * In a describe: a fleet on two releases with peers on and the real operator, started before
- * its tests and stopped after them.
+ * its tests and stopped after them. `peers` adds to spec.peers (e.g. a low upload rate).
  */
-export function peersFleet(): PeersFleet {
+export function peersFleet(peers: Partial<PeersSpec> = {}): PeersFleet {
   const fleet = new Fleet();
   beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.11-001"], { peers: { enabled: true } });
+    await fleet.start(["2026.10.10-001", "2026.10.11-001"], {
+      peers: { ...peers, enabled: true },
+    });
     await fleet.startRealOperator();
   }, 300_000);
   afterAll(async () => {
@@ -42,8 +53,9 @@ export async function firstServes(
   fleet: Fleet,
   name: string,
   release: ReleaseRef,
+  more: Pick<FleetMachine, "slotSize"> = {},
 ): Promise<FirstServer> {
-  const machine = await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Manual" });
+  const machine = await fleet.addMachine({ name, role: "Worker", rebootPolicy: "Manual", ...more });
   machine.powerOn();
   await fleet.setTarget(release);
   await waitFor(
@@ -84,4 +96,79 @@ export async function staged(fleet: Fleet, machine: string, release: ReleaseRef)
     async () => (await fleet.api.machines.get(machine)).status?.staged?.digest === release.digest,
     { timeoutMs: 120_000 },
   );
+}
+
+/** The release's release.yaml as the channel publishes it (artifacts, offsets, digests). */
+export async function releaseOf(fleet: Fleet, release: ReleaseRef): Promise<Release> {
+  return parseRelease(await readFile(path.join(fleet.channelDir, release.version, "release.yaml")));
+}
+
+/** The SHA-256 of a whole file (a slot), to show it did not change. */
+export async function fileDigest(file: string): Promise<string> {
+  return `sha256:${createHash("sha256")
+    .update(await readFile(file))
+    .digest("hex")}`;
+}
+
+/**
+ * Reads every artifact of `release` back from the slot file `device` at its offset, as the
+ * agent's slot check does: each must have release.yaml's digest.
+ */
+export async function expectReadsBack(device: string, release: Release): Promise<void> {
+  const bytes = await readFile(device);
+  for (const a of release.artifacts) {
+    const got = createHash("sha256")
+      .update(bytes.subarray(a.offset, a.offset + a.size))
+      .digest("hex");
+    expect(`sha256:${got}`, `artifact ${a.name} read back from ${device}`).toBe(a.digest);
+  }
+}
+
+/** The PeerDropped Events on `machine`, once there is one. */
+export async function peerDroppedEvents(machine: string): Promise<EventSeen[]> {
+  return waitFor(
+    `a PeerDropped Event on ${machine}`,
+    async () => {
+      const items = await eventsWhere(`reason=PeerDropped,involvedObject.name=${machine}`);
+      return items.length > 0 ? items : undefined;
+    },
+    { timeoutMs: 30_000 },
+  );
+}
+
+/** The agent's metrics now (the newest agent of `machine`: its log names the URL). */
+export async function agentSamples(machine: SimulatedMachine): Promise<Sample[]> {
+  const url = metricsUrlIn(await readFile(machine.logFile, "utf8"));
+  if (url === undefined)
+    throw new Error(`${machine.opts.name}: its agent.log names no metrics URL`);
+  return scrape(url);
+}
+
+/**
+ * Publishes `version` in the fleet's channel with a kernel of 64 KiB and a rootfs of `rootfs`
+ * bytes, and adds it to the Cluster's catalog (machines need slots that large).
+ */
+export async function publishRelease(
+  fleet: Fleet,
+  version: string,
+  rootfs: number,
+): Promise<ReleaseRef> {
+  const src = path.join(fleet.dir, "src", version);
+  await mkdir(src, { recursive: true });
+  await writeFile(path.join(src, "kernel"), filler(`kernel ${version}`, 64 * 1024));
+  await writeFile(path.join(src, "rootfs"), filler(`rootfs ${version}`, rootfs));
+  const built = await buildRelease({
+    version,
+    out: fleet.channelDir,
+    artifacts: [
+      { name: "kernel", file: path.join(src, "kernel") },
+      { name: "rootfs", file: path.join(src, "rootfs") },
+    ],
+  });
+  const r = { version, digest: built.digest };
+  fleet.releases.push(r);
+  await fleet.api.clusters.patch(fleet.cluster, {
+    spec: { releases: { source: fleet.channel!.url, catalog: fleet.releases } },
+  });
+  return r;
 }

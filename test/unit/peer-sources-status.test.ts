@@ -1,6 +1,6 @@
 // Cluster status.peerSources from the Machines' status: table tests of the pure maker.
 import { describe, expect, it } from "vitest";
-import { peerSourcesOf } from "../../src/operator/peer-sources-status.js";
+import { peerSourcesOf, ZONE_LABEL } from "../../src/operator/peer-sources-status.js";
 import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
 
 const V1 = { version: "2026.10.10-001", digest: `sha256:${"a".repeat(64)}` };
@@ -20,12 +20,17 @@ const machine = (name: string, status: MachineStatus): Machine => ({
   status,
 });
 const runsV1 = (name: string) => machine(name, { ...V1 });
-const holdsV2 = (name: string) =>
+const holdsV2 = (name: string, more: Partial<MachineStatus> = {}) =>
   machine(name, {
     ...V1,
     staged: { ...V2, slot: "b", at: "2026-12-04T00:00:00Z" },
     peers: { url: `http://${name}:7450/`, releases: [V1, V2] },
+    ...more,
   });
+const inZone = (m: Machine, zone: string): Machine => ({
+  ...m,
+  metadata: { ...m.metadata, labels: { [ZONE_LABEL]: zone } },
+});
 
 describe("peerSourcesOf", () => {
   it("nothing while peers are off or there is no target", () => {
@@ -51,5 +56,45 @@ describe("peerSourcesOf", () => {
   it("a holder of another release is no source", () => {
     const other = machine("m1", { ...V1, peers: { url: "http://m1:7450/", releases: [V1] } });
     expect(peerSourcesOf(cluster(true), [other, runsV1("m2")], V2)).toBeUndefined();
+  });
+
+  it.each<[string, Machine, ReadonlySet<string>]>([
+    ["judged Lost this pass (no heartbeat)", holdsV2("m1"), new Set(["m1"])],
+    ["marked Lost by another copy", holdsV2("m1", { step: "Lost" }), new Set()],
+    ["rebooting", holdsV2("m1", { step: "Updating", updateStage: "Rebooting" }), new Set()],
+  ])("a holder %s is no source (its status.peers is stale), nor a downloader", (_n, m1, lost) => {
+    expect(peerSourcesOf(cluster(true), [m1, runsV1("m2")], V2, lost)).toBeUndefined();
+  });
+
+  it.each<[string, Machine]>([
+    ["draining", holdsV2("m1", { step: "Updating", updateStage: "Draining" })],
+    ["back on its old slot", holdsV2("m1", { step: "Updating", updateStage: "Rejoining" })],
+  ])("a holder %s still serves", (_n, m1) => {
+    expect(peerSourcesOf(cluster(true), [m1, runsV1("m2")], V2, new Set())).toEqual([
+      { machine: "m2", digest: V2.digest, peers: ["http://m1:7450/"] },
+    ]);
+  });
+
+  it("another holder takes the place of one that is down", () => {
+    const ms = [holdsV2("m1"), holdsV2("m2"), runsV1("m3")];
+    expect(peerSourcesOf(cluster(true), ms, V2, new Set(["m1"]))).toEqual([
+      { machine: "m3", digest: V2.digest, peers: ["http://m2:7450/"] },
+    ]);
+  });
+
+  it("the Machines' zone labels: the holder in the downloader's zone comes first", () => {
+    const ms = [
+      inZone(holdsV2("m1"), "z-a"),
+      inZone(holdsV2("m2"), "z-b"),
+      inZone(runsV1("m3"), "z-b"),
+      inZone(runsV1("m4"), "z-a"),
+      runsV1("m5"),
+    ];
+    expect(peerSourcesOf(cluster(true), ms, V2)).toEqual([
+      { machine: "m3", digest: V2.digest, peers: ["http://m2:7450/", "http://m1:7450/"] },
+      { machine: "m4", digest: V2.digest, peers: ["http://m1:7450/", "http://m2:7450/"] },
+      // Zoneless: the least loaded first (both serve one), then by name.
+      { machine: "m5", digest: V2.digest, peers: ["http://m1:7450/", "http://m2:7450/"] },
+    ]);
   });
 });
