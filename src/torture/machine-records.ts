@@ -71,40 +71,58 @@ export function machineActs(
     });
     return id;
   };
-  let staged: { slot: SlotName; release: Rel } | undefined;
+  let staged: Staged | undefined;
   for (const l of log) {
-    const bootId = bootAt(l.time);
-    const at = l.time;
     if (l.msg === "download staged and verified" && isSlot(l.slot) && l.version) {
-      const release = { version: l.version, digest: digestOf(l.version) };
-      staged = { slot: l.slot, release };
-      out.push({ kind: "slot-write", at: at - 1, machine, slot: l.slot, digest: release.digest });
+      staged = { slot: l.slot, release: { version: l.version, digest: digestOf(l.version) } };
+      const { slot, release } = staged;
+      out.push({ kind: "slot-write", at: l.time - 1, machine, slot, digest: release.digest });
       out.push({
         kind: "read-back",
-        at,
+        at: l.time,
         machine,
-        slot: l.slot,
+        slot,
         digest: release.digest,
         matched: true,
       });
-    } else if (l.step === "check slot" && staged && (l.msg === "end" || l.msg === "failed")) {
-      out.push({
-        kind: "read-back",
-        at,
-        machine,
-        slot: staged.slot,
-        digest: staged.release.digest,
-        matched: l.msg === "end",
-      });
-    } else if (l.step === "drain" && l.msg === "begin" && staged) {
-      out.push({ kind: "drain-start", at, machine, bootId, release: staged.release });
-    } else if (l.step === "arm trial" && l.msg === "end" && staged) {
-      out.push({ kind: "arm", at, machine, bootId, slot: staged.slot, release: staged.release });
-    } else if (l.msg === "rebooting") {
-      out.push({ kind: "reboot", at, machine, bootId, cause: "agent" });
-    } else if (l.step === "promote" && l.msg === "end" && staged) {
-      out.push({ kind: "promote", at, machine, bootId, release: staged.release });
+      continue;
     }
+    const act = actOf(l, machine, bootAt(l.time), staged);
+    if (act !== undefined) out.push(act);
   }
   return out;
+}
+
+interface Staged {
+  slot: SlotName;
+  release: Rel;
+}
+
+/** The act one log line tells of, in the boot it was said in (the staged release's). */
+function actOf(
+  l: AgentLogLine,
+  machine: string,
+  bootId: string,
+  staged: Staged | undefined,
+): Observation | undefined {
+  const at = l.time;
+  if (l.msg === "rebooting") return { kind: "reboot", at, machine, bootId, cause: "agent" };
+  if (staged === undefined) return undefined;
+  const { slot, release } = staged;
+  const phase = `${l.step ?? ""}/${l.msg}`;
+  switch (phase) {
+    case "check slot/end":
+    case "check slot/failed": {
+      const matched = l.msg === "end";
+      return { kind: "read-back", at, machine, slot, digest: release.digest, matched };
+    }
+    case "drain/begin":
+      return { kind: "drain-start", at, machine, bootId, release };
+    case "arm trial/end":
+      return { kind: "arm", at, machine, bootId, slot, release };
+    case "promote/end":
+      return { kind: "promote", at, machine, bootId, release };
+    default:
+      return undefined;
+  }
 }

@@ -6,7 +6,7 @@
 //   - a turn read: the machine's turn record present in the Cluster during the machine's
 //     current boot (what the agent must have read before it reboots; from outside, that a
 //     record existed for this boot is the evidence there is).
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
 import type { LikenApi } from "../api/client.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
@@ -120,29 +120,32 @@ export class TortureWatcher {
   }
 
   private async readNodes(): Promise<void> {
-    let items;
+    let items: V1Node[];
     try {
       ({ items } = await this.core.listNode());
     } catch {
       return; // the API server restarts: the next poll reads again
     }
     const at = Date.now();
-    for (const n of items) {
-      const name = n.metadata?.name ?? "";
-      const bootId = n.status?.nodeInfo?.bootID ?? "";
-      const ready =
-        n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
-      const seen = `${bootId}/${ready}`;
-      if (this.nodes.get(name) !== seen) {
-        this.nodes.set(name, seen);
-        this.history.push({ kind: "node", at, name, ready, bootId });
-      }
-      const boot = this.boots.current(name);
-      if (ready && boot !== undefined && boot.bootId === bootId && !this.rejoined.has(bootId)) {
-        this.rejoined.add(bootId);
-        this.history.push({ kind: "rejoin", at, machine: name, bootId });
-      }
-    }
+    for (const n of items) this.onNode(at, n);
     this.noteTurns(at);
+  }
+
+  private onNode(at: number, n: V1Node): void {
+    const name = n.metadata?.name ?? "";
+    const bootId = n.status?.nodeInfo?.bootID ?? "";
+    const conditions = n.status?.conditions ?? [];
+    const ready = conditions.some((c) => c.type === "Ready" && c.status === "True");
+    const seen = `${bootId}/${ready}`;
+    if (this.nodes.get(name) !== seen) {
+      this.nodes.set(name, seen);
+      this.history.push({ kind: "node", at, name, ready, bootId });
+    }
+    // A rejoin: the Node Ready with the machine's current boot (what the agent's proof reads).
+    const boot = this.boots.current(name);
+    if (ready && boot?.bootId === bootId && !this.rejoined.has(bootId)) {
+      this.rejoined.add(bootId);
+      this.history.push({ kind: "rejoin", at, machine: name, bootId });
+    }
   }
 }
