@@ -4,7 +4,7 @@
 import { rngOf, type Rng } from "../sim/rng.js";
 
 /** When a power cut fires: at its time, or at the first instant after it that the machine is in that step. */
-export type CutWhen = "any" | "Downloading" | "Rebooting";
+export type CutWhen = "any" | "Downloading" | "CheckingSlot" | "Rebooting";
 
 export type TortureFault =
   /** SIGKILL of the agent; the supervisor (systemd's Restart=always) starts it again in the same boot. */
@@ -73,7 +73,7 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
         kind,
         at,
         machine: rng.pick(machines),
-        when: rng.pick(["any", "Downloading", "Rebooting"] as const),
+        when: rng.pick(["any", "Downloading", "CheckingSlot", "Rebooting"] as const),
       };
     default: {
       const never: never = kind;
