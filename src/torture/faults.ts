@@ -1,6 +1,6 @@
 // Injects one run's fault schedule into the lab's real processes: only processes this run
 // started (the fleet's agents and operator copies, the lab's kube-apiserver), by pid.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MachineStep } from "../api/types.js";
@@ -8,12 +8,15 @@ import type { Observation } from "../invariants/index.js";
 import type { Lab } from "../lab/lab.js";
 import type { Fleet } from "../lab/processes.js";
 import { LAB_RUN_DIR } from "../lab/paths.js";
-import { describeFault, type TortureFault } from "./schedule.js";
+import { describeFault, type CutWhen, type TortureFault } from "./schedule.js";
 import { imageOf, respawn, signal } from "./respawn.js";
+import type { Relay } from "./relay.js";
 
 export interface FaultTargets {
   lab: Lab;
   fleet: Fleet;
+  /** Each machine's relay to the API server. */
+  relays: Map<string, Relay>;
   /** A machine's step as the watcher last saw it. */
   stepOf: (machine: string) => MachineStep | undefined;
   /** What the runner itself did that the checker must know (power cuts, operator starts). */
@@ -21,8 +24,40 @@ export interface FaultTargets {
   log: (line: string) => void;
 }
 
-/** How often a power cut waiting for its step looks again: well under a step's length. */
+/** How often a power cut waiting for its step looks again: well under a download's length. */
 const STEP_POLL_MS = 100;
+/** How often it reads the agent's log again: a read-back of the lab's slots takes ~100 ms. */
+const LOG_POLL_MS = 10;
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether a line of the log after byte `from` begins the phase `marker` names; `next`: where
+ * the complete lines read end (the next look starts there).
+ */
+function saidSince(file: string, from: number, marker: string): { said: boolean; next: number } {
+  const size = sizeOf(file);
+  if (size <= from) return { said: false, next: from };
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(size - from);
+    readSync(fd, buf, 0, buf.length, from);
+    const text = buf.toString("utf8");
+    const complete = text.slice(0, text.lastIndexOf("\n") + 1);
+    const said = complete
+      .split("\n")
+      .some((l) => l.includes(marker) && l.includes('"msg":"begin"'));
+    return { said, next: from + Buffer.byteLength(complete) };
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export class FaultInjector {
   /** Processes this run started again (operator copies, kube-apiserver): stopped at its end. */
@@ -110,29 +145,57 @@ export class FaultInjector {
           this.apiserverDown = false;
         }
       }
+      case "relay-cut": {
+        const relay = this.t.relays.get(f.machine)!;
+        relay.sever();
+        await sleep(f.ms);
+        relay.heal();
+        return "done";
+      }
       case "power-cut": {
-        const m = fleet.machines.get(f.machine)!;
-        if (f.when !== "any") {
-          while (this.t.stepOf(f.machine) !== f.when) {
-            if (Date.now() > endAt)
-              return `skipped: ${f.machine} was never ${f.when} in the fault window`;
-            await sleep(STEP_POLL_MS);
-          }
-        }
+        // A cut drawn for a phase falls on the first machine to begin it: a phase lasts well
+        // under a second and each machine passes it once, so waiting for one machine's would
+        // mostly wait in vain.
+        const victim = f.when === "any" ? f.machine : await this.firstTo(f.when, endAt);
+        if (victim === undefined)
+          return `skipped: no machine began "${f.when}" in the fault window`;
         this.t.record({
           kind: "reboot",
           at: Date.now(),
-          machine: f.machine,
-          bootId: this.bootIdOf(f.machine),
+          machine: victim,
+          bootId: this.bootIdOf(victim),
           cause: "power",
         });
-        await m.powerCycle();
-        return "done";
+        await fleet.machines.get(victim)!.powerCycle();
+        return `done (${victim})`;
       }
       default: {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
       }
+    }
+  }
+
+  /**
+   * The first machine to reach the instant a power cut is drawn for: a Machine step the
+   * watcher sees (Downloading), or a phase its agent's log begins (a phase lasts milliseconds
+   * to a second: the log, read on from where it ended, is the only place it shows in time).
+   */
+  private async firstTo(when: Exclude<CutWhen, "any">, endAt: number): Promise<string | undefined> {
+    const marker = JSON.stringify({ step: when }).slice(1, -1);
+    const from = new Map([...this.t.fleet.machines].map(([n, m]) => [n, sizeOf(m.logFile)]));
+    for (;;) {
+      for (const [name, m] of this.t.fleet.machines) {
+        if (when === "Downloading") {
+          if (this.t.stepOf(name) === when) return name;
+          continue;
+        }
+        const look = saidSince(m.logFile, from.get(name)!, marker);
+        if (look.said) return name;
+        from.set(name, look.next);
+      }
+      if (Date.now() > endAt) return undefined;
+      await sleep(when === "Downloading" ? STEP_POLL_MS : LOG_POLL_MS);
     }
   }
 

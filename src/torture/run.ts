@@ -14,6 +14,7 @@ import { FaultInjector } from "./faults.js";
 import { machineActs, parseAgentLog } from "./machine-records.js";
 import { describeFault, drawShape, OPERATOR_COPIES, type TortureShape } from "./schedule.js";
 import { TortureWatcher } from "./watcher.js";
+import { Relay } from "./relay.js";
 
 export interface RunOptions {
   seed: number;
@@ -53,6 +54,7 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
   let injector: FaultInjector | undefined;
   let watcher: TortureWatcher | undefined;
   let fleet: Fleet | undefined;
+  const relays = new Map<string, { relay: Relay; url: string }>();
   try {
     // No person approves in a torture: every machine Auto; the budget drawn from the seed.
     for (const f of lab.fleet)
@@ -60,8 +62,14 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     await lab.api.clusters.patch(LAB_CLUSTER, {
       spec: { disruption: { maxUnavailable: shape.maxUnavailable } },
     });
+    // Each agent reaches the API server through its own relay (a network cut of one machine).
+    const api = new URL(lab.controlPlane.server);
+    for (const f of lab.fleet) {
+      const relay = new Relay({ host: api.hostname, port: Number(api.port) });
+      relays.set(f.name, { relay, url: await relay.listen() });
+    }
     const copiesFrom = Date.now();
-    fleet = await startFleet(lab, () => undefined);
+    fleet = await startFleet(lab, () => undefined, {}, { serverOf: (n) => relays.get(n)?.url });
     for (const copy of OPERATOR_COPIES)
       extra.push({ kind: "operator-start", at: copiesFrom, copy });
     const machines = fleet.machines;
@@ -101,6 +109,7 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     injector = new FaultInjector({
       lab,
       fleet,
+      relays: new Map([...relays].map(([n, r]) => [n, r.relay])),
       stepOf,
       record: (x) => extra.push(x),
       log: o.log,
@@ -144,6 +153,7 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     watcher?.stop();
     if (lab.stoppers.length > 0) await stopLab(lab);
     injector?.stop();
+    for (const { relay } of relays.values()) await relay.close();
   }
 }
 

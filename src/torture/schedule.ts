@@ -3,8 +3,12 @@
 // schedule, not the interleaving; the schedule is printed with every violation.
 import { rngOf, type Rng } from "../sim/rng.js";
 
-/** When a power cut fires: at its time, or at the first instant after it that the machine is in that step. */
-export type CutWhen = "any" | "Downloading" | "CheckingSlot" | "Rebooting";
+/**
+ * When a power cut fires: at its time ("any"), or at the first instant after it that the
+ * machine is mid-download (its Machine reads Downloading), or its agent has begun the slot's
+ * read-back before the arm ("check slot"), or the arm itself ("arm trial").
+ */
+export type CutWhen = "any" | "Downloading" | "check slot" | "arm trial";
 
 export type TortureFault =
   /** SIGKILL of the agent; the supervisor (systemd's Restart=always) starts it again in the same boot. */
@@ -17,7 +21,12 @@ export type TortureFault =
   | { kind: "operator-kill"; at: number; copy: string; ms: number }
   /** SIGKILL of kube-apiserver, started again with the same command line after `ms`. */
   | { kind: "apiserver-restart"; at: number; ms: number }
-  /** The machine's power cut and on again: a fresh boot of the file-slot machine. */
+  /** The machine's network to the API server cut (its relay resets and refuses), healed after `ms`. */
+  | { kind: "relay-cut"; at: number; machine: string; ms: number }
+  /**
+   * A machine's power cut and on again: a fresh boot of the file-slot machine. `machine` is
+   * cut at once ("any"); otherwise the first machine to reach `when` after `at` is.
+   */
   | { kind: "power-cut"; at: number; machine: string; when: CutWhen };
 
 export type FaultKind = TortureFault["kind"];
@@ -49,6 +58,7 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
     "operator-pause",
     "operator-kill",
     "apiserver-restart",
+    "relay-cut",
     "power-cut",
     "power-cut",
   ] as const);
@@ -68,12 +78,14 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
       };
     case "apiserver-restart":
       return { kind, at, ms: rng.int(RESTART_MS.min, RESTART_MS.max) };
+    case "relay-cut":
+      return { kind, at, machine: rng.pick(machines), ms: rng.int(PAUSE_MS.min, PAUSE_MS.max) };
     case "power-cut":
       return {
         kind,
         at,
         machine: rng.pick(machines),
-        when: rng.pick(["any", "Downloading", "CheckingSlot", "Rebooting"] as const),
+        when: rng.pick(["any", "Downloading", "check slot", "arm trial"] as const),
       };
     default: {
       const never: never = kind;
@@ -100,6 +112,12 @@ export function drawShape(seed: number, machines: number, durationMs: number): T
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
 }
 
+const CUT_WORDS: Record<Exclude<CutWhen, "any">, string> = {
+  Downloading: "seen mid-download",
+  "check slot": "whose agent begins the read-back before the arm",
+  "arm trial": "whose agent begins the arm",
+};
+
 export function describeFault(f: TortureFault): string {
   const t = `+${(f.at / 1000).toFixed(1)}s`;
   switch (f.kind) {
@@ -113,8 +131,12 @@ export function describeFault(f: TortureFault): string {
       return `${t} SIGKILL ${f.copy}, restarted after ${f.ms} ms`;
     case "apiserver-restart":
       return `${t} SIGKILL kube-apiserver, restarted after ${f.ms} ms`;
+    case "relay-cut":
+      return `${t} network of ${f.machine} cut for ${f.ms} ms`;
     case "power-cut":
-      return `${t} power cut ${f.machine}${f.when === "any" ? "" : ` once it is ${f.when}`}`;
+      return f.when === "any"
+        ? `${t} power cut ${f.machine}`
+        : `${t} power cut of the first machine ${CUT_WORDS[f.when]}`;
     default: {
       const never: never = f;
       throw new Error(`unknown fault ${JSON.stringify(never)}`);

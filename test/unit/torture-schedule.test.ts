@@ -36,6 +36,7 @@ describe("torture schedule", () => {
       "operator-kill",
       "operator-pause",
       "power-cut",
+      "relay-cut",
     ]);
   });
 });
