@@ -63,6 +63,8 @@ export class FaultInjector {
   /** Processes this run started again (operator copies, kube-apiserver): stopped at its end. */
   readonly respawned = new Set<number>();
   private apiserverDown = false;
+  /** Machines whose power cut is under way (a phase seen once is one machine's, once). */
+  private readonly cutting = new Set<string>();
   readonly applied: string[] = [];
 
   constructor(private readonly t: FaultTargets) {}
@@ -159,6 +161,12 @@ export class FaultInjector {
         const victim = f.when === "any" ? f.machine : await this.firstTo(f.when, endAt);
         if (victim === undefined)
           return `skipped: no machine began "${f.when}" in the fault window`;
+        // One cut of a machine at a time: two at once would power it on twice (two boots,
+        // two agents), which no machine does. (firstTo claims its machine itself.)
+        if (f.when === "any") {
+          if (this.cutting.has(victim)) return `skipped: a power cut of ${victim} is under way`;
+          this.cutting.add(victim);
+        }
         this.t.record({
           kind: "reboot",
           at: Date.now(),
@@ -166,7 +174,11 @@ export class FaultInjector {
           bootId: this.bootIdOf(victim),
           cause: "power",
         });
-        await fleet.machines.get(victim)!.powerCycle();
+        try {
+          await fleet.machines.get(victim)!.powerCycle();
+        } finally {
+          this.cutting.delete(victim);
+        }
         return `done (${victim})`;
       }
       default: {
@@ -187,12 +199,20 @@ export class FaultInjector {
     for (;;) {
       for (const [name, m] of this.t.fleet.machines) {
         if (when === "Downloading") {
-          if (this.t.stepOf(name) === when) return name;
+          if (this.t.stepOf(name) === when && !this.cutting.has(name)) {
+            this.cutting.add(name);
+            return name;
+          }
           continue;
         }
         const look = saidSince(m.logFile, from.get(name)!, marker);
-        if (look.said) return name;
         from.set(name, look.next);
+        // Claimed here, in the same turn of the event loop: another cut waiting for the same
+        // phase must not fall on the same line of the same log.
+        if (look.said && !this.cutting.has(name)) {
+          this.cutting.add(name);
+          return name;
+        }
       }
       if (Date.now() > endAt) return undefined;
       await sleep(when === "Downloading" ? STEP_POLL_MS : LOG_POLL_MS);
