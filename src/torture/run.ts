@@ -73,7 +73,7 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     for (const copy of OPERATOR_COPIES)
       extra.push({ kind: "operator-start", at: copiesFrom, copy });
     const machines = fleet.machines;
-    watcher = new TortureWatcher(lab.api, lab.kubeConfig, LAB_CLUSTER, {
+    watcher = new TortureWatcher(lab.api, lab.controlPlane.kubeconfig, LAB_CLUSTER, {
       current: (name) => {
         const m = machines.get(name);
         const up = m?.boots.findLast((b) => b.outcome === "up");

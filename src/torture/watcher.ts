@@ -2,14 +2,17 @@
 // its own reads of the Nodes, on the API server; never the operator's memory. It writes what
 // it sees as observations of the invariant checker's History (src/invariants/history.ts):
 //   - every Cluster and Machine as read;
-//   - a Node's Ready and bootID, and a rejoin once the Node shows the machine's current boot;
+//   - a Node's Ready and bootID (a watch too: a rejoin is seen within milliseconds, as the
+//     agent sees it), and a rejoin once the Node shows the machine's current boot;
 //   - a turn read: the machine's turn record present in the Cluster during the machine's
 //     current boot (what the agent must have read before it reboots; from outside, that a
 //     record existed for this boot is the evidence there is).
-import { CoreV1Api, type KubeConfig, type V1Node } from "@kubernetes/client-node";
 import type { LikenApi } from "../api/client.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher } from "../api/watch.js";
+import { Rest, loadRestConfig } from "../api/rest.js";
+import { RestResource } from "../api/rest-resource.js";
+import type { NodeView } from "../agent/api.js";
 import type { Observation } from "../invariants/index.js";
 
 /** How the watcher learns a machine's current boot (its boot_id file) and when it began. */
@@ -17,18 +20,11 @@ export interface BootSource {
   current(machine: string): { bootId: string; at: number } | undefined;
 }
 
-/**
- * Nodes are read by listing: kwok rewrites their heartbeats every few seconds, so a watch
- * would carry as much; half a second is far below a boot's length here (seconds).
- */
-const NODE_POLL_MS = 500;
-
 export class TortureWatcher {
   readonly history: Observation[] = [];
   private readonly clusterWatch: ResourceWatcher<Cluster>;
   private readonly machineWatch: ResourceWatcher<Machine>;
-  private readonly core: CoreV1Api;
-  private nodeTimer: NodeJS.Timeout | undefined;
+  private readonly nodeWatch: ResourceWatcher<NodeView>;
   private readonly nodes = new Map<string, string>();
   private readonly rejoined = new Set<string>();
   private readonly turnsRead = new Set<string>();
@@ -36,11 +32,20 @@ export class TortureWatcher {
 
   constructor(
     api: LikenApi,
-    kc: KubeConfig,
+    kubeconfig: string,
     private readonly clusterName: string,
     private readonly boots: BootSource,
   ) {
-    this.core = kc.makeApiClient(CoreV1Api);
+    const rest = new Rest(loadRestConfig(kubeconfig), "liken-torture");
+    const nodes = new RestResource<NodeView>(rest, "Node", "/api/v1/nodes", "liken-torture");
+    this.nodeWatch = new ResourceWatcher(nodes, {
+      onSync: (all) => all.forEach((n) => this.onNode(Date.now(), n)),
+      onChange: (e) => {
+        if (e.type === "deleted") {
+          this.history.push({ kind: "node-deleted", at: Date.now(), name: e.object.metadata.name });
+        } else this.onNode(Date.now(), e.object);
+      },
+    });
     this.clusterWatch = new ResourceWatcher(api.clusters, {
       onSync: (all) => {
         const c = all.find((x) => x.metadata.name === clusterName);
@@ -66,25 +71,17 @@ export class TortureWatcher {
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.clusterWatch.start(), this.machineWatch.start()]);
-    const poll = (): void => {
-      void this.readNodes().finally(() => {
-        if (this.nodeTimer !== undefined) this.nodeTimer = setTimeout(poll, NODE_POLL_MS);
-      });
-    };
-    this.nodeTimer = setTimeout(poll, 0);
+    await Promise.all([
+      this.clusterWatch.start(),
+      this.machineWatch.start(),
+      this.nodeWatch.start(),
+    ]);
   }
 
   stop(): void {
     this.clusterWatch.stop();
     this.machineWatch.stop();
-    clearTimeout(this.nodeTimer);
-    this.nodeTimer = undefined;
-  }
-
-  /** Reads again what the turns and Nodes say for the current boots (after a boot began). */
-  current(): Cluster | undefined {
-    return this.cluster;
+    this.nodeWatch.stop();
   }
 
   private onCluster(c: Cluster): void {
@@ -119,20 +116,8 @@ export class TortureWatcher {
     this.history.push({ kind: "machine", at: Date.now(), machine: m });
   }
 
-  private async readNodes(): Promise<void> {
-    let items: V1Node[];
-    try {
-      ({ items } = await this.core.listNode());
-    } catch {
-      return; // the API server restarts: the next poll reads again
-    }
-    const at = Date.now();
-    for (const n of items) this.onNode(at, n);
-    this.noteTurns(at);
-  }
-
-  private onNode(at: number, n: V1Node): void {
-    const name = n.metadata?.name ?? "";
+  private onNode(at: number, n: NodeView): void {
+    const name = n.metadata.name;
     const bootId = n.status?.nodeInfo?.bootID ?? "";
     const conditions = n.status?.conditions ?? [];
     const ready = conditions.some((c) => c.type === "Ready" && c.status === "True");
@@ -147,5 +132,7 @@ export class TortureWatcher {
       this.rejoined.add(bootId);
       this.history.push({ kind: "rejoin", at, machine: name, bootId });
     }
+    // A turn read in a boot the Node just showed begun.
+    this.noteTurns(at);
   }
 }
