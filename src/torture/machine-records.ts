@@ -118,7 +118,10 @@ function actOf(
     }
     case "drain/begin":
       return { kind: "drain-start", at, machine, bootId, release };
-    case "arm trial/end":
+    // The arm at its begin: the boot-once entry may be on disk before the agent says it ended
+    // (a power cut mid-arm then boots the trial with no "end" in the log; seed 28), and a
+    // read-back must come before the arm begins.
+    case "arm trial/begin":
       return { kind: "arm", at, machine, bootId, slot, release };
     case "promote/end":
       return { kind: "promote", at, machine, bootId, release };

@@ -21,13 +21,36 @@ describe("a machine's records as the checker's acts", () => {
       line({ time: 200, msg: "download staged and verified", version: "v2", slot: "b" }),
       line({ time: 300, msg: "begin", step: "drain" }),
       line({ time: 400, msg: "end", step: "check slot" }),
-      line({ time: 500, msg: "end", step: "arm trial" }),
+      line({ time: 500, msg: "begin", step: "arm trial" }),
+      line({ time: 510, msg: "end", step: "arm trial" }),
       line({ time: 600, msg: "rebooting", reason: "trial armed" }),
       '{"time": 650, "msg": "cut by a SIGK', // a line a SIGKILL cut: nothing said
       line({ time: 1010, msg: "this boot", bootId: "B2" }),
       line({ time: 1100, msg: "end", step: "promote" }),
     ].join("\n"),
   );
+
+  it("takes the arm at its begin: a power cut mid-arm leaves no end in the log (seed 28)", () => {
+    const cut = parseAgentLog(
+      [
+        line({ time: 110, msg: "this boot", bootId: "B1" }),
+        line({ time: 200, msg: "download staged and verified", version: "v2", slot: "b" }),
+        line({ time: 400, msg: "end", step: "check slot" }),
+        line({ time: 450, msg: "begin", step: "arm trial" }),
+      ].join("\n"),
+    );
+    const arms = machineActs("m", boots, cut, (v) => `sha256:${v}`).filter((a) => a.kind === "arm");
+    expect(arms).toEqual([
+      {
+        kind: "arm",
+        at: 450,
+        machine: "m",
+        bootId: "B1",
+        slot: "b",
+        release: { version: "v2", digest: "sha256:v2" },
+      },
+    ]);
+  });
 
   it("names each boot by the agent's first line in it, or says it had none", () => {
     expect(bootIds("m", [...boots, boot(3, 2000, "b")], log)).toEqual(["B1", "B2", "m-boot-3-up"]);
