@@ -63,6 +63,8 @@ export class FaultInjector {
   /** Processes this run started again (operator copies, kube-apiserver): stopped at its end. */
   readonly respawned = new Set<number>();
   private apiserverDown = false;
+  /** Operator copies being killed and started again. */
+  private readonly restarting = new Set<string>();
   /** Machines whose power cut is under way (a phase seen once is one machine's, once). */
   private readonly cutting = new Set<string>();
   readonly applied: string[] = [];
@@ -119,18 +121,8 @@ export class FaultInjector {
         this.t.record({ kind: "operator-start", at: Date.now(), copy: f.copy });
         return "done";
       }
-      case "operator-kill": {
-        const pid = fleet.operators.get(f.copy)!;
-        const image = imageOf(pid);
-        signal(pid, "SIGCONT"); // a paused copy dies as surely, but say so to no one
-        signal(pid, "SIGKILL");
-        await sleep(f.ms);
-        const fresh = respawn(image, path.join(LAB_RUN_DIR, `operator-${f.copy}.log`));
-        this.respawned.add(fresh);
-        fleet.operators.set(f.copy, fresh);
-        this.t.record({ kind: "operator-start", at: Date.now(), copy: f.copy });
-        return `done (pid ${pid} -> ${fresh})`;
-      }
+      case "operator-kill":
+        return this.restartCopy(f);
       case "apiserver-restart": {
         if (this.apiserverDown) return "skipped: kube-apiserver is already restarting";
         const rec = lab.controlPlane.processes.find((p) => p.name === "kube-apiserver")!;
@@ -185,6 +177,28 @@ export class FaultInjector {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
       }
+    }
+  }
+
+  /** SIGKILL of an operator copy, and its start again after `f.ms` (as its Deployment would). */
+  private async restartCopy(f: Extract<TortureFault, { kind: "operator-kill" }>): Promise<string> {
+    const { fleet } = this.t;
+    // One restart of a copy at a time: a second kill meanwhile would find the pid gone.
+    if (this.restarting.has(f.copy)) return `skipped: ${f.copy} is already restarting`;
+    this.restarting.add(f.copy);
+    try {
+      const pid = fleet.operators.get(f.copy)!;
+      const image = imageOf(pid);
+      signal(pid, "SIGCONT"); // a paused copy dies as surely
+      signal(pid, "SIGKILL");
+      await sleep(f.ms);
+      const fresh = respawn(image, path.join(LAB_RUN_DIR, `operator-${f.copy}.log`));
+      this.respawned.add(fresh);
+      fleet.operators.set(f.copy, fresh);
+      this.t.record({ kind: "operator-start", at: Date.now(), copy: f.copy });
+      return `done (pid ${pid} -> ${fresh})`;
+    } finally {
+      this.restarting.delete(f.copy);
     }
   }
 
