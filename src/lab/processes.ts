@@ -1,7 +1,7 @@
 // The lab's running parts: cluster-operator as its own process, and one SimulatedMachine per
 // fleet member (the real `liken agent run`, file-backed slots, the GRUB firmware model).
 import { spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readSync, writeFileSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -179,10 +179,19 @@ export type FleetMachineOptions = Pick<
   "loopSeconds" | "heartbeatSeconds" | "slotSize" | "env"
 >;
 
+/**
+ * Where a machine's agent reaches the API server, when not directly (the torture's relay per
+ * machine, src/torture/relay.ts): its bootstrap kubeconfig, and so its own identity's, names it.
+ */
+export interface FleetNetwork {
+  serverOf?: (machine: string) => string | undefined;
+}
+
 export async function startFleet(
   lab: Lab,
   log: (l: string) => void,
   machineOptions: FleetMachineOptions = {},
+  network: FleetNetwork = {},
 ): Promise<Fleet> {
   const current = lab.releases[0]!;
   const machines: SimulatedMachine[] = [];
@@ -194,13 +203,19 @@ export async function startFleet(
   for (const spec of lab.fleet) {
     const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
     mkdirSync(dir, { recursive: true });
+    const server = network.serverOf?.(spec.name);
+    const ownBootstrap = path.join(dir, "bootstrap.kubeconfig");
+    if (server !== undefined) {
+      const text = readFileSync(bootstrap, "utf8").replace(lab.controlPlane.server, server);
+      writeFileSync(ownBootstrap, text, { mode: 0o600 });
+    }
     const m = new SimulatedMachine({
       ...machineOptions,
       name: spec.name,
       dir,
       cluster: LAB_CLUSTER,
       // Only the fleet's bootstrap credential: each agent joins for its own certificate.
-      bootstrapKubeconfig: bootstrap,
+      bootstrapKubeconfig: server === undefined ? bootstrap : ownBootstrap,
       // The stand-in kubelet writes Node status, which the agents' own identity may not.
       kubeletKubeconfig: lab.controlPlane.kubeconfig,
       healthCommands: [labServiceGate(dir)],

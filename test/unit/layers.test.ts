@@ -44,6 +44,8 @@ const LAYER: Readonly<Record<string, number>> = {
   // The deterministic simulation: the real deciders driven on a virtual clock, checked by the
   // invariants (docs/simulation.md).
   sim: 5,
+  // Real processes under seeded faults, checked by the invariants (docs/torture.md).
+  torture: 5,
 };
 
 /** Imports within one layer that are allowed (from -> to); no cycle among them. */
@@ -53,6 +55,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "lab -> cli", // the lab starts liken through the CLI's entry
   "image -> cli", // the operator image carries the CLI's bundle
   "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
+  "torture -> sim", // one seeded generator (sim/rng.ts) for both kinds of torture
   "controlplane -> api", // the local control plane hands out kubeconfigs in the API client's one format
 ]);
 

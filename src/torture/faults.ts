@@ -1,0 +1,240 @@
+// Injects one run's fault schedule into the lab's real processes: only processes this run
+// started (the fleet's agents and operator copies, the lab's kube-apiserver), by pid.
+import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { MachineStep } from "../api/types.js";
+import type { Observation } from "../invariants/index.js";
+import type { Lab } from "../lab/lab.js";
+import type { Fleet } from "../lab/processes.js";
+import { LAB_RUN_DIR } from "../lab/paths.js";
+import { describeFault, type CutWhen, type TortureFault } from "./schedule.js";
+import { imageOf, respawn, signal } from "./respawn.js";
+import type { Relay } from "./relay.js";
+
+export interface FaultTargets {
+  lab: Lab;
+  fleet: Fleet;
+  /** Each machine's relay to the API server. */
+  relays: Map<string, Relay>;
+  /** A machine's step as the watcher last saw it. */
+  stepOf: (machine: string) => MachineStep | undefined;
+  /** What the runner itself did that the checker must know (power cuts, operator starts). */
+  record: (o: Observation) => void;
+  log: (line: string) => void;
+}
+
+/** How often a power cut waiting for its step looks again: well under a download's length. */
+const STEP_POLL_MS = 100;
+/** How often it reads the agent's log again: a read-back of the lab's slots takes ~100 ms. */
+const LOG_POLL_MS = 10;
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether a line of the log after byte `from` begins the phase `marker` names; `next`: where
+ * the complete lines read end (the next look starts there).
+ */
+function saidSince(file: string, from: number, marker: string): { said: boolean; next: number } {
+  const size = sizeOf(file);
+  if (size <= from) return { said: false, next: from };
+  const fd = openSync(file, "r");
+  try {
+    const buf = Buffer.alloc(size - from);
+    readSync(fd, buf, 0, buf.length, from);
+    const text = buf.toString("utf8");
+    const complete = text.slice(0, text.lastIndexOf("\n") + 1);
+    const said = complete
+      .split("\n")
+      .some((l) => l.includes(marker) && l.includes('"msg":"begin"'));
+    return { said, next: from + Buffer.byteLength(complete) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export class FaultInjector {
+  /** Processes this run started again (operator copies, kube-apiserver): stopped at its end. */
+  readonly respawned = new Set<number>();
+  private apiserverDown = false;
+  /** Operator copies being killed and started again. */
+  private readonly restarting = new Set<string>();
+  /** Machines whose power cut is under way (a phase seen once is one machine's, once). */
+  private readonly cutting = new Set<string>();
+  readonly applied: string[] = [];
+
+  constructor(private readonly t: FaultTargets) {}
+
+  /** Applies every fault at its time after `t0`, each in its own task; resolves when all are done. */
+  async run(faults: readonly TortureFault[], t0: number, endAt: number): Promise<void> {
+    await Promise.all(
+      faults.map(async (f) => {
+        await sleep(Math.max(0, t0 + f.at - Date.now()));
+        const said = await this.apply(f, endAt).catch(
+          (e: unknown) => `failed: ${(e as Error).message}`,
+        );
+        const line = `${describeFault(f)}: ${said}`;
+        this.applied.push(line);
+        this.t.log(`  fault ${line}`);
+      }),
+    );
+  }
+
+  private bootIdOf(machine: string): string {
+    const m = this.t.fleet.machines.get(machine);
+    try {
+      return m ? readFileSync(m.bootIdFile, "utf8").trim() : "unknown";
+    } catch {
+      return "unknown";
+    }
+  }
+
+  private async apply(f: TortureFault, endAt: number): Promise<string> {
+    const { fleet, lab } = this.t;
+    switch (f.kind) {
+      case "agent-kill": {
+        const m = fleet.machines.get(f.machine)!;
+        if (m.agentPid === undefined) return "skipped: no agent running";
+        m.crashAgent();
+        return "done";
+      }
+      case "agent-pause": {
+        const pid = fleet.machines.get(f.machine)!.agentPid;
+        if (pid === undefined) return "skipped: no agent running";
+        // The agent's group: the agent and its download child stop together.
+        signal(pid, "SIGSTOP", true);
+        await sleep(f.ms);
+        signal(pid, "SIGCONT", true);
+        return "done";
+      }
+      case "operator-pause": {
+        const pid = fleet.operators.get(f.copy)!;
+        signal(pid, "SIGSTOP");
+        await sleep(f.ms);
+        signal(pid, "SIGCONT");
+        this.t.record({ kind: "operator-start", at: Date.now(), copy: f.copy });
+        return "done";
+      }
+      case "operator-kill":
+        return this.restartCopy(f);
+      case "apiserver-restart": {
+        if (this.apiserverDown) return "skipped: kube-apiserver is already restarting";
+        const rec = lab.controlPlane.processes.find((p) => p.name === "kube-apiserver")!;
+        this.apiserverDown = true;
+        try {
+          const image = imageOf(rec.pid);
+          signal(rec.pid, "SIGKILL");
+          await sleep(f.ms);
+          const fresh = respawn(image, rec.log);
+          this.respawned.add(fresh);
+          rec.pid = fresh;
+          return `done (pid ${fresh})`;
+        } finally {
+          this.apiserverDown = false;
+        }
+      }
+      case "relay-cut": {
+        const relay = this.t.relays.get(f.machine)!;
+        relay.sever();
+        await sleep(f.ms);
+        relay.heal();
+        return "done";
+      }
+      case "power-cut": {
+        // A cut drawn for a phase falls on the first machine to begin it: a phase lasts well
+        // under a second and each machine passes it once, so waiting for one machine's would
+        // mostly wait in vain.
+        const victim = f.when === "any" ? f.machine : await this.firstTo(f.when, endAt);
+        if (victim === undefined)
+          return `skipped: no machine began "${f.when}" in the fault window`;
+        // One cut of a machine at a time: two at once would power it on twice (two boots,
+        // two agents), which no machine does. (firstTo claims its machine itself.)
+        if (f.when === "any") {
+          if (this.cutting.has(victim)) return `skipped: a power cut of ${victim} is under way`;
+          this.cutting.add(victim);
+        }
+        this.t.record({
+          kind: "reboot",
+          at: Date.now(),
+          machine: victim,
+          bootId: this.bootIdOf(victim),
+          cause: "power",
+        });
+        try {
+          await fleet.machines.get(victim)!.powerCycle();
+        } finally {
+          this.cutting.delete(victim);
+        }
+        return `done (${victim})`;
+      }
+      default: {
+        const never: never = f;
+        throw new Error(`unknown fault ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** SIGKILL of an operator copy, and its start again after `f.ms` (as its Deployment would). */
+  private async restartCopy(f: Extract<TortureFault, { kind: "operator-kill" }>): Promise<string> {
+    const { fleet } = this.t;
+    // One restart of a copy at a time: a second kill meanwhile would find the pid gone.
+    if (this.restarting.has(f.copy)) return `skipped: ${f.copy} is already restarting`;
+    this.restarting.add(f.copy);
+    try {
+      const pid = fleet.operators.get(f.copy)!;
+      const image = imageOf(pid);
+      signal(pid, "SIGCONT"); // a paused copy dies as surely
+      signal(pid, "SIGKILL");
+      await sleep(f.ms);
+      const fresh = respawn(image, path.join(LAB_RUN_DIR, `operator-${f.copy}.log`));
+      this.respawned.add(fresh);
+      fleet.operators.set(f.copy, fresh);
+      this.t.record({ kind: "operator-start", at: Date.now(), copy: f.copy });
+      return `done (pid ${pid} -> ${fresh})`;
+    } finally {
+      this.restarting.delete(f.copy);
+    }
+  }
+
+  /**
+   * The first machine to reach the instant a power cut is drawn for: a Machine step the
+   * watcher sees (Downloading), or a phase its agent's log begins (a phase lasts milliseconds
+   * to a second: the log, read on from where it ended, is the only place it shows in time).
+   */
+  private async firstTo(when: Exclude<CutWhen, "any">, endAt: number): Promise<string | undefined> {
+    const marker = JSON.stringify({ step: when }).slice(1, -1);
+    const from = new Map([...this.t.fleet.machines].map(([n, m]) => [n, sizeOf(m.logFile)]));
+    for (;;) {
+      for (const [name, m] of this.t.fleet.machines) {
+        if (when === "Downloading") {
+          if (this.t.stepOf(name) === when && !this.cutting.has(name)) {
+            this.cutting.add(name);
+            return name;
+          }
+          continue;
+        }
+        const look = saidSince(m.logFile, from.get(name)!, marker);
+        from.set(name, look.next);
+        // Claimed here, in the same turn of the event loop: another cut waiting for the same
+        // phase must not fall on the same line of the same log.
+        if (look.said && !this.cutting.has(name)) {
+          this.cutting.add(name);
+          return name;
+        }
+      }
+      if (Date.now() > endAt) return undefined;
+      await sleep(when === "Downloading" ? STEP_POLL_MS : LOG_POLL_MS);
+    }
+  }
+
+  /** Ends what this run started again (the lab's stoppers know only the first copies). */
+  stop(): void {
+    for (const pid of this.respawned) signal(pid, "SIGKILL");
+  }
+}

@@ -1,0 +1,48 @@
+// npm run torture -- --runs N --seed S [--machines M] [--duration D]: wiring only (run.ts).
+import { parseArgs } from "node:util";
+import { errorText } from "../errors.js";
+import { parseTortureArgs } from "./args.js";
+import { runTorture, violationReport } from "./run.js";
+
+const say = (l: string): void => void process.stdout.write(`${l}\n`);
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      runs: { type: "string", default: "1" },
+      seed: { type: "string", default: "1" },
+      machines: { type: "string", default: "5" },
+      duration: { type: "string", default: "90" },
+    },
+  });
+  const a = parseTortureArgs(values);
+  const t0 = performance.now();
+  let violations = 0;
+  let converged = 0;
+  for (let i = 0; i < a.runs; i++) {
+    const seed = a.seed + i;
+    say(
+      `torture: seed ${seed}: starting (${a.machines} machines, ${a.durationMs / 1000} s of faults)`,
+    );
+    const r = await runTorture({ seed, machines: a.machines, durationMs: a.durationMs, log: say });
+    violations += r.violations.length;
+    if (r.unconverged.length === 0) converged++;
+    for (const v of r.violations) violationReport(r, v).forEach(say);
+    say(
+      `torture: seed ${seed}: faults=${r.shape.faults.length} budget=${r.shape.maxUnavailable} violations=${r.violations.length} ${
+        r.unconverged.length === 0 ? "converged" : `not converged (${r.unconverged.join(", ")})`
+      } ${(r.ms / 1000).toFixed(1)}s; replay: npm run torture -- --seed ${seed} --machines ${a.machines} --duration ${a.durationMs / 1000}`,
+    );
+  }
+  const secs = ((performance.now() - t0) / 1000).toFixed(1);
+  say(`torture: runs=${a.runs} violations=${violations} converged=${converged}/${a.runs} ${secs}s`);
+  return violations > 0 || converged < a.runs ? 1 : 0;
+}
+
+main().then(
+  (code) => (process.exitCode = code),
+  (e: unknown) => {
+    process.stderr.write(`torture: ${errorText(e)}\n`);
+    process.exitCode = 2;
+  },
+);

@@ -1,0 +1,187 @@
+// One torture run: the lab's real control plane, two operator copies and real agents with
+// file slots; a rollout to the lab's second release; the seed's faults at their times; then
+// the fleet must converge within a deadline, and the history the watcher and the machines'
+// records make must pass the invariant checker.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { START_GRACE_SECONDS } from "../api/types.js";
+import type { MachineStep } from "../api/types.js";
+import { checkHistory, type Observation, type Violation } from "../invariants/index.js";
+import { LAB_CLUSTER, LAB_DIR, startLab, stopLab, type Lab } from "../lab/lab.js";
+import { startFleet, type Fleet } from "../lab/processes.js";
+import { FaultInjector } from "./faults.js";
+import { machineActs, parseAgentLog } from "./machine-records.js";
+import { describeFault, drawShape, OPERATOR_COPIES, type TortureShape } from "./schedule.js";
+import { TortureWatcher } from "./watcher.js";
+import { Relay } from "./relay.js";
+
+export interface RunOptions {
+  seed: number;
+  machines: number;
+  /** The fault window, from the moment the target is set. */
+  durationMs: number;
+  log: (line: string) => void;
+}
+
+export interface RunResult {
+  shape: TortureShape;
+  violations: Violation[];
+  /** Machines not on the target at the deadline (empty: converged). */
+  unconverged: string[];
+  applied: string[];
+  /** When the target was set: the faults' times count from here. */
+  t0: number;
+  ms: number;
+}
+
+/**
+ * How long the fleet has to converge after the fault window: a turn takes about 20 s on two
+ * busy cores (drain, reboot, rejoin, promote: `npm run lab -- --demo`), a Lost machine 40 s
+ * to be seen, a paused copy its lease (15 s); doubled for the faults still settling.
+ */
+export function convergeMs(shape: TortureShape): number {
+  return 60_000 + Math.ceil(shape.machines / shape.maxUnavailable) * 40_000;
+}
+
+const CONVERGE_POLL_MS = 500;
+
+export async function runTorture(o: RunOptions): Promise<RunResult> {
+  const started = Date.now();
+  const shape = drawShape(o.seed, o.machines, o.durationMs);
+  const lab = await startLab({ machines: o.machines });
+  const extra: Observation[] = [];
+  let injector: FaultInjector | undefined;
+  let watcher: TortureWatcher | undefined;
+  let fleet: Fleet | undefined;
+  const relays = new Map<string, { relay: Relay; url: string }>();
+  try {
+    // No person approves in a torture: every machine Auto; the budget drawn from the seed.
+    for (const f of lab.fleet)
+      await lab.api.machines.patch(f.name, { spec: { rebootPolicy: "Auto" } });
+    await lab.api.clusters.patch(LAB_CLUSTER, {
+      spec: { disruption: { maxUnavailable: shape.maxUnavailable } },
+    });
+    // Each agent reaches the API server through its own relay (a network cut of one machine).
+    const api = new URL(lab.controlPlane.server);
+    for (const f of lab.fleet) {
+      const relay = new Relay({ host: api.hostname, port: Number(api.port) });
+      relays.set(f.name, { relay, url: await relay.listen() });
+    }
+    const copiesFrom = Date.now();
+    fleet = await startFleet(lab, () => undefined, {}, { serverOf: (n) => relays.get(n)?.url });
+    for (const copy of OPERATOR_COPIES)
+      extra.push({ kind: "operator-start", at: copiesFrom, copy });
+    const machines = fleet.machines;
+    watcher = new TortureWatcher(lab.api, lab.controlPlane.kubeconfig, LAB_CLUSTER, {
+      current: (name) => {
+        const m = machines.get(name);
+        const up = m?.boots.findLast((b) => b.outcome === "up");
+        if (!m || !up) return undefined;
+        try {
+          return { bootId: readFileSync(m.bootIdFile, "utf8").trim(), at: up.at };
+        } catch {
+          return undefined;
+        }
+      },
+    });
+    await watcher.start();
+    const w = watcher;
+    const stepOf = (name: string): MachineStep | undefined => {
+      const h = w.history.findLast((x) => x.kind === "machine" && x.machine.metadata.name === name);
+      return h?.kind === "machine" ? h.machine.status?.step : undefined;
+    };
+    const target = lab.releases[1]!;
+    const c = await lab.api.clusters.get(LAB_CLUSTER);
+    await lab.api.clusters.patch(LAB_CLUSTER, {
+      spec: {
+        version: target.version,
+        releases: {
+          catalog: [
+            ...(c.spec.releases.catalog ?? []),
+            { version: target.version, digest: target.digest },
+          ],
+        },
+      },
+    });
+    const t0 = Date.now();
+    const endFaults = t0 + shape.durationMs;
+    injector = new FaultInjector({
+      lab,
+      fleet,
+      relays: new Map([...relays].map(([n, r]) => [n, r.relay])),
+      stepOf,
+      record: (x) => extra.push(x),
+      log: o.log,
+    });
+    await injector.run(shape.faults, t0, endFaults);
+    const deadline = Math.max(Date.now(), endFaults) + convergeMs(shape);
+    let unconverged = await pending(lab, target.version);
+    while (unconverged.length > 0 && Date.now() < deadline) {
+      await sleep(CONVERGE_POLL_MS);
+      unconverged = await pending(lab, target.version).catch(() => unconverged);
+    }
+    // The final state, read once more, then the end.
+    extra.push({
+      kind: "cluster",
+      at: Date.now(),
+      cluster: await lab.api.clusters.get(LAB_CLUSTER),
+    });
+    for (const m of (await lab.api.machines.list()).items)
+      extra.push({ kind: "machine", at: Date.now(), machine: m });
+    extra.push({ kind: "end", at: Date.now() });
+    watcher.stop();
+    await stopLab(lab);
+    injector.stop();
+    const digests = new Map(lab.releases.map((r) => [r.version, r.digest]));
+    for (const [name, m] of machines) {
+      const log = parseAgentLog(readFileSync(m.logFile, "utf8"));
+      extra.push(...machineActs(name, m.boots, log, (v) => digests.get(v) ?? `unknown:${v}`));
+    }
+    const history = [...watcher.history, ...extra].sort((a, b) => a.at - b.at);
+    const violations = checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 });
+    writeRecord(o.seed, { shape, applied: injector.applied, t0, violations, history });
+    return {
+      shape,
+      violations,
+      unconverged,
+      applied: injector.applied,
+      t0,
+      ms: Date.now() - started,
+    };
+  } finally {
+    watcher?.stop();
+    if (lab.stoppers.length > 0) await stopLab(lab);
+    injector?.stop();
+    for (const { relay } of relays.values()) await relay.close();
+  }
+}
+
+/** Where each run leaves its schedule, what was applied, and the history it was judged on. */
+export const TORTURE_DIR = path.join(LAB_DIR, "torture");
+
+function writeRecord(seed: number, record: object): void {
+  mkdirSync(TORTURE_DIR, { recursive: true });
+  writeFileSync(path.join(TORTURE_DIR, `seed-${seed}.json`), JSON.stringify(record, null, 1));
+}
+
+/** Machines not yet Ready on the target. */
+async function pending(lab: Lab, version: string): Promise<string[]> {
+  const { items } = await lab.api.machines.list();
+  return lab.fleet
+    .filter((f) => {
+      const m = items.find((x) => x.metadata.name === f.name);
+      return m?.status?.version !== version || m.status.step !== "Ready";
+    })
+    .map((f) => f.name);
+}
+
+/** The lines a violation prints: seed, rule, instant, and the whole fault schedule. */
+export function violationReport(r: RunResult, v: Violation): string[] {
+  const t0 = r.t0;
+  return [
+    `torture: VIOLATION seed=${r.shape.seed} rule=${v.rule} at=${new Date(v.at).toISOString()} (+${((v.at - t0) / 1000).toFixed(1)}s)${v.machine ? ` machine=${v.machine}` : ""}: ${v.message}`,
+    `  schedule (seed ${r.shape.seed}, ${r.shape.machines} machines, budget ${r.shape.maxUnavailable}):`,
+    ...r.shape.faults.map((f) => `    ${describeFault(f)}`),
+  ];
+}

@@ -1,0 +1,145 @@
+// A torture run's fault schedule: drawn from the seed alone (the same seed, the same schedule),
+// before any process starts. Real processes are not deterministic, so a seed replays the
+// schedule, not the interleaving; the schedule is printed with every violation.
+import { rngOf, type Rng } from "../sim/rng.js";
+
+/**
+ * When a power cut fires: at its time ("any"), or at the first instant after it that the
+ * machine is mid-download (its Machine reads Downloading), or its agent has begun the slot's
+ * read-back before the arm ("check slot"), or the arm itself ("arm trial").
+ */
+export type CutWhen = "any" | "Downloading" | "check slot" | "arm trial";
+
+export type TortureFault =
+  /** SIGKILL of the agent; the supervisor (systemd's Restart=always) starts it again in the same boot. */
+  | { kind: "agent-kill"; at: number; machine: string }
+  /** SIGSTOP of the agent, SIGCONT after `ms`. */
+  | { kind: "agent-pause"; at: number; machine: string; ms: number }
+  /** SIGSTOP of an operator copy, SIGCONT after `ms` (it wakes with its stale memory). */
+  | { kind: "operator-pause"; at: number; copy: string; ms: number }
+  /** SIGKILL of an operator copy, started again after `ms` (as its Deployment would). */
+  | { kind: "operator-kill"; at: number; copy: string; ms: number }
+  /** SIGKILL of kube-apiserver, started again with the same command line after `ms`. */
+  | { kind: "apiserver-restart"; at: number; ms: number }
+  /** The machine's network to the API server cut (its relay resets and refuses), healed after `ms`. */
+  | { kind: "relay-cut"; at: number; machine: string; ms: number }
+  /**
+   * A machine's power cut and on again: a fresh boot of the file-slot machine. `machine` is
+   * cut at once ("any"); otherwise the first machine to reach `when` after `at` is.
+   */
+  | { kind: "power-cut"; at: number; machine: string; when: CutWhen };
+
+export type FaultKind = TortureFault["kind"];
+
+export interface TortureShape {
+  seed: number;
+  machines: number;
+  /** Leaders among them (the first `leaders` machines). */
+  leaders: number;
+  maxUnavailable: number;
+  /** Faults are drawn in [0, durationMs) after the target is set. */
+  durationMs: number;
+  faults: TortureFault[];
+}
+
+export const OPERATOR_COPIES = ["operator-1", "operator-2"] as const;
+
+/**
+ * Pauses and restarts: long enough to matter (a pause past the 40 s Lost threshold, or the
+ * operator's 15 s lease), short enough that a run of a few minutes still converges.
+ */
+const PAUSE_MS = { min: 2_000, max: 45_000 } as const;
+const RESTART_MS = { min: 500, max: 5_000 } as const;
+
+function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFault {
+  const kind = rng.pick([
+    "agent-kill",
+    "agent-pause",
+    "operator-pause",
+    "operator-kill",
+    "apiserver-restart",
+    "relay-cut",
+    "power-cut",
+    "power-cut",
+  ] as const);
+  switch (kind) {
+    case "agent-kill":
+      return { kind, at, machine: rng.pick(machines) };
+    case "agent-pause":
+      return { kind, at, machine: rng.pick(machines), ms: rng.int(PAUSE_MS.min, PAUSE_MS.max) };
+    case "operator-pause":
+      return { kind, at, copy: rng.pick(OPERATOR_COPIES), ms: rng.int(PAUSE_MS.min, PAUSE_MS.max) };
+    case "operator-kill":
+      return {
+        kind,
+        at,
+        copy: rng.pick(OPERATOR_COPIES),
+        ms: rng.int(RESTART_MS.min, RESTART_MS.max),
+      };
+    case "apiserver-restart":
+      return { kind, at, ms: rng.int(RESTART_MS.min, RESTART_MS.max) };
+    case "relay-cut":
+      return { kind, at, machine: rng.pick(machines), ms: rng.int(PAUSE_MS.min, PAUSE_MS.max) };
+    case "power-cut":
+      return {
+        kind,
+        at,
+        machine: rng.pick(machines),
+        when: rng.pick(["any", "Downloading", "check slot", "arm trial"] as const),
+      };
+    default: {
+      const never: never = kind;
+      throw new Error(`unknown fault ${String(never)}`);
+    }
+  }
+}
+
+export function machineNames(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `node-${i + 1}`);
+}
+
+/** The run's shape and faults, from the seed and the sizes a person asked for. */
+export function drawShape(seed: number, machines: number, durationMs: number): TortureShape {
+  const rng = rngOf(seed);
+  const names = machineNames(machines);
+  const leaders = Math.min(3, machines);
+  const maxUnavailable = rng.int(1, 2);
+  // About one fault per 15 s of the fault window: a few minutes carry 5-15 faults.
+  const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
+  const faults = Array.from({ length: count }, () =>
+    drawFault(rng, rng.int(0, durationMs - 1), names),
+  ).sort((a, b) => a.at - b.at);
+  return { seed, machines, leaders, maxUnavailable, durationMs, faults };
+}
+
+const CUT_WORDS: Record<Exclude<CutWhen, "any">, string> = {
+  Downloading: "seen mid-download",
+  "check slot": "whose agent begins the read-back before the arm",
+  "arm trial": "whose agent begins the arm",
+};
+
+export function describeFault(f: TortureFault): string {
+  const t = `+${(f.at / 1000).toFixed(1)}s`;
+  switch (f.kind) {
+    case "agent-kill":
+      return `${t} SIGKILL agent ${f.machine}`;
+    case "agent-pause":
+      return `${t} SIGSTOP agent ${f.machine} for ${f.ms} ms`;
+    case "operator-pause":
+      return `${t} SIGSTOP ${f.copy} for ${f.ms} ms`;
+    case "operator-kill":
+      return `${t} SIGKILL ${f.copy}, restarted after ${f.ms} ms`;
+    case "apiserver-restart":
+      return `${t} SIGKILL kube-apiserver, restarted after ${f.ms} ms`;
+    case "relay-cut":
+      return `${t} network of ${f.machine} cut for ${f.ms} ms`;
+    case "power-cut":
+      return f.when === "any"
+        ? `${t} power cut ${f.machine}`
+        : `${t} power cut of the first machine ${CUT_WORDS[f.when]}`;
+    default: {
+      const never: never = f;
+      throw new Error(`unknown fault ${JSON.stringify(never)}`);
+    }
+  }
+}

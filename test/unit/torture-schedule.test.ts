@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { parseTortureArgs } from "../../src/torture/args.js";
+import { describeFault, drawShape } from "../../src/torture/schedule.js";
+
+describe("torture schedule", () => {
+  it("is the same for the same seed (a seed replays its schedule)", () => {
+    expect(drawShape(7, 5, 90_000)).toEqual(drawShape(7, 5, 90_000));
+    expect(drawShape(7, 5, 90_000)).not.toEqual(drawShape(8, 5, 90_000));
+  });
+
+  it("draws faults inside the window, in order, on the run's machines and copies", () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const s = drawShape(seed, 6, 120_000);
+      expect(s.faults.length).toBeGreaterThan(0);
+      expect(s.maxUnavailable).toBeGreaterThanOrEqual(1);
+      const ats = s.faults.map((f) => f.at);
+      expect(ats).toEqual([...ats].sort((a, b) => a - b));
+      for (const f of s.faults) {
+        expect(f.at).toBeGreaterThanOrEqual(0);
+        expect(f.at).toBeLessThan(120_000);
+        if ("machine" in f) expect(f.machine).toMatch(/^node-[1-6]$/);
+        if ("copy" in f) expect(["operator-1", "operator-2"]).toContain(f.copy);
+        expect(describeFault(f)).toMatch(/^\+\d+\.\ds /);
+      }
+    }
+  });
+
+  it("draws every kind of fault over a few seeds", () => {
+    const kinds = new Set<string>();
+    for (let seed = 1; seed <= 20; seed++)
+      for (const f of drawShape(seed, 5, 90_000).faults) kinds.add(f.kind);
+    expect([...kinds].sort()).toEqual([
+      "agent-kill",
+      "agent-pause",
+      "apiserver-restart",
+      "operator-kill",
+      "operator-pause",
+      "power-cut",
+      "relay-cut",
+    ]);
+  });
+});
+
+describe("torture arguments", () => {
+  const ok = { runs: "2", seed: "7", machines: "5", duration: "90" };
+  it("reads whole numbers in range", () => {
+    expect(parseTortureArgs(ok)).toEqual({ runs: 2, seed: 7, machines: 5, durationMs: 90_000 });
+  });
+  it.each([
+    ["runs", "0"],
+    ["seed", "-1"],
+    ["machines", "11"],
+    ["machines", "five"],
+    ["duration", "5"],
+  ])("refuses --%s %s with LIKEN_TORTURE_USAGE", (name, raw) => {
+    expect(() => parseTortureArgs({ ...ok, [name]: raw })).toThrow(
+      expect.objectContaining({ code: "LIKEN_TORTURE_USAGE" }),
+    );
+  });
+});
