@@ -1,7 +1,10 @@
-// npm run simulate -- --seeds N [--seed S] [--mutants]: wiring only (run.ts does the work).
+// npm run simulate -- --seeds N [--seed S [--trace MACHINE]] [--mutants]: wiring only (run.ts
+// does the work, trace.ts prints one machine's history).
 import { parseArgs } from "node:util";
 import { MUTANTS } from "./mutants.js";
-import { findMutant, runSeed, shrink } from "./run.js";
+import { findMutant, runSeed, shapeOf, shrink } from "./run.js";
+import { traceOf } from "./trace.js";
+import { runWorld } from "./world.js";
 
 const { values } = parseArgs({
   options: {
@@ -12,8 +15,18 @@ const { values } = parseArgs({
     "mutant-seeds": { type: "string", default: "200" },
     /** Only this mutant (with --mutants). */
     mutant: { type: "string" },
+    /** With --seed: print this machine's history (repeat for more machines). */
+    trace: { type: "string", multiple: true },
   },
 });
+
+if (values.trace !== undefined && values.seed !== undefined) {
+  const seed = Number(values.seed);
+  const { shape, faults } = shapeOf(seed);
+  const { history } = runWorld(seed, shape, faults, undefined);
+  for (const m of values.trace)
+    console.log([`trace ${m} (seed ${seed}):`, ...traceOf(history, m)].join("\n"));
+}
 
 const t0 = performance.now();
 const seeds =

@@ -8,6 +8,7 @@ import { effectiveTarget } from "../api/target.js";
 import type { Slot } from "../bootloader/types.js";
 import {
   afterSlotCheck,
+  beforeDrain,
   decide as agentDecide,
   type Decision as AgentDecision,
 } from "../agent/steps.js";
@@ -454,20 +455,8 @@ export function runWorld(
         return;
       case "request-turn":
         return;
-      case "drain": {
-        // The real planner on this node's (empty) pod list: nothing to evict, done at once.
-        const plan = planDrain(s.name, { pods: [], claims: [] }, {});
-        if (plan.waves.some((w) => w.pods.length > 0)) return;
-        history.push({
-          kind: "drain-start",
-          at: at(),
-          machine: s.name,
-          bootId: s.bootId,
-          release: a.release,
-        });
-        s.memory.drained = a.release.digest;
-        return;
-      }
+      case "drain":
+        return drain(s, a.release);
       case "check-and-reboot":
         return checkAndReboot(s, a.slot, a.release, c);
       case "reboot":
@@ -480,6 +469,26 @@ export function runWorld(
       }
     }
   }
+  /** act.ts's drain: the turn read again, fresh, then the real planner on an empty node. */
+  function drain(s: Sim, release: ReleaseRef): void {
+    // act.ts's order: the turn read again, fresh, right before the drain.
+    const held = (readCluster().obj.status?.rebootTurns ?? []).some(
+      (t) => t.machine === s.name && t.digest === release.digest,
+    );
+    if (beforeDrain(held ? { kind: "held" } : { kind: "gone" }, false).kind !== "drain") return;
+    // The real planner on this node's (empty) pod list: nothing to evict, done at once.
+    const plan = planDrain(s.name, { pods: [], claims: [] }, {});
+    if (plan.waves.some((w) => w.pods.length > 0)) return;
+    history.push({
+      kind: "drain-start",
+      at: at(),
+      machine: s.name,
+      bootId: s.bootId,
+      release,
+    });
+    s.memory.drained = release.digest;
+  }
+
   /**
    * The turn given back (uncordoned): back in service only with its Node on this boot, so the
    * checker keeps a machine that gives its turn back before that counted as down.
