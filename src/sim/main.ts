@@ -2,7 +2,8 @@
 // does the work, trace.ts prints one machine's history).
 import { parseArgs } from "node:util";
 import { MUTANTS } from "./mutants.js";
-import { findMutant, runSeed, shapeOf, shrink } from "./run.js";
+import { runSeeds } from "./pool.js";
+import { findMutant, shapeOf, shrink } from "./run.js";
 import { traceOf } from "./trace.js";
 import { runWorld } from "./world.js";
 
@@ -17,6 +18,8 @@ const { values } = parseArgs({
     mutant: { type: "string" },
     /** With --seed: print this machine's history (repeat for more machines). */
     trace: { type: "string", multiple: true },
+    /** Worker threads to run the seeds on (1: this thread). */
+    workers: { type: "string", default: "1" },
   },
 });
 
@@ -34,15 +37,15 @@ const seeds =
     ? [Number(values.seed)]
     : range(Number(values.first), Number(values.seeds));
 let violations = 0;
-for (const seed of seeds) {
-  const r = runSeed(seed);
+for (const r of await runSeeds(seeds, Number(values.workers))) {
   if (r.violations.length === 0) continue;
   violations++;
+  const seed = r.seed;
   const v = r.violations[0]!;
   const shortest = shrink(seed, v.rule);
   console.log(`simulate: seed ${seed} broke ${v.rule} at ${v.at} ms: ${v.message}`);
   console.log(
-    `  shortest schedule (${shortest.length} of ${r.faults.length} faults): ${JSON.stringify(shortest)}`,
+    `  shortest schedule (${shortest.length} of ${r.faults} faults): ${JSON.stringify(shortest)}`,
   );
   console.log(`  replay: npm run simulate -- --seed ${seed}`);
 }

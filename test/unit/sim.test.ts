@@ -2,7 +2,9 @@
 // violations), a sweep of seeds keeps every rule, and each rule broken by hand is found.
 import { describe, expect, it } from "vitest";
 import { runSeed, shapeOf } from "../../src/sim/run.js";
-import type { Mutant } from "../../src/sim/mutants.js";
+import { runSeeds } from "../../src/sim/pool.js";
+import { runWorld } from "../../src/sim/world.js";
+import { MUTANTS, type Mutant } from "../../src/sim/mutants.js";
 import type { Rule } from "../../src/invariants/index.js";
 import { drawFaults } from "../../src/sim/faults.js";
 import { rngOf } from "../../src/sim/rng.js";
@@ -13,6 +15,16 @@ describe("simulate", () => {
     const b = runSeed(4);
     expect(b.faults).toEqual(a.faults);
     expect(b.violations).toEqual(a.violations);
+  }, 60_000);
+
+  it("a seed's whole history is the same on every run, and on any thread", async () => {
+    const history = (seed: number) => {
+      const { shape, faults } = shapeOf(seed);
+      return runWorld(seed, shape, faults, undefined).history;
+    };
+    expect(history(9)).toEqual(history(9));
+    const seeds = [3, 9, 12];
+    expect(await runSeeds(seeds, 2)).toEqual(await runSeeds(seeds, 1));
   }, 60_000);
 
   it("draws the same shape and schedule from a seed", () => {
@@ -55,6 +67,13 @@ describe("simulate", () => {
     ["arm-first", 1, "boot-unverified-slot"],
     ["bootid", 14, "promote-without-rejoin"],
   ];
+  /** The bound `--mutants` is run with: every rule broken by hand is found within it. */
+  const MUTANT_BOUND = 50;
+  it("finds every mutant within the bound", () => {
+    expect(MUTANT_ROWS.map(([m]) => m).sort()).toEqual([...MUTANTS].sort());
+    expect(MUTANT_ROWS.filter(([, seed]) => seed > MUTANT_BOUND)).toEqual([]);
+  });
+
   it.each(MUTANT_ROWS)(
     "the %s mutant breaks seed %i (%s)",
     (mutant, seed, rule) => {
