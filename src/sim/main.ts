@@ -47,7 +47,8 @@ for (const r of await runSeeds(seeds, Number(values.workers))) {
   console.log(
     `  shortest schedule (${shortest.length} of ${r.faults} faults): ${JSON.stringify(shortest)}`,
   );
-  console.log(`  replay: npm run simulate -- --seed ${seed}`);
+  const trace = v.machine === undefined ? "" : ` --trace ${v.machine}`;
+  console.log(`  replay: npm run simulate -- --seed ${seed}${trace}`);
 }
 let found = 0;
 if (values.mutants) {

@@ -41,20 +41,23 @@ describe("simulate", () => {
     expect(count("net-heal")).toBe(count("net-cut"));
   });
 
-  // The first seeds, every rule kept. Seeds 8, 9, 12, 17, 18 and 19 broke the budget until a
-  // fallback kept its turn until its Node rejoined (src/agent/steps.ts, giveBack); the rest of
-  // the seeds run on demand (`npm run simulate -- --seeds N`).
-  const SWEEP = 40;
-  it(`seeds 1-${SWEEP}: no rule broken`, () => {
-    const broken: string[] = [];
-    for (let seed = 1; seed <= SWEEP; seed++) {
-      const v = runSeed(seed).violations[0];
-      if (v !== undefined) {
-        broken.push(
-          `seed ${seed} broke ${v.rule} at ${v.at} ms: ${v.message} (replay: npm run simulate -- --seed ${seed})`,
-        );
-      }
-    }
+  // The slice of the sweep in `npm test`: every seed checked, none may break a rule. What fits
+  // in about 20 s on the shared 2-core machine (0.2 s a seed of CPU, more under load,
+  // 2026-12-04); the rest on demand: `npm run simulate -- --seeds 100000 --workers N`. Seeds 8,
+  // 9, 12, 17, 18 and 19 broke the budget until a fallback kept its turn until its Node
+  // rejoined (steps.ts giveBack); 433 and 889 (outside the slice) until Overtaken.
+  const SWEEP = 60;
+  it(`seeds 1-${SWEEP}: no rule broken`, async () => {
+    const seeds = Array.from({ length: SWEEP }, (_, i) => i + 1);
+    const broken = (await runSeeds(seeds, 1)).flatMap((r) =>
+      r.violations
+        .slice(0, 1)
+        .map(
+          (v) =>
+            `seed ${r.seed} broke ${v.rule} at ${v.at} ms: ${v.message}; replay: ` +
+            `npm run simulate -- --seed ${r.seed}${v.machine ? ` --trace ${v.machine}` : ""}`,
+        ),
+    );
     expect(broken).toEqual([]);
   }, 120_000);
 
