@@ -84,8 +84,9 @@ function reasonOf(
   if (t.leader && leader !== undefined) {
     return `leader ${leader[0]} is down since the grant, and one leader is down at a time`;
   }
-  // Itself down already (Lost): waiting adds nothing to the count.
-  if (down.has(t.machine) || others.length < budget) return undefined;
+  // A holder that is Lost itself is judged as one more: when it comes back it acts on the turn
+  // at once, a disruption the budget must still have room for (seed 2013).
+  if (others.length < budget) return undefined;
   return `${others.length} machines are down or hold a turn (${others
     .map(([n]) => n)
     .slice(0, 5)

@@ -88,7 +88,15 @@ const rows: Row[] = [
     want: [],
   },
   {
-    name: "the holder Lost itself: waiting adds nothing to the count, kept",
+    name: "the holder Lost itself, the others at the budget: taken back (it acts once back)",
+    budget: 2,
+    machines: [asking("m1"), asking("m2", { status: started }), machine("m3")],
+    turns: [{ machine: "m1" }, { machine: "m2" }],
+    silent: ["m1", "m3"],
+    want: ["m1: 2 machines are down or hold a turn (m2, m3), the budget allows 2"],
+  },
+  {
+    name: "the holder Lost itself, room for it: kept",
     budget: 1,
     machines: [asking("m1")],
     turns: [{ machine: "m1" }],
