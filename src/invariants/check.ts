@@ -137,10 +137,10 @@ function observeRecord(c: Ctx, o: Record_): void {
       stateOf(c, o.machine.metadata.name).machine = o.machine;
       return;
     case "machine-deleted": {
-      const m = stateOf(c, o.name);
-      m.machine = undefined;
-      m.disrupted = undefined;
-      m.rejoinedInTurn = false;
+      // The API object is gone, the machine is not: a disruption under way goes on until it
+      // rejoins (seed 2456: a Machine deleted and created again mid-turn, then a fallback
+      // reboot within the same turn).
+      stateOf(c, o.name).machine = undefined;
       return;
     }
     case "node":

@@ -286,6 +286,19 @@ describe("checkHistory", () => {
     });
   });
 
+  it("a Machine deleted and created again mid-turn: the machine's disruption goes on", () => {
+    const h: Observation[] = [
+      ...start(["m1", "m2"]),
+      ...turnOf("m1", 100).slice(0, 6),
+      { kind: "machine-deleted", at: 107, name: "m1" },
+      { kind: "machine", at: 108, machine: machine("m1") },
+      { kind: "drain-start", at: 130, machine: "m2", bootId: "m2-1", release: R2 },
+    ];
+    expect(checkHistory(h, SETTINGS).map((v) => v.message)).toEqual([
+      "2 machines down (m1, m2), the budget allows 1",
+    ]);
+  });
+
   it("names the machines and the budget", () => {
     const [v] = checkHistory(rows[0]!.broken, SETTINGS);
     expect(v?.message).toBe("2 machines down (m1, m2), the budget allows 1");
