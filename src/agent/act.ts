@@ -50,6 +50,7 @@ import { NO_METER, type AgentMeter } from "./meter.js";
 import type { Look } from "./look.js";
 import {
   afterSlotCheck,
+  beforeDrain,
   phaseTimeoutMs,
   type CheckVerdict,
   type Observed,
@@ -231,6 +232,11 @@ export class Actions {
     watch: DrainWatch = {},
   ): Promise<void> {
     const { cfg, signal, memory, log } = this.p;
+    const fresh = beforeDrain(toTurnLook(await this.p.turnHeld(release)), signal.aborted);
+    if (fresh.kind === "stand-down") {
+      log.warn({ why: fresh.why }, "not draining");
+      return;
+    }
     const { drainNode } = await import("../drain/index.js");
     const kc = await this.p.kc();
     const limits = drainLimits(cluster, cfg.timeouts.drainMs);

@@ -646,11 +646,42 @@ export type SlotCheck =
   /** The look failed (EIO, the slot not staged, the deadline): says nothing of the bytes. */
   | { kind: "unread"; code: string | undefined; message: string };
 
-/** The turn record, read again right before arming. */
+/** The turn record, read again right before draining and right before arming. */
 export type TurnLook =
   | { kind: "held" }
   | { kind: "gone" }
   | { kind: "unread"; code: string | undefined; message: string };
+
+export type DrainVerdict =
+  /** The turn is held: cordon and drain. */
+  | { kind: "drain" }
+  /** Not held (taken back, reason Overtaken), or unread: no drain; the next look decides. */
+  | { kind: "stand-down"; why: string };
+
+/**
+ * Right before the drain, on the turn read again fresh: the look that chose the drain may be
+ * older than the operator taking the turn back (it does so only while the machine has not
+ * started: docs/operator.md, "Overtaken"). A drain without a turn would take a machine down
+ * that no budget counts; an unread turn is no licence either.
+ */
+export function beforeDrain(turn: TurnLook, stopping: boolean): DrainVerdict {
+  if (stopping) return { kind: "stand-down", why: "the agent is stopping" };
+  switch (turn.kind) {
+    case "held":
+      return { kind: "drain" };
+    case "gone":
+      return { kind: "stand-down", why: "the turn is no longer recorded (taken back): no drain" };
+    case "unread":
+      return {
+        kind: "stand-down",
+        why: `cannot read the turn again (${turn.code ?? "no code"}): ${turn.message}; no drain until it reads`,
+      };
+    default: {
+      const never: never = turn;
+      throw new Error(`unknown turn look ${JSON.stringify(never)}`);
+    }
+  }
+}
 
 export type CheckVerdict =
   /** The slot matched and the turn is held: record the trial, arm it, reboot. */

@@ -3,7 +3,8 @@
 // (src/sim), and later the lab's observer and a real-process torture run, feed it what they saw.
 //
 // What each rule judges, and on whose evidence (docs/simulation.md, "The invariants"):
-//   budget          at each disruption liken begins (a drain, or an agent's reboot with none),
+//   budget          at each disruption liken begins (a drain, or an agent's reboot with none;
+//                   a disruption lasts until the machine rejoined and holds no turn),
 //                   the machines in a disruption plus those marked Lost exceed the Cluster's
 //                   maxUnavailable. A power cut is no act of liken's: it is counted once the
 //                   operator marks it Lost, and is never itself a violation.
@@ -35,8 +36,14 @@ interface Arm {
 
 interface MachineState {
   machine: Machine | undefined;
-  /** Since when liken has it in a disruption (drain or reboot), until it rejoins. */
+  /**
+   * Since when liken has it in a disruption (drain or reboot), until it rejoins and holds no
+   * turn: the operator counts a machine against the budget for as long as its turn is held,
+   * so a second reboot within one turn (a fallback after a retarget) is the same disruption.
+   */
   disrupted: number | undefined;
+  /** Rejoined within its disruption; the disruption ends once it holds no turn either. */
+  rejoinedInTurn: boolean;
   bootId: string | undefined;
   /** When the current boot began (its boot event). */
   bootAt: number;
@@ -54,6 +61,7 @@ function fresh(): MachineState {
   return {
     machine: undefined,
     disrupted: undefined,
+    rejoinedInTurn: false,
     bootId: undefined,
     bootAt: Number.NEGATIVE_INFINITY,
     turnReads: [],
@@ -129,9 +137,10 @@ function observeRecord(c: Ctx, o: Record_): void {
       stateOf(c, o.machine.metadata.name).machine = o.machine;
       return;
     case "machine-deleted": {
-      const m = stateOf(c, o.name);
-      m.machine = undefined;
-      m.disrupted = undefined;
+      // The API object is gone, the machine is not: a disruption under way goes on until it
+      // rejoins (seed 2456: a Machine deleted and created again mid-turn, then a fallback
+      // reboot within the same turn).
+      stateOf(c, o.name).machine = undefined;
       return;
     }
     case "node":
@@ -181,12 +190,8 @@ function observeAct(c: Ctx, o: Act): void {
       return onReboot(c, o);
     case "boot":
       return onBoot(c, o);
-    case "rejoin": {
-      const m = stateOf(c, o.machine);
-      m.rejoined.add(o.bootId);
-      m.disrupted = undefined;
-      return;
-    }
+    case "rejoin":
+      return onRejoin(c, o);
     case "promote":
       return onPromote(c, o);
     case "trial-failed":
@@ -216,11 +221,22 @@ function onCluster(c: Ctx, o: Of<"cluster">): void {
   }
   c.turns = new Set((o.cluster.status?.rebootTurns ?? []).map(turnKey));
   c.cluster = o.cluster;
+  for (const [name, m] of c.machines) {
+    if (!m.rejoinedInTurn || holdsTurn(c, name)) continue;
+    m.disrupted = undefined;
+    m.rejoinedInTurn = false;
+  }
 }
+
+const holdsTurn = (c: Ctx, machine: string): boolean =>
+  (c.cluster?.status?.rebootTurns ?? []).some((t) => t.machine === machine);
 
 function disruptionBegins(c: Ctx, o: { at: number; machine: string }): void {
   const me = stateOf(c, o.machine);
-  if (me.disrupted !== undefined) return;
+  if (me.disrupted !== undefined) {
+    me.rejoinedInTurn = false; // down again within the same disruption (its turn still held)
+    return;
+  }
   me.disrupted = o.at;
   const present = [...c.machines.values()].filter((m) => m.machine !== undefined);
   const down = [...c.machines.entries()].filter(([, m]) => isDown(m));
@@ -243,6 +259,14 @@ function disruptionBegins(c: Ctx, o: { at: number; machine: string }): void {
       message: `leader ${o.machine} went down while leader ${names(others)} was down`,
     });
   }
+}
+
+/** Back in service; a machine still holding its turn stays down until the turn is gone. */
+function onRejoin(c: Ctx, o: Of<"rejoin">): void {
+  const m = stateOf(c, o.machine);
+  m.rejoined.add(o.bootId);
+  if (holdsTurn(c, o.machine)) m.rejoinedInTurn = m.disrupted !== undefined;
+  else m.disrupted = undefined;
 }
 
 function onArm(c: Ctx, o: Of<"arm">): void {

@@ -10,6 +10,8 @@
 //     for exactly that release), oldest request first;
 //   - only while turns held + machines Lost or otherwise down < the budget;
 //   - never to a leader while another leader is down, whatever the budget says;
+//   - a turn not started yet is taken back (Overtaken) when a machine that went down since
+//     its grant makes the budget or the leader rule refuse it now (overtaken.ts);
 //   - never in the first START_GRACE_SECONDS after this copy started (or woke from a pause);
 //   - never while a turn is stalled, until a person releases it (`liken rollout resume`);
 //   - a record leaves the list when its machine is back on the release and Ready (for
@@ -46,6 +48,7 @@ import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
+import { overtake } from "./overtaken.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { seenUpTo } from "./freshness.js";
@@ -139,6 +142,8 @@ export const RELEASE_REASONS = [
   "Resumed",
   /** Its drain timed out and it gave the turn back (spec.disruption.onDrainTimeout Skip). */
   "DrainTimedOut",
+  /** Not started, and the budget or the leader rule no longer allows it (overtaken.ts). */
+  "Overtaken",
 ] as const;
 export type ReleaseReason = (typeof RELEASE_REASONS)[number];
 
@@ -242,8 +247,21 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
 
-  const { kept, releases, stalls, deferred } = settleTurns(ctx, before.rebootTurns ?? []);
+  const settled = settleTurns(ctx, before.rebootTurns ?? []);
+  const { stalls } = settled;
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
+  // A turn not acted on yet goes back when a machine went down since its grant (overtaken.ts).
+  const { kept, overtaken, ...took } = overtake({
+    turns: settled.kept,
+    byName,
+    lost,
+    budget: budget.budget,
+    fresh: machinesFresh(ctx),
+  });
+  const releases = [
+    ...settled.releases,
+    ...overtaken.map((x): TurnRelease => ({ ...x, reason: "Overtaken" })),
+  ];
   const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
   const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
   const turns = [...kept, ...grants];
@@ -301,14 +319,12 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     status,
     // Against the status as recorded: what this decision read through (an unrevoke, a revert
     // it starts) is a change to write.
-    changed:
-      JSON.stringify(canonical(status)) !==
-      JSON.stringify(canonical(observed.cluster.status ?? {})),
+    changed: !sameJson(status, observed.cluster.status ?? {}),
     grants,
     releases,
     stalls,
     lostMarks,
-    needsFreshMachines: deferred,
+    needsFreshMachines: settled.deferred || took.deferred,
     budget,
     blocked,
     held: heldNotice(before.conditions, progressing),
@@ -423,18 +439,22 @@ function upsert(list: ClusterCondition[], c: ClusterCondition): ClusterCondition
     : [...list, c];
 }
 
-/** Key order must not make two equal statuses look different. */
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v !== null && typeof v === "object") {
-    return Object.fromEntries(
-      Object.entries(v as Record<string, unknown>)
-        .filter(([, x]) => x !== undefined)
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([k, x]) => [k, canonical(x)]),
-    );
+/**
+ * Whether two statuses serialize alike: key order and keys holding undefined do not count (as
+ * in JSON). Compared in place: serializing both on every decision was most of its cost.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((x, i) => sameJson(x ?? null, b[i] ?? null));
   }
-  return v;
+  if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = Object.keys(x).filter((k) => x[k] !== undefined);
+  const count = Object.keys(y).filter((k) => y[k] !== undefined).length;
+  return keys.length === count && keys.every((k) => y[k] !== undefined && sameJson(x[k], y[k]));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -96,8 +96,47 @@ function nodeSeen(s: Sim, mutant: Mutant | undefined): AgentObserved["node"] {
   };
 }
 
-/** The status the agent writes after a decision (times kept while their subject is unchanged). */
+/**
+ * What statusAfter reads besides the status before (s.status, replaced and never changed in
+ * place), by reference: the releases are the run's constant objects, the failed list a new
+ * array on every change.
+ */
+function inputsOf(s: Sim, d: AgentDecision): readonly unknown[] {
+  const staged = s.slots[other(s.running)];
+  const running = s.slots[s.running].release;
+  return [
+    d.step,
+    d.stage,
+    d.wantsTurn,
+    s.running,
+    running,
+    staged.state,
+    staged.release,
+    s.memory.failed,
+  ];
+}
+const lastStatus = new WeakMap<Sim, { inputs: readonly unknown[]; out: MachineStatus }>();
+
+/**
+ * The status the agent writes after a decision (times kept while their subject is unchanged).
+ * The same inputs as the last call (most machines, most seconds) give the same status: the
+ * last one is returned, the same object, which writeStatus then skips without serializing.
+ */
 export function statusAfter(
+  s: Sim,
+  d: AgentDecision,
+  now: number,
+  releases: readonly ReleaseRef[],
+): MachineStatus {
+  const inputs = inputsOf(s, d);
+  const last = lastStatus.get(s);
+  if (last?.out === s.status && inputs.every((x, i) => x === last.inputs[i])) return last.out;
+  const out = freshStatus(s, d, now, releases);
+  lastStatus.set(s, { inputs, out });
+  return out;
+}
+
+function freshStatus(
   s: Sim,
   d: AgentDecision,
   now: number,
@@ -106,8 +145,10 @@ export function statusAfter(
   const slot = other(s.running);
   const staged = s.slots[slot];
   const prev = s.status;
+  // Built anew, never changed in place (the simulated API server keeps what it is given).
+  const { updateStage: _stage, staged: _staged, turnRequest: _request, ...kept } = prev;
   const st: MachineStatus = {
-    ...prev,
+    ...kept,
     version: s.slots[s.running].release?.version,
     digest: s.slots[s.running].release?.digest,
     step: d.step,
@@ -118,9 +159,6 @@ export function statusAfter(
       reason: "TrialFailed",
     })),
   };
-  delete st.updateStage;
-  delete st.staged;
-  delete st.turnRequest;
   if (d.stage !== undefined) st.updateStage = d.stage;
   if (staged.state === "staged" && staged.release !== undefined) {
     const same = prev.staged?.digest === staged.release.digest && prev.staged.slot === slot;

@@ -8,6 +8,7 @@ import { effectiveTarget } from "../api/target.js";
 import type { Slot } from "../bootloader/types.js";
 import {
   afterSlotCheck,
+  beforeDrain,
   decide as agentDecide,
   type Decision as AgentDecision,
 } from "../agent/steps.js";
@@ -159,12 +160,11 @@ export function runWorld(
   const readMachine = (n: string) => api.get<Machine>(mkey(n));
 
   function observeCluster(): void {
-    history.push({ kind: "cluster", at: at(), cluster: structuredClone(readCluster().obj) });
+    history.push({ kind: "cluster", at: at(), cluster: readCluster().obj });
   }
   function observeMachine(n: string): void {
     const m = readMachine(n);
-    if (m !== undefined)
-      history.push({ kind: "machine", at: at(), machine: structuredClone(m.obj) });
+    if (m !== undefined) history.push({ kind: "machine", at: at(), machine: m.obj });
   }
 
   /** Each fault, as data: its kind and what it does to the copy or machine it names. */
@@ -238,8 +238,8 @@ export function runWorld(
 
   /** A person's kubectl edit of spec.version (a retarget, or a revert by hand). */
   function setVersion(r: ReleaseRef): void {
-    const next = structuredClone(readCluster().obj);
-    next.spec.version = r.version;
+    const cur = readCluster().obj;
+    const next = { ...cur, spec: { ...cur.spec, version: r.version } };
     api.update(CLUSTER, next, undefined);
     observeCluster();
   }
@@ -260,6 +260,20 @@ export function runWorld(
   }
 
   // --- the operator copies --------------------------------------------------------------
+  /** A Machine as a copy's list shows it (its resourceVersion set), made once per version. */
+  const views = new Map<string, { rv: number; view: Machine }>();
+  function machineView(name: string, m: { obj: Machine; rv: number }): Machine {
+    const known = views.get(name);
+    if (known?.rv === m.rv) return known.view;
+    const listed = { ...m.obj, metadata: { ...m.obj.metadata, resourceVersion: String(m.rv) } };
+    const view =
+      mutant === "leader"
+        ? { ...listed, spec: { ...listed.spec, role: "Worker" as const } }
+        : listed;
+    views.set(name, { rv: m.rv, view });
+    return view;
+  }
+
   function operatorTick(c: Copy): void {
     if (!c.alive || c.paused) return;
     // A watch delivers an event a moment after the write (here: 30 % of the seconds a copy
@@ -269,15 +283,12 @@ export function runWorld(
     if (c.view.cluster === undefined || fresh) {
       // A dropped watch resumes (or lists again after 410 Gone): the view is the store's.
       c.watchDropped = false;
-      c.view = { cluster: structuredClone(readCluster()), at: api.version };
+      c.view = { cluster: readCluster(), at: api.version };
     }
-    const machines = sims
-      .map((s) => readMachine(s.name))
-      .filter((m): m is NonNullable<typeof m> => m !== undefined)
-      .map((m) => ({ ...m.obj, metadata: { ...m.obj.metadata, resourceVersion: String(m.rv) } }))
-      .map((m) =>
-        mutant === "leader" ? { ...m, spec: { ...m.spec, role: "Worker" as const } } : m,
-      );
+    const machines = sims.flatMap((s) => {
+      const m = readMachine(s.name);
+      return m === undefined ? [] : [machineView(s.name, m)];
+    });
     const renewed = new Map<string, number>();
     for (const [n, t] of leases) renewed.set(n, t - T0);
     const view = c.view.cluster!;
@@ -315,8 +326,7 @@ export function runWorld(
     for (const mark of marks) {
       const cur = readMachine(mark.machine);
       if (cur === undefined || mark.step === undefined) continue;
-      const next = structuredClone(cur.obj);
-      next.status = { ...next.status, step: mark.step };
+      const next = { ...cur.obj, status: { ...cur.obj.status, step: mark.step } };
       const r = api.update(mkey(mark.machine), next, Number(mark.resourceVersion));
       if (r.code === 200 || r.code === 504) observeMachine(mark.machine);
     }
@@ -421,15 +431,22 @@ export function runWorld(
     if (reachable) writeStatus(s);
   }
 
-  /** The agent writes its status when it changed (its heartbeat is the Lease, above). */
+  /**
+   * The agent writes its status when it changed (its heartbeat is the Lease, above). Compared as
+   * text; the stored status's text is known without serializing it again while the stored
+   * Machine is the one this agent wrote last (same resourceVersion).
+   */
+  const written = new Map<string, { rv: number; status: MachineStatus; text: string }>();
   function writeStatus(s: Sim): void {
     const cur = readMachine(s.name);
     if (cur === undefined) return;
+    const last = written.get(s.name);
+    const mine = last?.rv === cur.rv;
+    if (mine && last.status === s.status) return; // statusAfter's same object: unchanged
     const text = JSON.stringify(s.status);
-    if (text === JSON.stringify(cur.obj.status)) return;
-    const next = structuredClone(cur.obj);
-    next.status = JSON.parse(text) as MachineStatus;
-    const r = api.update(mkey(s.name), next, undefined);
+    if (text === (mine ? last.text : JSON.stringify(cur.obj.status))) return;
+    const r = api.update(mkey(s.name), { ...cur.obj, status: s.status }, undefined);
+    if (r.code === 200) written.set(s.name, { rv: r.rv, status: s.status, text });
     if (r.code === 200 || r.code === 504) observeMachine(s.name);
   }
 
@@ -454,20 +471,8 @@ export function runWorld(
         return;
       case "request-turn":
         return;
-      case "drain": {
-        // The real planner on this node's (empty) pod list: nothing to evict, done at once.
-        const plan = planDrain(s.name, { pods: [], claims: [] }, {});
-        if (plan.waves.some((w) => w.pods.length > 0)) return;
-        history.push({
-          kind: "drain-start",
-          at: at(),
-          machine: s.name,
-          bootId: s.bootId,
-          release: a.release,
-        });
-        s.memory.drained = a.release.digest;
-        return;
-      }
+      case "drain":
+        return drain(s, a.release);
       case "check-and-reboot":
         return checkAndReboot(s, a.slot, a.release, c);
       case "reboot":
@@ -480,6 +485,26 @@ export function runWorld(
       }
     }
   }
+  /** act.ts's drain: the turn read again, fresh, then the real planner on an empty node. */
+  function drain(s: Sim, release: ReleaseRef): void {
+    // act.ts's order: the turn read again, fresh, right before the drain.
+    const held = (readCluster().obj.status?.rebootTurns ?? []).some(
+      (t) => t.machine === s.name && t.digest === release.digest,
+    );
+    if (beforeDrain(held ? { kind: "held" } : { kind: "gone" }, false).kind !== "drain") return;
+    // The real planner on this node's (empty) pod list: nothing to evict, done at once.
+    const plan = planDrain(s.name, { pods: [], claims: [] }, {});
+    if (plan.waves.some((w) => w.pods.length > 0)) return;
+    history.push({
+      kind: "drain-start",
+      at: at(),
+      machine: s.name,
+      bootId: s.bootId,
+      release,
+    });
+    s.memory.drained = release.digest;
+  }
+
   /**
    * The turn given back (uncordoned): back in service only with its Node on this boot, so the
    * checker keeps a machine that gives its turn back before that counted as down.
@@ -517,7 +542,7 @@ export function runWorld(
         if (rel !== undefined) {
           s.memory.failed = [...new Set([...s.memory.failed, rel.digest])];
           history.push({ kind: "trial-failed", at: at(), machine: s.name, release: rel });
-          s.status.lastTrial = {
+          const lastTrial = {
             ...rel,
             slot: a.slot as SlotName,
             result: "Failed",
@@ -525,6 +550,7 @@ export function runWorld(
             bootId: s.bootId,
             reason: "FellBack",
           } as never;
+          s.status = { ...s.status, lastTrial }; // a new object: the old one may be stored
         }
         // As memory.ts (fellBack, notTaken): the drain is remembered until the turn is given
         // back, which the agent does once this boot rejoined (steps.ts giveBack).

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_TIMEOUTS,
   afterSlotCheck,
+  beforeDrain,
   rebootingDecision,
   timedOut,
   type SlotCheck,
@@ -137,5 +138,27 @@ describe("the named timeouts", () => {
     { phase: "AwaitingTurn" as const, since: 0, now: 9e9, want: false },
   ])("$phase since $since, now $now: timed out $want", ({ phase, since, now, want }) => {
     expect(timedOut(phase, since, now, DEFAULT_TIMEOUTS)).toBe(want);
+  });
+});
+
+describe("beforeDrain: the turn read again right before the drain", () => {
+  it.each([
+    { turn: held, stopping: false, want: { kind: "drain" } },
+    {
+      turn: gone,
+      stopping: false,
+      want: { kind: "stand-down", why: "the turn is no longer recorded (taken back): no drain" },
+    },
+    {
+      turn: turnUnread,
+      stopping: false,
+      want: {
+        kind: "stand-down",
+        why: "cannot read the turn again (LIKEN_API_FORBIDDEN): 403; no drain until it reads",
+      },
+    },
+    { turn: held, stopping: true, want: { kind: "stand-down", why: "the agent is stopping" } },
+  ])("$turn.kind, stopping $stopping: $want.kind", ({ turn, stopping, want }) => {
+    expect(beforeDrain(turn, stopping)).toEqual(want);
   });
 });

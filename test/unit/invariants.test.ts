@@ -248,6 +248,57 @@ describe("checkHistory", () => {
     expect(checkHistory(h, SETTINGS)).toEqual([]);
   });
 
+  describe("a machine holding its turn is down until it rejoined and the turn is gone", () => {
+    // Budget 1; m1 holds a turn, does it and rejoins; m2 is marked Lost by a power cut.
+    const held = cluster({ maxUnavailable: 1, turns: [turn("m1", { grantedAt: GRANTED })] });
+    const lostM2: Observation = {
+      kind: "machine",
+      at: 110,
+      machine: machine("m2", { status: { step: "Lost" } }),
+    };
+    const base: Observation[] = [
+      ...start(["m1", "m2"]),
+      { kind: "cluster", at: 50, cluster: held },
+      ...turnOf("m1", 100).slice(0, 8),
+      lostM2,
+    ];
+
+    it("a second reboot within the turn (a fallback) is the same disruption, not a new one", () => {
+      const h: Observation[] = [
+        ...base,
+        { kind: "turn-read", at: 119, machine: "m1", bootId: "m1-2", release: R2 },
+        { kind: "reboot", at: 120, machine: "m1", bootId: "m1-2", cause: "agent" },
+      ];
+      expect(checkHistory(h, SETTINGS)).toEqual([]);
+    });
+
+    it("another machine's drain counts the rejoined m1 while it holds the turn", () => {
+      const m3 = [{ kind: "drain-start", at: 130, machine: "m3", bootId: "m3-1", release: R2 }];
+      const start3: Observation = { kind: "machine", at: 0, machine: machine("m3") };
+      const notLost: Observation = { ...lostM2, machine: machine("m2") };
+      const h = [start3, ...base, notLost, ...(m3 as Observation[])];
+      expect(checkHistory(h, SETTINGS).map((v) => v.message)).toEqual([
+        "2 machines down (m3, m1), the budget allows 1",
+      ]);
+      const released: Observation = { kind: "cluster", at: 125, cluster: cluster({ turns: [] }) };
+      const after = [start3, ...base, notLost, released, ...(m3 as Observation[])];
+      expect(checkHistory(after, SETTINGS)).toEqual([]);
+    });
+  });
+
+  it("a Machine deleted and created again mid-turn: the machine's disruption goes on", () => {
+    const h: Observation[] = [
+      ...start(["m1", "m2"]),
+      ...turnOf("m1", 100).slice(0, 6),
+      { kind: "machine-deleted", at: 107, name: "m1" },
+      { kind: "machine", at: 108, machine: machine("m1") },
+      { kind: "drain-start", at: 130, machine: "m2", bootId: "m2-1", release: R2 },
+    ];
+    expect(checkHistory(h, SETTINGS).map((v) => v.message)).toEqual([
+      "2 machines down (m1, m2), the budget allows 1",
+    ]);
+  });
+
   it("names the machines and the budget", () => {
     const [v] = checkHistory(rows[0]!.broken, SETTINGS);
     expect(v?.message).toBe("2 machines down (m1, m2), the budget allows 1");

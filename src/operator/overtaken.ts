@@ -1,0 +1,94 @@
+// A granted turn taken back before its machine acted on it (reason Overtaken): the grant was
+// right when made, but since then another machine went down (a power cut marked Lost, a
+// leader Lost) and the leader rule or the budget no longer allows it. A machine that started
+// (step Updating, an updateStage, back on the turn's release) keeps its turn: what it began
+// (a drain, a trial boot) is only ended by finishing it. One that did not start gives nothing
+// up by waiting: it asks again and is granted when the rules allow (docs/operator.md,
+// "Overtaken"). The agent reads its turn again right before it drains and before it arms, so
+// a turn taken back between the agent's look and its act is caught before the reboot.
+import type { Machine, RebootTurn } from "../api/index.js";
+import { isLeader } from "./machine-view.js";
+
+export interface Overtaken {
+  turn: RebootTurn;
+  message: string;
+}
+
+export interface OvertakenView {
+  turns: readonly RebootTurn[];
+  byName: ReadonlyMap<string, Machine>;
+  lost: ReadonlySet<string>;
+  budget: number;
+  /**
+   * Whether the Machine view is at least as new as the Cluster: "not started" is read from
+   * what a Machine does not say yet, and an older view says it wrongly (freshness.ts).
+   */
+  fresh: boolean;
+}
+
+/** Whether the machine acted on its turn, as its Machine says (or it is back on the release). */
+export function started(m: Machine | undefined, t: RebootTurn): boolean {
+  const s = m?.status;
+  if (m === undefined || s === undefined) return true; // no word: nothing taken back on it
+  if (t.returnedAt !== undefined || t.stalledAt !== undefined) return true;
+  return s.step === "Updating" || s.updateStage !== undefined || s.version === t.version;
+}
+
+/**
+ * The turns to keep and those overtaken. The started turns, the Lost machines and those that
+ * report Updating without a turn are down whatever happens; the turns not started are then
+ * kept oldest grant first (the list's order) while the budget and the leader rule allow each,
+ * exactly as a grant is judged (decide.ts grantTurns).
+ */
+export function overtake(v: OvertakenView): {
+  kept: RebootTurn[];
+  overtaken: Overtaken[];
+  /** Some turn would be taken back, but the Machine view is older than the Cluster: kept. */
+  deferred: boolean;
+} {
+  const r = judge(v);
+  if (v.fresh || r.overtaken.length === 0) return { ...r, deferred: false };
+  return { kept: [...v.turns], overtaken: [], deferred: true };
+}
+
+function judge(v: OvertakenView): { kept: RebootTurn[]; overtaken: Overtaken[] } {
+  const waiting = v.turns.filter((t) => !started(v.byName.get(t.machine), t));
+  if (waiting.length === 0) return { kept: [...v.turns], overtaken: [] };
+  const down = new Map<string, boolean>(); // machine -> leader
+  for (const t of v.turns) if (!waiting.includes(t)) down.set(t.machine, t.leader);
+  for (const [name, m] of v.byName) {
+    const updating = m.status?.step === "Updating";
+    if (!down.has(name) && (v.lost.has(name) || updating)) down.set(name, isLeader(m));
+  }
+  const out = new Set<RebootTurn>();
+  const overtaken: Overtaken[] = [];
+  for (const t of waiting) {
+    const why = reasonOf(t, down, v.budget);
+    if (why === undefined) {
+      down.set(t.machine, t.leader);
+      continue;
+    }
+    out.add(t);
+    overtaken.push({ turn: t, message: `taken back before it started: ${why}; it asks again` });
+  }
+  return { kept: v.turns.filter((t) => !out.has(t)), overtaken };
+}
+
+function reasonOf(
+  t: RebootTurn,
+  down: ReadonlyMap<string, boolean>,
+  budget: number,
+): string | undefined {
+  const others = [...down].filter(([name]) => name !== t.machine);
+  const leader = others.find(([, l]) => l);
+  if (t.leader && leader !== undefined) {
+    return `leader ${leader[0]} is down since the grant, and one leader is down at a time`;
+  }
+  // A holder that is Lost itself is judged as one more: when it comes back it acts on the turn
+  // at once, a disruption the budget must still have room for (seed 2013).
+  if (others.length < budget) return undefined;
+  return `${others.length} machines are down or hold a turn (${others
+    .map(([n]) => n)
+    .slice(0, 5)
+    .join(", ")}), the budget allows ${budget}`;
+}
