@@ -17,7 +17,14 @@ import { MachineWatch } from "./machine-watch.js";
 import { NodeWatch } from "./node-watch.js";
 import { startRelay, type Relay } from "./relay.js";
 import { formatBoot } from "./scenarios.js";
-import { finalChecks, rollAll, timings, type Ctx, type Rolled } from "./machine-phases.js";
+import {
+  finalChecks,
+  rollAll,
+  stopRecorders,
+  timings,
+  type Ctx,
+  type Rolled,
+} from "./machine-phases.js";
 import type { Slot } from "../../src/bootloader/types.js";
 
 export const MACHINE = "machine-1";
@@ -199,7 +206,7 @@ export async function runMachineScenario(o: {
       say,
       problems: run.problems,
       t0,
-      ...(node ? { node } : {}),
+      ...(node ? { node, caPem: caPem(host) } : {}),
       proven: [],
     });
     const rolled = await rollAll(c, v1, releases.slice(1), o.cutApi !== false);
@@ -226,7 +233,7 @@ export async function runMachineScenario(o: {
       .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
     await node?.stop();
-    ctx?.pods?.stop();
+    if (ctx) stopRecorders(ctx);
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;
