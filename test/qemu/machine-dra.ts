@@ -157,7 +157,7 @@ export async function draChecks(
   const o = verdict.order;
   if (o !== undefined)
     say(
-      `dra: holder stopped ${o.holderStopped}, claim unprepared ${o.unprepared}, driver's stop began ${o.driverStopBegan} (guest clock, s)`,
+      `dra: claim ${run.claimUid} unprepared by the driver ${(o.unprepared - o.holderStopped).toFixed(1)} s after its holder stopped and ${(o.driverStopBegan - o.unprepared).toFixed(1)} s before the kubelet began to stop the driver (the guest's clock, whole seconds on the API)`,
     );
   const broken = violations(run.recorder.log, {
     node,

@@ -4,6 +4,8 @@
 // panics, the bootloader falls back, the agent reports Failed and does not retry). On the way
 // to v2 the host cuts the guest's way to the API server once the turn is granted: the agent
 // must keep running, must not reboot, and must go on when the way is back.
+// On the real node (issue 25) the drain also removes a DRA claim holder before the DRA test
+// driver that serves it (machine-dra.ts).
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
