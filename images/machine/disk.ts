@@ -9,7 +9,13 @@ import { MiB, run } from "./cache.js";
 import { ESP_MIB } from "./esp.js";
 import { NODE_STATE_DIRS } from "./node.js";
 
-export const STATE_MIB = 64;
+/**
+ * The state partition holds the node's containerd store: each image loaded at boot twice, as
+ * its compressed layer and unpacked (the DRA test driver alone about 16 + 51 MB), plus the
+ * kubelet's state and the pods' logs. 192 MiB leaves room above the kubelet's 2 % eviction
+ * threshold; the disk file is sparse, so the unused part costs nothing.
+ */
+export const STATE_MIB = 192;
 
 export type PartitionTable = Record<MachinePartition, { offset: number; size: number }>;
 

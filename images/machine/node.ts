@@ -29,6 +29,15 @@ export const IMAGES_DIR = "/usr/lib/liken-node/images";
 export const PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1";
 /** The scenario's workload (workload.c): stops a few seconds after SIGTERM. */
 export const WORKLOAD_IMAGE = "liken.local/workload:1";
+/**
+ * The DRA test driver of the pinned Kubernetes tree (kubelet-plugin mode), run by the scenario
+ * as a DaemonSet pod on the node (test/qemu/dra-manifests.ts).
+ */
+export const DRA_DRIVER_IMAGE = "liken.local/dra-test-driver:1";
+/** The DaemonSet's pods are named after it, and its container is `plugin`: their log files. */
+export const DRA_DRIVER_POD_PREFIX = "dra-test-driver-";
+/** What marks the driver's log lines on the serial console (dra-log). */
+export const DRA_CONSOLE_MARK = "LIKEN-DRA";
 /** CNI plugins the node's network uses; Debian's package brings many more, left out of the slot. */
 const CNI_PLUGINS = ["bridge", "host-local", "loopback"];
 
@@ -181,6 +190,42 @@ done
 echo "LIKEN-NODE images loaded: $(ctr --namespace k8s.io images list --quiet | grep -v '^sha256:' | tr '\\n' ' ')"
 `;
 
+/**
+ * The testbed's window on the DRA driver: the driver pod's log file (CRI format, under
+ * /var/log/pods, kept by the kubelet) followed from the moment it appears, its lines about CDI
+ * files (one per prepared and unprepared claim) and its errors copied to the serial console
+ * with a mark, so the host sees when the kubelet's NodeUnprepareResources reached the driver
+ * (test/qemu/dra-order.ts). A pod started again (the DaemonSet's next pod) is a new file,
+ * followed too. busybox-free: only coreutils, grep and sed of the minimal system.
+ */
+const DRA_LOG = `#!/bin/sh
+seen=" "
+while :; do
+  for f in /var/log/pods/*_${DRA_DRIVER_POD_PREFIX}*_*/plugin/*.log; do
+    [ -f "$f" ] || continue
+    case "$seen" in *" $f "*) continue ;; esac
+    seen="$seen$f "
+    tail -n +1 -F "$f" 2>/dev/null | grep --line-buffered -E '"CDI file|std(out|err) [FP] E' |
+      sed -u 's/^/${DRA_CONSOLE_MARK} /' &
+  done
+  sleep 1
+done
+`;
+
+const DRA_LOG_UNIT = `[Unit]
+Description=liken testbed: the DRA driver's CDI log lines on the console
+After=kubelet.service
+RequiresMountsFor=/var/log/pods
+ConditionPathExists=${KUBELET_KUBECONFIG}
+
+[Service]
+ExecStart=/usr/lib/liken-node/dra-log
+StandardOutput=journal+console
+
+[Install]
+WantedBy=multi-user.target
+`;
+
 function put(root: string, path: string, text: string, mode = 0o644): void {
   const p = join(root, path);
   mkdirSync(dirname(p), { recursive: true });
@@ -213,6 +258,8 @@ export function configureNode(root: string, binDir: string, images: readonly str
   put(root, "etc/systemd/system/containerd.service.d/liken-node.conf", CONTAINERD_DROPIN);
   put(root, "etc/systemd/system/liken-node-images.service", IMAGES_UNIT);
   put(root, "usr/lib/liken-node/load-images", LOAD_IMAGES, 0o755);
+  put(root, "etc/systemd/system/liken-dra-log.service", DRA_LOG_UNIT);
+  put(root, "usr/lib/liken-node/dra-log", DRA_LOG, 0o755);
   for (const d of ["var/lib/containerd", "var/lib/kubelet", "var/log/pods"]) {
     mkdirSync(join(root, d), { recursive: true });
   }
@@ -223,6 +270,7 @@ export function configureNode(root: string, binDir: string, images: readonly str
     "containerd.service",
     "kubelet.service",
     "liken-node-images.service",
+    "liken-dra-log.service",
   ]);
 }
 

@@ -30,7 +30,7 @@ import {
 import { machineInitrd } from "./initrd.js";
 import { guestKernel, kernelPackage } from "./kernel.js";
 import { configureGuest, maskUnit, writeOsRelease } from "./guest.js";
-import { configureNode, PAUSE_IMAGE, WORKLOAD_IMAGE } from "./node.js";
+import { configureNode, DRA_DRIVER_IMAGE, PAUSE_IMAGE, WORKLOAD_IMAGE } from "./node.js";
 import { buildNodeImages, workloadBinary } from "./node-images.js";
 import { ensureNodeBinaries } from "../../src/controlplane/node-tools.js";
 import { baseRootfs } from "./rootfs.js";
@@ -132,6 +132,7 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
       [
         { ref: PAUSE_IMAGE, path: "/pause", from: join(nodeBin, "pause") },
         { ref: WORKLOAD_IMAGE, path: "/workload", from: workloadBinary(work) },
+        { ref: DRA_DRIVER_IMAGE, path: "/dra-test-driver", from: join(nodeBin, "dra-test-driver") },
       ],
       log,
     );

@@ -24,5 +24,7 @@ export interface Guest {
   notes(): string[];
   /** The agent's log messages that arrived between two times (ms since the scenario started). */
   agentSaid(fromMs: number, toMs: number): string[];
+  /** QEMU only: every serial console line so far (the guest's own log lines, e.g. LIKEN-DRA). */
+  console?(): readonly string[];
   stop(): Promise<void>;
 }

@@ -18,6 +18,7 @@ import { violations } from "../support/drain-invariants.js";
 import { graceVerdict } from "./drain-grace.js";
 import { readKillingTimes } from "./kubelet-killing.js";
 import { rejoinProof } from "./rejoin-proof.js";
+import { draChecks, placeDra, type DraRun } from "./machine-dra.js";
 import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
@@ -60,6 +61,10 @@ export interface Ctx {
   pods?: Recorder;
   /** What the real node proved, for the summary line (`drain-grace-ok`). */
   proven: string[];
+  /** The cluster's CA (the DRA driver's kubeconfig trusts it; real node only). */
+  caPem?: string;
+  /** The DRA driver and claim holder placed on the real node. */
+  dra?: DraRun;
 }
 
 /**
@@ -81,6 +86,8 @@ export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
   await placeWorkload(c.kc, c.machine, spareNode(c.machine));
   c.say(`workload Ready on ${c.machine} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   c.pods = await recordNamespace(WORKLOAD_NAMESPACE, c.kc);
+  if (c.caPem !== undefined && c.guest.console !== undefined)
+    c.dra = await placeDra(c.kc, c.machine, c.caPem, c.say);
 }
 
 /**
@@ -100,6 +107,16 @@ async function drainChecks(c: Ctx, pods: Recorder): Promise<void> {
       `drain: ${s.pod} stopped by the kubelet ${s.stoppedAfterS} s after the kubelet's Killing (grace ${s.graceS} s, exit ${s.exitCode})`,
     );
   if (broken.length === 0 && grace.problems.length === 0) c.proven.push("drain-grace-ok");
+  if (c.dra === undefined || c.guest.console === undefined) return;
+  const dra = await draChecks(c.kc, c.machine, c.dra, c.guest.console(), c.say);
+  c.problems.push(...dra);
+  if (dra.length === 0) c.proven.push("dra-unprepare-before-driver");
+}
+
+/** The watches of the real node's pods, at the end of a run whatever its outcome. */
+export function stopRecorders(c: Ctx): void {
+  c.pods?.stop();
+  c.dra?.recorder.stop();
 }
 
 /** The trial was promoted only once its Node showed the trial boot Ready (rejoin-proof.ts). */

@@ -153,6 +153,7 @@ export function qemuGuest(bl: MachineBootloader, log: (l: string) => void): Gues
             lines.filter((l) => l.ms >= fromMs && l.ms <= toMs).map((l) => l.text),
             () => true,
           ),
+        console: () => lines.map((l) => l.text),
         notes: () => [
           ...parsed.flatMap((b, i) =>
             b.agentLines.slice(0, 6).map((l) => `boot ${i + 1} console: ${l}`),

@@ -4,6 +4,8 @@
 // panics, the bootloader falls back, the agent reports Failed and does not retry). On the way
 // to v2 the host cuts the guest's way to the API server once the turn is granted: the agent
 // must keep running, must not reboot, and must go on when the way is back.
+// On the real node (issue 25) the drain also removes a DRA claim holder before the DRA test
+// driver that serves it (machine-dra.ts).
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +19,14 @@ import { MachineWatch } from "./machine-watch.js";
 import { NodeWatch } from "./node-watch.js";
 import { startRelay, type Relay } from "./relay.js";
 import { formatBoot } from "./scenarios.js";
-import { finalChecks, rollAll, timings, type Ctx, type Rolled } from "./machine-phases.js";
+import {
+  finalChecks,
+  rollAll,
+  stopRecorders,
+  timings,
+  type Ctx,
+  type Rolled,
+} from "./machine-phases.js";
 import type { Slot } from "../../src/bootloader/types.js";
 
 export const MACHINE = "machine-1";
@@ -199,7 +208,7 @@ export async function runMachineScenario(o: {
       say,
       problems: run.problems,
       t0,
-      ...(node ? { node } : {}),
+      ...(node ? { node, caPem: caPem(host) } : {}),
       proven: [],
     });
     const rolled = await rollAll(c, v1, releases.slice(1), o.cutApi !== false);
@@ -226,7 +235,7 @@ export async function runMachineScenario(o: {
       .catch((e: unknown) => run.problems.push(`stopping the guest: ${String(e)}`));
     await watch?.stop();
     await node?.stop();
-    ctx?.pods?.stop();
+    if (ctx) stopRecorders(ctx);
     await relay?.close();
     await host?.stop();
     run.seconds = (Date.now() - t0) / 1000;

@@ -4,9 +4,11 @@ import {
   claimHolder,
   DRA_DRIVER,
   driverDaemonSet,
+  driverKubeconfig,
   driverRbac,
   type DraSetup,
 } from "../qemu/dra-manifests.js";
+import { parse } from "yaml";
 
 const setup: DraSetup = {
   namespace: "dra",
@@ -14,6 +16,9 @@ const setup: DraSetup = {
   apiServer: { host: "10.0.2.100", port: 6443 },
   holderImage: "liken.local/workload:1",
   holderGraceSeconds: 7,
+  holderLingerSeconds: 3,
+  caPem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+  tlsServerName: "kubernetes",
 };
 
 describe("the DRA test driver's manifests", () => {
@@ -47,8 +52,28 @@ describe("the DRA test driver's manifests", () => {
     // The driver appends its own name to --datadir: the hostPath above is that result.
     expect(spec.containers[0]!.args).toContain("--datadir=/var/lib/kubelet/plugins");
     expect(spec.containers[0]!.env).toContainEqual({
-      name: "KUBERNETES_SERVICE_HOST",
-      value: "10.0.2.100",
+      name: "KUBECONFIG",
+      value: "/etc/liken-dra/kubeconfig",
+    });
+    expect(spec.volumes).toContainEqual({
+      name: "kubeconfig",
+      configMap: { name: driverKubeconfig(setup).metadata!.name },
+    });
+  });
+
+  it("give the driver a kubeconfig naming the relay, the certificate's name and its own token", () => {
+    // The serving certificate does not name the relay's address: the in-cluster config
+    // (KUBERNETES_SERVICE_HOST) would fail its TLS verification.
+    const kc = parse(driverKubeconfig(setup).data!.kubeconfig!) as {
+      clusters: { cluster: Record<string, string> }[];
+      users: { user: Record<string, string> }[];
+    };
+    expect(kc.clusters[0]!.cluster).toMatchObject({
+      server: "https://10.0.2.100:6443",
+      "tls-server-name": "kubernetes",
+    });
+    expect(kc.users[0]!.user).toEqual({
+      tokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
     });
   });
 
@@ -57,6 +82,10 @@ describe("the DRA test driver's manifests", () => {
     expect(pod.spec!.terminationGracePeriodSeconds).toBe(7);
     expect(pod.spec!.containers[0]!.resources!.claims).toEqual([{ name: "dev" }]);
     expect(pod.spec!.containers[0]!.imagePullPolicy).toBe("Never");
+    expect(pod.spec!.containers[0]!.args).toEqual(["3"]);
+    // The scheduler allocates the claim: a pod bound by spec.nodeName would skip it.
+    expect(pod.spec!.nodeName).toBeUndefined();
+    expect(pod.spec!.nodeSelector).toEqual({ "kubernetes.io/hostname": "node-4" });
   });
 
   it("bind the DaemonSet's ServiceAccount to the driver's role", () => {
