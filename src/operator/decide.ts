@@ -49,6 +49,7 @@ import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { overtake } from "./overtaken.js";
+import { downOf } from "./down.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { seenUpTo } from "./freshness.js";
@@ -662,7 +663,7 @@ function grantTurns(
   if (hold !== undefined) return { grants: [], blocked: hold };
 
   const cap = firstTrialCap(ctx.brake, o.machines, kept, target);
-  const down = downSet(ctx, kept);
+  const down = downOf(kept, o.machines, ctx.lost);
   const grants: RebootTurn[] = [];
   let blocked: GrantBlock | undefined;
   for (const { m } of candidates) {
@@ -777,29 +778,6 @@ export function drainSkippedOf(
 function byRequest(a: { m: Machine; asked: number }, b: { m: Machine; asked: number }): number {
   if (a.asked !== b.asked) return a.asked < b.asked ? -1 : 1;
   return a.m.metadata.name < b.m.metadata.name ? -1 : 1;
-}
-
-interface Down {
-  machine: string;
-  leader: boolean;
-}
-
-/**
- * The machines that count against the budget: those holding a turn (a turn's `leader`
- * is what the leader rule reads, so a role edit mid-turn changes nothing), those Lost, and
- * those that report Updating without a turn (a turn record lost to a restore from backup).
- */
-function downSet(ctx: Ctx, kept: readonly RebootTurn[]): Map<string, Down> {
-  const down = new Map<string, Down>();
-  for (const t of kept) down.set(t.machine, { machine: t.machine, leader: t.leader });
-  for (const m of ctx.o.machines) {
-    const name = m.metadata.name;
-    if (down.has(name)) continue;
-    if (ctx.lost.has(name) || m.status?.step === "Updating") {
-      down.set(name, { machine: name, leader: isLeader(m) });
-    }
-  }
-  return down;
 }
 
 // ---------------------------------------------------------------------------------------

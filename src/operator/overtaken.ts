@@ -7,7 +7,7 @@
 // "Overtaken"). The agent reads its turn again right before it drains and before it arms, so
 // a turn taken back between the agent's look and its act is caught before the reboot.
 import type { Machine, RebootTurn } from "../api/index.js";
-import { isLeader } from "./machine-view.js";
+import { downOf, type Down } from "./down.js";
 
 export interface Overtaken {
   turn: RebootTurn;
@@ -35,8 +35,8 @@ export function started(m: Machine | undefined, t: RebootTurn): boolean {
 }
 
 /**
- * The turns to keep and those overtaken. The started turns, the Lost machines and those that
- * report Updating without a turn are down whatever happens; the turns not started are then
+ * The turns to keep and those overtaken. The machines down whatever happens are those of
+ * down.ts (the grant's own definition) over the started turns; the turns not started are then
  * kept oldest grant first (the list's order) while the budget and the leader rule allow each,
  * exactly as a grant is judged (decide.ts grantTurns).
  */
@@ -54,18 +54,18 @@ export function overtake(v: OvertakenView): {
 function judge(v: OvertakenView): { kept: RebootTurn[]; overtaken: Overtaken[] } {
   const waiting = v.turns.filter((t) => !started(v.byName.get(t.machine), t));
   if (waiting.length === 0) return { kept: [...v.turns], overtaken: [] };
-  const down = new Map<string, boolean>(); // machine -> leader
-  for (const t of v.turns) if (!waiting.includes(t)) down.set(t.machine, t.leader);
-  for (const [name, m] of v.byName) {
-    const updating = m.status?.step === "Updating";
-    if (!down.has(name) && (v.lost.has(name) || updating)) down.set(name, isLeader(m));
-  }
+  const waits = new Set(waiting);
+  const down = downOf(
+    v.turns.filter((t) => !waits.has(t)),
+    v.byName.values(),
+    v.lost,
+  );
   const out = new Set<RebootTurn>();
   const overtaken: Overtaken[] = [];
   for (const t of waiting) {
     const why = reasonOf(t, down, v.budget);
     if (why === undefined) {
-      down.set(t.machine, t.leader);
+      down.set(t.machine, { machine: t.machine, leader: t.leader });
       continue;
     }
     out.add(t);
@@ -76,19 +76,19 @@ function judge(v: OvertakenView): { kept: RebootTurn[]; overtaken: Overtaken[] }
 
 function reasonOf(
   t: RebootTurn,
-  down: ReadonlyMap<string, boolean>,
+  down: ReadonlyMap<string, Down>,
   budget: number,
 ): string | undefined {
-  const others = [...down].filter(([name]) => name !== t.machine);
-  const leader = others.find(([, l]) => l);
+  const others = [...down.values()].filter((d) => d.machine !== t.machine);
+  const leader = others.find((d) => d.leader);
   if (t.leader && leader !== undefined) {
-    return `leader ${leader[0]} is down since the grant, and one leader is down at a time`;
+    return `leader ${leader.machine} is down since the grant, and one leader is down at a time`;
   }
   // A holder that is Lost itself is judged as one more: when it comes back it acts on the turn
   // at once, a disruption the budget must still have room for (seed 2013).
   if (others.length < budget) return undefined;
   return `${others.length} machines are down or hold a turn (${others
-    .map(([n]) => n)
+    .map((d) => d.machine)
     .slice(0, 5)
     .join(", ")}), the budget allows ${budget}`;
 }

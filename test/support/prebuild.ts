@@ -36,17 +36,13 @@ export function startPrebuild(log: (line: string) => void): () => Promise<void> 
   log(`liken: building the later tiers' tools in the background (log: ${logFile})`);
   return async () => {
     const started = Date.now();
-    let waiting = true;
-    const note = setTimeout(() => {
-      if (waiting) log(`liken: waiting for the background build (log: ${logFile})`);
-    }, 1000);
+    const note = setTimeout(
+      () => log(`liken: waiting for the background build (log: ${logFile})`),
+      1000,
+    );
     await ended;
-    waiting = false;
     clearTimeout(note);
-    if (Date.now() - started > 1000) {
-      log(
-        `liken: background build ended after ${Math.round((Date.now() - started) / 1000)} s more`,
-      );
-    }
+    const s = Math.round((Date.now() - started) / 1000);
+    if (s > 1) log(`liken: background build ended after ${s} s more`);
   };
 }
