@@ -75,24 +75,9 @@ export interface Manifest {
   sizes: Record<string, number>;
 }
 
-export const GRUB_MODULES = [
-  "part_gpt",
-  "fat",
-  "ext2",
-  "linux",
-  "normal",
-  "loadenv",
-  "test",
-  "echo",
-  "serial",
-  "terminal",
-  "configfile",
-  "search",
-  "gzio",
-  "efi_gop",
-  "all_video",
-  "reboot",
-];
+/** GRUB's modules: the installer's list (src/install/esp.ts), one for every ESP liken makes. */
+import { GRUB_MODULES } from "../src/install/esp.js";
+export { GRUB_MODULES };
 
 function run(cmd: string, args: string[], opts: { cwd?: string; input?: Buffer } = {}): string {
   return execFileSync(cmd, args, {

@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cachedStage, dpkgVersion, hashFiles, MiB, newHash, run, short } from "./cache.js";
 import type { MachineBootloader, MachineImages } from "./contract.js";
+import { checkTable } from "../../src/install/install.js";
 import { assembleDisk, partitionTable, type PartitionTable } from "./disk.js";
 import { grubEsp } from "./esp-grub.js";
 import { systemdBootEsp } from "./esp-systemd-boot.js";
@@ -24,6 +25,10 @@ const SOURCES = [
   "images/machine/esp.ts",
   "images/machine/esp-grub.ts",
   "images/machine/esp-systemd-boot.ts",
+  "src/install/esp.ts",
+  "src/install/layout.ts",
+  "src/install/state.ts",
+  "src/install/tools.ts",
   "src/bootloader/boot-files.ts",
   "src/bootloader/grub-cfg.ts",
   "src/bootloader/grub.ts",
@@ -40,23 +45,6 @@ const ESP_PACKAGES: Record<MachineBootloader, string> = {
 function slotMiB(slots: SlotSet): number {
   const biggest = Math.max(...slots.releases.map((r) => slots.sizes[r.version] ?? 0));
   return Math.ceil(biggest / MiB) + 64;
-}
-
-/** Reads the table back: sgdisk must have put each partition where partitionTable() says. */
-function checkTable(disk: string, parts: PartitionTable): void {
-  const names = ["esp", "liken-a", "liken-b", "liken-state"] as const;
-  names.forEach((name, i) => {
-    const info = run("sgdisk", ["-i", String(i + 1), disk]);
-    const first = Number(/First sector: (\d+)/.exec(info)?.[1]) * 512;
-    const last = (Number(/Last sector: (\d+)/.exec(info)?.[1]) + 1) * 512;
-    const label = /Partition name: '([^']*)'/.exec(info)?.[1];
-    const p = parts[name];
-    if (first !== p.offset || last - first !== p.size || label !== name) {
-      throw new Error(
-        `partition ${i + 1} of ${disk} is ${label} at ${first}+${last - first}, not ${name} at ${p.offset}+${p.size}`,
-      );
-    }
-  });
 }
 
 export async function buildMachineImages(

@@ -5,7 +5,8 @@
 import { parseMetricsAddress } from "../metrics/serve.js";
 import { bounded, strict, text, z } from "../schema/index.js";
 import { slotsSection } from "../slots/schema.js";
-import { LOST_AFTER_SECONDS } from "../api/types.js";
+import { LOST_AFTER_SECONDS, REBOOT_POLICIES, ROLES } from "../api/types.js";
+import { MACHINE_FROM } from "./machine-name.js";
 import { MAX_HEALTH_TIMEOUT_SECONDS } from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
 
@@ -230,13 +231,31 @@ const identity = strict(
 
 /** The keys the agent itself reads (the slots module reads slotsSection's). */
 export const agentSection = {
-  machine: text("be a non-empty string").describe(
-    "The Machine object's name (and its heartbeat Lease's); usually the hostname.",
-  ),
+  machine: text("be a non-empty string")
+    .optional()
+    .describe(
+      "The Machine object's name (and its heartbeat Lease's). Default: the hostname, or the DMI serial (machineFrom).",
+    ),
   cluster: text("be a non-empty string").describe("The Cluster this machine belongs to."),
   nodeName: text("be a non-empty string")
     .optional()
     .describe("The Node this machine runs as (default: machine)."),
+  machineFrom: z
+    .enum(MACHINE_FROM, { error: "must be hostname or dmi-serial" })
+    .optional()
+    .describe(
+      "Without machine: take the hostname first (default; the DMI serial when the hostname is unset or localhost), or the DMI serial first.",
+    ),
+  role: z
+    .enum(ROLES, { error: "must be Worker or Leader" })
+    .optional()
+    .describe(
+      "The role the agent registers its Machine with. Default: Leader when its Node has the node-role.kubernetes.io/control-plane label, else Worker.",
+    ),
+  rebootPolicy: z
+    .enum(REBOOT_POLICIES, { error: "must be Manual or Auto" })
+    .optional()
+    .describe("The reboot policy the agent registers its Machine with (default: Manual)."),
   kubeconfig: text("be a non-empty string")
     .optional()
     .describe(

@@ -22,6 +22,13 @@ import type { IdentitySettings } from "./identity/identity.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_HEALTH_TIMEOUT_SECONDS, type HealthCommand } from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
+import {
+  readHostNames,
+  resolveMachineName,
+  type HostNames,
+  type MachineFrom,
+} from "./machine-name.js";
+import type { RebootPolicy, Role } from "../api/types.js";
 
 export {
   MAX_HEARTBEAT_SECONDS,
@@ -50,6 +57,11 @@ export interface AgentConfig {
   slots: AgentSlotsConfig;
   /** The Machine object's name (also the heartbeat Lease's). */
   machine: string;
+  /** Where the name came from: agent.yaml, or the host (machine-name.ts). */
+  machineFrom?: "config" | MachineFrom;
+  /** What the Machine is registered with, when agent.yaml says (registration.ts decides the rest). */
+  role?: Role;
+  rebootPolicy?: RebootPolicy;
   /** The Cluster the Machine belongs to (used when the agent registers its Machine). */
   cluster: string;
   /** The Node this machine runs as (default: the machine name). */
@@ -158,6 +170,8 @@ export function parseAgentSection(
   text: string,
   file: string,
   slots: AgentSlotsConfig,
+  /** This host's names, read only when agent.yaml names no machine (default: read now). */
+  host: () => HostNames = readHostNames,
 ): AgentConfig {
   const doc = parse(text, { maxAliasCount: 0, uniqueKeys: true }) as unknown;
   const d = check(agentFile, firstSpelling(doc), (first, all) => {
@@ -170,12 +184,19 @@ export function parseAgentSection(
   const metricsAddress =
     d.metricsAddress === undefined ? undefined : parseMetricsAddress(d.metricsAddress);
   const peersAddress = parseMetricsAddress(d.peersAddress ?? `:${DEFAULT_PEERS_PORT}`);
+  const name =
+    d.machine !== undefined
+      ? { machine: d.machine, from: "config" as const }
+      : resolveMachineName(host(), d.machineFrom ?? "hostname", file);
   return {
     file,
     slots,
-    machine: d.machine,
+    machine: name.machine,
+    machineFrom: name.from,
+    ...(d.role === undefined ? {} : { role: d.role }),
+    ...(d.rebootPolicy === undefined ? {} : { rebootPolicy: d.rebootPolicy }),
     cluster: d.cluster,
-    nodeName: d.nodeName ?? d.machine,
+    nodeName: d.nodeName ?? name.machine,
     ...(d.kubeconfig === undefined ? {} : { kubeconfig: rel(d.kubeconfig) }),
     ...identityOf(d, rel, file),
     bootloader: toBootloader(d.bootloader, rel),

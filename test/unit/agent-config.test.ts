@@ -139,11 +139,32 @@ timeouts: { drainMs: 2147483647, proveMs: 1000 }
     });
   });
 
-  it("refuses a file without machine or bootloader", () => {
+  it("without machine, takes the hostname or the DMI serial; with neither usable, refuses", () => {
     const text = BASE.replace("machine: node-4\n", "");
-    expect(() => parseAgentSection(text, FILE, parseAgentConfig(text, FILE))).toThrow(
-      /machine must be a non-empty string/,
+    const named = (hostname: string, serial: string | undefined, extra = "") =>
+      parseAgentSection(text + extra, FILE, parseAgentConfig(text + extra, FILE), () => ({
+        hostname,
+        serial,
+      }));
+    expect(named("rack3-n7", "ABC123")).toMatchObject({
+      machine: "rack3-n7",
+      machineFrom: "hostname",
+      nodeName: "rack3-n7",
+    });
+    expect(named("localhost", "ABC123\n")).toMatchObject({
+      machine: "abc123",
+      machineFrom: "dmi-serial",
+    });
+    expect(named("rack3-n7", "ABC123", "machineFrom: dmi-serial\n")).toMatchObject({
+      machine: "abc123",
+      machineFrom: "dmi-serial",
+    });
+    expect(named("localhost", "ABC123").machine).toBe("abc123");
+    expect(() => named("localhost", "To Be Filled By O.E.M.")).toThrow(
+      /no machine name: the hostname "localhost" is not one .* set machine: in agent.yaml/,
     );
+    expect(() => named("", undefined)).toThrow(/product_serial\) cannot be read/);
+    expect(named("x", undefined, "machine: given\n")).toMatchObject({ machineFrom: "config" });
     const t2 = BASE.replace("bootloader: { backend: grub, envDir: /boot/efi/EFI/liken }\n", "");
     expect(() => parseAgentSection(t2, FILE, parseAgentConfig(t2, FILE))).toThrow(
       /bootloader must be a mapping: write `bootloader: \{backend: grub, envDir/,
