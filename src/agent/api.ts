@@ -21,7 +21,7 @@ import {
 
 /** The part of a Node the agent reads. */
 export interface NodeView {
-  metadata: { name: string; resourceVersion?: string };
+  metadata: { name: string; resourceVersion?: string; labels?: Record<string, string> };
   status?: {
     conditions?: { type: string; status: string; lastHeartbeatTime?: string }[];
     /** bootID: the boot the kubelet that posted this status runs in (rejoin.ts). */

@@ -416,19 +416,25 @@ export class AgentDaemon {
     this.wake?.();
   }
 
-  private async report(seen: Observation, dec: Decision): Promise<void> {
-    const { o, machine, progress } = seen;
-    if (!o.apiReachable || machine === undefined) return;
+  /** What the status says beside the decision: progress, blockers, problems, identity, registration. */
+  private statusExtras(progress: Observation["progress"]): StatusExtras {
     const blocker = this.actions.drainBlocker;
     const problem = this.problem;
-    const extras: StatusExtras = {
+    return {
       now: new Date(),
       ...(progress ? { progress } : {}),
       ...(blocker ? { drainBlocker: blocker } : {}),
       ...(this.postPromotion.verdict ? { postPromotionHealth: this.postPromotion.verdict } : {}),
       ...(problem ? { problem: { reason: problem.reason, message: problem.message } } : {}),
       ...this.identityStatus(),
+      ...(this.observer.registered ? { registration: this.observer.registered } : {}),
     };
+  }
+
+  private async report(seen: Observation, dec: Decision): Promise<void> {
+    const { o, machine, progress } = seen;
+    if (!o.apiReachable || machine === undefined) return;
+    const extras = this.statusExtras(progress);
     const mem = this.memory.now;
     const peers = await this.servePeers(seen, machineStatus(machine.status, o, dec, mem, extras));
     if (peers !== undefined) extras.peers = peers;

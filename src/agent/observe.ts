@@ -9,7 +9,14 @@
 import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
 import type { AgentApi } from "./api.js";
-import { ANNOTATION_RETRY, type Cluster, type Machine, type ReleaseRef } from "../api/types.js";
+import {
+  ANNOTATION_RETRY,
+  type Cluster,
+  type Machine,
+  type Registration,
+  type ReleaseRef,
+} from "../api/types.js";
+import { registration } from "./registration.js";
 import { effectiveTarget } from "../api/target.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -210,16 +217,44 @@ export class Observer {
     return { cluster, machine };
   }
 
-  private register(): Promise<Machine> {
+  /**
+   * Creates the Machine with the role its Node says (registration.ts), then records where the
+   * role and policy came from in status.registration (the Role-From column). The status write
+   * is conditioned like every other; if it fails, the next status write carries it (status.ts).
+   */
+  private async register(): Promise<Machine> {
     const { api, cfg, log } = this.p;
-    log.info({ machine: cfg.machine }, "registering the Machine");
-    return api.machines.create({
+    const node = await api.nodes.find(cfg.nodeName).catch((e: unknown) => {
+      log.warn({ node: cfg.nodeName, err: errorText(e) }, "cannot read the Node to register");
+      return undefined;
+    });
+    const r = registration({
+      ...(cfg.role === undefined ? {} : { role: cfg.role }),
+      ...(cfg.rebootPolicy === undefined ? {} : { rebootPolicy: cfg.rebootPolicy }),
+      nodeLabels: node === undefined ? undefined : (node.metadata.labels ?? {}),
+    });
+    log.info({ machine: cfg.machine, ...r }, "registering the Machine");
+    const created = await api.machines.create({
       apiVersion: "liken.sh/v1alpha1",
       kind: "Machine",
       metadata: { name: cfg.machine },
-      spec: { cluster: cfg.cluster, nodeName: cfg.nodeName },
+      spec: {
+        cluster: cfg.cluster,
+        nodeName: cfg.nodeName,
+        role: r.role,
+        rebootPolicy: r.rebootPolicy,
+      },
     });
+    this.registered = {
+      roleFrom: r.roleFrom,
+      rebootPolicyFrom: r.rebootPolicyFrom,
+      at: created.metadata.creationTimestamp ?? new Date().toISOString(),
+    };
+    return created;
   }
+
+  /** Where the registered Machine's role came from, for the status (until it is written). */
+  registered: Registration | undefined;
 }
 
 /**

@@ -3,6 +3,7 @@
 // write (ignoring lastHeartbeatTime: the live heartbeat is the Lease).
 import {
   sameRelease,
+  type Registration,
   type DownloadProgress,
   type DrainBlocker,
   type MachineCondition,
@@ -38,6 +39,8 @@ export interface StatusExtras {
   identity?: { certificateExpiry: string; condition: NewCondition };
   /** Where this machine serves its peers and what (peer-serving-run.ts); absent: nothing. */
   peers?: PeerServing;
+  /** Where the role of the Machine this agent registered came from (registration.ts); kept after. */
+  registration?: Registration;
 }
 
 /** A failure said for a person: a CamelCase reason, and a message that names the error's code. */
@@ -173,6 +176,14 @@ function optional<K extends keyof MachineStatus>(
   return v === undefined ? {} : ({ [key]: v } as Partial<MachineStatus>);
 }
 
+/** Where the Machine's role came from: said once at registration, kept in every later status. */
+function registrationOf(
+  x: StatusExtras,
+  prev: MachineStatus | undefined,
+): Registration | undefined {
+  return x.registration ?? prev?.registration;
+}
+
 export function machineStatus(
   prev: MachineStatus | undefined,
   o: Observed,
@@ -213,6 +224,7 @@ export function machineStatus(
     ...optional("drainTimedOut", mem.drainTimedOut),
     ...optional("peers", x.peers),
     ...optional("certificateExpiry", x.identity?.certificateExpiry),
+    ...optional("registration", registrationOf(x, prev)),
     conditions: conditions(prev, o, dec, mem, x, now),
   } satisfies MachineStatus).status;
 }

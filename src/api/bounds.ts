@@ -134,6 +134,7 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   "peers.releases[].version": text(64),
   "peers.releases[].digest": text(71),
   certificateExpiry: text(64),
+  "registration.at": text(64),
   ...CONDITION_BOUNDS("conditions"),
 };
 

@@ -983,9 +983,29 @@ export interface MachineStatus {
   peers?: PeerServing;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */
   certificateExpiry?: Time;
+  /** Where the role and reboot policy the agent registered the Machine with came from (Role-From). */
+  registration?: Registration;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */
   lastHeartbeatTime?: Time;
   conditions?: MachineCondition[];
+}
+
+/**
+ * Where a registered Machine's spec.role and spec.rebootPolicy came from: agent.yaml
+ * (AgentConfig), its Node's node-role.kubernetes.io/control-plane label or its absence
+ * (NodeLabel), or the default because the Node could not be read when the agent registered
+ * (Default: Worker, Manual).
+ */
+export const ROLE_SOURCES = ["AgentConfig", "NodeLabel", "Default"] as const;
+export type RoleSource = (typeof ROLE_SOURCES)[number];
+export const POLICY_SOURCES = ["AgentConfig", "Default"] as const;
+export type PolicySource = (typeof POLICY_SOURCES)[number];
+
+export interface Registration {
+  roleFrom: RoleSource;
+  rebootPolicyFrom: PolicySource;
+  /** When the agent registered the Machine. */
+  at: Time;
 }
 
 export interface Machine {

@@ -77,6 +77,8 @@ export interface SimulatedMachineOptions {
    * agent's kubeconfig (the lab's agents may not write Node status: it passes its admin's).
    */
   kubeletKubeconfig?: string;
+  /** More agent.yaml fields, written over the simulated machine's own (role, rebootPolicy...). */
+  agentYaml?: Partial<AgentYaml>;
 }
 
 export interface BootRecordEntry {
@@ -182,6 +184,7 @@ export class SimulatedMachine {
       // Likewise the peer server (served only while the Cluster's spec.peers.enabled): its
       // Machine status.peers.url says which port it took.
       peersAddress: "127.0.0.1:0",
+      ...o.agentYaml,
     };
     await writeFile(file, stringify(cfg));
   }

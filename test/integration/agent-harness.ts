@@ -15,6 +15,7 @@ import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
 import { SimulatedMachine } from "../../src/lab/machine.js";
 import { filler } from "../../src/lab/releases.js";
+import type { AgentYaml } from "../../src/agent/config-schema.js";
 import type { HealthCommand } from "../../src/agent/health.js";
 import type { Timeouts } from "../../src/agent/steps.js";
 import {
@@ -70,6 +71,8 @@ export interface FleetMachine {
   healthCommands?: HealthCommand[];
   /** Bytes per slot file (sparse); default 1 MiB, room for the fleet's releases. */
   slotSize?: number;
+  /** More agent.yaml fields (role, rebootPolicy: what the agent registers its Machine with). */
+  agentYaml?: Partial<AgentYaml>;
 }
 
 export class Fleet {
@@ -184,6 +187,7 @@ export class Fleet {
       hangResetMs: 300,
       timeouts: { downloadRetryMs: 2_000, drainMs: 30_000, proveMs: 8_000, ...timeouts },
       ...(m.healthCommands ? { healthCommands: m.healthCommands } : {}),
+      ...(m.agentYaml ? { agentYaml: m.agentYaml } : {}),
     });
     this.machines.set(m.name, sim);
     await sim.create();

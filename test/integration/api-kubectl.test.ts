@@ -130,11 +130,15 @@ describe("kubectl get machines", () => {
     await api.machines.replaceStatus(m);
 
     const normal = table((await kubectl(["get", "machines", name])).stdout);
-    expect(normal[0]).toEqual("NAME CLUSTER ROLE POLICY NODE LIKEN STATUS PROGRESS AGE".split(" "));
-    expect(normal[1]?.slice(0, 8)).toEqual([
+    expect(normal[0]).toEqual(
+      "NAME CLUSTER ROLE ROLE-FROM POLICY NODE LIKEN STATUS PROGRESS AGE".split(" "),
+    );
+    // ROLE-FROM is empty: this Machine was created by a person, not registered by its agent.
+    expect(normal[1]?.slice(0, 9)).toEqual([
       name,
       "lab",
       "Leader",
+      "",
       "Auto",
       name,
       "2026.10.10-001",
@@ -144,12 +148,12 @@ describe("kubectl get machines", () => {
 
     const wide = table((await kubectl(["get", "machines", name, "-o", "wide"])).stdout);
     expect(wide[0]).toEqual(
-      "NAME CLUSTER ROLE POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT APPROVED TRIAL CERT-EXPIRES".split(
+      "NAME CLUSTER ROLE ROLE-FROM POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT APPROVED TRIAL CERT-EXPIRES".split(
         " ",
       ),
     );
     // Nothing staged, nothing approved, no certificate of its own yet: those cells stay empty.
-    expect(wide[1]?.slice(9)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded", ""]);
+    expect(wide[1]?.slice(10)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded", ""]);
   });
 });
 
