@@ -39,6 +39,8 @@ const LAYER: Readonly<Record<string, number>> = {
   // Building what ships: the operator image and the Helm chart from config/.
   image: 4,
   deploy: 4,
+  // Making a machine's disk from a release (`liken machine install|image`, the QEMU testbed's disk).
+  install: 4,
   // The fleet's safety rules judged on an observed history (the simulator, the lab's observer).
   invariants: 4,
   // The deterministic simulation: the real deciders driven on a virtual clock, checked by the
@@ -54,6 +56,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "release -> verify", // building a release writes the documents verify reads
   "lab -> cli", // the lab starts liken through the CLI's entry
   "image -> cli", // the operator image carries the CLI's bundle
+  "cli -> install", // `liken machine install|image`
   "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
   "torture -> sim", // one seeded generator (sim/rng.ts) for both kinds of torture
   "controlplane -> api", // the local control plane hands out kubeconfigs in the API client's one format
