@@ -75,6 +75,8 @@ export interface InstallOptions {
   trialArgs: string;
   serial: boolean;
   wipe: boolean;
+  /** More files for the state partition (its path -> content), mode 0600. */
+  stateFiles?: Record<string, Buffer | string>;
   /** Fields of agent.yaml beyond what the installer writes (the testbed's timeouts). */
   agentExtra?: Partial<AgentYaml>;
   log: Log;
@@ -253,6 +255,7 @@ async function install(o: InstallOptions, log: Log, work: string): Promise<Insta
         document: r.document,
         verifiedAt: new Date(),
       },
+      ...(o.stateFiles === undefined ? {} : { files: o.stateFiles }),
     });
     const s = layout["liken-state"];
     stateFilesystem(o.target, dir, s.size, s.offset);

@@ -6,7 +6,7 @@
 //   slot-a/release.yaml          the installed release's document, byte for byte
 //   slot-a/marker.json           slot a staged with that release (written as the agent would)
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import type { AgentYaml } from "../agent/config-schema.js";
 import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
@@ -103,6 +103,8 @@ export function writeStateTree(
     installed?: InstalledRelease;
     /** More empty directories the image's bind mounts need (a node's containerd, kubelet). */
     dirs?: readonly string[];
+    /** More files (path under the state partition -> content), mode 0600: a kubelet's bootstrap kubeconfig. */
+    files?: Readonly<Record<string, Buffer | string>>;
   },
 ): void {
   mkdirSync(join(dir, "etc"), { recursive: true, mode: 0o755 });
@@ -116,6 +118,11 @@ export function writeStateTree(
     const f = join(dir, "etc", o.credential.file);
     writeFileSync(f, o.credential.text, { mode: 0o600 });
     chmodSync(f, 0o600);
+  }
+  for (const [p, content] of Object.entries(o.files ?? {})) {
+    mkdirSync(dirname(join(dir, p)), { recursive: true });
+    writeFileSync(join(dir, p), content, { mode: 0o600 });
+    chmodSync(join(dir, p), 0o600);
   }
   if (o.installed !== undefined) {
     mkdirSync(join(dir, "slot-a"));

@@ -3,7 +3,7 @@
 // ESP, debugfs for the state partition, SHA-256 of slot a's bytes against the release's digests.
 // Each refusal (partitions without --wipe, mounted, in use, too small) leaves every byte of the
 // disk as it was.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   closeSync,
@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { likenEntry } from "../../src/cli/entry.js";
 import { isLikenError } from "../../src/errors.js";
 import { installMachine, type InstallOptions } from "../../src/install/install.js";
 import { MiB } from "../../src/install/layout.js";
@@ -347,5 +348,68 @@ describe("liken machine image", () => {
       }),
     );
     expect(why).toMatch(/^LIKEN_VERIFY_DIGEST_MISMATCH/);
+  });
+});
+
+describe("the liken machine command", () => {
+  const cli = (args: string[]) => {
+    const r = spawnSync(process.execPath, [likenEntry(), "machine", ...args], { encoding: "utf8" });
+    return { code: r.status, out: r.stdout, err: r.stderr };
+  };
+
+  it("makes the bootstrap kubeconfig from its parts, adds --state-file files, logs each phase", () => {
+    const f = path.join(dir, "cli.img");
+    writeFileSync(path.join(dir, "token"), "abcdef.0123456789abcdef\n");
+    writeFileSync(
+      path.join(dir, "ca.crt"),
+      "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    );
+    writeFileSync(path.join(dir, "kubelet.kubeconfig"), "kubelet: bootstrap\n");
+    const r = cli([
+      "image",
+      f,
+      "--release",
+      releaseDir,
+      "--cluster",
+      "prod",
+      "--role",
+      "Leader",
+      "--esp-size",
+      "32M",
+      "--slot-size",
+      "16M",
+      "--state-size",
+      "64M",
+      "--api-server",
+      "https://10.0.0.1:6443",
+      "--ca",
+      path.join(dir, "ca.crt"),
+      "--bootstrap-token-file",
+      path.join(dir, "token"),
+      "--state-file",
+      `node/kubelet-bootstrap.kubeconfig=${path.join(dir, "kubelet.kubeconfig")}`,
+    ]);
+    expect(r.err).toMatch(
+      /liken machine: phase release: begin\n[\s\S]*liken machine: phase check: done in \d+ ms/,
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain("role: Leader");
+    const state = 65 * MiB;
+    const boot = parse(stateFile(f, state, "/etc/bootstrap-kubeconfig")) as {
+      clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
+      users: { user: { token: string } }[];
+    };
+    expect(boot.clusters[0]!.cluster.server).toBe("https://10.0.0.1:6443");
+    expect(boot.users[0]!.user.token).toBe("abcdef.0123456789abcdef");
+    expect(stateFile(f, state, "/node/kubelet-bootstrap.kubeconfig")).toBe("kubelet: bootstrap\n");
+    expect(stateMode(f, state, "/node/kubelet-bootstrap.kubeconfig")).toBe("0600");
+  });
+
+  it("refuses in one line with a stable code and what to do", () => {
+    const r = cli(["image", path.join(dir, "x.img"), "--release", releaseDir, "--cluster", "prod"]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(
+      /^liken: give one credential: --bootstrap-kubeconfig FILE, or --api-server URL --ca FILE --bootstrap-token-file FILE, or --kubeconfig FILE \(the machine's own\); nothing was written to the disk \[LIKEN_INSTALL_BAD_INPUT\]\n$/,
+    );
   });
 });

@@ -42,6 +42,7 @@ interface MachineFlags {
   trialArgs: string;
   serialConsole: boolean;
   wipe: boolean;
+  stateFile: string[];
 }
 
 function bad(message: string): InstallError {
@@ -113,6 +114,32 @@ function mib(flag: string, n: number | undefined): number | undefined {
   return n / MiB;
 }
 
+/** --state-file PATH=FILE: PATH on the state partition (relative, no ..) gets FILE's bytes. */
+export function stateFiles(specs: string[]): Record<string, Buffer> {
+  const out: Record<string, Buffer> = {};
+  for (const spec of specs) {
+    const m = /^([^=]+)=(.+)$/.exec(spec);
+    const p = m?.[1]?.replace(/^\/+/, "");
+    if (
+      m === undefined ||
+      m === null ||
+      p === undefined ||
+      p.split("/").some((x) => x === ".." || x === "" || x === ".")
+    )
+      throw bad(
+        `--state-file ${spec}: write PATH=FILE, PATH relative to the state partition (e.g. node/kubelet-bootstrap.kubeconfig=./kubelet.kubeconfig)`,
+      );
+    if (/^(etc\/agent\.yaml|etc\/bootstrap-kubeconfig|etc\/kubeconfig|slot-[ab](\/.*)?)$/.test(p))
+      throw bad(`--state-file ${spec}: ${p} is the installer's own`);
+    try {
+      out[p] = readFileSync(m[2]!);
+    } catch (e) {
+      throw bad(`--state-file ${spec}: ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
 export function installOptions(
   target: string,
   mode: "disk" | "image",
@@ -135,6 +162,7 @@ export function installOptions(
     ...(f.role === undefined ? {} : { role: f.role }),
     ...(f.rebootPolicy === undefined ? {} : { rebootPolicy: f.rebootPolicy }),
     credential: credential(f),
+    ...(f.stateFile.length === 0 ? {} : { stateFiles: stateFiles(f.stateFile) }),
     kernelArgs: f.kernelArgs,
     trialArgs: f.trialArgs,
     serial: f.serialConsole,
@@ -211,6 +239,12 @@ function common(c: Command): Command {
       DEFAULT_TRIAL_ARGS,
     )
     .option("--serial-console", "GRUB also on the serial console", false)
+    .option(
+      "--state-file <path=file>",
+      "put FILE on the state partition at PATH, mode 0600 (repeatable; e.g. the kubelet's bootstrap kubeconfig)",
+      (v: string, prev: string[]) => [...prev, v],
+      [] as string[],
+    )
     .option(
       "--wipe",
       "write over a disk that has partitions or a filesystem (everything on it is lost)",
