@@ -26,6 +26,8 @@ import { isLikenError } from "../../src/errors.js";
 import { installMachine, type InstallOptions } from "../../src/install/install.js";
 import { MiB } from "../../src/install/layout.js";
 import { buildRelease } from "../../src/release/build.js";
+import { serveChannel } from "../../src/release/serve.js";
+import { digestOf } from "../../src/verify/digest.js";
 import type { Release } from "../../src/verify/release.js";
 import { loopAvailable, withLoopDevice } from "./loop.js";
 
@@ -328,6 +330,36 @@ describe("liken machine image", () => {
         efivars: "/sys/firmware/efi/efivars",
       },
     });
+  });
+
+  it("takes the release from a channel URL, checked against the catalog digest", async () => {
+    const server = await serveChannel(path.join(dir, "channel"));
+    try {
+      const f = path.join(dir, "channel.img");
+      const digest = digestOf(readFileSync(path.join(releaseDir, "release.yaml")));
+      const r = await installMachine(
+        options(f, { mode: "image", release: { channel: server.url, version: "1.0.0", digest } }),
+      );
+      expect(r.digest).toBe(digest);
+      for (const a of release.artifacts) {
+        const got = createHash("sha256")
+          .update(bytesAt(f, 33 * MiB + a.offset, a.size))
+          .digest("hex");
+        expect(`sha256:${got}`, a.name).toBe(a.digest);
+      }
+      expect(logs.join("\n")).toContain(
+        "comes from a channel: the agent in its rootfs is not checked",
+      );
+      const wrong = await refused(
+        options(path.join(dir, "wrong.img"), {
+          mode: "image",
+          release: { channel: server.url, version: "1.0.0", digest: `sha256:${"1".repeat(64)}` },
+        }),
+      );
+      expect(wrong).toMatch(/^LIKEN_VERIFY_DIGEST_MISMATCH/);
+    } finally {
+      await server.close();
+    }
   });
 
   it("refuses a release whose rootfs has no agent, before creating the image", async () => {
