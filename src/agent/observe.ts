@@ -16,7 +16,7 @@ import {
   type Registration,
   type ReleaseRef,
 } from "../api/types.js";
-import { registration } from "./registration.js";
+import { mayRegister, registration } from "./registration.js";
 import { effectiveTarget } from "../api/target.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
@@ -211,6 +211,8 @@ export class Observer {
         log.warn({ err: r.error.message }, "Machine not registered");
         return undefined;
       }
+      // Waiting for the Node, whose labels decide the role (registration.ts).
+      if (r.value === undefined) return undefined;
       machine = r.value;
       view.wrote(machine);
     }
@@ -222,12 +224,22 @@ export class Observer {
    * role and policy came from in status.registration (the Role-From column). The status write
    * is conditioned like every other; if it fails, the next status write carries it (status.ts).
    */
-  private async register(): Promise<Machine> {
+  private async register(): Promise<Machine | undefined> {
     const { api, cfg, log } = this.p;
     const node = await api.nodes.find(cfg.nodeName).catch((e: unknown) => {
       log.warn({ node: cfg.nodeName, err: errorText(e) }, "cannot read the Node to register");
       return undefined;
     });
+    const waited = performance.now() - this.startedAt;
+    if (cfg.role === undefined && !mayRegister(node !== undefined, waited)) {
+      if (!this.waitSaid)
+        log.info(
+          { node: cfg.nodeName },
+          "waiting for the Node to register the Machine: its labels decide the role",
+        );
+      this.waitSaid = true;
+      return undefined;
+    }
     const r = registration({
       ...(cfg.role === undefined ? {} : { role: cfg.role }),
       ...(cfg.rebootPolicy === undefined ? {} : { rebootPolicy: cfg.rebootPolicy }),
@@ -255,6 +267,9 @@ export class Observer {
 
   /** Where the registered Machine's role came from, for the status (until it is written). */
   registered: Registration | undefined;
+  /** When this agent started (monotonic): it waits NODE_WAIT_MS at most for its Node to register. */
+  private readonly startedAt = performance.now();
+  private waitSaid = false;
 }
 
 /**

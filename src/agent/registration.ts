@@ -34,3 +34,17 @@ export function registration(f: RegistrationFacts): RegistrationDecision {
   const leader = CONTROL_PLANE_LABELS.some((l) => l in f.nodeLabels!);
   return { role: leader ? "Leader" : "Worker", roleFrom: "NodeLabel", ...policy };
 }
+
+/**
+ * How long an agent without `role` in agent.yaml waits for its Node before it registers its
+ * Machine without it (Worker, roleFrom Default): the kubelet registers its Node within seconds
+ * of its start, which is about when the agent starts; a minute covers a slow first boot. The
+ * agent may not change its Machine's spec once created (the admission policy gives the spec to
+ * people), so a role read too early could not be corrected later.
+ */
+export const NODE_WAIT_MS = 60_000;
+
+/** Whether to register now: the Node is there to read, or it has been awaited long enough. */
+export function mayRegister(nodeSeen: boolean, waitedMs: number): boolean {
+  return nodeSeen || waitedMs >= NODE_WAIT_MS;
+}

@@ -1,7 +1,12 @@
 // What the agent registers its Machine with (src/agent/registration.ts), as a table, and that
 // the status keeps where it came from (status.ts).
 import { describe, expect, it } from "vitest";
-import { registration, type RegistrationFacts } from "../../src/agent/registration.js";
+import {
+  mayRegister,
+  NODE_WAIT_MS,
+  registration,
+  type RegistrationFacts,
+} from "../../src/agent/registration.js";
 
 const CP = { "node-role.kubernetes.io/control-plane": "" };
 
@@ -42,5 +47,15 @@ describe("registration protects by default", () => {
   it.each(rows)("%s", (_what, facts, want) => {
     const r = registration(facts);
     expect([r.role, r.roleFrom, r.rebootPolicy, r.rebootPolicyFrom].join(" ")).toBe(want);
+  });
+});
+
+describe("when the agent registers", () => {
+  it.each([
+    ["the Node is there", true, 0, true],
+    ["no Node yet, just started", false, 1_000, false],
+    ["no Node a minute on: registers as Worker (Default)", false, NODE_WAIT_MS, true],
+  ])("%s", (_what, seen, waited, want) => {
+    expect(mayRegister(seen, waited)).toBe(want);
   });
 });
