@@ -24,6 +24,8 @@ import { DEFAULT_HEALTH_TIMEOUT_SECONDS, type HealthCommand } from "./health.js"
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
 import {
   readHostNames,
+  readRememberedName,
+  rememberName,
   resolveMachineName,
   type HostNames,
   type MachineFrom,
@@ -57,8 +59,8 @@ export interface AgentConfig {
   slots: AgentSlotsConfig;
   /** The Machine object's name (also the heartbeat Lease's). */
   machine: string;
-  /** Where the name came from: agent.yaml, or the host (machine-name.ts). */
-  machineFrom?: "config" | MachineFrom;
+  /** Where the name came from: agent.yaml, the name kept from the first start, or the host (machine-name.ts). */
+  machineFrom?: "config" | "remembered" | MachineFrom;
   /** What the Machine is registered with, when agent.yaml says (registration.ts decides the rest). */
   role?: Role;
   rebootPolicy?: RebootPolicy;
@@ -166,12 +168,26 @@ function identityOf(
   };
 }
 
+/** agent.yaml's machine, else the name kept from the first start, else the host's (machine-name.ts). */
+function machineName(
+  d: AgentFile,
+  file: string,
+  host: () => HostNames,
+  remembered: string | undefined,
+): { machine: string; from: NonNullable<AgentConfig["machineFrom"]> } {
+  if (d.machine !== undefined) return { machine: d.machine, from: "config" };
+  if (remembered !== undefined) return { machine: remembered, from: "remembered" };
+  return resolveMachineName(host(), d.machineFrom ?? "hostname", file);
+}
+
 export function parseAgentSection(
   text: string,
   file: string,
   slots: AgentSlotsConfig,
   /** This host's names, read only when agent.yaml names no machine (default: read now). */
   host: () => HostNames = readHostNames,
+  /** The name kept on the state partition from the first start, if any. */
+  remembered?: string,
 ): AgentConfig {
   const doc = parse(text, { maxAliasCount: 0, uniqueKeys: true }) as unknown;
   const d = check(agentFile, firstSpelling(doc), (first, all) => {
@@ -184,10 +200,7 @@ export function parseAgentSection(
   const metricsAddress =
     d.metricsAddress === undefined ? undefined : parseMetricsAddress(d.metricsAddress);
   const peersAddress = parseMetricsAddress(d.peersAddress ?? `:${DEFAULT_PEERS_PORT}`);
-  const name =
-    d.machine !== undefined
-      ? { machine: d.machine, from: "config" as const }
-      : resolveMachineName(host(), d.machineFrom ?? "hostname", file);
+  const name = machineName(d, file, host, remembered);
   return {
     file,
     slots,
@@ -214,8 +227,15 @@ export function parseAgentSection(
   };
 }
 
-export async function loadConfig(file: string): Promise<AgentConfig> {
+export async function loadConfig(
+  file: string,
+  host: () => HostNames = readHostNames,
+): Promise<AgentConfig> {
   const slots = await loadAgentConfig(file);
   const text = await readFile(file, "utf8");
-  return parseAgentSection(text, file, slots);
+  const cfg = parseAgentSection(text, file, slots, host, await readRememberedName(slots.stateDir));
+  // A name found on the host is kept, so the next start names the same Machine.
+  if (cfg.machineFrom === "hostname" || cfg.machineFrom === "dmi-serial")
+    await rememberName(slots.stateDir, cfg.machine);
+  return cfg;
 }

@@ -3,7 +3,10 @@
 // unset), the DMI serial (/sys/class/dmi/id/product_serial). One image installed on 50 machines
 // thus needs no agent.yaml of its own per machine. Resolved once, at start-up; a pure decision.
 import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
+import path from "node:path";
+import { writeFileAtomic } from "../slots/atomic.js";
 import { AgentError } from "./errors.js";
 
 export const DMI_SERIAL = "/sys/class/dmi/id/product_serial";
@@ -50,6 +53,28 @@ export interface HostNames {
 export interface ResolvedName {
   machine: string;
   from: MachineFrom;
+}
+
+/**
+ * The name found at the first start, kept on the state partition: later starts use it, whatever
+ * the hostname says then (a DHCP lease that came after the first start, a rename), because the
+ * machine's certificate and its Machine carry that name. Delete the file to name it again.
+ */
+export const REMEMBERED_NAME = "machine-name";
+
+export async function readRememberedName(stateDir: string): Promise<string | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path.join(stateDir, REMEMBERED_NAME), "utf8");
+  } catch {
+    return undefined;
+  }
+  const name = text.trim();
+  return NAME_RE.test(name) ? name : undefined;
+}
+
+export async function rememberName(stateDir: string, name: string): Promise<void> {
+  await writeFileAtomic(path.join(stateDir, REMEMBERED_NAME), `${name}\n`);
 }
 
 /** The name, and where it came from; `prefer` is agent.yaml's machineFrom (default hostname). */

@@ -1,5 +1,9 @@
 // The Machine's default name (src/agent/machine-name.ts): hostname or DMI serial, as a table.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/agent/config.js";
 import {
   nameOfSerial,
   resolveMachineName,
@@ -42,5 +46,27 @@ describe("the machine's default name", () => {
   it("a serial becomes a Kubernetes name", () => {
     expect(nameOfSerial("..AB__CD..")).toBe("ab-cd");
     expect(nameOfSerial("x".repeat(300))).toHaveLength(253);
+  });
+});
+
+describe("the name found at the first start is kept", () => {
+  it("on the state partition: a later start keeps it whatever the hostname says then", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-name-"));
+    try {
+      const file = path.join(dir, "agent.yaml");
+      writeFileSync(
+        file,
+        "cluster: prod\nslots: { a: { device: a.img }, b: { device: b.img } }\nstateDir: .\n" +
+          "bootloader: { backend: grub, envDir: . }\n",
+      );
+      const first = await loadConfig(file, () => ({ hostname: "localhost", serial: "SN-1" }));
+      expect(first).toMatchObject({ machine: "sn-1", machineFrom: "dmi-serial" });
+      expect(readFileSync(path.join(dir, "machine-name"), "utf8")).toBe("sn-1\n");
+      // DHCP named the host since: the Machine (and its certificate) keep the first name.
+      const later = await loadConfig(file, () => ({ hostname: "node-7", serial: "SN-1" }));
+      expect(later).toMatchObject({ machine: "sn-1", machineFrom: "remembered", nodeName: "sn-1" });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
