@@ -362,6 +362,15 @@ describe("liken machine image", () => {
     }
   });
 
+  it("refuses a release larger than --slot-size, before creating the image", async () => {
+    const f = path.join(dir, "slot.img");
+    const why = await refused(options(f, { mode: "image", slotMiB: 8 }));
+    expect(why).toMatch(
+      /^LIKEN_INSTALL_SLOT_TOO_SMALL: release 1.0.0 needs \d+ bytes of a slot, --slot-size gives 8388608; nothing was written to the disk. Give --slot-size 13M or more/,
+    );
+    expect(() => readFileSync(f)).toThrow(/ENOENT/);
+  });
+
   it("refuses a release whose rootfs has no agent, before creating the image", async () => {
     const f = path.join(dir, "bare.img");
     const why = await refused(options(f, { mode: "image", release: { dir: bareReleaseDir } }));
