@@ -299,7 +299,11 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
       ",",
       maxLengthOf(CLUSTER_STATUS_BOUNDS, "turns"),
     ),
-    display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
+    display: displayOf(
+      summary.phase,
+      progressing ?? findProgressing(conditions),
+      conditions.find((c) => c.type === "SpecValid"),
+    ),
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
@@ -417,7 +421,15 @@ const HELD_REASONS: ReadonlySet<string> = new Set([
   "CanaryPaused",
 ]);
 
-function displayOf(phase: string, p: ClusterCondition | undefined): string {
+function displayOf(
+  phase: string,
+  p: ClusterCondition | undefined,
+  specValid: ClusterCondition | undefined,
+): string {
+  // A spec the API admitted but this operator cannot use (a time zone its database does not
+  // know: the API cannot check, docs/adr/time-zone-validation.md) comes first: it is what a
+  // person must fix, and `kubectl get clusters` is where they look.
+  if (specValid?.status === "False") return "SpecInvalid";
   return p !== undefined && HELD_REASONS.has(p.reason) ? p.reason : phase;
 }
 

@@ -1,4 +1,4 @@
-// The signing side of a signed channel (TUF): `liken release channel ...`. A channel directory
+// The signing side of a signed channel (TUF): `liken release sign ...`. A channel directory
 // (what `liken channel serve` or a CDN serves) gains tuf/ with the four top-level roles:
 //   tuf/<N>.root.json, tuf/root.json   every root version (clients walk them one by one)
 //   tuf/targets.json                   the releases, each a target: <channel>/<version>/release.yaml
@@ -49,7 +49,7 @@ const DAY = 24 * 3600;
 /**
  * How long each role's signature holds unless told otherwise. Root a year (it is signed
  * offline, rarely); targets 90 days (a release every few weeks re-signs it); snapshot a week
- * and timestamp a day: the freshness roles are re-signed by `liken release channel refresh`,
+ * and timestamp a day: the freshness roles are re-signed by `liken release sign refresh`,
  * from a cron job, so a frozen mirror is noticed within a day (TUF spec, section 6.2; the
  * same shape as Bottlerocket's and Sigstore's repositories).
  */
@@ -120,7 +120,7 @@ export async function loadKeys(keysDir: string): Promise<Map<string, SigningKey>
   const names = await readdir(keysDir).catch((e: unknown) => {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_KEYS_MISSING",
-      `cannot read the keys directory ${keysDir} (${String(e)}); pass --keys with the directory \`liken release channel init\` wrote`,
+      `cannot read the keys directory ${keysDir} (${String(e)}); pass --keys with the directory \`liken release sign init\` wrote`,
       { cause: e },
     );
   });
@@ -163,7 +163,7 @@ async function readJson(file: string): Promise<Record<string, unknown>> {
   } catch (e) {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_NOT_INITIALIZED",
-      `cannot read ${file} (${String(e)}); create the channel first with \`liken release channel init\``,
+      `cannot read ${file} (${String(e)}); create the channel first with \`liken release sign init\``,
       { cause: e },
     );
   }
@@ -312,7 +312,7 @@ export async function initChannel(o: InitOptions): Promise<InitResult> {
   if (exists) {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_EXISTS",
-      `${d}/root.json exists: this channel is initialized; rotate keys with \`liken release channel rotate\` instead of starting over (clients that pinned its root would refuse a new one)`,
+      `${d}/root.json exists: this channel is initialized; rotate keys with \`liken release sign rotate\` instead of starting over (clients that pinned its root would refuse a new one)`,
     );
   }
   const keys = new Map<string, SigningKey>();

@@ -446,6 +446,8 @@ describe("maintenance windows in decide", () => {
     expect(v?.reason).toBe("UnknownTimeZone");
     expect(v?.message).toContain('spec.disruption.windows[0]: time zone "Mars/Base"');
     expect(progressing(d)?.message).toContain("see the SpecValid condition");
+    // The STATUS column says so, not Pending or Updating (issue 42, item 5).
+    expect(d.status.display).toBe("SpecInvalid");
   });
 
   it("SpecValid leaves with the windows", () => {

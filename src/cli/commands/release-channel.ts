@@ -1,4 +1,4 @@
-// `liken release channel ...`: the signing side of a signed channel (src/release/tuf.ts).
+// `liken release sign ...`: the signing side of a signed channel (src/release/tuf.ts).
 // init makes the root and keys, add publishes a built release as a target of a named channel,
 // recall signs a recall, rotate replaces a role's keys, refresh re-signs snapshot and timestamp.
 import { type Command, InvalidArgumentError } from "commander";
@@ -75,9 +75,14 @@ const signOpts = (o: Dirs) => ({
 });
 
 export function registerReleaseChannel(release: Command): void {
+  // "sign", not "channel": `liken channel serve` serves a channel, this signs one, and the two
+  // names read alike. The old name stays an alias for a release (docs/releases.md).
   const channel = release
-    .command("channel")
-    .description("Sign a channel (TUF): init, add, recall, rotate, refresh");
+    .command("sign")
+    .alias("channel")
+    .description(
+      "Sign a channel (TUF): init, add, recall, rotate, refresh (formerly `liken release channel`)",
+    );
 
   withDirs(channel.command("init"))
     .description("Create the channel's root and keys; prints the root digest a Cluster pins")
