@@ -57,6 +57,7 @@ import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
 import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
 import { specValidCondition, windowState } from "./windows.js";
+import { availableText } from "./available.js";
 import {
   isLeader,
   isLost,
@@ -317,6 +318,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     made.observedGeneration = o.cluster.metadata.generation;
   }
   if (o.channel !== undefined) withChannelStatus(made, o.channel);
+  withAvailableText(made, o.machines);
   // Compared and written within the CRD's bounds: a field over its bound would be refused
   // whole by the API server (422), and compared unbounded it would look changed every tick.
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
@@ -384,6 +386,13 @@ function withChannelStatus(made: ClusterStatus, channel: ChannelView): void {
   made.channel = channel.channel;
   if (channel.available !== undefined) made.available = channel.available;
   if (channel.trust !== undefined) made.trust = channel.trust.status;
+}
+
+/** The AVAILABLE column: the channel's newest, marked when it failed here or was revoked. */
+function withAvailableText(made: ClusterStatus, machines: readonly Machine[]): void {
+  const shown = availableText(made.available, machines, made.revokedReleases);
+  if (shown === undefined) delete made.availableText;
+  else made.availableText = shown;
 }
 
 function withTrust(c: Cluster, trust: ClusterStatus["trust"]): Cluster {

@@ -462,6 +462,15 @@ describe("maintenance windows in decide", () => {
   });
 });
 
+describe("the AVAILABLE column in decide", () => {
+  it("marks the release a machine of the Cluster failed, keeping the channel's word", () => {
+    const c = cluster({ status: { available: V2 } });
+    const d = decide(observed(c, [fellBack("m1"), machine("m2")]), SETTINGS);
+    expect(d.status.available).toBe(V2);
+    expect(d.status.availableText).toBe(`${V2} (failed on m1)`);
+  });
+});
+
 describe("soak in decide", () => {
   const soaking = (c: Cluster, s: number): Cluster => withRollout(c, { soakSeconds: s });
 
