@@ -10,6 +10,7 @@ import { registerOperator } from "./operator.js";
 import { registerApprove } from "./approve.js";
 import { registerRollout } from "./rollout.js";
 import { registerStatus } from "./status.js";
+import { registerCheckInstall } from "./check-install.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
@@ -20,4 +21,5 @@ export function registerCommands(program: Command): void {
   registerOperator(program);
   registerApprove(program);
   registerRollout(program);
+  registerCheckInstall(program);
 }
