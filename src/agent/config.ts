@@ -19,6 +19,7 @@ import {
   type AgentFile,
 } from "./config-schema.js";
 import type { IdentitySettings } from "./identity/identity.js";
+import { isLikenError } from "../errors.js";
 import { AgentError } from "./errors.js";
 import { DEFAULT_HEALTH_TIMEOUT_SECONDS, type HealthCommand } from "./health.js";
 import { DEFAULT_TIMEOUTS, type Timeouts } from "./steps.js";
@@ -231,11 +232,51 @@ export async function loadConfig(
   file: string,
   host: () => HostNames = readHostNames,
 ): Promise<AgentConfig> {
-  const slots = await loadAgentConfig(file);
+  let slots: AgentSlotsConfig;
+  try {
+    slots = await loadAgentConfig(file);
+  } catch (e) {
+    throw await withAgentProblems(e, file);
+  }
   const text = await readFile(file, "utf8");
   const cfg = parseAgentSection(text, file, slots, host, await readRememberedName(slots.stateDir));
   // A name found on the host is kept, so the next start names the same Machine.
   if (cfg.machineFrom === "hostname" || cfg.machineFrom === "dmi-serial")
     await rememberName(slots.stateDir, cfg.machine);
   return cfg;
+}
+
+/**
+ * Every problem at once (docs/agent.md, "Refusals"): when the slot keys are refused, the rest
+ * of the file is checked too, and both lists go out in one refusal, not one per run.
+ */
+async function withAgentProblems(e: unknown, file: string): Promise<unknown> {
+  if (!isLikenError(e, "LIKEN_SLOT_CONFIG_INVALID")) return e;
+  // Unreadable or not YAML: that is the one problem there is to tell.
+  const text = await readFile(file, "utf8").catch(() => undefined);
+  const rest = text === undefined ? undefined : agentSectionProblems(text, file);
+  if (rest === undefined) return e;
+  return new AgentError("LIKEN_AGENT_CONFIG_INVALID", `${e.message}; ${rest}`, {
+    cause: e,
+    context: { file, slots: e.context, agent: rest },
+  });
+}
+
+/** The agent section's refusal text (without the file name), or undefined when it is fine. */
+function agentSectionProblems(text: string, file: string): string | undefined {
+  // Any slot values: the agent section reads only `cmdline` from them.
+  const placeholder: AgentSlotsConfig = {
+    slots: { a: { device: "a" }, b: { device: "b" } },
+    cmdline: "/proc/cmdline",
+    stateDir: "/",
+    file,
+  };
+  try {
+    parseAgentSection(text, file, placeholder);
+    return undefined;
+  } catch (x) {
+    return isLikenError(x, "LIKEN_AGENT_CONFIG_INVALID")
+      ? x.message.replace(`${file}: `, "")
+      : undefined;
+  }
 }

@@ -195,8 +195,13 @@ export function machineStatus(
   const running = o.running.release;
   const turnRequest = turnRequestFor(dec.wantsTurn, turnRelease(o), prev?.turnRequest, x.now);
   const other = o.other;
+  // Staged means "for the next trial": a release the target moved away from is no longer that
+  // (the slot reads Inactive, and STAGED must not keep showing it: issue 42).
   const staged =
-    other.state === "staged" && other.release && !sameRelease(other.release, running)
+    other.state === "staged" &&
+    other.release &&
+    !sameRelease(other.release, running) &&
+    sameRelease(other.release, o.target)
       ? {
           ...other.release,
           slot: other.slot,

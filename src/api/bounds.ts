@@ -33,6 +33,7 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   version: text(64),
   newest: text(64),
   available: text(64),
+  availableText: text(400),
   leaders: list(32),
   "leaders[]": text(253),
   endpoint: text(2048),

@@ -23,6 +23,8 @@ export const API_ERROR_CODES = {
   request: "LIKEN_API_REQUEST",
   /** A caller asked for something the API layer will not send (e.g. a PUT without resourceVersion). */
   usage: "LIKEN_API_USAGE",
+  /** The kubeconfig named by --kubeconfig or KUBECONFIG does not exist. */
+  kubeconfig: "LIKEN_API_KUBECONFIG",
 } as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[keyof typeof API_ERROR_CODES];
 
@@ -166,6 +168,8 @@ function nextStep(code: ApiErrorCode): string {
       return "the resourceVersion is too old; list again";
     case API_ERROR_CODES.unavailable:
       return "the API server is busy or unreachable; retry later";
+    case API_ERROR_CODES.kubeconfig:
+      return "point --kubeconfig or KUBECONFIG at the cluster's kubeconfig";
     case API_ERROR_CODES.request:
     case API_ERROR_CODES.usage:
       return "see the server's message";

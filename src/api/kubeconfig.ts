@@ -11,6 +11,9 @@
 import http from "node:http";
 import https from "node:https";
 import { KubeConfig } from "@kubernetes/client-node";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { API_ERROR_CODES, ApiError } from "./errors.js";
 
 /** What client-node passes to its (private) createAgent. */
 type CreateAgent = (
@@ -82,7 +85,32 @@ export function reuseConnections(kc: KubeConfig, opts: ReuseOptions = {}): KubeC
 /** From a kubeconfig file, or the default (KUBECONFIG, ~/.kube/config, in-cluster). */
 export function loadKubeConfig(file?: string, opts: ReuseOptions = {}): KubeConfig {
   const kc = new KubeConfig();
+  checkKubeconfigFiles(file);
   if (file === undefined) kc.loadFromDefault();
   else kc.loadFromFile(file);
   return reuseConnections(kc, opts);
+}
+
+/**
+ * A kubeconfig named (by --kubeconfig or KUBECONFIG) that does not exist is a typo to name,
+ * not an ENOENT from deep in the client library. No name at all keeps the library's default
+ * (~/.kube/config, then in-cluster).
+ */
+export function checkKubeconfigFiles(file?: string, env = process.env): void {
+  const named =
+    file !== undefined
+      ? [{ from: "--kubeconfig", files: [file] }]
+      : (env.KUBECONFIG ?? "") !== ""
+        ? [{ from: "KUBECONFIG", files: env.KUBECONFIG!.split(path.delimiter).filter(Boolean) }]
+        : [];
+  for (const { from, files } of named) {
+    const missing = files.filter((f) => !existsSync(f));
+    if (missing.length > 0) {
+      throw new ApiError(
+        API_ERROR_CODES.kubeconfig,
+        `${from} names ${missing.join(", ")}, which does not exist: point ${from} at the cluster's kubeconfig file`,
+        { context: { from, missing } },
+      );
+    }
+  }
 }

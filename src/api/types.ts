@@ -627,8 +627,13 @@ export interface ClusterStatus {
   version?: string;
   /** The newest version a machine runs (NEWEST column). */
   newest?: string;
-  /** The newest version the channel announces (AVAILABLE column). */
+  /** The newest version the channel announces. */
   available?: string;
+  /**
+   * The AVAILABLE column: `available`, marked "(failed on MACHINE)" when a machine of this
+   * Cluster failed it, or "(revoked)" when a revert revoked it (src/operator/available.ts).
+   */
+  availableText?: string;
   /** Names of the leader machines (LEADERS column prints them as a JSON list). */
   leaders?: string[];
   /** The cluster's API endpoint (ENDPOINT column). */

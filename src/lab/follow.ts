@@ -1,5 +1,5 @@
 // `npm run lab -- --follow`: the lab's fleet follows a signed channel, scripted. The lab's
-// channel is signed with `liken release channel` (init, add), the Cluster is switched to trust
+// channel is signed with `liken release sign` (init, add), the Cluster is switched to trust
 // mode channel with follow, a replayed channel is refused (ChannelTrusted=False, the fleet does
 // not move), then a new release is published and the Cluster takes it by itself: every machine
 // rolls, Manual ones approved as they ask.
@@ -37,8 +37,8 @@ export async function runFollow(lab: Lab, log: (l: string) => void): Promise<str
   // 1. Sign the channel and publish the running release in it.
   const { rootDigest } = await initChannel({ repo, keys });
   await addRelease({ repo, keys, channel: "stable", version: current.version });
-  log(`follow: liken release channel init --repo ${repo} --keys ${keys}: rootDigest ${rootDigest}`);
-  log(`follow: liken release channel add --version ${current.version} --channel stable`);
+  log(`follow: liken release sign init --repo ${repo} --keys ${keys}: rootDigest ${rootDigest}`);
+  log(`follow: liken release sign add --version ${current.version} --channel stable`);
 
   // 2. The Cluster trusts the channel and follows it (spec.version goes: follow picks).
   log("follow: kubectl patch cluster: spec.releases.trust {mode: channel, follow: {}}");
@@ -78,7 +78,7 @@ export async function runFollow(lab: Lab, log: (l: string) => void): Promise<str
 
   // 4. A new release in the channel: the Cluster takes it by itself, every machine rolls.
   await addRelease({ repo, keys, channel: "stable", version: next.version });
-  log(`follow: liken release channel add --version ${next.version} --channel stable`);
+  log(`follow: liken release sign add --version ${next.version} --channel stable`);
   const observer = new RolloutObserver(lab.api, LAB_CLUSTER);
   await observer.start();
   try {

@@ -57,6 +57,7 @@ import { summarize } from "./summary.js";
 import { rfc3339 } from "../api/time.js";
 import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
 import { specValidCondition, windowState } from "./windows.js";
+import { availableText } from "./available.js";
 import {
   isLeader,
   isLost,
@@ -299,7 +300,11 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
       ",",
       maxLengthOf(CLUSTER_STATUS_BOUNDS, "turns"),
     ),
-    display: displayOf(summary.phase, progressing ?? findProgressing(conditions)),
+    display: displayOf(
+      summary.phase,
+      progressing ?? findProgressing(conditions),
+      conditions.find((c) => c.type === "SpecValid"),
+    ),
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
@@ -313,6 +318,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     made.observedGeneration = o.cluster.metadata.generation;
   }
   if (o.channel !== undefined) withChannelStatus(made, o.channel);
+  withAvailableText(made, o.machines);
   // Compared and written within the CRD's bounds: a field over its bound would be refused
   // whole by the API server (422), and compared unbounded it would look changed every tick.
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
@@ -382,6 +388,13 @@ function withChannelStatus(made: ClusterStatus, channel: ChannelView): void {
   if (channel.trust !== undefined) made.trust = channel.trust.status;
 }
 
+/** The AVAILABLE column: the channel's newest, marked when it failed here or was revoked. */
+function withAvailableText(made: ClusterStatus, machines: readonly Machine[]): void {
+  const shown = availableText(made.available, machines, made.revokedReleases);
+  if (shown === undefined) delete made.availableText;
+  else made.availableText = shown;
+}
+
 function withTrust(c: Cluster, trust: ClusterStatus["trust"]): Cluster {
   return trust === undefined ? c : { ...c, status: { ...c.status, trust } };
 }
@@ -417,7 +430,15 @@ const HELD_REASONS: ReadonlySet<string> = new Set([
   "CanaryPaused",
 ]);
 
-function displayOf(phase: string, p: ClusterCondition | undefined): string {
+function displayOf(
+  phase: string,
+  p: ClusterCondition | undefined,
+  specValid: ClusterCondition | undefined,
+): string {
+  // A spec the API admitted but this operator cannot use (a time zone its database does not
+  // know: the API cannot check, docs/adr/time-zone-validation.md) comes first: it is what a
+  // person must fix, and `kubectl get clusters` is where they look.
+  if (specValid?.status === "False") return "SpecInvalid";
   return p !== undefined && HELD_REASONS.has(p.reason) ? p.reason : phase;
 }
 

@@ -2,7 +2,17 @@
 // Writes <out>/<version>/{release.yaml, artifacts} and <out>/channel.yaml (newest last).
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { copyFile, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import {
+  access,
+  constants,
+  copyFile,
+  mkdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../errors.js";
@@ -138,7 +148,46 @@ export async function buildRelease(
   } catch (e) {
     if (e instanceof ReleaseError) throw e;
   }
-  await mkdir(dir, { recursive: true });
+  await checkArtifacts(o.artifacts);
+  // What this build creates, it removes when it fails: a refused build leaves no
+  // <out>/<version>/ behind for the next one (or a reader of the channel) to trip over.
+  const created = await mkdir(dir, { recursive: true });
+  try {
+    return await publish(o, dir, chunkSize);
+  } catch (e) {
+    if (created !== undefined) await rm(created, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** Every artifact is a readable regular file, checked before anything is written. */
+async function checkArtifacts(artifacts: ArtifactInput[]): Promise<void> {
+  const problems: string[] = [];
+  for (const a of artifacts) {
+    try {
+      if (!(await stat(a.file)).isFile()) problems.push(`${a.name}=${a.file} is not a file`);
+      else await access(a.file, constants.R_OK);
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      problems.push(
+        `${a.name}=${a.file} ${code === "ENOENT" ? "does not exist" : `cannot be read (${code})`}`,
+      );
+    }
+  }
+  if (problems.length > 0) {
+    throw new ReleaseError(
+      "LIKEN_RELEASE_ARTIFACT_UNREADABLE",
+      `${problems.join("; ")}: give each artifact as NAME=FILE with an existing file; nothing was written`,
+      { context: { problems } },
+    );
+  }
+}
+
+async function publish(
+  o: BuildOptions,
+  dir: string,
+  chunkSize: number,
+): Promise<{ digest: string; dir: string; release: Release }> {
   const artifacts: Artifact[] = [];
   let next = 0;
   for (const a of o.artifacts) {

@@ -6,6 +6,7 @@ import { stat } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { ReleaseError } from "./build.js";
 
 function parseRange(
   h: string | undefined,
@@ -95,6 +96,14 @@ export async function serveChannel(
   onServed?: OnServed,
 ): Promise<ChannelServer> {
   const root = path.resolve(dir);
+  const st = await stat(root).catch(() => undefined);
+  if (st?.isDirectory() !== true) {
+    throw new ReleaseError(
+      "LIKEN_RELEASE_SERVE_NO_DIR",
+      `${dir} ${st === undefined ? "does not exist" : "is not a directory"}: serve the channel's directory (the one holding channel.yaml, built by liken release build --out DIR)`,
+      { context: { dir } },
+    );
+  }
   const served = new Map<string, number>();
   const server = http.createServer((req, res) => {
     const count: OnServed = (rel, bytes) => {

@@ -1,4 +1,4 @@
-// The signing side of a signed channel (TUF): `liken release channel ...`. A channel directory
+// The signing side of a signed channel (TUF): `liken release sign ...`. A channel directory
 // (what `liken channel serve` or a CDN serves) gains tuf/ with the four top-level roles:
 //   tuf/<N>.root.json, tuf/root.json   every root version (clients walk them one by one)
 //   tuf/targets.json                   the releases, each a target: <channel>/<version>/release.yaml
@@ -49,7 +49,7 @@ const DAY = 24 * 3600;
 /**
  * How long each role's signature holds unless told otherwise. Root a year (it is signed
  * offline, rarely); targets 90 days (a release every few weeks re-signs it); snapshot a week
- * and timestamp a day: the freshness roles are re-signed by `liken release channel refresh`,
+ * and timestamp a day: the freshness roles are re-signed by `liken release sign refresh`,
  * from a cron job, so a frozen mirror is noticed within a day (TUF spec, section 6.2; the
  * same shape as Bottlerocket's and Sigstore's repositories).
  */
@@ -70,6 +70,15 @@ export interface ChannelDirs {
 export interface SignOptions extends ChannelDirs {
   now?: Date;
   expires?: Partial<Record<TufRoleName, number>>;
+  /**
+   * One directory per root key, each on its own medium, kept offline (docs/releases.md, "The
+   * key ceremony"). Unset: the root keys live in `keys` with the others.
+   */
+  rootKeyDirs?: string[];
+  /** Encrypts the root keys written (PKCS#8, AES-256-CBC) and decrypts those read. */
+  passphrase?: string;
+  /** Told what a person should know, such as root keys sharing a directory. */
+  warn?: (message: string) => void;
 }
 
 export interface InitOptions extends SignOptions {
@@ -103,11 +112,19 @@ function publicRawOf(k: KeyObject): Buffer {
   return Buffer.from(jwk.x ?? "", "base64url");
 }
 
-export async function newKey(keysDir: string, role: TufRoleName): Promise<SigningKey> {
+export async function newKey(
+  keysDir: string,
+  role: TufRoleName,
+  passphrase?: string,
+): Promise<SigningKey> {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const key = tufKeyOf(publicRawOf(publicKey));
   await mkdir(keysDir, { recursive: true, mode: 0o700 });
-  const pem = privateKey.export({ format: "pem", type: "pkcs8" });
+  const pem = privateKey.export({
+    format: "pem",
+    type: "pkcs8",
+    ...(passphrase === undefined ? {} : { cipher: "aes-256-cbc", passphrase }),
+  });
   await writeFile(path.join(keysDir, `${role}-${key.keyID.slice(0, 16)}.pem`), pem, {
     mode: 0o600,
   });
@@ -115,19 +132,75 @@ export async function newKey(keysDir: string, role: TufRoleName): Promise<Signin
 }
 
 /** Every private key in the keys directory, by keyid. */
-export async function loadKeys(keysDir: string): Promise<Map<string, SigningKey>> {
+export async function loadKeys(
+  keysDir: string,
+  passphrase?: string,
+): Promise<Map<string, SigningKey>> {
   const out = new Map<string, SigningKey>();
   const names = await readdir(keysDir).catch((e: unknown) => {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_KEYS_MISSING",
-      `cannot read the keys directory ${keysDir} (${String(e)}); pass --keys with the directory \`liken release channel init\` wrote`,
+      `cannot read the keys directory ${keysDir} (${String(e)}); pass --keys with the directory \`liken release sign init\` wrote`,
       { cause: e },
     );
   });
   for (const n of names.filter((x) => x.endsWith(".pem"))) {
-    const priv = createPrivateKey(await readFile(path.join(keysDir, n)));
+    const pem = await readFile(path.join(keysDir, n));
+    const encrypted = pem.includes("ENCRYPTED PRIVATE KEY");
+    // An encrypted key without a passphrase is left out: a command that needs it says which
+    // role lacks signatures (LIKEN_CHANNEL_THRESHOLD_NOT_MET), one that does not goes on.
+    if (encrypted && passphrase === undefined) continue;
+    let priv: KeyObject;
+    try {
+      priv = createPrivateKey(encrypted ? { key: pem, passphrase: passphrase! } : pem);
+    } catch (cause) {
+      throw new ChannelSignError(
+        "LIKEN_CHANNEL_KEY_UNREADABLE",
+        `${path.join(keysDir, n)} cannot be read${encrypted ? " with the passphrase given (wrong passphrase?)" : ""}: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
     const key = tufKeyOf(publicRawOf(priv));
     out.set(key.keyID, { key, private: priv });
+  }
+  return out;
+}
+
+/** The keys of `keys` and of every root key directory, by keyid. */
+export async function loadAllKeys(o: SignOptions): Promise<Map<string, SigningKey>> {
+  const all = await loadKeys(o.keys, o.passphrase);
+  for (const dir of o.rootKeyDirs ?? []) {
+    for (const [id, k] of await loadKeys(dir, o.passphrase)) all.set(id, k);
+  }
+  return all;
+}
+
+/**
+ * What a person should hear about where the root keys go: root keys are meant to live apart
+ * and offline, so two in one directory, or one beside the online keys, is worth a warning.
+ */
+export function rootKeyPlacementWarnings(
+  rootKeys: number,
+  rootKeyDirs: readonly string[] | undefined,
+  keysDir: string,
+): string[] {
+  const dirs = Array.from({ length: rootKeys }, (_, i) =>
+    path.resolve(rootKeyDirs?.[i] ?? keysDir),
+  );
+  const out: string[] = [];
+  const seen = new Map<string, number[]>();
+  dirs.forEach((d, i) => seen.set(d, [...(seen.get(d) ?? []), i + 1]));
+  for (const [dir, which] of seen) {
+    if (which.length > 1) {
+      out.push(
+        `root keys ${which.join(", ")} share ${dir}: root keys are meant to live apart and offline; give each its own --root-key DIR (docs/releases.md, "The key ceremony")`,
+      );
+    }
+    if (dir === path.resolve(keysDir) && rootKeyDirs !== undefined) {
+      out.push(
+        `root key(s) ${which.join(", ")} are in the online keys directory ${dir}: keep root keys offline, apart from the keys a timer signs with`,
+      );
+    }
   }
   return out;
 }
@@ -163,7 +236,7 @@ async function readJson(file: string): Promise<Record<string, unknown>> {
   } catch (e) {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_NOT_INITIALIZED",
-      `cannot read ${file} (${String(e)}); create the channel first with \`liken release channel init\``,
+      `cannot read ${file} (${String(e)}); create the channel first with \`liken release sign init\``,
       { cause: e },
     );
   }
@@ -234,7 +307,7 @@ function keysFor(root: Root, role: TufRoleName, keys: Map<string, SigningKey>): 
   if (have.length < r.threshold) {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_THRESHOLD_NOT_MET",
-      `role ${role} needs ${r.threshold} signature(s), and the keys directory holds ${have.length} of its keys (${r.keyIDs.map((k) => k.slice(0, 16)).join(", ")}); bring the missing key files (${role}-<keyid>.pem) to the keys directory`,
+      `role ${role} needs ${r.threshold} signature(s), and the keys directory holds ${have.length} of its keys (${r.keyIDs.map((k) => k.slice(0, 16)).join(", ")}); bring the missing key files (${role}-<keyid>.pem) to the keys directory, or name their directories with --root-key (and --passphrase-env for encrypted ones)`,
     );
   }
   return have;
@@ -303,6 +376,25 @@ export interface InitResult {
   rootFile: string;
 }
 
+/** One --root-key directory per root key, and a warning for root keys that share one. */
+function checkRootKeyDirs(o: InitOptions): void {
+  const rootKeys = o.roles?.root?.keys ?? 1;
+  if (o.rootKeyDirs !== undefined && o.rootKeyDirs.length !== rootKeys) {
+    throw new ChannelSignError(
+      "LIKEN_CHANNEL_ROOT_KEY_DIRS",
+      `${o.rootKeyDirs.length} --root-key director(ies) for ${rootKeys} root key(s): give one --root-key DIR per root key (--threshold root=N/${rootKeys})`,
+    );
+  }
+  for (const w of rootKeyPlacementWarnings(rootKeys, o.rootKeyDirs, o.keys)) o.warn?.(w);
+}
+
+/** The i-th key of a role, where it is told: a root key in its own directory, encrypted when asked. */
+function newKeyFor(o: SignOptions, role: TufRoleName, i: number): Promise<SigningKey> {
+  return role === "root"
+    ? newKey(o.rootKeyDirs?.[i] ?? o.keys, role, o.passphrase)
+    : newKey(o.keys, role);
+}
+
 export async function initChannel(o: InitOptions): Promise<InitResult> {
   const d = tufDir(o.repo);
   const exists = await readFile(path.join(d, "root.json")).then(
@@ -312,9 +404,10 @@ export async function initChannel(o: InitOptions): Promise<InitResult> {
   if (exists) {
     throw new ChannelSignError(
       "LIKEN_CHANNEL_EXISTS",
-      `${d}/root.json exists: this channel is initialized; rotate keys with \`liken release channel rotate\` instead of starting over (clients that pinned its root would refuse a new one)`,
+      `${d}/root.json exists: this channel is initialized; rotate keys with \`liken release sign rotate\` instead of starting over (clients that pinned its root would refuse a new one)`,
     );
   }
+  checkRootKeyDirs(o);
   const keys = new Map<string, SigningKey>();
   const roles: Record<string, { keyids: string[]; threshold: number }> = {};
   for (const role of TUF_ROLES) {
@@ -327,7 +420,7 @@ export async function initChannel(o: InitOptions): Promise<InitResult> {
     }
     const ids: string[] = [];
     for (let i = 0; i < want.keys; i++) {
-      const k = await newKey(o.keys, role);
+      const k = await newKeyFor(o, role, i);
       keys.set(k.key.keyID, k);
       ids.push(k.key.keyID);
     }
@@ -426,7 +519,7 @@ export async function addRelease(o: AddOptions): Promise<{ path: string; digest:
   const dest = path.join(tufDir(o.repo), "targets", tpath);
   await mkdir(path.dirname(dest), { recursive: true });
   await copyFile(src, dest);
-  const keys = await loadKeys(o.keys);
+  const keys = await loadAllKeys(o);
   await writeRepo(o.repo, resignChain(r, keys, o, true), false);
   return { path: tpath, digest: `sha256:${sha}` };
 }
@@ -460,7 +553,7 @@ export async function recallRelease(o: RecallOptions): Promise<void> {
     hashes: t.hashes,
     unrecognizedFields: { custom: { [LIKEN_TARGET_FIELD]: { ...field, recalled } } },
   });
-  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, true), false);
+  await writeRepo(o.repo, resignChain(r, await loadAllKeys(o), o, true), false);
 }
 
 /**
@@ -469,7 +562,7 @@ export async function recallRelease(o: RecallOptions): Promise<void> {
  */
 export async function refreshChannel(o: SignOptions & { targets?: boolean }): Promise<void> {
   const r = await readRepo(o.repo);
-  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, o.targets ?? false), false);
+  await writeRepo(o.repo, resignChain(r, await loadAllKeys(o), o, o.targets ?? false), false);
 }
 
 /**
@@ -481,14 +574,14 @@ export async function rotateKey(
   o: SignOptions & { role: TufRoleName },
 ): Promise<{ rootVersion: number }> {
   const r = await readRepo(o.repo);
-  const keys = await loadKeys(o.keys);
+  const keys = await loadAllKeys(o);
   const oldRootSigners = keysFor(r.root.signed, "root", keys);
   const before = r.root.signed.roles[o.role];
   if (before === undefined)
     throw new ChannelSignError("LIKEN_CHANNEL_ROLE_MISSING", `root names no role ${o.role}`);
   const fresh: SigningKey[] = [];
   for (let i = 0; i < before.keyIDs.length; i++) {
-    const k = await newKey(o.keys, o.role);
+    const k = await newKeyFor(o, o.role, i);
     fresh.push(k);
     keys.set(k.key.keyID, k);
   }
@@ -507,9 +600,11 @@ export async function rotateKey(
   signWith(md, signers);
   await mkdir(path.join(o.keys, "revoked"), { recursive: true });
   for (const id of before.keyIDs) {
-    const file = (await readdir(o.keys)).find((n) => n === `${o.role}-${id.slice(0, 16)}.pem`);
-    if (file !== undefined)
-      await rename(path.join(o.keys, file), path.join(o.keys, "revoked", file));
+    const name = `${o.role}-${id.slice(0, 16)}.pem`;
+    for (const dir of [o.keys, ...(o.rootKeyDirs ?? [])]) {
+      if ((await readdir(dir).catch((): string[] => [])).includes(name))
+        await rename(path.join(dir, name), path.join(o.keys, "revoked", name));
+    }
     keys.delete(id);
   }
   const next: ChannelRepo = { ...r, root: md };
@@ -547,5 +642,5 @@ export async function resignWith(
 ): Promise<void> {
   const r = await readRepo(o.repo);
   edit(r.targets.signed);
-  await writeRepo(o.repo, resignChain(r, await loadKeys(o.keys), o, true, targetsSigners), false);
+  await writeRepo(o.repo, resignChain(r, await loadAllKeys(o), o, true, targetsSigners), false);
 }

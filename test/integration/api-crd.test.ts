@@ -2,6 +2,7 @@
 // accepts and one it refuses, and the message a person sees.
 import { describe, expect, it } from "vitest";
 import { LikenApi, type Cluster, type Machine } from "../../src/api/index.js";
+import { SOURCE_PROBLEMS, sourceProblem } from "../../src/api/source-url.js";
 import { kubeConfig, uniqueName } from "../support/kube.js";
 
 const DIGEST_A = `sha256:${"a".repeat(64)}`;
@@ -52,6 +53,30 @@ describe("Cluster rules on the real API server", () => {
     expect(msg).toContain('spec.version "2026.10.12-001" names no entry in spec.releases.catalog');
     expect(msg).toContain('add {version: "2026.10.12-001"');
     expect(msg).toContain("to spec.releases.catalog");
+  });
+
+  it("spec.releases.source is refused for what is wrong with it, as the CLI refuses it", async () => {
+    const withSource = (source: string): Cluster => {
+      const c = cluster(uniqueName("c"), {});
+      c.spec.releases.source = source;
+      return c;
+    };
+    const cases: [string, string | undefined][] = [
+      ["https://releases.liken.sh", undefined],
+      ["http://10.0.0.1:8080/channel/", undefined],
+      ["ftp://x", SOURCE_PROBLEMS.scheme],
+      ["127.0.0.1:44337", SOURCE_PROBLEMS.scheme],
+      ["https://releases.liken.sh/stable/channel.yaml", SOURCE_PROBLEMS.channelFile],
+      ["http://:8080/x", SOURCE_PROBLEMS.notUrl],
+      ["https://host/a b", SOURCE_PROBLEMS.notUrl],
+    ];
+    for (const [source, problem] of cases) {
+      // The CLI's twin of the rule says the same of the same input.
+      expect(sourceProblem(source), source).toBe(problem);
+      const msg = await refusal(withSource(source));
+      if (problem === undefined) expect(msg, source).toBeUndefined();
+      else expect(msg ?? "(admitted)", source).toContain(problem);
+    }
   });
 
   it("a cluster without a target is valid; an empty catalog with a target is not", async () => {

@@ -50,7 +50,9 @@ describe("kubectl get clusters", () => {
       machines: "4/5",
       version: "2026.10.12-001",
       newest: "2026.10.12-001",
-      available: "2026.10.12-001",
+      available: "2026.10.13-001",
+      // What the operator writes for AVAILABLE: the channel's newest, marked when it failed here.
+      availableText: "2026.10.13-001 (failed on node-2)",
       leaders: ["node-1", "node-2", "node-3"],
       endpoint: "...",
       turns: "node-4",
@@ -80,7 +82,7 @@ describe("kubectl get clusters", () => {
       "4/5",
       "2026.10.12-001",
       "2026.10.12-001",
-      "2026.10.12-001",
+      "2026.10.13-001 (failed on node-2)",
       '["node-1","node-2","node-3"]',
       "...",
     ]);
@@ -154,6 +156,16 @@ describe("kubectl get machines", () => {
     );
     // Nothing staged, nothing approved, no certificate of its own yet: those cells stay empty.
     expect(wide[1]?.slice(10)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded", ""]);
+
+    // A certificate that still holds reads as its expiry, not as kubectl's <invalid> for a
+    // date column in the future (issue 42, item 3).
+    const expiry = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d+Z$/, "Z");
+    await api.machines.replaceStatus({
+      ...(await api.machines.get(name)),
+      status: { ...m.status, certificateExpiry: expiry },
+    });
+    const withCert = table((await kubectl(["get", "machines", name, "-o", "wide"])).stdout);
+    expect(withCert[1]?.[15]).toBe(expiry);
   });
 });
 

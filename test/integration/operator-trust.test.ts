@@ -1,5 +1,5 @@
 // The channel trust modes on the real control plane, against a signed channel served over real
-// HTTP (`liken channel serve`'s server) and signed with `liken release channel`'s functions.
+// HTTP (`liken channel serve`'s server) and signed with `liken release sign`'s functions.
 // cluster-operator runs in this process (its wall clock is the test's to move, for the clock
 // attacks). Each hostile channel: ChannelTrusted=False with the reason and the role, an Event,
 // the refusal metric, no turn for the machine that asks for the offered release; then the good

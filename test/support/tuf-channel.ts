@@ -1,5 +1,5 @@
 // A signed channel on disk and over real HTTP for tests: releases built with the real release
-// tooling, signed with `liken release channel ...`'s functions, served by `liken channel serve`'s
+// tooling, signed with `liken release sign ...`'s functions, served by `liken channel serve`'s
 // server. The attack helpers keep copies of served files and put them back (a replay), or write
 // metadata signed with the wrong keys, the way a hostile mirror would.
 import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";

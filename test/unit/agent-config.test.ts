@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { drainOptions } from "../../src/agent/act.js";
-import { parseAgentSection } from "../../src/agent/config.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { loadConfig, parseAgentSection } from "../../src/agent/config.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
 
@@ -137,6 +140,28 @@ timeouts: { drainMs: 2147483647, proveMs: 1000 }
       heartbeatMs: 1000,
       loopMs: 100,
     });
+  });
+
+  it("names every problem of the file in one refusal, the slot keys' and the rest's", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-agent-config-"));
+    try {
+      const file = path.join(dir, "agent.yaml");
+      // A slot problem (b's device missing) and two agent problems (a typo, a bad timeout).
+      writeFileSync(
+        file,
+        BASE.replace("b: { device: /dev/vda3 }", "b: {}") +
+          "heartbeatSecond: 10\ntimeouts: { proveMs: 900 }\n",
+      );
+      const err = await loadConfig(file).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "LIKEN_AGENT_CONFIG_INVALID" });
+      const msg = (err as Error).message;
+      expect(msg).toContain("slots.b.device");
+      expect(msg).toContain("heartbeatSecond is not a known field");
+      expect(msg).toContain("timeouts.proveMs");
+      expect(msg.indexOf(file)).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("without machine, takes the hostname or the DMI serial; with neither usable, refuses", () => {

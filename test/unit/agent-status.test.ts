@@ -36,6 +36,13 @@ describe("machineStatus", () => {
     expect(s.conditions?.find((c) => c.type === "UpToDate")?.status).toBe("False");
   });
 
+  it("a staged release the target moved away from is not shown as staged", () => {
+    // Retargeted back to the running release: the slot keeps V2's bytes, but nothing will try it.
+    const s = status(obs({ target: V1 }));
+    expect(s.staged).toBeUndefined();
+    expect(s.slots?.find((x) => x.name === "b")?.state).toBe("Inactive");
+  });
+
   it("runs the target's version under another catalog digest: Ready, no turn, says why", () => {
     const rebuilt = { version: V1.version, digest: V2.digest };
     const s = status(obs({ target: rebuilt, other: { slot: "b", state: "empty" } }));

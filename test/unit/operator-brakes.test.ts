@@ -446,6 +446,8 @@ describe("maintenance windows in decide", () => {
     expect(v?.reason).toBe("UnknownTimeZone");
     expect(v?.message).toContain('spec.disruption.windows[0]: time zone "Mars/Base"');
     expect(progressing(d)?.message).toContain("see the SpecValid condition");
+    // The STATUS column says so, not Pending or Updating (issue 42, item 5).
+    expect(d.status.display).toBe("SpecInvalid");
   });
 
   it("SpecValid leaves with the windows", () => {
@@ -457,6 +459,15 @@ describe("maintenance windows in decide", () => {
     const after = { ...cluster(), status: first.status };
     const d = decide(observed(after, [asking("m1")]), SETTINGS);
     expect(d.status.conditions?.some((x) => x.type === "SpecValid")).toBe(false);
+  });
+});
+
+describe("the AVAILABLE column in decide", () => {
+  it("marks the release a machine of the Cluster failed, keeping the channel's word", () => {
+    const c = cluster({ status: { available: V2 } });
+    const d = decide(observed(c, [fellBack("m1"), machine("m2")]), SETTINGS);
+    expect(d.status.available).toBe(V2);
+    expect(d.status.availableText).toBe(`${V2} (failed on m1)`);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
@@ -312,6 +312,53 @@ describe("buildRelease", () => {
         buildRelease({ version: "1.0", out, artifacts: [{ name: "boot", file: boot }] }),
       ).rejects.toThrowError(/never changes/);
       expect(catalogEntry("1.0", a.digest)).toBe(`- version: "1.0"\n  digest: ${a.digest}\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("buildRelease refused leaves nothing behind", () => {
+  it("a missing artifact is named before anything is written", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-build-"));
+    try {
+      const out = path.join(dir, "channel");
+      const err = await buildRelease({
+        version: "1.0",
+        out,
+        artifacts: [{ name: "rootfs", file: path.join(dir, "slot.img") }],
+      }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: "LIKEN_RELEASE_ARTIFACT_UNREADABLE" });
+      expect((err as Error).message).toContain(
+        `rootfs=${path.join(dir, "slot.img")} does not exist`,
+      );
+      expect(existsSync(path.join(out, "1.0")), "channel/1.0/ left behind").toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a release refused after its files were copied removes its directory, not the channel", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-build-"));
+    try {
+      const boot = path.join(dir, "boot.img");
+      writeFileSync(boot, Buffer.alloc(5000, 1));
+      const out = path.join(dir, "channel");
+      await buildRelease({ version: "1.0", out, artifacts: [{ name: "boot", file: boot }] });
+      // Two artifacts at overlapping offsets: refused by the layout check, after the copy.
+      await expect(
+        buildRelease({
+          version: "1.1",
+          out,
+          artifacts: [
+            { name: "boot", file: boot, offset: 0 },
+            { name: "rootfs", file: boot, offset: 4096 },
+          ],
+        }),
+      ).rejects.toThrow();
+      expect(existsSync(path.join(out, "1.1")), "channel/1.1/ left behind").toBe(false);
+      expect(existsSync(path.join(out, "1.0", "release.yaml"))).toBe(true);
+      expect(parseChannel(readFileSync(path.join(out, "channel.yaml"))).versions).toHaveLength(1);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -7,7 +7,13 @@ const cluster: Cluster = {
   apiVersion: "liken.sh/v1alpha1",
   kind: "Cluster",
   metadata: { name: "lab" },
-  spec: { version: "2026.10.12-001", releases: { source: "http://127.0.0.1:1" } },
+  spec: {
+    version: "2026.10.12-001",
+    releases: {
+      source: "http://127.0.0.1:1",
+      catalog: [{ version: "2026.10.12-001", digest: "sha256:x" }],
+    },
+  },
   status: {
     phase: "Updating",
     machines: "1/4",

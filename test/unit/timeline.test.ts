@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster } from "../../src/api/types.js";
-import { settled } from "../../src/cli/commands/timeline.js";
+import { recordingStep, settled, type RecordingPhase } from "../../src/cli/commands/timeline.js";
 import {
   renderTimelineSvg,
   tickSeconds,
@@ -212,4 +212,27 @@ describe("settled", () => {
     { name: "no Cluster", c: undefined, s: at(0, [m("a", "Ready", V2)]), want: false },
   ];
   for (const c of cases) it(c.name, () => expect(settled(c.c, c.s)).toBe(c.want));
+});
+
+describe("recordingStep: wait for the rollout to start, stop when it ends", () => {
+  const run = (samples: { synced: boolean; settled: boolean }[]): RecordingPhase[] => {
+    let p: RecordingPhase = "syncing";
+    return samples.map((x) => (p = recordingStep(p, x)));
+  };
+  const S = { synced: true, settled: true };
+  const U = { synced: true, settled: false };
+
+  it.each([
+    // The Cluster listed before its Machines looks unsettled: not a rollout (issue 42, item 4).
+    [
+      "a partial picture first, then a settled fleet",
+      [{ synced: false, settled: false }, S, S],
+      ["syncing", "waiting", "waiting"],
+    ],
+    ["a settled fleet, then the edit", [S, U, U, S], ["waiting", "moving", "moving", "done"]],
+    ["started mid-rollout", [U, S], ["moving", "done"]],
+    ["done stays done", [U, S, U], ["moving", "done", "done"]],
+  ] as const)("%s", (_why, samples, want) => {
+    expect(run([...samples])).toEqual(want);
+  });
 });

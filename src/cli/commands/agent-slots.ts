@@ -6,7 +6,9 @@ import type { SlotStatus } from "../../slots/check.js";
 import { DEFAULT_CONFIG, loadAgentConfig } from "../../slots/config.js";
 import { SlotError } from "../../slots/errors.js";
 import { DIGEST_RE } from "../../verify/digest.js";
+import { parseMillis, parsePort } from "./numbers.js";
 import { parseSize } from "./size.js";
+import { parseSource } from "./urls.js";
 
 /** `--peer <url>`, repeatable: a peer's base URL (docs/peers.md), http or https only. */
 function collectPeer(v: string, prev: string[]): string[] {
@@ -52,11 +54,15 @@ export function addAgentSlotCommands(agent: Command): void {
     .command("download")
     .description("Download a release into the slot not running, verify it, and stage it")
     .option("--config <file>", "agent config", DEFAULT_CONFIG)
-    .requiredOption("--source <url>", "the release channel, for example https://releases.liken.sh")
+    .requiredOption(
+      "--source <url>",
+      "the release channel, for example https://releases.liken.sh",
+      parseSource,
+    )
     .requiredOption("--version <version>", "the release version")
     .requiredOption("--digest <sha256:hex>", "the catalog digest of the release's release.yaml")
     .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
-    .option("--idle-timeout <ms>", "give up on a server silent this long", (v) => Number(v), 30_000)
+    .option("--idle-timeout <ms>", "give up on a server silent this long", parseMillis, 30_000)
     .option(
       "--checkpoint-every <size>",
       "bytes between durable resume points",
@@ -124,7 +130,7 @@ export function addAgentSlotCommands(agent: Command): void {
     .description("Serve the releases this machine holds verified to its peers (docs/peers.md)")
     .option("--config <file>", "agent config", DEFAULT_CONFIG)
     .option("--running <slot>", "the slot that runs (overrides the config and /proc/cmdline)")
-    .option("--port <port>", "the port to serve on (0: any)", (v) => Number(v), 7450)
+    .option("--port <port>", "the port to serve on (0: any)", parsePort, 7450)
     .option("--host <host>", "the address to listen on", "0.0.0.0")
     .option(
       "--rate <size>",

@@ -6,6 +6,8 @@ import type { Command } from "commander";
 import { isConflict, type Machine } from "../../api/index.js";
 import { OperatorError } from "../../operator/errors.js";
 import { rfc3339 } from "../../api/time.js";
+import { LikenError } from "../../errors.js";
+import { approvable } from "../views/approval.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 export function registerApprove(program: Command): void {
@@ -23,7 +25,7 @@ export function registerApprove(program: Command): void {
       const by = await whoAmI(kc);
       for (let attempt = 1; ; attempt++) {
         const m = await api.machines.find(machine);
-        const staged = checkApprovable(cluster, machine, m);
+        const staged = await checkApprovable(api, cluster, machine, m);
         const at = rfc3339(new Date());
         try {
           await api.machines.patch(
@@ -49,11 +51,12 @@ export function registerApprove(program: Command): void {
     });
 }
 
-function checkApprovable(
+async function checkApprovable(
+  api: ReturnType<typeof likenApi>,
   cluster: string,
   machine: string,
   m: Machine | undefined,
-): { version: string; digest: string } {
+): Promise<{ version: string; digest: string }> {
   if (m === undefined) {
     throw new OperatorError(
       "LIKEN_OPERATOR_NOT_FOUND",
@@ -66,20 +69,15 @@ function checkApprovable(
       `Machine ${machine} belongs to Cluster ${m.spec.cluster}, not ${cluster}; nothing approved`,
     );
   }
-  const staged = m.status?.staged;
-  if (staged === undefined) {
-    const step = m.status?.step ?? "no status yet";
-    const pct = m.status?.progress ? `, ${m.status.progress.percent}% downloaded` : "";
+  const c = await api.clusters.find(cluster);
+  if (c === undefined) {
     throw new OperatorError(
-      "LIKEN_OPERATOR_NOT_STAGED",
-      `Machine ${machine} has staged no release (step ${step}${pct}); approve it once it reports RebootPending, so the approval names the release it verified`,
+      "LIKEN_OPERATOR_NOT_FOUND",
+      `Cluster ${cluster} does not exist; list them with kubectl get clusters`,
     );
   }
-  if (m.status?.version === staged.version) {
-    throw new OperatorError(
-      "LIKEN_OPERATOR_USAGE",
-      `Machine ${machine} already runs ${staged.version}; nothing to approve`,
-    );
-  }
-  return { version: staged.version, digest: staged.digest };
+  // An approval that can do nothing is refused, with the reason (src/cli/views/approval.ts).
+  const a = approvable(c, m);
+  if (!a.ok) throw new LikenError(a.code, `nothing approved: ${a.why}`);
+  return a.staged;
 }

@@ -11,6 +11,7 @@ import { registerApprove } from "./approve.js";
 import { registerRollout } from "./rollout.js";
 import { registerStatus } from "./status.js";
 import { registerMachine } from "./machine.js";
+import { registerCheckInstall } from "./check-install.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
@@ -22,4 +23,5 @@ export function registerCommands(program: Command): void {
   registerApprove(program);
   registerRollout(program);
   registerMachine(program);
+  registerCheckInstall(program);
 }

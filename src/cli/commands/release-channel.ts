@@ -1,7 +1,8 @@
-// `liken release channel ...`: the signing side of a signed channel (src/release/tuf.ts).
+// `liken release sign ...`: the signing side of a signed channel (src/release/tuf.ts).
 // init makes the root and keys, add publishes a built release as a target of a named channel,
 // recall signs a recall, rotate replaces a role's keys, refresh re-signs snapshot and timestamp.
 import { type Command, InvalidArgumentError } from "commander";
+import { LikenError } from "../../errors.js";
 import {
   addRelease,
   initChannel,
@@ -55,6 +56,23 @@ interface Dirs {
   repo: string;
   keys: string;
   expires?: Partial<Record<TufRoleName, number>>;
+  rootKey?: string[];
+  passphraseEnv?: string;
+}
+
+const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
+
+/** The passphrase from the environment variable named (never from the command line: ps shows it). */
+function passphraseOf(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const v = process.env[name];
+  if (v === undefined || v === "") {
+    throw new LikenError(
+      "LIKEN_CHANNEL_NO_PASSPHRASE",
+      `--passphrase-env ${name}: the environment variable ${name} is not set; set it (read -rs ${name}; export ${name}) and run again`,
+    );
+  }
+  return v;
 }
 
 function withDirs(c: Command): Command {
@@ -62,22 +80,42 @@ function withDirs(c: Command): Command {
     .requiredOption("--repo <dir>", "the channel directory (what is served)")
     .requiredOption("--keys <dir>", "the private keys' directory (never served)")
     .option(
+      "--root-key <dir>",
+      "the directory of one root key (repeat once per root key, each on its own offline medium); default: --keys",
+      collect,
+    )
+    .option(
+      "--passphrase-env <var>",
+      "encrypt the root keys written, and decrypt those read, with the passphrase in this environment variable",
+    )
+    .option(
       "--expires <role=duration>",
       "how long a role's new signature holds (repeatable; defaults root=365d targets=90d snapshot=7d timestamp=1d)",
       parseExpiry,
     );
 }
 
-const signOpts = (o: Dirs) => ({
-  repo: o.repo,
-  keys: o.keys,
-  ...(o.expires === undefined ? {} : { expires: o.expires }),
-});
+const signOpts = (o: Dirs) => {
+  const passphrase = passphraseOf(o.passphraseEnv);
+  return {
+    repo: o.repo,
+    keys: o.keys,
+    ...(o.expires === undefined ? {} : { expires: o.expires }),
+    ...(o.rootKey === undefined ? {} : { rootKeyDirs: o.rootKey }),
+    ...(passphrase === undefined ? {} : { passphrase }),
+    warn: (m: string) => process.stderr.write(`warning: ${m}\n`),
+  };
+};
 
 export function registerReleaseChannel(release: Command): void {
+  // "sign", not "channel": `liken channel serve` serves a channel, this signs one, and the two
+  // names read alike. The old name stays an alias for a release (docs/releases.md).
   const channel = release
-    .command("channel")
-    .description("Sign a channel (TUF): init, add, recall, rotate, refresh");
+    .command("sign")
+    .alias("channel")
+    .description(
+      "Sign a channel (TUF): init, add, recall, rotate, refresh (formerly `liken release channel`)",
+    );
 
   withDirs(channel.command("init"))
     .description("Create the channel's root and keys; prints the root digest a Cluster pins")

@@ -11,6 +11,7 @@ import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
 import { parseSize } from "./size.js";
+import { parseSource } from "./urls.js";
 import { registerReleaseChannel } from "./release-channel.js";
 
 function parseArtifact(v: string, prev: ArtifactInput[] = []): ArtifactInput[] {
@@ -96,10 +97,12 @@ export function registerRelease(program: Command): void {
     });
 
   release
-    .command("catalog-entry <source> <version>")
+    .command("catalog-entry")
     .description(
       "Print the spec.releases.catalog entry for a published release (fetched and checked)",
     )
+    .argument("<source>", "the channel's URL (what spec.releases.source holds)", parseSource)
+    .argument("<version>", "the release version")
     .action(async (source: string, version: string) => {
       const bytes = await readDocument(new URL("release.yaml", releaseBase(source, version)).href);
       const r = parseRelease(bytes);

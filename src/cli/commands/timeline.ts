@@ -1,7 +1,7 @@
 // `liken status CLUSTER --timeline FILE`: watches the Cluster and its Machines, keeps a sample
 // of the fleet at every change, and when the rollout settles (or on Ctrl-C) draws what it saw
-// into an SVG file (src/cli/views/timeline.ts; docs/timeline.md). It records from the moment
-// it starts: start it before (or with) the edit of spec.version to see the whole rollout.
+// into an SVG file (src/cli/views/timeline.ts; docs/timeline.md). Started on a settled fleet
+// it waits for the rollout to start (the edit of spec.version), then records it to the end.
 import { writeFile } from "node:fs/promises";
 import { LikenApi } from "../../api/client.js";
 import { effectiveTarget } from "../../api/target.js";
@@ -33,6 +33,35 @@ export function settled(cluster: Cluster | undefined, sample: TimelineSample): b
   return onTarget && cluster.status?.phase === "Ready";
 }
 
+/**
+ * Where a recording is: `syncing` until both watches listed what exists (a sample before that
+ * is a partial picture: a Cluster without its Machines looks unsettled, and a recording that
+ * took it for a rollout ended at once on the next, whole, sample: issue 42), `waiting` for a
+ * rollout to start on a settled fleet, `moving` once one did, `done` when it settled again.
+ */
+export type RecordingPhase = "syncing" | "waiting" | "moving" | "done";
+
+export function recordingStep(
+  phase: RecordingPhase,
+  o: { synced: boolean; settled: boolean },
+): RecordingPhase {
+  switch (phase) {
+    case "syncing":
+      if (!o.synced) return "syncing";
+      return o.settled ? "waiting" : "moving";
+    case "waiting":
+      return o.settled ? "waiting" : "moving";
+    case "moving":
+      return o.settled ? "done" : "moving";
+    case "done":
+      return "done";
+    default: {
+      const never: never = phase;
+      return never;
+    }
+  }
+}
+
 export async function recordTimeline(
   api: LikenApi,
   name: string,
@@ -50,14 +79,20 @@ export async function recordTimeline(
   const machines = new Map<string, Machine>();
   const samples: TimelineSample[] = [];
   const started = Date.now();
-  let moving = false;
+  let phase: RecordingPhase = "syncing";
+  let synced = false;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((r) => (finish = r));
   const note = (): void => {
     const s = sampleOf(current, [...machines.values()], Date.now());
-    samples.push(s);
-    if (!settled(current, s)) moving = true;
-    else if (moving) finish();
+    if (synced) samples.push(s);
+    const before = phase;
+    phase = recordingStep(phase, { synced, settled: settled(current, s) });
+    if (before !== phase && phase === "waiting") {
+      say(`${name} is settled; waiting for its rollout to start (edit spec.version), or Ctrl-C`);
+    }
+    if (before !== phase && phase === "moving") say(`${name}: the rollout is under way`);
+    if (phase === "done") finish();
   };
   const cw = new ResourceWatcher(
     api.clusters,
@@ -85,6 +120,9 @@ export async function recordTimeline(
   say(
     `recording the rollout of ${name} into ${file}; it ends when the rollout settles, or on Ctrl-C`,
   );
+  // Both watches have listed: from here a sample is the whole picture.
+  synced = true;
+  note();
   const interrupted = (): void => finish();
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
@@ -97,6 +135,12 @@ export async function recordTimeline(
     mw.stop();
   }
   const end = Date.now();
+  // Set by the watches' callbacks: TypeScript cannot see it change.
+  const last = phase as RecordingPhase;
+  if (last !== "done" && last !== "moving") {
+    say(`no rollout of ${name} was seen: ${file} not written`);
+    return;
+  }
   await writeFile(
     file,
     renderTimelineSvg(timelineRows(samples, end), {

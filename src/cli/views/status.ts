@@ -1,6 +1,7 @@
 // What `liken status` shows a person: one line per machine with its step, a progress bar
 // while it downloads, the turns held, and what blocks (a PDB, a pending approval, a stall).
 // A pure function of the API objects, so the same text is printed live and in a pipe.
+import { approvable, heldAgainstApproval } from "./approval.js";
 import type { Cluster, ClusterCondition, Machine, MachineStep } from "../../api/types.js";
 import { targetView } from "../../api/target.js";
 
@@ -75,17 +76,28 @@ function failed(m: Machine): string {
 const DETAILS: Record<MachineStep, Detail> = {
   Ready: () => "",
   Downloading: downloading,
-  UpdatePending: (m) => {
+  UpdatePending: (m, c) => {
     const staged = m.status?.staged;
     const t = m.status?.drainTimedOut;
     const skipped =
       t !== undefined && t.digest === staged?.digest
         ? `; its drain timed out at ${t.at}${t.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}: back of the queue`
         : "";
-    return `${staged?.version ?? "release"} staged; waiting for a reboot turn${skipped}`;
+    const held = heldAgainstApproval(c);
+    const wait =
+      held === undefined
+        ? "waiting for a reboot turn"
+        : `no turn while the rollout is held (${held})`;
+    return `${staged?.version ?? "release"} staged; ${wait}${skipped}`;
   },
-  RebootPending: (m, c) =>
-    `${m.status?.staged?.version ?? "release"} staged; waiting for: liken approve-reboot ${c.metadata.name} ${m.metadata.name}`,
+  RebootPending: (m, c) => {
+    const staged = `${m.status?.staged?.version ?? "release"} staged`;
+    const a = approvable(c, m);
+    // The command to run only when running it can help; otherwise why not (issue 42).
+    return a.ok
+      ? `${staged}; waiting for: liken approve-reboot ${c.metadata.name} ${m.metadata.name}`
+      : `${staged}; approving cannot help now: ${a.why}`;
+  },
   Updating: updating,
   Failed: failed,
   Lost: (m, _c, opts) =>
@@ -198,7 +210,7 @@ function headline(cluster: Cluster, count: number): string {
     `machines ${st.machines ?? `?/${count}`}`,
     `target ${targetText(cluster)}`,
     ...(st.lastKnownGood ? [`last known good ${st.lastKnownGood.version}`] : []),
-    `available ${st.available ?? "(unknown)"}`,
+    `available ${st.availableText ?? st.available ?? "(unknown)"}`,
     `turns ${turns.length ? turns.join(", ") : "none"}`,
     ...(st.revokedReleases?.length
       ? [`revoked ${st.revokedReleases.map((r) => r.version).join(", ")}`]
