@@ -2,7 +2,17 @@
 // Writes <out>/<version>/{release.yaml, artifacts} and <out>/channel.yaml (newest last).
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { copyFile, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import {
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../errors.js";
@@ -42,6 +52,8 @@ export interface BuildOptions {
   index?: boolean;
   /** Told what a person building the release should know (an artifact that will not reuse). */
   warn?: (message: string) => void;
+  /** Written as notes.txt beside release.yaml: for people, not part of the digest. */
+  notes?: string;
 }
 
 /** The index's file beside its artifact. */
@@ -118,39 +130,24 @@ export function releaseYaml(r: Release): string {
   return stringify(r, { lineWidth: 0 });
 }
 
-export async function buildRelease(
+/** Copies the artifacts, their indexes and release.yaml into `stage`; returns release.yaml. */
+async function writeReleaseDir(
   o: BuildOptions,
-): Promise<{ digest: string; dir: string; release: Release }> {
-  if (!isSafeVersion(o.version)) {
-    throw new ReleaseError(
-      "LIKEN_RELEASE_BAD_VERSION",
-      `version "${o.version}" is not valid: use letters, digits, '.', '_', '+', '-'`,
-    );
-  }
-  const chunkSize = o.chunkSize ?? DEFAULT_CHUNK;
-  const dir = path.join(o.out, o.version);
-  try {
-    await stat(path.join(dir, "release.yaml"));
-    throw new ReleaseError(
-      "LIKEN_RELEASE_EXISTS",
-      `${dir}/release.yaml exists: a published release never changes; choose a new version`,
-    );
-  } catch (e) {
-    if (e instanceof ReleaseError) throw e;
-  }
-  await mkdir(dir, { recursive: true });
+  stage: string,
+  chunkSize: number,
+): Promise<{ bytes: Buffer; release: Release }> {
   const artifacts: Artifact[] = [];
   let next = 0;
   for (const a of o.artifacts) {
     const h = await hashFile(a.file, chunkSize);
     const offset = a.offset ?? next;
     const file = path.basename(a.file);
-    await copyFile(a.file, path.join(dir, file));
+    await copyFile(a.file, path.join(stage, file));
     const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
     if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
     if (o.index !== false) {
       const ipath = indexFileOf(file);
-      await writeFile(path.join(dir, ipath), h.index);
+      await writeFile(path.join(stage, ipath), h.index);
       art.index = { path: ipath, size: h.index.length, digest: digestOf(h.index) };
     }
     if (h.looksCompressed) {
@@ -173,7 +170,61 @@ export async function buildRelease(
   };
   const bytes = Buffer.from(releaseYaml(release));
   parseRelease(bytes); // what liken writes, liken must read: validate before publishing
-  await writeAtomic(path.join(dir, "release.yaml"), bytes);
+  await writeFile(path.join(stage, "release.yaml"), bytes);
+  if (o.notes !== undefined) await writeFile(path.join(stage, "notes.txt"), o.notes);
+  return { bytes, release };
+}
+
+/**
+ * Renames the staged release directory to `dir`; into an existing `dir` (one a person made,
+ * without a release.yaml), file by file with release.yaml last.
+ */
+async function moveInto(stage: string, dir: string): Promise<void> {
+  try {
+    await rename(stage, dir);
+    return;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST") throw e;
+  }
+  const names = (await readdir(stage)).filter((n) => n !== "release.yaml");
+  for (const n of [...names, "release.yaml"]) await rename(path.join(stage, n), path.join(dir, n));
+  await rm(stage, { recursive: true, force: true });
+}
+
+export async function buildRelease(
+  o: BuildOptions,
+): Promise<{ digest: string; dir: string; release: Release }> {
+  if (!isSafeVersion(o.version)) {
+    throw new ReleaseError(
+      "LIKEN_RELEASE_BAD_VERSION",
+      `version "${o.version}" is not valid: use letters, digits, '.', '_', '+', '-'`,
+    );
+  }
+  const chunkSize = o.chunkSize ?? DEFAULT_CHUNK;
+  const dir = path.join(o.out, o.version);
+  try {
+    await stat(path.join(dir, "release.yaml"));
+    throw new ReleaseError(
+      "LIKEN_RELEASE_EXISTS",
+      `${dir}/release.yaml exists: a published release never changes; choose a new version`,
+    );
+  } catch (e) {
+    if (e instanceof ReleaseError) throw e;
+  }
+  // The release is made in a hidden directory of the channel and renamed into place last, so a
+  // refused or interrupted build leaves no <version>/ behind (and a reader never sees half).
+  await mkdir(o.out, { recursive: true });
+  const stage = await mkdtemp(path.join(o.out, `.${o.version}.partial-`));
+  let made: { bytes: Buffer; release: Release };
+  try {
+    made = await writeReleaseDir(o, stage, chunkSize);
+    await moveInto(stage, dir);
+  } catch (e) {
+    await rm(stage, { recursive: true, force: true });
+    throw e;
+  }
+  const { bytes, release } = made;
   const digest = digestOf(bytes);
   const channelFile = path.join(o.out, "channel.yaml");
   const channel = await readChannel(channelFile);
