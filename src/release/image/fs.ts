@@ -15,8 +15,8 @@ import {
   symlink,
   truncate,
   writeFile,
+  copyFile,
 } from "node:fs/promises";
-import { copyFile } from "node:fs/promises";
 import path from "node:path";
 import { imageError } from "./errors.js";
 import type { Meta, Tree } from "./tree.js";
@@ -317,18 +317,8 @@ async function makeErofs(o: FilesystemImageOptions): Promise<void> {
     await rm(o.out, { force: true });
     const r = await run(
       "mkfs.erofs",
-      [
-        "-T",
-        String(o.sourceDateEpoch),
-        "-U",
-        o.uuid,
-        "-L",
-        o.label ?? "liken-root",
-        "-x",
-        "-1",
-        o.out,
-        dir,
-      ],
+      // erofs-utils 1.5 (Debian 12) has no label option; files keep their own (clamped) mtimes.
+      ["-T", String(o.sourceDateEpoch), "--preserve-mtime", "-U", o.uuid, "-x", "-1", o.out, dir],
       { SOURCE_DATE_EPOCH: String(o.sourceDateEpoch) },
     );
     if (r.code !== 0)
