@@ -1,12 +1,13 @@
 // `liken release build --from-image`, end to end with the real mke2fs, debugfs and e2fsck:
 // the same image gives the same release digest when built again in another directory, at
-// another time, with another TZ, umask and working directory (a second process); the slot's
+// another time, with another TZ, umask and working directory, by another user (a second
+// process, as nobody when the test runs as root); the slot's
 // filesystem holds what the layers say (owners, modes, set-uid, links, whiteouts) without
 // root; a refused build leaves nothing in the channel directory nor beside it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -70,7 +71,7 @@ const debugfs = (img: string, cmd: string): string =>
   });
 
 describe("liken release build --from-image", () => {
-  it("is reproducible to the byte: another directory, time, TZ, umask and process", async () => {
+  it("is reproducible to the byte: another directory, time, TZ, umask, user and process", async () => {
     const out1 = path.join(dir, "one", "channel");
     const t0 = Date.now();
     const r1 = await buildReleaseFromImage({
@@ -93,15 +94,30 @@ describe("liken release build --from-image", () => {
     await mkdir(cwd, { recursive: true });
     const cli = path.resolve("src/cli/main.ts");
     const tsx = path.resolve("node_modules/.bin/tsx");
+    const build = `umask 077; exec "${tsx}" "${cli}" release build --from-image "oci-archive:${archive}" --out "${out2}" --slot-size 64M`;
+    // Run as root, the second build runs as nobody: no chown, so the same bytes without root.
+    const asNobody = process.getuid?.() === 0;
+    if (asNobody) {
+      await chmod(dir, 0o755);
+      await chmod(archive, 0o644);
+      await mkdir(path.join(dir, "two"), { mode: 0o777 });
+      await chmod(path.join(dir, "two"), 0o777);
+      await chmod(cwd, 0o777);
+    }
     const { stdout } = await promisify(execFile)(
-      "sh",
+      asNobody ? "setpriv" : "sh",
       [
+        ...(asNobody ? ["--reuid=65534", "--regid=65534", "--clear-groups", "sh"] : []),
         "-c",
-        `umask 077; exec "${tsx}" "${cli}" release build --from-image "oci-archive:${archive}" --out "${out2}" --slot-size 64M`,
+        build,
       ],
-      { cwd, env: { ...process.env, TZ: "Pacific/Kiritimati", LC_ALL: "C" } },
+      {
+        cwd,
+        env: { ...process.env, TZ: "Pacific/Kiritimati", LC_ALL: "C", HOME: cwd, TMPDIR: cwd },
+      },
     );
     expect(stdout).toContain(`digest: ${r1.digest}`);
+    if (asNobody) expect((await stat(path.join(out2, r1.version))).uid).toBe(65534);
     const a = await readFile(path.join(r1.dir, "rootfs.img"));
     const b = await readFile(path.join(out2, r1.version, "rootfs.img"));
     expect(b.equals(a)).toBe(true);
