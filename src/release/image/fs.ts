@@ -112,7 +112,8 @@ export function ext4Needs(tree: Tree): { blocks: number; inodes: number } {
     inodes++;
     const b = Math.ceil(f.size / BLOCK);
     // An extent covers at most 32768 blocks; past four, an index block per 340.
-    blocks += b + Math.ceil(Math.ceil(b / 32768) / 340);
+    const extents = Math.ceil(b / 32768);
+    blocks += b + (extents > 4 ? Math.ceil(extents / 340) : 0);
   }
   return { blocks, inodes };
 }
