@@ -94,3 +94,31 @@ describe("ext4Script", () => {
     expect(ext4Needs(sample())).toEqual({ blocks: 5, inodes: 6 });
   });
 });
+
+describe("treeFromDirectory", () => {
+  it("reads a host directory: hard links as one inode, a fifo refused or skipped", async () => {
+    const { mkdtemp, mkdir, writeFile, link, symlink, rm } = await import("node:fs/promises");
+    const { execFileSync } = await import("node:child_process");
+    const { tmpdir } = await import("node:os");
+    const path = await import("node:path");
+    const { treeFromDirectory } = await import("../../src/release/image/tree.js");
+    const dir = await mkdtemp(path.join(tmpdir(), "liken-tree-"));
+    try {
+      await mkdir(path.join(dir, "etc"));
+      await writeFile(path.join(dir, "etc/a"), "a");
+      await link(path.join(dir, "etc/a"), path.join(dir, "b"));
+      await symlink("etc/a", path.join(dir, "c"));
+      const t = await treeFromDirectory(dir);
+      expect(t.walk()).toEqual(["b", "c", "etc", "etc/a"]);
+      expect(t.paths.get("b")).toEqual(t.paths.get("etc/a"));
+      expect(t.paths.get("c")).toMatchObject({ kind: "symlink", target: "etc/a" });
+      execFileSync("mkfifo", [path.join(dir, "etc/fifo")]);
+      await expect(treeFromDirectory(dir)).rejects.toMatchObject({
+        code: "LIKEN_IMAGE_LAYER_DEVICE",
+      });
+      expect((await treeFromDirectory(dir, { special: "skip" })).paths.has("etc/fifo")).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

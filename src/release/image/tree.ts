@@ -106,7 +106,13 @@ export function byteOrder(a: string, b: string): number {
  * A Tree of a host directory as it is (owners, modes and times from lstat; hard links kept):
  * for a root filesystem made on disk rather than unpacked from an image (the machine image's).
  */
-export async function treeFromDirectory(dir: string): Promise<Tree> {
+export async function treeFromDirectory(
+  dir: string,
+  o: {
+    /** Device nodes, fifos and sockets: refused (default), or left out (udev makes /dev). */
+    special?: "refuse" | "skip";
+  } = {},
+): Promise<Tree> {
   const st = await lstat(dir);
   const meta = (s: typeof st): Meta => ({
     mode: s.mode & 0o7777,
@@ -136,7 +142,7 @@ export async function treeFromDirectory(dir: string): Promise<Tree> {
           inodes.set(key, ino);
           tree.addFile(p, ino, host, meta(s), s.size);
         }
-      } else {
+      } else if (o.special !== "skip") {
         throw imageError(
           "LIKEN_IMAGE_LAYER_DEVICE",
           `${host}: not a file, directory or symlink: a slot's root filesystem holds no device nodes, fifos or sockets (udev and systemd make them at boot)`,
