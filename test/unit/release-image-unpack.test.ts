@@ -174,6 +174,43 @@ describe("unpackLayers", () => {
     });
   });
 
+  it("orders creation by the layer a path first appeared in: an added layer appends", async () => {
+    const t = await unpack(
+      [
+        { name: "etc/a", content: "a" },
+        { name: "etc/c", content: "c" },
+        { name: "usr/z", content: "z" },
+      ],
+      [
+        { name: "etc/b", content: "b" },
+        { name: "etc/a", content: "a2" },
+        { name: "opt/new/x", content: "x" },
+      ],
+    );
+    expect(t.walk()).toEqual([
+      "etc",
+      "etc/a",
+      "etc/b",
+      "etc/c",
+      "opt",
+      "opt/new",
+      "opt/new/x",
+      "usr",
+      "usr/z",
+    ]);
+    expect(t.creationOrder()).toEqual([
+      "etc",
+      "etc/a",
+      "etc/c",
+      "usr",
+      "usr/z",
+      "etc/b",
+      "opt",
+      "opt/new",
+      "opt/new/x",
+    ]);
+  });
+
   it("a symlink is replaced by an entry at its own path, not written through", async () => {
     const t = await unpack(
       [{ name: "etc/resolv.conf", type: "symlink", linkname: "/run/resolv.conf" }],

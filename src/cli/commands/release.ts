@@ -70,6 +70,10 @@ export function registerRelease(program: Command): void {
     .option("--kernel-version <version>", "with --from-image: the kernel, when the image has more")
     .option("--notes <text>", "with --from-image: notes.txt (else the image's label)")
     .option(
+      "--fs-uuid <uuid>",
+      "with --from-image: the root filesystem's UUID (default: the same for every release, so ext4's checksums stay)",
+    )
+    .option(
       "--chunk-size <size>",
       "per-chunk digest size for large artifacts",
       parseSize,
@@ -90,6 +94,7 @@ export function registerRelease(program: Command): void {
         fs: string;
         kernelVersion?: string;
         notes?: string;
+        fsUuid?: string;
         chunkSize: number;
         revertFloor?: string;
         index: boolean;
@@ -121,6 +126,7 @@ export function registerRelease(program: Command): void {
             warn,
             ...(o.version === undefined ? {} : { version: o.version }),
             ...(o.kernelVersion === undefined ? {} : { kernelVersion: o.kernelVersion }),
+            ...(o.fsUuid === undefined ? {} : { uuid: o.fsUuid }),
             ...(o.notes === undefined ? {} : { notes: o.notes }),
             ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
           });

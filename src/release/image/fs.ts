@@ -235,7 +235,7 @@ export function ext4Script(tree: Tree): string {
     for (const t of ["atime", "mtime", "ctime", "crtime"]) lines.push(`sif ${a} ${t} @${m.mtime}`);
   };
   let cwd = "";
-  const order = tree.walk();
+  const order = tree.creationOrder();
   for (const p of order) {
     const slash = p.lastIndexOf("/");
     const dir = slash < 0 ? "" : p.slice(0, slash);

@@ -27,6 +27,7 @@ export { makeFilesystemImage, ext4Needs, type SlotFs, type FilesystemImageOption
 export {
   buildReleaseFromImage,
   uuidFrom,
+  ROOTFS_UUID,
   LABELS,
   type FromImageOptions,
   type FromImageResult,

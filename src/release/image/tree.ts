@@ -32,6 +32,12 @@ export class Tree {
   /** "" is the root; other keys are relative, "/"-separated, without "." or "..". */
   readonly paths = new Map<string, Entry>();
   readonly files = new Map<number, FileNode>();
+  /**
+   * The layer each path first appeared in (kept when a later layer replaces its content; a
+   * path absent here is of layer 0). Images are made lowest layer first, so an image that only
+   * adds a layer keeps every lower path's place (see creationOrder).
+   */
+  readonly layerOf = new Map<string, number>();
   private nextIno = 1;
 
   constructor(
@@ -82,11 +88,29 @@ export class Tree {
     return out;
   }
 
+  /**
+   * walk()'s paths, the lowest layer's first: a path keeps the place its first layer gave it,
+   * so a layer added on top of the same base appends to what the base made (the same inode
+   * numbers, directory blocks and data placement for every lower path). Parents come first:
+   * a path never appears before its parent's layer.
+   */
+  creationOrder(): string[] {
+    const order = this.walk();
+    const rank = (p: string): number => this.layerOf.get(p) ?? 0;
+    return order
+      .map((p, i) => [p, i] as const)
+      .sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1])
+      .map(([p]) => p);
+  }
+
   /** Removes `p` and everything under it. */
   remove(p: string): void {
     const prefix = `${p}/`;
     for (const k of [...this.paths.keys()]) {
-      if (k === p || (p === "" ? k !== "" : k.startsWith(prefix))) this.paths.delete(k);
+      if (k === p || (p === "" ? k !== "" : k.startsWith(prefix))) {
+        this.paths.delete(k);
+        this.layerOf.delete(k);
+      }
     }
   }
 

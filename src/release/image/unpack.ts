@@ -76,8 +76,16 @@ class Applier {
     private readonly epoch: number,
   ) {}
 
+  private index = -1;
+
   startLayer(): void {
     this.layer = new Set();
+    this.index++;
+  }
+
+  /** Records the layer a path first appears in (a replaced path keeps its own). */
+  private born(p: string, existed: boolean): void {
+    if (!existed && this.index > 0) this.tree.layerOf.set(p, this.index);
   }
 
   private mark(p: string): void {
@@ -109,6 +117,7 @@ class Applier {
           kind: "dir",
           meta: { mode: 0o755, uid: 0, gid: 0, mtime: this.epoch },
         });
+        this.born(q, false);
       } else if (e.kind === "symlink") {
         throw imageError(
           "LIKEN_IMAGE_LAYER_ESCAPES",
@@ -174,7 +183,12 @@ class Applier {
     if (p === "") this.root(h, where);
     else {
       this.parents(p, where);
+      const existed = this.tree.paths.has(p);
+      const first = this.tree.layerOf.get(p);
       await this.put(p, h, body, where);
+      // put() may have removed the old entry (and its place): keep the place it had.
+      if (existed && first !== undefined) this.tree.layerOf.set(p, first);
+      this.born(p, existed);
       this.mark(p);
     }
     body.resume();
