@@ -7,6 +7,8 @@ import {
   constants,
   copyFile,
   mkdir,
+  mkdtemp,
+  readdir,
   readFile,
   rename,
   rm,
@@ -52,6 +54,8 @@ export interface BuildOptions {
   index?: boolean;
   /** Told what a person building the release should know (an artifact that will not reuse). */
   warn?: (message: string) => void;
+  /** Written as notes.txt beside release.yaml: for people, not part of the digest. */
+  notes?: string;
 }
 
 /** The index's file beside its artifact. */
@@ -128,6 +132,68 @@ export function releaseYaml(r: Release): string {
   return stringify(r, { lineWidth: 0 });
 }
 
+/** Copies the artifacts, their indexes and release.yaml into `stage`; returns release.yaml. */
+async function writeReleaseDir(
+  o: BuildOptions,
+  stage: string,
+  chunkSize: number,
+): Promise<{ bytes: Buffer; release: Release }> {
+  const artifacts: Artifact[] = [];
+  let next = 0;
+  for (const a of o.artifacts) {
+    const h = await hashFile(a.file, chunkSize);
+    const offset = a.offset ?? next;
+    const file = path.basename(a.file);
+    await copyFile(a.file, path.join(stage, file));
+    const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
+    if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
+    if (o.index !== false) {
+      const ipath = indexFileOf(file);
+      await writeFile(path.join(stage, ipath), h.index);
+      art.index = { path: ipath, size: h.index.length, digest: digestOf(h.index) };
+    }
+    if (h.looksCompressed) {
+      o.warn?.(
+        `artifact ${a.name} (${a.file}) looks compressed as a whole (high entropy): no chunk of it ` +
+          `can be reused by the next release, every machine will fetch all ${h.size} bytes. ` +
+          `Publish the filesystem uncompressed (the channel's HTTP may compress in transit), ` +
+          `see "Images that reuse well" in docs/releases.md`,
+      );
+    }
+    artifacts.push(art);
+    next = Math.ceil((offset + h.size) / SLOT_ALIGN) * SLOT_ALIGN;
+  }
+  const release: Release = {
+    apiVersion: API_VERSION,
+    kind: "Release",
+    version: o.version,
+    artifacts,
+    ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
+  };
+  const bytes = Buffer.from(releaseYaml(release));
+  parseRelease(bytes); // what liken writes, liken must read: validate before publishing
+  await writeFile(path.join(stage, "release.yaml"), bytes);
+  if (o.notes !== undefined) await writeFile(path.join(stage, "notes.txt"), o.notes);
+  return { bytes, release };
+}
+
+/**
+ * Renames the staged release directory to `dir`; into an existing `dir` (one a person made,
+ * without a release.yaml), file by file with release.yaml last.
+ */
+async function moveInto(stage: string, dir: string): Promise<void> {
+  try {
+    await rename(stage, dir);
+    return;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST") throw e;
+  }
+  const names = (await readdir(stage)).filter((n) => n !== "release.yaml");
+  for (const n of [...names, "release.yaml"]) await rename(path.join(stage, n), path.join(dir, n));
+  await rm(stage, { recursive: true, force: true });
+}
+
 export async function buildRelease(
   o: BuildOptions,
 ): Promise<{ digest: string; dir: string; release: Release }> {
@@ -149,15 +215,26 @@ export async function buildRelease(
     if (e instanceof ReleaseError) throw e;
   }
   await checkArtifacts(o.artifacts);
-  // What this build creates, it removes when it fails: a refused build leaves no
-  // <out>/<version>/ behind for the next one (or a reader of the channel) to trip over.
-  const created = await mkdir(dir, { recursive: true });
+  // The release is made in a hidden directory of the channel and renamed into place last, so a
+  // refused or interrupted build leaves no <version>/ behind (and a reader never sees half).
+  await mkdir(o.out, { recursive: true });
+  const stage = await mkdtemp(path.join(o.out, `.${o.version}.partial-`));
+  let made: { bytes: Buffer; release: Release };
   try {
-    return await publish(o, dir, chunkSize);
+    made = await writeReleaseDir(o, stage, chunkSize);
+    await moveInto(stage, dir);
   } catch (e) {
-    if (created !== undefined) await rm(created, { recursive: true, force: true });
+    await rm(stage, { recursive: true, force: true });
     throw e;
   }
+  const { bytes, release } = made;
+  const digest = digestOf(bytes);
+  const channelFile = path.join(o.out, "channel.yaml");
+  const channel = await readChannel(channelFile);
+  channel.versions = channel.versions.filter((v) => v.version !== o.version);
+  channel.versions.push({ version: o.version, digest });
+  await writeAtomic(channelFile, stringify(channel, { lineWidth: 0 }));
+  return { digest, dir, release };
 }
 
 /** Every artifact is a readable regular file, checked before anything is written. */
@@ -181,55 +258,6 @@ async function checkArtifacts(artifacts: ArtifactInput[]): Promise<void> {
       { context: { problems } },
     );
   }
-}
-
-async function publish(
-  o: BuildOptions,
-  dir: string,
-  chunkSize: number,
-): Promise<{ digest: string; dir: string; release: Release }> {
-  const artifacts: Artifact[] = [];
-  let next = 0;
-  for (const a of o.artifacts) {
-    const h = await hashFile(a.file, chunkSize);
-    const offset = a.offset ?? next;
-    const file = path.basename(a.file);
-    await copyFile(a.file, path.join(dir, file));
-    const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
-    if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
-    if (o.index !== false) {
-      const ipath = indexFileOf(file);
-      await writeFile(path.join(dir, ipath), h.index);
-      art.index = { path: ipath, size: h.index.length, digest: digestOf(h.index) };
-    }
-    if (h.looksCompressed) {
-      o.warn?.(
-        `artifact ${a.name} (${a.file}) looks compressed as a whole (high entropy): no chunk of it ` +
-          `can be reused by the next release, every machine will fetch all ${h.size} bytes. ` +
-          `Publish the filesystem uncompressed (the channel's HTTP may compress in transit), ` +
-          `see "Images that reuse well" in docs/releases.md`,
-      );
-    }
-    artifacts.push(art);
-    next = Math.ceil((offset + h.size) / SLOT_ALIGN) * SLOT_ALIGN;
-  }
-  const release: Release = {
-    apiVersion: API_VERSION,
-    kind: "Release",
-    version: o.version,
-    artifacts,
-    ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
-  };
-  const bytes = Buffer.from(releaseYaml(release));
-  parseRelease(bytes); // what liken writes, liken must read: validate before publishing
-  await writeAtomic(path.join(dir, "release.yaml"), bytes);
-  const digest = digestOf(bytes);
-  const channelFile = path.join(o.out, "channel.yaml");
-  const channel = await readChannel(channelFile);
-  channel.versions = channel.versions.filter((v) => v.version !== o.version);
-  channel.versions.push({ version: o.version, digest });
-  await writeAtomic(channelFile, stringify(channel, { lineWidth: 0 }));
-  return { digest, dir, release };
 }
 
 /** The YAML a person pastes into spec.releases.catalog; the version quoted, as on the page,

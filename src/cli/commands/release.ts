@@ -7,6 +7,7 @@ import {
   ReleaseError,
   type ArtifactInput,
 } from "../../release/build.js";
+import { buildReleaseFromImage } from "../../release/image/from-image.js";
 import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
@@ -47,14 +48,31 @@ export function registerRelease(program: Command): void {
   release
     .command("build")
     .description(
-      "Publish artifacts as a release directory <out>/<version>/ and add it to <out>/channel.yaml",
+      "Publish artifacts, or a container image's root filesystem, kernel and initrd, as a release " +
+        "directory <out>/<version>/ and add it to <out>/channel.yaml",
     )
-    .requiredOption("--version <version>", "the release version, for example 2026.10.10-001")
+    .option(
+      "--version <version>",
+      "the release version, for example 2026.10.10-001 (with --from-image: else the image's label)",
+    )
     .requiredOption("--out <dir>", "the channel directory")
-    .requiredOption(
+    .option(
       "-a, --artifact <name=file[@offset]>",
       "an artifact and its byte offset in the slot (repeatable)",
       parseArtifact,
+    )
+    .option(
+      "--from-image <ref>",
+      "an OCI image (a layout directory, oci:DIR[:name] or oci-archive:FILE[:name]): its root " +
+        "filesystem, kernel and initrd become the release (docs/releases.md)",
+    )
+    .option("--slot-size <size>", "with --from-image: the slot partitions' size", parseSize)
+    .option("--fs <ext4|erofs>", "with --from-image: the slot's filesystem", "ext4")
+    .option("--kernel-version <version>", "with --from-image: the kernel, when the image has more")
+    .option("--notes <text>", "with --from-image: notes.txt (else the image's label)")
+    .option(
+      "--fs-uuid <uuid>",
+      "with --from-image: the root filesystem's UUID (default: the same for every release, so ext4's checksums stay)",
     )
     .option(
       "--chunk-size <size>",
@@ -69,21 +87,64 @@ export function registerRelease(program: Command): void {
     .option("--no-index", "publish no chunk index: machines download every artifact whole")
     .action(
       async (o: {
-        version: string;
+        version?: string;
         out: string;
-        artifact: ArtifactInput[];
+        artifact?: ArtifactInput[];
+        fromImage?: string;
+        slotSize?: number;
+        fs: string;
+        kernelVersion?: string;
+        notes?: string;
+        fsUuid?: string;
         chunkSize: number;
         revertFloor?: string;
         index: boolean;
       }) => {
+        const warn = (m: string): void => void process.stderr.write(`warning: ${m}\n`);
+        if ((o.fromImage === undefined) === (o.artifact === undefined)) {
+          throw new ReleaseError(
+            "LIKEN_RELEASE_NO_SOURCE",
+            "give the release's content: -a NAME=FILE (repeatable) or --from-image REF, not both",
+          );
+        }
+        if (o.fromImage !== undefined) {
+          if (o.slotSize === undefined) {
+            throw new ReleaseError(
+              "LIKEN_RELEASE_NO_SLOT_SIZE",
+              "--from-image needs --slot-size: the size of the machines' slot partitions (for example 4G)",
+            );
+          }
+          if (o.fs !== "ext4" && o.fs !== "erofs") {
+            throw new ReleaseError("LIKEN_RELEASE_BAD_FS", `--fs ${o.fs}: use ext4 or erofs`);
+          }
+          const r = await buildReleaseFromImage({
+            ref: o.fromImage,
+            out: o.out,
+            slotSizeBytes: o.slotSize,
+            fs: o.fs,
+            chunkSize: o.chunkSize,
+            index: o.index,
+            warn,
+            ...(o.version === undefined ? {} : { version: o.version }),
+            ...(o.kernelVersion === undefined ? {} : { kernelVersion: o.kernelVersion }),
+            ...(o.fsUuid === undefined ? {} : { uuid: o.fsUuid }),
+            ...(o.notes === undefined ? {} : { notes: o.notes }),
+            ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
+          });
+          process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(r.version, r.digest)}`);
+          return;
+        }
+        if (o.version === undefined) {
+          throw new ReleaseError("LIKEN_RELEASE_BAD_VERSION", "give the release's --version");
+        }
         const r = await buildRelease({
           version: o.version,
           out: o.out,
-          artifacts: o.artifact,
+          artifacts: o.artifact!,
           chunkSize: o.chunkSize,
           ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
           index: o.index,
-          warn: (m) => process.stderr.write(`warning: ${m}\n`),
+          warn,
         });
         process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
       },

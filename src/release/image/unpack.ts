@@ -1,0 +1,316 @@
+// Applies an image's layers, lowest first, to a Tree (./tree.ts) the way a container runtime
+// does (OCI image spec, "Applying changesets"): entries replace what is there, `.wh.<name>`
+// removes a lower layer's path, `.wh..wh..opq` hides everything a lower layer put in its
+// directory. What a slot's root filesystem must never get is refused, naming the layer and
+// the entry: a path with `..`, a path that goes through a symlink (it could be written
+// through to anywhere), a device node or fifo, a hard link to what is not a file, a whiteout
+// of a path no lower layer has.
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import { PassThrough, type Readable, type Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import zlib from "node:zlib";
+import { extract, type Header as Headers } from "tar-stream";
+import { imageError } from "./errors.js";
+import { MEDIA, type OciImage } from "./oci.js";
+import { Tree, type Meta } from "./tree.js";
+
+export interface LayerSource {
+  /** How refusals name the layer, e.g. `layer 2 (sha256:...)`. */
+  name: string;
+  file: string;
+  mediaType: string;
+  /** The uncompressed tar's digest (the config's diff_id), checked when given. */
+  diffId?: string;
+}
+
+export function layersOf(image: OciImage): LayerSource[] {
+  return image.layers.map((d, i) => ({
+    name: `layer ${i} (${d.digest})`,
+    file: image.blobPath(d),
+    mediaType: d.mediaType,
+    diffId: image.diffIds[i]!,
+  }));
+}
+
+export interface UnpackOptions {
+  /** Where file contents are kept (created if missing). */
+  contentDir: string;
+  /** Every mtime later than this is set to it (SOURCE_DATE_EPOCH). */
+  sourceDateEpoch: number;
+}
+
+/** `a/./b/`, `/a/b`, `./a/b` -> `a/b`; "" for the root. Refuses `..`. */
+export function entryPath(name: string, where: string): string {
+  const parts = name.split("/").filter((s) => s !== "" && s !== ".");
+  if (parts.includes("..")) {
+    throw imageError(
+      "LIKEN_IMAGE_LAYER_ESCAPES",
+      `${where}: the path has "..": it would reach outside the image's root; rebuild the layer without it`,
+      { entry: name },
+    );
+  }
+  return parts.join("/");
+}
+
+function decompressor(l: LayerSource): Transform | undefined {
+  if (l.mediaType === MEDIA.layer) return undefined;
+  if (l.mediaType === MEDIA.layerGzip) return zlib.createGunzip();
+  const z = (zlib as unknown as { createZstdDecompress?: () => Transform }).createZstdDecompress;
+  if (l.mediaType === MEDIA.layerZstd && z !== undefined) return z();
+  throw imageError(
+    "LIKEN_IMAGE_COMPRESSION",
+    `${l.name}: ${l.mediaType} cannot be read by this Node (${process.version} has no zstd): ` +
+      `write the image with gzip layers (buildah push --compression-format gzip, skopeo copy --dest-compress-format gzip)`,
+    { layer: l.name, mediaType: l.mediaType },
+  );
+}
+
+class Applier {
+  /** Paths this layer wrote, with their parents: an opaque whiteout keeps them. */
+  private layer = new Set<string>();
+
+  constructor(
+    readonly tree: Tree,
+    private readonly epoch: number,
+  ) {}
+
+  private index = -1;
+
+  startLayer(): void {
+    this.layer = new Set();
+    this.index++;
+  }
+
+  /** Records the layer a path first appears in (a replaced path keeps its own). */
+  private born(p: string, existed: boolean): void {
+    if (!existed && this.index > 0) this.tree.layerOf.set(p, this.index);
+  }
+
+  private mark(p: string): void {
+    for (let q = p; ; q = q.slice(0, Math.max(0, q.lastIndexOf("/")))) {
+      this.layer.add(q);
+      if (q === "" || !q.includes("/")) break;
+    }
+  }
+
+  meta(h: Headers): Meta {
+    const mtime = Math.floor((h.mtime?.getTime() ?? 0) / 1000);
+    return {
+      mode: (h.mode ?? 0o644) & 0o7777,
+      uid: h.uid ?? 0,
+      gid: h.gid ?? 0,
+      mtime: Math.min(Math.max(mtime, 0), this.epoch),
+    };
+  }
+
+  /** The parents of `p` are directories (made when missing, if `make`); none is a symlink. */
+  parents(p: string, where: string, make = true): void {
+    const parts = p.split("/");
+    for (let j = 1; j < parts.length; j++) {
+      const q = parts.slice(0, j).join("/");
+      const e = this.tree.paths.get(q);
+      if (e === undefined) {
+        if (!make) return;
+        this.tree.paths.set(q, {
+          kind: "dir",
+          meta: { mode: 0o755, uid: 0, gid: 0, mtime: this.epoch },
+        });
+        this.born(q, false);
+      } else if (e.kind === "symlink") {
+        throw imageError(
+          "LIKEN_IMAGE_LAYER_ESCAPES",
+          `${where}: the path goes through the symlink /${q} -> ${e.target}: writing through a ` +
+            `symlink can reach outside the image's root; put the file at its real path`,
+          { entry: p, symlink: `/${q}`, target: e.target },
+        );
+      } else if (e.kind === "file") {
+        throw imageError(
+          "LIKEN_IMAGE_LAYER_ENTRY",
+          `${where}: /${q} is a file in a lower layer, not a directory`,
+          { entry: p, parent: `/${q}` },
+        );
+      }
+    }
+  }
+
+  whiteout(p: string, where: string): void {
+    const slash = p.lastIndexOf("/");
+    const dir = slash < 0 ? "" : p.slice(0, slash);
+    const name = p.slice(slash + 1);
+    if (name === ".wh..wh..opq") {
+      const prefix = dir === "" ? "" : `${dir}/`;
+      if (this.tree.paths.get(dir)?.kind !== "dir") {
+        throw imageError(
+          "LIKEN_IMAGE_WHITEOUT_MISSING",
+          `${where}: an opaque whiteout of /${dir}, which no lower layer has as a directory: the layer was made against another base; rebuild it from this image's base`,
+          { entry: p, path: `/${dir}` },
+        );
+      }
+      for (const k of [...this.tree.paths.keys()]) {
+        if (k !== dir && k.startsWith(prefix) && !this.layer.has(k)) this.tree.paths.delete(k);
+      }
+      return;
+    }
+    if (name.startsWith(".wh..wh.")) {
+      throw imageError(
+        "LIKEN_IMAGE_LAYER_ENTRY",
+        `${where}: "${name}" is an AUFS metadata entry, not an OCI whiteout; export the image with buildah or skopeo`,
+        { entry: p },
+      );
+    }
+    const target = (dir === "" ? "" : `${dir}/`) + name.slice(".wh.".length);
+    if (!this.tree.paths.has(target)) {
+      throw imageError(
+        "LIKEN_IMAGE_WHITEOUT_MISSING",
+        `${where}: a whiteout of /${target}, which no lower layer has: the layer was made against another base; rebuild it from this image's base`,
+        { entry: p, path: `/${target}` },
+      );
+    }
+    this.tree.remove(target);
+  }
+
+  async entry(h: Headers, body: Readable, where: string): Promise<void> {
+    const p = entryPath(h.name, where);
+    const base = p.slice(p.lastIndexOf("/") + 1);
+    if (p !== "" && base.startsWith(".wh.")) {
+      this.parents(p, where, false);
+      this.whiteout(p, where);
+      body.resume();
+      return;
+    }
+    if (p === "") this.root(h, where);
+    else {
+      this.parents(p, where);
+      const existed = this.tree.paths.has(p);
+      const first = this.tree.layerOf.get(p);
+      await this.put(p, h, body, where);
+      // put() may have removed the old entry (and its place): keep the place it had.
+      if (existed && first !== undefined) this.tree.layerOf.set(p, first);
+      this.born(p, existed);
+      this.mark(p);
+    }
+    body.resume();
+  }
+
+  private root(h: Headers, where: string): void {
+    if (h.type !== "directory") {
+      throw imageError("LIKEN_IMAGE_LAYER_ENTRY", `${where}: the root is not a directory`, {
+        entry: h.name,
+      });
+    }
+    this.tree.paths.set("", { kind: "dir", meta: this.meta(h) });
+  }
+
+  private async put(p: string, h: Headers, body: Readable, where: string): Promise<void> {
+    switch (h.type) {
+      case "directory": {
+        // A directory over a directory keeps what is under it, with the new metadata.
+        if (this.tree.paths.get(p)?.kind !== "dir") this.tree.remove(p);
+        this.tree.paths.set(p, { kind: "dir", meta: this.meta(h) });
+        return;
+      }
+      case "file":
+      case "contiguous-file": {
+        this.tree.remove(p);
+        const { ino, content } = this.tree.newContent();
+        await pipeline(body, createWriteStream(content));
+        this.tree.addFile(p, ino, content, this.meta(h), h.size ?? 0);
+        return;
+      }
+      case "symlink":
+        this.tree.remove(p);
+        this.tree.paths.set(p, { kind: "symlink", target: h.linkname ?? "", meta: this.meta(h) });
+        return;
+      case "link":
+        return this.hardLink(p, h, where);
+      case "character-device":
+      case "block-device":
+      case "fifo":
+        throw imageError(
+          "LIKEN_IMAGE_LAYER_DEVICE",
+          `${where}: a ${h.type} (/${p}): a slot's root filesystem holds no device nodes or fifos (udev and systemd make them at boot); remove it from the image`,
+          { entry: p, type: h.type },
+        );
+      default:
+        throw imageError(
+          "LIKEN_IMAGE_LAYER_ENTRY",
+          `${where}: entry type "${h.type}" is not a file, directory, symlink or hard link`,
+          { entry: p, type: h.type },
+        );
+    }
+  }
+
+  private hardLink(p: string, h: Headers, where: string): void {
+    const to = `${where} (hard link to "${h.linkname}")`;
+    const target = entryPath(h.linkname ?? "", to);
+    this.parents(target, to, false);
+    const t = this.tree.paths.get(target);
+    if (t?.kind !== "file") {
+      throw imageError(
+        "LIKEN_IMAGE_LAYER_ENTRY",
+        `${where}: a hard link to /${target}, which is ${t === undefined ? "not in the image" : `a ${t.kind}`}: a hard link must name a regular file before it`,
+        { entry: p, target: `/${target}` },
+      );
+    }
+    this.tree.remove(p);
+    this.tree.paths.set(p, { kind: "file", ino: t.ino });
+  }
+}
+
+/** Applies `layers` in order into a new Tree whose file contents go to `o.contentDir`. */
+export async function unpackLayers(layers: LayerSource[], o: UnpackOptions): Promise<Tree> {
+  await mkdir(o.contentDir, { recursive: true });
+  const tree = new Tree(o.contentDir, { mode: 0o755, uid: 0, gid: 0, mtime: o.sourceDateEpoch });
+  const apply = new Applier(tree, o.sourceDateEpoch);
+  for (const l of layers) {
+    apply.startLayer();
+    const hash = createHash("sha256");
+    const tap = new PassThrough();
+    tap.on("data", (b: Buffer) => hash.update(b));
+    const ex = extract();
+    const stages: (Readable | Transform)[] = [createReadStream(l.file)];
+    const z = decompressor(l);
+    if (z !== undefined) stages.push(z);
+    const done = pipeline([...stages, tap, ex] as unknown as [Readable, ...Transform[]]);
+    done.catch(() => undefined); // awaited below; a refusal in the loop destroys it
+    try {
+      for await (const entry of ex) {
+        await apply.entry(
+          entry.header,
+          entry as unknown as Readable,
+          `${l.name} entry "${entry.header.name}"`,
+        );
+      }
+      await done;
+    } catch (e) {
+      ex.destroy();
+      if (e instanceof Error && "code" in e && String(e.code).startsWith("LIKEN_")) throw e;
+      throw imageError(
+        "LIKEN_IMAGE_LAYER_ENTRY",
+        `${l.name}: not a readable ${l.mediaType}: ${(e as Error).message}`,
+        { layer: l.name },
+        e,
+      );
+    }
+    const got = `sha256:${hash.digest("hex")}`;
+    if (l.diffId !== undefined && got !== l.diffId) {
+      throw imageError(
+        "LIKEN_IMAGE_DIGEST",
+        `${l.name}: its uncompressed bytes hash to ${got}, the image config's diff_id says ${l.diffId}: the layer is damaged; copy the image again`,
+        { layer: l.name, got, diffId: l.diffId },
+      );
+    }
+  }
+  // Contents no path names any more (replaced or whited out) are dropped.
+  const used = new Set<number>();
+  for (const e of tree.paths.values()) if (e.kind === "file") used.add(e.ino);
+  for (const [ino, f] of tree.files) {
+    if (!used.has(ino)) {
+      tree.files.delete(ino);
+      await rm(f.content, { force: true });
+    }
+  }
+  return tree;
+}
