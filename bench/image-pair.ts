@@ -36,6 +36,16 @@ const log = (s: string): void => void process.stderr.write(`${s}\n`);
 const MiB = 1024 * 1024;
 const EPOCH = "1764547200"; // 2025-12-01: the images' and releases' time
 
+// buildah is not among the test tier's packages (images/setup-debian.sh): say so before any work.
+try {
+  execFileSync("buildah", ["--version"], { stdio: "ignore" });
+} catch {
+  process.stderr.write(
+    "bench:image-pair: buildah is not installed; install it with: apt-get install --no-install-recommends buildah\n",
+  );
+  process.exit(2);
+}
+
 function run(cmd: string, argv: string[], opts: { cwd?: string } = {}): string {
   log(`$ ${cmd} ${argv.join(" ")}`);
   return execFileSync(cmd, argv, {

@@ -3,8 +3,9 @@
 # systemd-boot-efi for the systemd-boot ESP), the bootloader golden
 # files and the operator image (mmdebstrap: its root filesystem) need, and releases from container
 # images (e2fsprogs' mke2fs and debugfs make the slot's ext4; erofs-utils the EROFS compared in
-# docs/adr/slot-filesystem-from-image.md; buildah and skopeo write OCI archives without a
-# daemon: bench/image-pair.ts and docs/releases.md), and only those that are missing.
+# docs/adr/slot-filesystem-from-image.md), and only those that are missing. buildah, which
+# bench/image-pair.ts uses to build an image from a Containerfile, is not needed by any test and
+# is left to the bench (it says how to install it).
 # Idempotent and fast when everything is present
 # (dpkg-query and a file test, no apt). `npm test` runs it first (the `pretest` script), so a
 # fresh Debian machine needs nothing but `npm ci` before it; `.ci/run` calls it too.
@@ -32,8 +33,6 @@ e2fsprogs
 busybox-static
 mmdebstrap
 erofs-utils
-buildah
-skopeo
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
