@@ -3,12 +3,13 @@
 // certificate at 70-90 % of each lifetime, switch the agent's connections to the new one only
 // once it has answered, and join again with the bootstrap credential when a certificate
 // expired anyway (a machine powered off past its notAfter). Phases log their begin and end.
-import { X509Certificate } from "node:crypto";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
+import { isUnauthorized } from "../../api/errors.js";
 import { rfc3339 } from "../../api/time.js";
 import { agentUserName } from "../../api/types.js";
 import { errorCode, errorText } from "../../errors.js";
@@ -123,7 +124,12 @@ export class MachineIdentity {
     );
     const boot = this.bootstrapConfig();
     const rest = new Rest(boot, `liken-agent/${this.machine} (bootstrap)`);
-    const cert = await this.obtain(rest, signal);
+    const cert = await this.obtainProven(rest, signal, {
+      server: boot.server,
+      ...(boot.ca === undefined ? {} : { ca: boot.ca }),
+      ...(boot.tlsServerName === undefined ? {} : { tlsServerName: boot.tlsServerName }),
+      ...(boot.insecure === undefined ? {} : { insecure: boot.insecure }),
+    });
     writeKubeconfig(this.s.kubeconfig, {
       server: boot.server,
       ...(boot.ca === undefined ? {} : { caData: boot.ca.toString("base64") }),
@@ -182,35 +188,92 @@ export class MachineIdentity {
       { phase: "renew", notAfter: new Date(this.held!.notAfterMs).toISOString() },
       "renewing the client certificate",
     );
-    const { certPem, keyPem } = await this.obtain(rest, signal);
-    // Keep the old one until the new one works: one request authenticated by the new pair
-    // must come back as this machine before anything switches to it.
-    const probe = new Rest({
-      ...rest.config,
-      cert: Buffer.from(certPem),
-      key: Buffer.from(keyPem),
-    });
-    const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
-      "POST",
-      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-      {
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-        op: { verb: "create", kind: "SelfSubjectReview" },
-      },
-    );
-    const user = review.status?.userInfo?.username;
-    if (user !== agentUserName(this.machine)) {
-      throw new AgentError(
-        "LIKEN_AGENT_IDENTITY_REFUSED",
-        `the renewed certificate authenticates as ${user ?? "nobody"}, not ${agentUserName(this.machine)}; the old one stays in use`,
-      );
-    }
+    // Keep the old one until the new one works: the new pair must prove itself first.
+    const { certPem, keyPem } = await this.obtainProven(rest, signal, rest.config);
     this.install(certPem, keyPem, "Renewed");
     this.switchTo(rest);
     this.log.info(
       { phase: "renew", notAfter: new Date(this.held!.notAfterMs).toISOString() },
       "renewed",
     );
+  }
+
+  /**
+   * A certificate obtained and proven: it carries the public half of the key this machine
+   * made, and one request authenticated by the pair comes back as this machine. A certificate
+   * that fails either is never installed: the first join (an approver or a signer that issued
+   * something else) as much as a renewal. `server` is where to ask: the API server and its CA,
+   * without the credential that filed the request.
+   */
+  private async obtainProven(
+    rest: Rest,
+    signal: AbortSignal,
+    server: RestConfig,
+  ): Promise<{ certPem: string; keyPem: string }> {
+    for (;;) {
+      const got = await this.obtain(rest, signal);
+      let wrong: string | undefined;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          wrong = await this.prove(server, got.certPem, got.keyPem);
+          break;
+        } catch (e) {
+          // The API server did not answer: the certificate is not at fault, ask again.
+          const pause = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 5));
+          this.log.warn(
+            { err: errorText(e), code: errorCode(e), attempt, retryInMs: pause },
+            "checking the issued certificate failed",
+          );
+          await sleep(pause, undefined, { signal });
+        }
+      }
+      if (wrong === undefined) return got;
+      // The request is spent; the next one is filed with a new key after a pause.
+      rmSync(path.join(this.dir, PENDING_KEY), { force: true });
+      this.log.warn({ code: "LIKEN_AGENT_IDENTITY_REFUSED", retryInMs: RETRY_MAX_MS }, wrong);
+      await sleep(RETRY_MAX_MS, undefined, { signal });
+    }
+  }
+
+  /** Why `certPem` with `keyPem` is not this machine's identity, or undefined when it is. */
+  private async prove(
+    server: RestConfig,
+    certPem: string,
+    keyPem: string,
+  ): Promise<string | undefined> {
+    const who = agentUserName(this.machine);
+    const keep = `the certificate is not installed (docs/machine.md, "Identity"); the agent files a new request with a new key`;
+    try {
+      if (!new X509Certificate(certPem).checkPrivateKey(createPrivateKey(keyPem)))
+        return `the certificate issued for machine ${this.machine} does not carry the public half of the key this machine made; ${keep}`;
+    } catch (e) {
+      return `the certificate issued for machine ${this.machine} cannot be read (${errorText(e)}); ${keep}`;
+    }
+    const probe = new Rest({
+      ...server,
+      token: undefined,
+      tokenFile: undefined,
+      cert: Buffer.from(certPem),
+      key: Buffer.from(keyPem),
+    });
+    let user: string | undefined;
+    try {
+      const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+          op: { verb: "create", kind: "SelfSubjectReview" },
+        },
+      );
+      user = review.status?.userInfo?.username;
+    } catch (e) {
+      if (!isUnauthorized(e)) throw e;
+      return `the certificate issued for machine ${this.machine} is not accepted by the API server (401); ${keep}`;
+    }
+    return user === who
+      ? undefined
+      : `the certificate issued for machine ${this.machine} authenticates as ${user ?? "nobody"}, not ${who}; ${keep}`;
   }
 
   private switchTo(rest: Rest): void {
