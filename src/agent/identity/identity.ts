@@ -123,8 +123,11 @@ export class MachineIdentity {
         : "no client certificate yet: joining with the bootstrap credential",
     );
     const boot = this.bootstrapConfig();
-    const rest = new Rest(boot, `liken-agent/${this.machine} (bootstrap)`);
-    const cert = await this.obtainProven(rest, signal, {
+    // The bootstrap kubeconfig is read again for each attempt: a person who replaces a revoked
+    // token needs no restart.
+    const client = (): Rest =>
+      new Rest(this.bootstrapConfig(), `liken-agent/${this.machine} (bootstrap)`);
+    const cert = await this.obtainProven(client, signal, "bootstrap", {
       server: boot.server,
       ...(boot.ca === undefined ? {} : { ca: boot.ca }),
       ...(boot.tlsServerName === undefined ? {} : { tlsServerName: boot.tlsServerName }),
@@ -169,6 +172,12 @@ export class MachineIdentity {
         changed();
       } catch (e) {
         if (signal.aborted) return;
+        if (errorCode(e) === "LIKEN_AGENT_IDENTITY_EXPIRED") {
+          // Next turn: the certificate has expired, so the bootstrap credential is used at once.
+          this.log.warn({ err: errorText(e), code: errorCode(e) }, "certificate renewal failed");
+          failures = 0;
+          continue;
+        }
         failures++;
         this.log.warn(
           { err: errorText(e), code: errorCode(e), failures },
@@ -189,7 +198,7 @@ export class MachineIdentity {
       "renewing the client certificate",
     );
     // Keep the old one until the new one works: the new pair must prove itself first.
-    const { certPem, keyPem } = await this.obtainProven(rest, signal, rest.config);
+    const { certPem, keyPem } = await this.obtainProven(() => rest, signal, "own", rest.config);
     this.install(certPem, keyPem, "Renewed");
     this.switchTo(rest);
     this.log.info(
@@ -206,12 +215,13 @@ export class MachineIdentity {
    * without the credential that filed the request.
    */
   private async obtainProven(
-    rest: Rest,
+    client: () => Rest,
     signal: AbortSignal,
+    by: "own" | "bootstrap",
     server: RestConfig,
   ): Promise<{ certPem: string; keyPem: string }> {
     for (;;) {
-      const got = await this.obtain(rest, signal);
+      const got = await this.obtain(client, signal, by);
       let wrong: string | undefined;
       for (let attempt = 1; ; attempt++) {
         try {
@@ -281,10 +291,18 @@ export class MachineIdentity {
     rest.useClientCertificate(pem, pem);
   }
 
-  /** A request filed and waited for; a denial is tried again with a new key after a pause. */
+  /**
+   * A request filed and waited for; a denial is tried again with a new key after a pause.
+   * `by`: the credential that files and reads it. The machine's own certificate stops being
+   * used the moment it has expired (LIKEN_AGENT_IDENTITY_EXPIRED: the caller joins again with
+   * the bootstrap credential, which finds the same request by its key and reads its approval
+   * whenever it comes); the bootstrap credential is asked again until it works, since nothing
+   * else can give the machine an identity.
+   */
   private async obtain(
-    rest: Rest,
+    client: () => Rest,
     signal: AbortSignal,
+    by: "own" | "bootstrap",
   ): Promise<{ certPem: string; keyPem: string }> {
     const keyFile = path.join(this.dir, PENDING_KEY);
     for (let attempt = 1; ; attempt++) {
@@ -295,7 +313,7 @@ export class MachineIdentity {
         writeAtomically(keyFile, keyPem);
       }
       try {
-        const certPem = await requestCertificate(rest, {
+        const certPem = await requestCertificate(client(), {
           machine: this.machine,
           keyPem,
           expirationSeconds: this.s.expirationSeconds,
@@ -314,9 +332,27 @@ export class MachineIdentity {
         return { certPem, keyPem };
       } catch (e) {
         if (signal.aborted) throw e;
+        const h = this.held;
+        if (by === "own" && h !== undefined && h.notAfterMs <= Date.now()) {
+          // Its own certificate can no longer file or read anything (the API server answers
+          // 401): asking again with it would go on for ever.
+          throw new AgentError(
+            "LIKEN_AGENT_IDENTITY_EXPIRED",
+            `machine ${this.machine}'s client certificate expired at ${new Date(h.notAfterMs).toISOString()} while its renewal request waited (${errorText(e)}); the agent joins again with the bootstrap credential, which reads the same request and its approval whenever it comes (docs/machine.md, "Identity")`,
+            { cause: e },
+          );
+        }
         // A refused request is final: the next one is a new request with a new key.
         if (errorCode(e) === "LIKEN_AGENT_IDENTITY_REFUSED") rmSync(keyFile, { force: true });
         const pause = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 5));
+        if (by === "bootstrap" && isUnauthorized(e)) {
+          this.log.error(
+            { code: "LIKEN_AGENT_IDENTITY_UNAVAILABLE", attempt, retryInMs: pause },
+            `machine ${this.machine} has no valid certificate and the API server refuses its bootstrap credential ${this.s.bootstrapKubeconfig} (401: the token expired or its Secret was deleted); put a valid bootstrap kubeconfig there (it is read again at each try) or give the machine a kubeconfig by hand (docs/machine.md, "Identity")`,
+          );
+          await sleep(pause, undefined, { signal });
+          continue;
+        }
         this.log.warn(
           { err: errorText(e), code: errorCode(e), attempt, retryInMs: pause },
           "certificate request failed",
@@ -349,7 +385,10 @@ export class MachineIdentity {
   private retryMs(h: Held, failures: number): number {
     const left = h.notAfterMs - Date.now();
     const base = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, left / 10));
-    return Math.min(RETRY_MAX_MS, base * 2 ** Math.min(failures - 1, 5), Math.max(0, left));
+    const backoff = Math.min(RETRY_MAX_MS, base * 2 ** Math.min(failures - 1, 5));
+    // Up to the expiry (the bootstrap credential is used from then on); a join that failed
+    // after it is tried again at the same pace, never in a busy loop.
+    return left > 0 ? Math.min(backoff, left) : backoff;
   }
 
   private bootstrapConfig(): RestConfig {
