@@ -43,8 +43,10 @@ export function kwokNode(name: string, opts: KwokNodeOptions): V1Node {
  * a Node's status.addresses on create, so it is written after.
  */
 export async function addressKwokNode(kc: KubeConfig, name: string): Promise<void> {
-  await kc.makeApiClient(CoreV1Api).patchNodeStatus(
-    { name, body: { status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }] } } },
-    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-  );
+  await kc
+    .makeApiClient(CoreV1Api)
+    .patchNodeStatus(
+      { name, body: { status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }] } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
 }

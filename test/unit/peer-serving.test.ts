@@ -125,7 +125,11 @@ describe("assignedPeers", () => {
         {
           machine: "node-4",
           digest: A.digest,
-          peers: ["http://169.254.169.254:8080/", "http://10.0.0.8:7450/", "http://evil.example:8080/"],
+          peers: [
+            "http://169.254.169.254:8080/",
+            "http://10.0.0.8:7450/",
+            "http://evil.example:8080/",
+          ],
         },
       ],
     } as Cluster["status"]);
