@@ -347,7 +347,12 @@ export class AgentDaemon {
       download: (a) => {
         const source = seen.cluster?.spec.releases.source;
         if (source === undefined) return none();
-        const peers = assignedPeers(seen.cluster, this.cfg.machine, a.release);
+        const peers = assignedPeers(seen.cluster, this.cfg.machine, a.release, (url, why) =>
+          this.log.warn(
+            { code: "LIKEN_PEER_ADDRESS_REFUSED", peer: url, release: a.release.version },
+            `peer ${url} assigned for ${a.release.version} is refused (${why}): a downloader fetches only from http://<a Node's IP address>:<port>/, as cluster-operator hands out; the release comes from the other peers and the channel (docs/peers.md, "Which address is handed out")`,
+          ),
+        );
         return acts.startDownload(source, a.slot, a.release, o.running.slot, peers);
       },
       drain: (a) => this.drainWatched(seen, a.release),

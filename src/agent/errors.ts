@@ -26,7 +26,12 @@ export type AgentCode =
    * The machine has no usable certificate and cannot get one: no bootstrap credential is
    * configured, or it was not accepted (revoked, expired).
    */
-  | "LIKEN_AGENT_IDENTITY_UNAVAILABLE";
+  | "LIKEN_AGENT_IDENTITY_UNAVAILABLE"
+  /**
+   * The machine's certificate expired while its renewal waited: the agent stops asking with it
+   * and joins again with the bootstrap credential (docs/machine.md, "Identity").
+   */
+  | "LIKEN_AGENT_IDENTITY_EXPIRED";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

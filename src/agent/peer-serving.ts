@@ -4,6 +4,7 @@
 // target) is served: a withdrawn, bad or half-written slot never is, and a release the Cluster
 // dropped stops being served on the next pass. The daemon starts, changes or stops the peer
 // server to match, and writes the answer to Machine status.peers.
+import { isIP } from "node:net";
 import { channelTarget } from "../api/target.js";
 import {
   PEERS_DEFAULTS,
@@ -78,8 +79,48 @@ export function assignedPeers(
   cluster: Cluster | undefined,
   machine: string,
   release: ReleaseRef,
+  /** Told of each assigned peer refused (peerUrlRefusal), with why. */
+  onRefused: (url: string, why: string) => void = () => {},
 ): string[] {
   if (cluster?.spec.peers?.enabled !== true) return [];
   const a = cluster.status?.peerSources?.find((x) => x.machine === machine);
-  return a !== undefined && a.digest === release.digest ? [...a.peers] : [];
+  if (a === undefined || a.digest !== release.digest) return [];
+  return a.peers.filter((url) => {
+    const why = peerUrlRefusal(url);
+    if (why !== undefined) onRefused(url, why);
+    return why === undefined;
+  });
+}
+
+/**
+ * Why a downloader refuses to fetch from a peer URL, or undefined when it may. The operator
+ * hands out only http://<a Node's IP address>:<port>/ (src/operator/peer-address.ts); anything
+ * else in status.peerSources was not made by it (an older operator, or a hand edit) and could
+ * aim this machine's requests anywhere: a name to resolve, a path, credentials, the link-local
+ * range (a cloud's metadata service at 169.254.169.254) or an address of no host.
+ */
+/** Addresses no Node has: link-local (169.254/16, fe80::/10), unspecified, multicast. */
+function noHostAddress(ip: string): boolean {
+  const lower = ip.toLowerCase();
+  if (isIP(ip) === 4)
+    return ip.startsWith("169.254.") || ip === "0.0.0.0" || Number(ip.split(".")[0]) >= 224;
+  return /^fe[89ab]/.test(lower) || lower === "::" || lower.startsWith("ff");
+}
+
+export function peerUrlRefusal(url: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return "not a URL";
+  }
+  if (u.protocol !== "http:") return `scheme ${u.protocol} (peers are http)`;
+  if (u.port === "") return "no port (a peer is http://<Node address>:<peers port>/)";
+  if (u.username !== "" || u.password !== "") return "credentials in the URL";
+  if (u.pathname !== "/" || u.search !== "" || u.hash !== "") return "a path, query or fragment";
+  const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+  if (isIP(host) === 0) return `host ${host} is a name, not a Node's IP address`;
+  if (noHostAddress(host))
+    return `host ${host} is link-local, unspecified or multicast: no Node's address`;
+  return undefined;
 }

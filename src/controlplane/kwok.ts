@@ -2,7 +2,13 @@
 // Node that carries KWOK_NODE_ANNOTATION Ready with lease heartbeats, marks the pods placed on
 // it Running and Ready, and removes pods that are being deleted, so the real scheduler,
 // disruption controller and Eviction API behave as they do in production.
-import type { V1Node } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type V1Node,
+} from "@kubernetes/client-node";
 
 /** The annotation kwok selects its Nodes by (its --manage-nodes-with-annotation-selector). */
 export const KWOK_NODE_ANNOTATION = { key: "kwok.x-k8s.io/node", value: "fake" } as const;
@@ -28,4 +34,19 @@ export function kwokNode(name: string, opts: KwokNodeOptions): V1Node {
     spec: {},
     status: { capacity: opts.capacity, allocatable: opts.capacity },
   };
+}
+
+/**
+ * Gives a kwok Node the address a kubelet would report: the lab's and the tests' machines all
+ * run on this host, and their peer servers listen on its loopback, the address cluster-operator
+ * then hands out for them (docs/peers.md, "Which address is handed out"). The API server drops
+ * a Node's status.addresses on create, so it is written after.
+ */
+export async function addressKwokNode(kc: KubeConfig, name: string): Promise<void> {
+  await kc
+    .makeApiClient(CoreV1Api)
+    .patchNodeStatus(
+      { name, body: { status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }] } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
 }

@@ -16,7 +16,7 @@ import {
 } from "../api/types.js";
 import { mintClientCert } from "../controlplane/certs.js";
 import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
-import { kwokNode } from "../controlplane/kwok.js";
+import { addressKwokNode, kwokNode } from "../controlplane/kwok.js";
 import type { ControlPlaneState } from "../controlplane/instance.js";
 import type { LabRelease } from "./releases.js";
 import { writeFileSync } from "node:fs";
@@ -69,6 +69,7 @@ export async function createNode(kc: KubeConfig, name: string): Promise<void> {
       capacity: { cpu: "8", memory: "32Gi", pods: "110" },
     }),
   });
+  await addressKwokNode(kc, name);
 }
 
 export async function createMachine(

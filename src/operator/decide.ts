@@ -29,6 +29,7 @@
 //   - the first turns of a release only to its canaries, then none until they passed
 //     (canary.ts).
 import { peerSourcesOf } from "./peer-sources-status.js";
+import type { NodeAddress } from "./peer-address.js";
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -114,6 +115,8 @@ export interface Observed {
    * for a view at least as new as the Cluster (freshness.ts).
    */
   machinesVersion: string | undefined;
+  /** The addresses of the Nodes that serve peers (peer-address.ts): where a holder is reached. */
+  nodeAddresses?: ReadonlyMap<string, readonly NodeAddress[]>;
   heartbeats: HeartbeatView;
   /** The wall clock: what the records say (grantedAt, deadlines) and the messages. */
   now: Date;
@@ -308,7 +311,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     conditions,
     canary: withCanaryGrants(canary.status, canary.gate, grants),
     drainSkipped: drainSkippedOf(o.machines, target),
-    peerSources: peerSourcesOf(o.cluster, o.machines, target, lost),
+    peerSources: peerSourcesOf(o.cluster, o.machines, target, lost, o.nodeAddresses),
     lastKnownGood: rv.lastKnownGood,
     priorKnownGood: rv.priorKnownGood,
     revokedReleases: rv.revokedReleases,

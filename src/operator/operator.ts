@@ -41,6 +41,8 @@ import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liveness.js";
 import { OperatorMetrics } from "./metrics.js";
+import { NodeAddresses } from "./peer-address.js";
+import { servingNodes } from "./peer-sources-status.js";
 import { rfc3339 } from "../api/time.js";
 import { RefusalBackoff, refusalCondition, withoutRefusal } from "../api/status-refusal.js";
 import type { ApiError } from "../api/errors.js";
@@ -123,6 +125,8 @@ export class Operator {
   private readonly settings: DecideSettings;
   private readonly clusters: ResourceWatcher<Cluster>;
   private readonly machines: ResourceWatcher<Machine>;
+  /** The addresses of the Nodes whose machines serve peers (peer-address.ts). */
+  private readonly nodeAddresses: NodeAddresses;
   private readonly heartbeats: HeartbeatTracker;
   private readonly leases: LeaseWatch;
   private readonly pause: PauseDetector;
@@ -190,6 +194,13 @@ export class Operator {
       onError("watching heartbeat Leases"),
       this.clocks.mono,
     );
+    this.nodeAddresses = new NodeAddresses(
+      kc,
+      () => {
+        for (const c of this.clusters.list()) this.schedule(c.metadata.name);
+      },
+      onError("reading a Node's addresses"),
+    );
     this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
@@ -241,6 +252,7 @@ export class Operator {
     clearInterval(this.ticker);
     clearTimeout(this.timer);
     this.pause.stop();
+    this.nodeAddresses.stop();
     this.clusters.stop();
     this.machines.stop();
     await this.leases.stop();
@@ -445,6 +457,7 @@ export class Operator {
         cluster,
         machines: view.machines,
         machinesVersion: view.version,
+        nodeAddresses: this.nodeAddresses.of(servingNodes(cluster, view.machines)),
         heartbeats: this.heartbeats.view(),
         now: new Date(this.clocks.wall()),
         mono: this.clocks.mono(),

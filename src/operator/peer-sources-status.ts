@@ -4,7 +4,8 @@
 // up (not Lost, not rebooting: a down machine's status.peers is stale, it names a server that is
 // gone); downloaders are the others that neither run nor have staged it. Each one's zone is its
 // Machine's topology.kubernetes.io/zone label. Only machines given peers are listed: a machine
-// not listed fetches from the channel, as it always may.
+// not listed fetches from the channel, as it always may. A holder is handed out at its Node's
+// address only (peer-address.ts): never at a URL its own Machine status names.
 import {
   PEERS_DEFAULTS,
   type Cluster,
@@ -13,6 +14,7 @@ import {
   type ReleaseRef,
 } from "../api/types.js";
 import { assignSources } from "./peer-assign.js";
+import { tiedPeerUrl, type NodeAddress } from "./peer-address.js";
 
 /**
  * The tree's fan-out and each machine's peers (one main source, two spares): the numbers
@@ -43,12 +45,23 @@ function up(m: Machine, lost: ReadonlySet<string>): boolean {
   return m.status?.updateStage !== "Rebooting";
 }
 
+/** The Nodes whose addresses peerSourcesOf needs: those of the machines serving, peers on. */
+export function servingNodes(cluster: Cluster, machines: readonly Machine[]): string[] {
+  if (cluster.spec.peers?.enabled !== true) return [];
+  return machines.filter((m) => m.status?.peers !== undefined).map((m) => m.spec.nodeName);
+}
+
 export function peerSourcesOf(
   cluster: Cluster,
   machines: readonly Machine[],
   target: ReleaseRef | undefined,
   /** The machines decide judged Lost this pass (machine-view.ts isLost). */
   lost: ReadonlySet<string> = new Set(),
+  /**
+   * Each Node's addresses, by Node name (peer-address.ts NodeAddresses): a holder is handed
+   * out only at an address tied to its Node, never at the URL its Machine status says.
+   */
+  nodes: ReadonlyMap<string, readonly NodeAddress[]> = new Map(),
 ): PeerSource[] | undefined {
   const peers = { ...PEERS_DEFAULTS, ...cluster.spec.peers };
   if (!peers.enabled || target === undefined) return undefined;
@@ -58,7 +71,10 @@ export function peerSourcesOf(
   );
   const holders = serving
     .filter((m) => up(m, lost))
-    .map((m) => ({ ...located(m), url: m.status!.peers!.url }));
+    .flatMap((m) => {
+      const tied = tiedPeerUrl(m.metadata.name, m.status!.peers!.url, nodes.get(m.spec.nodeName));
+      return "url" in tied ? [{ ...located(m), url: tied.url }] : [];
+    });
   const held = new Set(serving.map((m) => m.metadata.name));
   const downloaders = sorted
     .filter(

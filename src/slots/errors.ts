@@ -8,7 +8,8 @@ export type SlotCode =
   | "LIKEN_SLOT_NOT_STAGED"
   | "LIKEN_SLOT_VERIFY_FAILED"
   | "LIKEN_SLOT_WRITE_FAILED"
-  | "LIKEN_SLOT_BUSY";
+  | "LIKEN_SLOT_BUSY"
+  | "LIKEN_SLOT_PEER_RATE_TOO_LOW";
 
 export class SlotError extends LikenError {
   declare readonly code: SlotCode;

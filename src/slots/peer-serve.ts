@@ -10,13 +10,20 @@
 // bucket, so serving never takes more than its rate from the node's links and disks. A reader
 // checks every chunk against the signed index anyway; the server's checks only keep it from
 // serving what it does not hold.
+//
+// What a connection may cost the agent is bounded (docs/peers.md, "Serving"): at most
+// MAX_PEER_CONNECTIONS at once, each holding one piece in memory (a range and the chunk index
+// alike are read from disk piece by piece, never whole), and a socket that neither reads nor
+// sends for PEER_SERVE_IDLE_MS is closed.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createHash } from "node:crypto";
 import { open } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { digestOf } from "../verify/digest.js";
 import { parseRelease } from "../verify/release.js";
 import type { SlotName } from "./config.js";
+import { checkPeerRate, PEER_PIECE } from "./peer-rate.js";
 import type { SlotStore } from "./store.js";
 
 /** What one request may read: a device region, already checked to hold the release verified. */
@@ -24,8 +31,11 @@ export interface Served {
   device: string;
   offset: number;
   size: number;
-  /** The artifact's chunk index as kept with the slot, checked against release.yaml. */
-  index: () => Promise<Buffer | undefined>;
+  /**
+   * The artifact's chunk index as kept with the slot: its file and the digest release.yaml
+   * gives it. The server checks the digest as it streams the file (./peer-serve.ts sendIndex).
+   */
+  index: () => Promise<{ file: string; digest: string } | undefined>;
 }
 
 /** Finds the slot region serving (release digest, artifact), or says why there is none. */
@@ -70,12 +80,10 @@ export function resolveFromStore(
       const a = parseRelease(doc).artifacts.find((x) => x.name === artifact);
       if (a === undefined)
         return { refused: "no-artifact", detail: `release ${digest} has no artifact ${artifact}` };
-      const index = async (): Promise<Buffer | undefined> => {
-        const kept = await store.keptIndex(slot, artifact);
-        return kept !== undefined && a.index !== undefined && digestOf(kept) === a.index.digest
-          ? kept
-          : undefined;
-      };
+      const index = async (): Promise<{ file: string; digest: string } | undefined> =>
+        a.index === undefined
+          ? undefined
+          : { file: store.keptIndexFile(slot, artifact), digest: a.index.digest };
       return { device: store.device(slot), offset: a.offset, size: a.size, index };
     }
     return { refused: "not-held", detail: `no slot here holds release ${digest} verified` };
@@ -109,8 +117,24 @@ export class ByteBucket {
   }
 }
 
-/** Pieces of 64 KiB: small enough that the bucket paces smoothly, large enough for few reads. */
-const PIECE = 64 * 1024;
+const PIECE = PEER_PIECE;
+
+/**
+ * Connections served at once. The operator gives a holder at most 4 downloaders as their main
+ * source and a few more as a spare (src/operator/peer-sources-status.ts), and a download opens
+ * one connection per artifact at a time: 32 leaves room for all of them, and keeps what stalled
+ * readers can hold to 32 pieces of 64 KiB plus their sockets' buffers. One more is closed at once;
+ * its downloader drops this peer (unreachable) and takes the chunks from its next source.
+ */
+export const MAX_PEER_CONNECTIONS = 32;
+
+/**
+ * A socket that neither reads nor takes a byte for this long is closed: a reader on the cluster's
+ * network stalls after 5 s (PEER_IDLE_TIMEOUT_MS in ./seeded.ts) and has moved on long before;
+ * 30 s also leaves a reader waiting on the shared bucket (32 readers at 64 KiB/s: 32 s at worst
+ * for one piece) mostly unharmed.
+ */
+export const PEER_SERVE_IDLE_MS = 30_000;
 
 export interface PeerServerOptions {
   resolve: Resolve;
@@ -120,6 +144,10 @@ export interface PeerServerOptions {
   host?: string;
   /** Hears each piece of a body as it is sent (the agent's served-bytes metric). */
   onSent?: (n: number) => void;
+  /** MAX_PEER_CONNECTIONS unless given (tests). */
+  maxConnections?: number;
+  /** PEER_SERVE_IDLE_MS unless given (tests). */
+  idleMs?: number;
 }
 
 export interface PeerServer {
@@ -174,17 +202,41 @@ class Pacer {
   }
 }
 
+/**
+ * Streams the kept index piece by piece, hashing as it goes: a file whose digest turns out not
+ * to be release.yaml's is cut off before its end (the reader sees a short body and takes the
+ * index elsewhere). A whole index is tens of MiB for a large image; a copy per connection is
+ * what a handful of stalled readers would otherwise hold.
+ */
 async function sendIndex(res: ServerResponse, found: Served, pacer: Pacer): Promise<void> {
   const index = await found.index();
-  if (index === undefined)
+  const fh = index === undefined ? undefined : await open(index.file, "r").catch(() => undefined);
+  if (index === undefined || fh === undefined)
     return refuse(res, "no-index", "this machine kept no chunk index of that artifact");
-  res.writeHead(200, {
-    "content-type": "application/octet-stream",
-    "content-length": String(index.length),
-  });
-  for (let at = 0; at < index.length && !res.destroyed; at += PIECE)
-    await pacer.write(res, index.subarray(at, at + PIECE));
-  res.end();
+  try {
+    const { size } = await fh.stat();
+    res.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": String(size),
+    });
+    const h = createHash("sha256");
+    for (let at = 0; at < size && !res.destroyed;) {
+      const buf = Buffer.allocUnsafe(Math.min(PIECE, size - at));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+      if (bytesRead < buf.length) throw new Error(`${index.file}: short read at ${at}`);
+      h.update(buf);
+      at += bytesRead;
+      // The last piece goes only when the whole file is the index release.yaml names.
+      if (at === size && `sha256:${h.digest("hex")}` !== index.digest) {
+        res.destroy();
+        return;
+      }
+      await pacer.write(res, buf);
+    }
+    res.end();
+  } finally {
+    await fh.close();
+  }
 }
 
 async function sendRange(
@@ -227,6 +279,8 @@ async function sendRange(
 }
 
 export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer> {
+  const low = checkPeerRate(o.rate);
+  if (low !== undefined) throw low;
   const pacer = new Pacer(new ByteBucket(o.rate), o.onSent);
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const m = PATH.exec(req.url ?? "");
@@ -240,9 +294,20 @@ export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer>
     if ("refused" in found) return refuse(res, found.refused, found.detail);
     return m[3] !== undefined ? sendIndex(res, found, pacer) : sendRange(req, res, found, pacer);
   };
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy());
-  });
+  const idleMs = o.idleMs ?? PEER_SERVE_IDLE_MS;
+  const server: Server = createServer(
+    // A reader has the idle time to send its request line and headers, and as long as it
+    // keeps reading to take the body; keep-alive between requests is short.
+    { headersTimeout: idleMs, requestTimeout: idleMs, keepAliveTimeout: 5_000 },
+    (req, res) => {
+      handle(req, res).catch(() => res.destroy());
+    },
+  );
+  server.maxConnections = o.maxConnections ?? MAX_PEER_CONNECTIONS;
+  // No byte either way for idleMs (a reader that stopped reading: the socket's buffers are full
+  // and nothing moves): the socket is destroyed, its pending write's wait ends (drained), and
+  // the request's file handle is closed.
+  server.setTimeout(idleMs, (socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(o.port, o.host ?? "0.0.0.0", () => resolve());

@@ -6,7 +6,7 @@
 // reported; the channel is always the last source.
 
 /** Why a peer was dropped: a closed set, each documented in docs/peers.md. */
-export const PEER_FAULTS = ["lied", "stalled", "unreachable", "refused"] as const;
+export const PEER_FAULTS = ["lied", "stalled", "slow", "unreachable", "refused"] as const;
 export type PeerFault = (typeof PEER_FAULTS)[number];
 
 export interface PeerDrop {
@@ -23,6 +23,9 @@ export interface PeerDrop {
    */
   chunk?: number;
 }
+
+/** The channel's rate is judged from this many bytes on: a smaller sample is mostly latency. */
+export const CHANNEL_SAMPLE_BYTES = 1024 * 1024;
 
 /** The path under a peer's base URL where it serves one artifact of one release. */
 export function peerArtifactPath(releaseDigest: string, artifact: string): string {
@@ -63,6 +66,24 @@ export class PeerSet {
 
   drops(): PeerDrop[] {
     return [...this.dropped.values()];
+  }
+
+  private channelBytes = 0;
+  private channelMs = 0;
+
+  /** A range the channel delivered: `bytes` in `ms` (what a slow peer is judged against). */
+  noteChannel(bytes: number, ms: number): void {
+    this.channelBytes += bytes;
+    this.channelMs += ms;
+  }
+
+  /**
+   * What the channel delivered so far in this download, bytes a second; undefined until it
+   * sent enough to judge by (CHANNEL_SAMPLE_BYTES).
+   */
+  channelBps(): number | undefined {
+    if (this.channelBytes < CHANNEL_SAMPLE_BYTES || this.channelMs <= 0) return undefined;
+    return (this.channelBytes / this.channelMs) * 1000;
   }
 
   count(peer: string, bytes: number): void {

@@ -85,9 +85,48 @@ interface Source {
  */
 export const PEER_IDLE_TIMEOUT_MS = 5_000;
 
+/**
+ * A peer alive but slow (a failing disk, a saturated NIC) sends just often enough to beat the
+ * idle timer and would hold the download for hours: over each window of this length, a peer
+ * must deliver at least its floor (peerFloorBps), or it is dropped (`slow`) and its chunks go
+ * to the next source. Ten seconds: long enough that one hiccup is not judged, short against a
+ * download of minutes.
+ */
+export const PEER_SLOW_WINDOW_MS = 10_000;
+
+/** The floor when the channel has not been measured yet: one 64 KiB piece a second. */
+export const PEER_MIN_BPS = 64 * 1024;
+
+/** "Far below the channel": a peer slower than a sixteenth of what the channel delivers. */
+export const PEER_SLOW_FRACTION = 1 / 16;
+
+/** The least a peer must deliver a second, given what the channel delivered (if measured). */
+export function peerFloorBps(channelBps: number | undefined): number {
+  return Math.max(PEER_MIN_BPS, (channelBps ?? 0) * PEER_SLOW_FRACTION);
+}
+
+/**
+ * Whether a peer that sent `bytes` over `ms` (at least PEER_SLOW_WINDOW_MS) is too slow to
+ * keep: below its floor. Undefined while the window is not full yet (nothing to judge).
+ */
+export function peerTooSlow(o: {
+  bytes: number;
+  ms: number;
+  channelBps: number | undefined;
+}): { bps: number; floor: number } | undefined {
+  if (o.ms < PEER_SLOW_WINDOW_MS) return undefined;
+  const bps = (o.bytes / o.ms) * 1000;
+  const floor = peerFloorBps(o.channelBps);
+  return bps < floor ? { bps, floor } : undefined;
+}
+
+/** A peer that delivered below its floor over a window (peerTooSlow). */
+export class PeerTooSlow extends SeedFallback {}
+
 /** How a peer's failure is named: a wrong chunk is a lie, the rest say what the wire did. */
 export function peerFault(e: unknown): PeerFault {
   if (e instanceof ChunkMismatch) return "lied";
+  if (e instanceof PeerTooSlow) return "slow";
   if (e instanceof SeedFallback) return "refused";
   if (e instanceof LikenError && e.code === "LIKEN_VERIFY_STALLED") return "stalled";
   if (e instanceof LikenError && e.code === "LIKEN_VERIFY_HTTP_STATUS") return "refused";
@@ -122,6 +161,8 @@ class Sink {
 class Seeder {
   private readonly handles = new Map<string, FileHandle>();
   private readonly idx: ChunkIndex;
+  /** Each peer's current throughput window: bytes delivered, ms spent waiting on it. */
+  private readonly pace = new Map<string, { bytes: number; ms: number }>();
 
   constructor(
     private readonly s: SeededJob,
@@ -241,8 +282,11 @@ class Seeder {
     const src: Source = { url: job.url, ...(job.fetch ? { fetch: job.fetch } : {}) };
     let next = first;
     for (let attempt = 1; ; attempt++) {
+      const t0 = Date.now();
+      const before = this.s.stats.fetched;
       try {
         await this.fetchRange(src, next, last, (i) => (next = i + 1));
+        this.s.peers?.noteChannel(this.s.stats.fetched - before, Date.now() - t0);
         return;
       } catch (e) {
         // Our own stop (the download is being killed) is neither a fallback nor a retry.
@@ -258,6 +302,24 @@ class Seeder {
     }
   }
 
+  /**
+   * Adds what a peer just delivered to its window (time spent waiting on it, across ranges:
+   * a slow peer given many small ranges is judged as one given a long one), and throws
+   * PeerTooSlow when a full window fell below the floor.
+   */
+  private paced(peer: string, url: URL, bytes: number, ms: number): void {
+    const w = this.pace.get(peer) ?? { bytes: 0, ms: 0 };
+    w.bytes += bytes;
+    w.ms += ms;
+    this.pace.set(peer, w);
+    const slow = peerTooSlow({ ...w, channelBps: this.s.peers?.channelBps() });
+    if (w.ms >= PEER_SLOW_WINDOW_MS) this.pace.set(peer, { bytes: 0, ms: 0 });
+    if (slow === undefined) return;
+    throw new PeerTooSlow(
+      `GET ${url.href}: ${Math.round(slow.bps)} bytes/s over the last ${Math.round(w.ms / 1000)} s, below the floor of ${Math.round(slow.floor)} bytes/s (a sixteenth of what the channel delivers, at least ${PEER_MIN_BPS})`,
+    );
+  }
+
   /** Reads a checked 206's body chunk by chunk into the sink; returns the bytes received. */
   private async readBody(
     src: Source,
@@ -266,13 +328,17 @@ class Seeder {
     to: number,
     first: number,
     done: (i: number) => void,
+    started: number,
   ): Promise<number> {
     const url = src.url;
     const chunks = new Chunker(this.idx, first, url);
     let got = 0;
+    let last = started;
     try {
       for await (const piece of body) {
         const b = piece as Buffer;
+        // Only the wait for the peer counts, not this machine's own writing.
+        if (src.peer !== undefined) this.paced(src.peer, url, b.length, Date.now() - last);
         // Channel bytes are counted as they arrive; a peer's only once they pass the index.
         if (src.peer === undefined) this.s.stats.fetched += b.length;
         got += b.length;
@@ -294,6 +360,7 @@ class Seeder {
         // Only after the chunks before it are kept: a read brings many chunks at once (64 KiB),
         // and each one verified is a chunk no other source has to send again.
         if (wrong !== undefined) throw wrong;
+        last = Date.now();
       }
     } catch (cause) {
       discardBody(body);
@@ -313,6 +380,7 @@ class Seeder {
     const url = src.url;
     const from = this.idx.offset(first);
     const to = this.end(last) - 1;
+    const started = Date.now();
     const res = await get(url, { range: `bytes=${from}-${to}` }, src.fetch);
     this.s.stats.requests++;
     const fault = checkRangeReply(res.status, res.headers, from, to, job.artifact.size);
@@ -325,7 +393,7 @@ class Seeder {
       }
       throw new SeedFallback(fault.reason);
     }
-    const got = await this.readBody(src, res.body, from, to, first, done);
+    const got = await this.readBody(src, res.body, from, to, first, done, started);
     if (got < to - from + 1) {
       throw new VerifyError(
         "LIKEN_VERIFY_CONNECTION",

@@ -74,7 +74,12 @@ export class SlotStore {
 
   /** A chunk index kept for the slot's release (checked against its digest by the reader). */
   async keptIndex(slot: SlotName, artifact: string): Promise<Buffer | undefined> {
-    return readOptional(path.join(this.dir(slot), "index", `${artifact}.lkidx`));
+    return readOptional(this.keptIndexFile(slot, artifact));
+  }
+
+  /** Where that index is kept (the peer server streams it from there: ./peer-serve.ts). */
+  keptIndexFile(slot: SlotName, artifact: string): string {
+    return path.join(this.dir(slot), "index", `${artifact}.lkidx`);
   }
 
   async keepIndex(slot: SlotName, artifact: string, bytes: Uint8Array): Promise<void> {

@@ -155,6 +155,14 @@ describe("the Helm chart", () => {
     ) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
     expect(manual.spec.template.spec.containers[0]!.args).toContain("--csr-approval=off");
 
+    // csrNodeLabel: a labelled Node may join by its name (docs/operator.md).
+    const labelled = objects(await template("csrNodeLabel=liken.sh/machine")).get(
+      "apps/v1 Deployment liken-system/cluster-operator",
+    ) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(labelled.spec.template.spec.containers[0]!.args).toContain(
+      "--csr-node-label=liken.sh/machine",
+    );
+
     const off = objects(await template("metrics.service.enabled=false"));
     expect(off.has("v1 Service liken-system/cluster-operator-metrics")).toBe(false);
     await expect(

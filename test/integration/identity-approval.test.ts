@@ -32,11 +32,15 @@ let approver: CsrApprover;
 let bootstrap: string;
 const nodes: string[] = [];
 
-async function node(prefix: string): Promise<string> {
+/** The label this approver is told marks the fleet's Nodes (--csr-node-label). */
+const FLEET_LABEL = "liken.sh/test-fleet";
+
+async function node(prefix: string, labelled = true): Promise<string> {
   const name = uniqueName(prefix);
+  const labels = labelled ? { [FLEET_LABEL]: "true" } : undefined;
   await kubeConfig()
     .makeApiClient(CoreV1Api)
-    .createNode({ body: { metadata: { name } } });
+    .createNode({ body: { metadata: { name, ...(labels === undefined ? {} : { labels }) } } });
   nodes.push(name);
   return name;
 }
@@ -62,6 +66,7 @@ beforeAll(async () => {
   const operator = await serviceAccountKubeConfig("liken-system", "cluster-operator");
   approver = new CsrApprover(operator, {
     autoApprove: true,
+    nodeLabel: `${FLEET_LABEL}=true`,
     leading: () => true,
     identity: "identity-approval-test",
     log,
@@ -165,7 +170,17 @@ describe("each bad request is refused and nothing is issued", () => {
       name: uniqueName("nosuch"),
       subject: subject(uniqueName("nobody")),
     });
-    await refused(csr, "leave", "NoSuchMachine");
+    await refused(csr, "deny", "NoSuchMachine");
+  });
+
+  it("a Node the fleet does not expect: no Machine, not labelled (UnexpectedNode)", async () => {
+    // What a control-plane node looks like to the approver: a Node, and nothing of liken's.
+    const n = await node("cp", false);
+    const csr = await fileRaw(bootstrap, { name: uniqueName("unexpected"), subject: subject(n) });
+    await refused(csr, "deny", "UnexpectedNode");
+    expect((await readCsr(csr)).conditions.find((c) => c.type === "Denied")?.message).toContain(
+      `label its Node ${FLEET_LABEL}=true`,
+    );
   });
 
   it(`a flood from one identity: the requests after ${FLOOD_MAX} within a minute (RequestFlood)`, async () => {

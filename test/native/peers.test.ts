@@ -13,6 +13,7 @@ import { buildRelease } from "../../src/release/build.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
 import { peerArtifactPath, type PeerDrop } from "../../src/slots/peer-sources.js";
 import { resolveFromStore, startPeerServer, type PeerServer } from "../../src/slots/peer-serve.js";
+import { PEER_SLOW_WINDOW_MS } from "../../src/slots/seeded.js";
 import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
 import { SlotStore } from "../../src/slots/store.js";
 import { INDEX_CHUNK } from "../../src/verify/chunk-index.js";
@@ -190,6 +191,25 @@ describe("peers", () => {
     expect(m.drops).toMatchObject([{ fault: kind, artifact: "rootfs", chunk: expect.any(Number) }]);
     expect(m.messages.join("\n")).toMatch(new RegExp(`peer .* ${kind} .*dropped for this release`));
   });
+
+  it("a peer alive but slow (a trickle inside the idle timer) is dropped as slow; the channel finishes", async () => {
+    // 8 KiB/s in 16 KiB pieces: a piece every 2 s, inside the 5 s idle timer, for ever.
+    faulty.faults.set(faultyPath, { throttle: 8 * KiB });
+    const m = await machine();
+    const t0 = Date.now();
+    const r = await downloadRelease(
+      m.req({ peers: [`${faulty.url}/`], fetch: { idleTimeoutMs: 5_000 } }),
+    );
+    await expectStaged(m);
+    expect(m.drops).toMatchObject([
+      { fault: "slow", artifact: "rootfs", chunk: expect.any(Number) },
+    ]);
+    expect(m.drops[0]!.detail).toMatch(/bytes\/s over the last 1\d s, below the floor of 65536/);
+    expect(m.messages.join("\n")).toMatch(/peer .* slow .*dropped for this release/);
+    // Dropped after one window, not after the hours the trickle would take.
+    expect(Date.now() - t0).toBeLessThan(PEER_SLOW_WINDOW_MS + 20_000);
+    expect(channelArtifactBytes()).toBe(v2.length - r.bytes!.fromPeers!);
+  }, 90_000);
 
   it("every peer gone: the channel serves it all", async () => {
     const m = await machine();

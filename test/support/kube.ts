@@ -9,7 +9,7 @@ import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
 import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
-import { kwokNode } from "../../src/controlplane/kwok.js";
+import { addressKwokNode, kwokNode } from "../../src/controlplane/kwok.js";
 
 export interface ControlPlaneInfo {
   server: string;
@@ -170,6 +170,7 @@ export async function createKwokNode(
       capacity: { cpu: opts.cpu ?? "32", memory: opts.memory ?? "256Gi", pods: opts.pods ?? "110" },
     }),
   });
+  await addressKwokNode(kubeConfig(), name);
   await waitFor(`node ${name} Ready (kwok)`, async () => {
     const n = await core.readNode({ name });
     return n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");

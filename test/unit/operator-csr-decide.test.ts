@@ -10,6 +10,7 @@ import {
   type CsrWorld,
   type RequestFacts,
 } from "../../src/operator/csr/decide.js";
+import { carries } from "../../src/operator/csr/approver.js";
 
 const NOW = Date.parse("2026-12-04T10:00:00Z");
 const REQUEST: RequestFacts = {
@@ -41,7 +42,7 @@ function csr(over: Partial<CsrView> = {}, request: Partial<RequestFacts> = {}): 
 function world(over: Partial<CsrWorld> = {}): CsrWorld {
   return {
     nowMs: NOW,
-    target: { node: true, machine: true },
+    target: { node: true, nodeLabelled: false, machine: true },
     all: [],
     autoApprove: true,
     ...over,
@@ -50,17 +51,37 @@ function world(over: Partial<CsrWorld> = {}): CsrWorld {
 
 describe("decideCsr approves what an agent files for itself", () => {
   it.each<[string, CsrView, CsrWorld]>([
-    ["bootstrap, a Node of that name", csr(), world({ target: { node: true, machine: false } })],
-    ["bootstrap, only a Machine", csr(), world({ target: { node: false, machine: true } })],
+    [
+      "bootstrap, a Node of that name carrying the operator's label",
+      csr(),
+      world({
+        target: { node: true, nodeLabelled: true, machine: false },
+        nodeLabel: "liken.sh/machine=true",
+      }),
+    ],
+    [
+      "bootstrap, only a Machine created ahead",
+      csr(),
+      world({ target: { node: false, nodeLabelled: false, machine: true } }),
+    ],
     [
       "renewal by itself",
       csr(ITSELF),
-      world({ target: { node: true, machine: true, certificateExpiryMs: NOW + 60_000 } }),
+      world({
+        target: {
+          node: true,
+          nodeLabelled: false,
+          machine: true,
+          certificateExpiryMs: NOW + 60_000,
+        },
+      }),
     ],
     [
       "bootstrap after the certificate expired",
       csr(),
-      world({ target: { node: true, machine: true, certificateExpiryMs: NOW - 1 } }),
+      world({
+        target: { node: true, nodeLabelled: false, machine: true, certificateExpiryMs: NOW - 1 },
+      }),
     ],
     ["RSA 2048", csr({}, { key: { kind: "rsa", bits: 2048 } }), world()],
     ["P-384", csr({}, { key: { kind: "ec", curve: "secp384r1" } }), world()],
@@ -155,16 +176,42 @@ describe("decideCsr refuses, and says why", () => {
       "UnknownRequester",
     ],
     [
-      "no Node and no Machine",
+      "bootstrap, no Node and no Machine",
       csr(),
-      world({ target: { node: false, machine: false } }),
+      world({ target: { node: false, nodeLabelled: false, machine: false } }),
+      "deny",
+      "NoSuchMachine",
+    ],
+    [
+      "bootstrap, a Node without the operator's label and no Machine (a control-plane node)",
+      csr({}, { commonName: "liken:machine:control-plane-1" }),
+      world({
+        target: { node: true, nodeLabelled: false, machine: false },
+        nodeLabel: "liken.sh/machine=true",
+      }),
+      "deny",
+      "UnexpectedNode",
+    ],
+    [
+      "bootstrap, a Node and no label configured",
+      csr(),
+      world({ target: { node: true, nodeLabelled: false, machine: false } }),
+      "deny",
+      "UnexpectedNode",
+    ],
+    [
+      "a renewal for a name whose Node and Machine are gone",
+      csr(ITSELF),
+      world({ target: { node: false, nodeLabelled: false, machine: false } }),
       "leave",
       "NoSuchMachine",
     ],
     [
       "bootstrap while the Machine's certificate is valid",
       csr(),
-      world({ target: { node: true, machine: true, certificateExpiryMs: NOW + 1 } }),
+      world({
+        target: { node: true, nodeLabelled: false, machine: true, certificateExpiryMs: NOW + 1 },
+      }),
       "leave",
       "AlreadyJoined",
     ],
@@ -214,6 +261,39 @@ describe("decideCsr refuses, and says why", () => {
     expect(
       decideCsr(later, world({ all: spread.slice(0, FLOOD_MAX).concat(later) })),
     ).toMatchObject({ kind: "approve" });
+  });
+});
+
+describe("decideCsr approves only names the fleet expects", () => {
+  it("says which name, why, and what a person can do", () => {
+    const d = decideCsr(
+      csr({}, { commonName: "liken:machine:control-plane-1" }),
+      world({
+        target: { node: true, nodeLabelled: false, machine: false },
+        nodeLabel: "liken.sh/machine=true",
+      }),
+    );
+    expect(d).toMatchObject({ kind: "deny", reason: "UnexpectedNode" });
+    const m = (d as { message: string }).message;
+    expect(m).toContain("control-plane-1");
+    expect(m).toContain("does not carry liken.sh/machine=true");
+    expect(m).toContain("create the Machine control-plane-1 ahead");
+    expect(m).toContain("or label its Node liken.sh/machine=true");
+  });
+
+  it.each<[string, Record<string, string>, string | undefined, boolean]>([
+    ["no label configured", { "liken.sh/machine": "true" }, undefined, false],
+    ["key=value, carried", { "liken.sh/machine": "true" }, "liken.sh/machine=true", true],
+    ["key=value, another value", { "liken.sh/machine": "false" }, "liken.sh/machine=true", false],
+    ["key alone, present", { "liken.sh/machine": "" }, "liken.sh/machine", true],
+    [
+      "key alone, absent",
+      { "node-role.kubernetes.io/control-plane": "" },
+      "liken.sh/machine",
+      false,
+    ],
+  ])("a Node's labels and --csr-node-label: %s", (_, labels, selector, want) => {
+    expect(carries(labels, selector)).toBe(want);
   });
 });
 

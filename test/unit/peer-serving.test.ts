@@ -118,6 +118,30 @@ describe("assignedPeers", () => {
   ] as const)("%s", (_n, c, machine, want) => {
     expect(assignedPeers(c, machine, A)).toEqual(want);
   });
+
+  it("refuses an assigned peer that is not http://<IP>:<port>/, and says so", () => {
+    const c = cluster({ peers: { enabled: true } }, {
+      peerSources: [
+        {
+          machine: "node-4",
+          digest: A.digest,
+          peers: [
+            "http://169.254.169.254:8080/",
+            "http://10.0.0.8:7450/",
+            "http://evil.example:8080/",
+          ],
+        },
+      ],
+    } as Cluster["status"]);
+    const refused: string[] = [];
+    expect(assignedPeers(c, "node-4", A, (url, why) => refused.push(`${url}: ${why}`))).toEqual([
+      "http://10.0.0.8:7450/",
+    ]);
+    expect(refused).toEqual([
+      "http://169.254.169.254:8080/: host 169.254.169.254 is link-local, unspecified or multicast: no Node's address",
+      "http://evil.example:8080/: host evil.example is a name, not a Node's IP address",
+    ]);
+  });
 });
 
 describe("downloadArgv", () => {

@@ -3,12 +3,13 @@
 // certificate at 70-90 % of each lifetime, switch the agent's connections to the new one only
 // once it has answered, and join again with the bootstrap credential when a certificate
 // expired anyway (a machine powered off past its notAfter). Phases log their begin and end.
-import { X509Certificate } from "node:crypto";
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
+import { isUnauthorized } from "../../api/errors.js";
 import { rfc3339 } from "../../api/time.js";
 import { agentUserName } from "../../api/types.js";
 import { errorCode, errorText } from "../../errors.js";
@@ -122,8 +123,16 @@ export class MachineIdentity {
         : "no client certificate yet: joining with the bootstrap credential",
     );
     const boot = this.bootstrapConfig();
-    const rest = new Rest(boot, `liken-agent/${this.machine} (bootstrap)`);
-    const cert = await this.obtain(rest, signal);
+    // The bootstrap kubeconfig is read again for each attempt: a person who replaces a revoked
+    // token needs no restart.
+    const client = (): Rest =>
+      new Rest(this.bootstrapConfig(), `liken-agent/${this.machine} (bootstrap)`);
+    const cert = await this.obtainProven(client, signal, "bootstrap", {
+      server: boot.server,
+      ...(boot.ca === undefined ? {} : { ca: boot.ca }),
+      ...(boot.tlsServerName === undefined ? {} : { tlsServerName: boot.tlsServerName }),
+      ...(boot.insecure === undefined ? {} : { insecure: boot.insecure }),
+    });
     writeKubeconfig(this.s.kubeconfig, {
       server: boot.server,
       ...(boot.ca === undefined ? {} : { caData: boot.ca.toString("base64") }),
@@ -163,6 +172,12 @@ export class MachineIdentity {
         changed();
       } catch (e) {
         if (signal.aborted) return;
+        if (errorCode(e) === "LIKEN_AGENT_IDENTITY_EXPIRED") {
+          // Next turn: the certificate has expired, so the bootstrap credential is used at once.
+          this.log.warn({ err: errorText(e), code: errorCode(e) }, "certificate renewal failed");
+          failures = 0;
+          continue;
+        }
         failures++;
         this.log.warn(
           { err: errorText(e), code: errorCode(e), failures },
@@ -182,29 +197,8 @@ export class MachineIdentity {
       { phase: "renew", notAfter: new Date(this.held!.notAfterMs).toISOString() },
       "renewing the client certificate",
     );
-    const { certPem, keyPem } = await this.obtain(rest, signal);
-    // Keep the old one until the new one works: one request authenticated by the new pair
-    // must come back as this machine before anything switches to it.
-    const probe = new Rest({
-      ...rest.config,
-      cert: Buffer.from(certPem),
-      key: Buffer.from(keyPem),
-    });
-    const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
-      "POST",
-      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-      {
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-        op: { verb: "create", kind: "SelfSubjectReview" },
-      },
-    );
-    const user = review.status?.userInfo?.username;
-    if (user !== agentUserName(this.machine)) {
-      throw new AgentError(
-        "LIKEN_AGENT_IDENTITY_REFUSED",
-        `the renewed certificate authenticates as ${user ?? "nobody"}, not ${agentUserName(this.machine)}; the old one stays in use`,
-      );
-    }
+    // Keep the old one until the new one works: the new pair must prove itself first.
+    const { certPem, keyPem } = await this.obtainProven(() => rest, signal, "own", rest.config);
     this.install(certPem, keyPem, "Renewed");
     this.switchTo(rest);
     this.log.info(
@@ -213,15 +207,102 @@ export class MachineIdentity {
     );
   }
 
+  /**
+   * A certificate obtained and proven: it carries the public half of the key this machine
+   * made, and one request authenticated by the pair comes back as this machine. A certificate
+   * that fails either is never installed: the first join (an approver or a signer that issued
+   * something else) as much as a renewal. `server` is where to ask: the API server and its CA,
+   * without the credential that filed the request.
+   */
+  private async obtainProven(
+    client: () => Rest,
+    signal: AbortSignal,
+    by: "own" | "bootstrap",
+    server: RestConfig,
+  ): Promise<{ certPem: string; keyPem: string }> {
+    for (;;) {
+      const got = await this.obtain(client, signal, by);
+      let wrong: string | undefined;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          wrong = await this.prove(server, got.certPem, got.keyPem);
+          break;
+        } catch (e) {
+          // The API server did not answer: the certificate is not at fault, ask again.
+          const pause = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 5));
+          this.log.warn(
+            { err: errorText(e), code: errorCode(e), attempt, retryInMs: pause },
+            "checking the issued certificate failed",
+          );
+          await sleep(pause, undefined, { signal });
+        }
+      }
+      if (wrong === undefined) return got;
+      // The request is spent; the next one is filed with a new key after a pause.
+      rmSync(path.join(this.dir, PENDING_KEY), { force: true });
+      this.log.warn({ code: "LIKEN_AGENT_IDENTITY_REFUSED", retryInMs: RETRY_MAX_MS }, wrong);
+      await sleep(RETRY_MAX_MS, undefined, { signal });
+    }
+  }
+
+  /** Why `certPem` with `keyPem` is not this machine's identity, or undefined when it is. */
+  private async prove(
+    server: RestConfig,
+    certPem: string,
+    keyPem: string,
+  ): Promise<string | undefined> {
+    const who = agentUserName(this.machine);
+    const keep = `the certificate is not installed (docs/machine.md, "Identity"); the agent files a new request with a new key`;
+    try {
+      if (!new X509Certificate(certPem).checkPrivateKey(createPrivateKey(keyPem)))
+        return `the certificate issued for machine ${this.machine} does not carry the public half of the key this machine made; ${keep}`;
+    } catch (e) {
+      return `the certificate issued for machine ${this.machine} cannot be read (${errorText(e)}); ${keep}`;
+    }
+    const probe = new Rest({
+      ...server,
+      token: undefined,
+      tokenFile: undefined,
+      cert: Buffer.from(certPem),
+      key: Buffer.from(keyPem),
+    });
+    let user: string | undefined;
+    try {
+      const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+          op: { verb: "create", kind: "SelfSubjectReview" },
+        },
+      );
+      user = review.status?.userInfo?.username;
+    } catch (e) {
+      if (!isUnauthorized(e)) throw e;
+      return `the certificate issued for machine ${this.machine} is not accepted by the API server (401); ${keep}`;
+    }
+    return user === who
+      ? undefined
+      : `the certificate issued for machine ${this.machine} authenticates as ${user ?? "nobody"}, not ${who}; ${keep}`;
+  }
+
   private switchTo(rest: Rest): void {
     const pem = readFileSync(this.held!.file);
     rest.useClientCertificate(pem, pem);
   }
 
-  /** A request filed and waited for; a denial is tried again with a new key after a pause. */
+  /**
+   * A request filed and waited for; a denial is tried again with a new key after a pause.
+   * `by`: the credential that files and reads it. The machine's own certificate stops being
+   * used the moment it has expired (LIKEN_AGENT_IDENTITY_EXPIRED: the caller joins again with
+   * the bootstrap credential, which finds the same request by its key and reads its approval
+   * whenever it comes); the bootstrap credential is asked again until it works, since nothing
+   * else can give the machine an identity.
+   */
   private async obtain(
-    rest: Rest,
+    client: () => Rest,
     signal: AbortSignal,
+    by: "own" | "bootstrap",
   ): Promise<{ certPem: string; keyPem: string }> {
     const keyFile = path.join(this.dir, PENDING_KEY);
     for (let attempt = 1; ; attempt++) {
@@ -232,7 +313,7 @@ export class MachineIdentity {
         writeAtomically(keyFile, keyPem);
       }
       try {
-        const certPem = await requestCertificate(rest, {
+        const certPem = await requestCertificate(client(), {
           machine: this.machine,
           keyPem,
           expirationSeconds: this.s.expirationSeconds,
@@ -251,9 +332,27 @@ export class MachineIdentity {
         return { certPem, keyPem };
       } catch (e) {
         if (signal.aborted) throw e;
+        const h = this.held;
+        if (by === "own" && h !== undefined && h.notAfterMs <= Date.now()) {
+          // Its own certificate can no longer file or read anything (the API server answers
+          // 401): asking again with it would go on for ever.
+          throw new AgentError(
+            "LIKEN_AGENT_IDENTITY_EXPIRED",
+            `machine ${this.machine}'s client certificate expired at ${new Date(h.notAfterMs).toISOString()} while its renewal request waited (${errorText(e)}); the agent joins again with the bootstrap credential, which reads the same request and its approval whenever it comes (docs/machine.md, "Identity")`,
+            { cause: e },
+          );
+        }
         // A refused request is final: the next one is a new request with a new key.
         if (errorCode(e) === "LIKEN_AGENT_IDENTITY_REFUSED") rmSync(keyFile, { force: true });
         const pause = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(attempt, 5));
+        if (by === "bootstrap" && isUnauthorized(e)) {
+          this.log.error(
+            { code: "LIKEN_AGENT_IDENTITY_UNAVAILABLE", attempt, retryInMs: pause },
+            `machine ${this.machine} has no valid certificate and the API server refuses its bootstrap credential ${this.s.bootstrapKubeconfig} (401: the token expired or its Secret was deleted); put a valid bootstrap kubeconfig there (it is read again at each try) or give the machine a kubeconfig by hand (docs/machine.md, "Identity")`,
+          );
+          await sleep(pause, undefined, { signal });
+          continue;
+        }
         this.log.warn(
           { err: errorText(e), code: errorCode(e), attempt, retryInMs: pause },
           "certificate request failed",
@@ -286,7 +385,10 @@ export class MachineIdentity {
   private retryMs(h: Held, failures: number): number {
     const left = h.notAfterMs - Date.now();
     const base = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, left / 10));
-    return Math.min(RETRY_MAX_MS, base * 2 ** Math.min(failures - 1, 5), Math.max(0, left));
+    const backoff = Math.min(RETRY_MAX_MS, base * 2 ** Math.min(failures - 1, 5));
+    // Up to the expiry (the bootstrap credential is used from then on); a join that failed
+    // after it is tried again at the same pace, never in a busy loop.
+    return left > 0 ? Math.min(backoff, left) : backoff;
   }
 
   private bootstrapConfig(): RestConfig {

@@ -130,7 +130,7 @@ export async function requestCertificate(rest: Rest, o: RequestOptions): Promise
     if (cert !== undefined && cert !== "") return Buffer.from(cert, "base64").toString("utf8");
     if (!warned && Date.now() - began >= o.warnAfterMs) {
       warned = true;
-      const message = `certificate request ${name} for machine ${o.machine} has not been approved for ${Math.round((Date.now() - began) / 1000)} s: is cluster-operator running with --csr-approval auto, and does a Node or a Machine named ${o.machine} exist? Its Events say why it was left (kubectl describe csr ${name}); a person may approve it: kubectl certificate approve ${name}`;
+      const message = `certificate request ${name} for machine ${o.machine} has not been approved for ${Math.round((Date.now() - began) / 1000)} s: is cluster-operator running with --csr-approval auto, and was a Machine named ${o.machine} created ahead, or does its Node carry the label cluster-operator names (--csr-node-label)? Its Events say why it was left (kubectl describe csr ${name}); a person may approve it: kubectl certificate approve ${name}`;
       o.log.warn({ csr: name }, message);
       o.onSlow?.(message);
     }

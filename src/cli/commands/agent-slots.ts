@@ -5,6 +5,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import type { SlotStatus } from "../../slots/check.js";
 import { DEFAULT_CONFIG, loadAgentConfig } from "../../slots/config.js";
 import { SlotError } from "../../slots/errors.js";
+import { checkPeerRate } from "../../slots/peer-rate.js";
 import { DIGEST_RE } from "../../verify/digest.js";
 import { parseMillis, parsePort } from "./numbers.js";
 import { parseSize } from "./size.js";
@@ -21,6 +22,14 @@ function collectPeer(v: string, prev: string[]): string[] {
   if (u.protocol !== "http:" && u.protocol !== "https:")
     throw new InvalidArgumentError(`"${v}": a peer is served over http or https`);
   return [...prev, u.href];
+}
+
+/** `serve-peers --rate <size>`: a size the peer server can pace (at least 64 KiB a second). */
+function parsePeerRate(v: string): number {
+  const rate = parseSize(v);
+  const low = checkPeerRate(rate, `--rate ${v} (${rate} bytes/s)`);
+  if (low !== undefined) throw new InvalidArgumentError(`${low.code}: ${low.message}`);
+  return rate;
 }
 
 function statusTable(rows: SlotStatus[]): string {
@@ -134,8 +143,8 @@ export function addAgentSlotCommands(agent: Command): void {
     .option("--host <host>", "the address to listen on", "0.0.0.0")
     .option(
       "--rate <size>",
-      "bytes a second for everything served (e.g. 50MiB)",
-      parseSize,
+      "bytes a second for everything served (e.g. 50MiB; at least 64KiB)",
+      parsePeerRate,
       50 * 1024 ** 2,
     )
     .requiredOption(

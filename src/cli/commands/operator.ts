@@ -31,10 +31,22 @@ interface Options {
   webhookUrl?: string;
   metricsAddress: ListenAddress | undefined;
   csrApproval: CsrApproval;
+  csrNodeLabel?: string;
 }
 
 /** Whether cluster-operator approves machine certificate requests by itself (docs/operator.md). */
 type CsrApproval = "auto" | "off";
+
+/** A label key (an optional DNS prefix and a name), with `=value` or not. */
+const LABEL =
+  /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?(=([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?)?$/;
+
+function csrNodeLabel(text: string): string {
+  if (LABEL.test(text) && text.split("=")[0]!.length <= 316) return text;
+  throw new InvalidArgumentError(
+    `--csr-node-label ${text}: give a label as key or key=value (for example liken.sh/machine=true), the label your provisioner puts on the fleet's Nodes`,
+  );
+}
 
 function csrApproval(text: string): CsrApproval {
   if (text === "auto" || text === "off") return text;
@@ -156,6 +168,11 @@ export function registerOperator(program: Command): void {
       csrApproval,
       "auto" as CsrApproval,
     )
+    .option(
+      "--csr-node-label <key[=value]>",
+      'a Node carrying this label is a machine of the fleet and may join by its name with the bootstrap credential; without it, only a name whose Machine was created ahead may (docs/operator.md, "Machine certificates")',
+      csrNodeLabel,
+    )
     .action(async (o: Options) => {
       const kc = loadKubeConfig(o.kubeconfig);
       const identity =
@@ -182,6 +199,7 @@ export function registerOperator(program: Command): void {
       webhook?.start();
       const approver = new CsrApprover(kc, {
         autoApprove: o.csrApproval === "auto",
+        ...(o.csrNodeLabel === undefined ? {} : { nodeLabel: o.csrNodeLabel }),
         leading: () => op.leading(),
         identity,
         log,

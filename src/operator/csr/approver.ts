@@ -33,6 +33,12 @@ export const APPROVER_INTERVAL_MS = 2_000;
 export interface ApproverOptions {
   /** Off: approve nothing; denials and Events still happen (`--csr-approval off`). */
   autoApprove: boolean;
+  /**
+   * `key` or `key=value` (`--csr-node-label`): a Node carrying it is a machine of the fleet
+   * and may join by its name with the bootstrap credential; otherwise only a Machine created
+   * ahead may (./decide.ts).
+   */
+  nodeLabel?: string;
   /** Whether this copy leads (the operator's Lease); only the leader writes. */
   leading: () => boolean;
   identity: string;
@@ -149,18 +155,25 @@ export class CsrApprover {
     const machine = requestedMachine(view);
     const target = machine === undefined ? NO_TARGET : await this.target(machine);
     const nowMs = this.opts.now?.() ?? Date.now();
+    const { autoApprove, nodeLabel } = this.opts;
     await this.act(
       csr,
-      decideCsr(view, { nowMs, target, all, autoApprove: this.opts.autoApprove }),
+      decideCsr(view, {
+        nowMs,
+        target,
+        all,
+        autoApprove,
+        ...(nodeLabel === undefined ? {} : { nodeLabel }),
+      }),
     );
   }
 
   private async target(machine: string): Promise<Target> {
     const [node, m] = await Promise.all([
       this.core.readNode({ name: machine }).then(
-        () => true,
+        (n) => n.metadata?.labels ?? {},
         (e: unknown) => {
-          if (isNotFound(e) || (e as { code?: number }).code === 404) return false;
+          if (isNotFound(e) || (e as { code?: number }).code === 404) return undefined;
           throw e;
         },
       ),
@@ -168,7 +181,8 @@ export class CsrApprover {
     ]);
     const expiry = m?.status?.certificateExpiry;
     return {
-      node,
+      node: node !== undefined,
+      nodeLabelled: node !== undefined && carries(node, this.opts.nodeLabel),
       machine: m !== undefined,
       ...(expiry === undefined ? {} : { certificateExpiryMs: Date.parse(expiry) }),
     };
@@ -270,4 +284,12 @@ export class CsrApprover {
   }
 }
 
-const NO_TARGET: Target = { node: false, machine: false };
+const NO_TARGET: Target = { node: false, nodeLabelled: false, machine: false };
+
+/** Whether `labels` carry `selector` (`key`: present; `key=value`: that value). */
+export function carries(labels: Record<string, string>, selector: string | undefined): boolean {
+  if (selector === undefined) return false;
+  const at = selector.indexOf("=");
+  if (at < 0) return Object.hasOwn(labels, selector);
+  return labels[selector.slice(0, at)] === selector.slice(at + 1);
+}

@@ -48,6 +48,12 @@ export interface CsrView {
 /** What the cluster holds for the requested machine name (looked up by the wiring). */
 export interface Target {
   node: boolean;
+  /**
+   * That Node carries the label the operator's configuration names (`liken operator
+   * --csr-node-label`); false when it names none or there is no such Node.
+   */
+  nodeLabelled: boolean;
+  /** A Machine of that name exists: created ahead by a person or a provisioner. */
   machine: boolean;
   /** status.certificateExpiry of that Machine, as its agent last reported it. */
   certificateExpiryMs?: number;
@@ -60,6 +66,8 @@ export interface CsrWorld {
   all: readonly CsrView[];
   /** Off: nothing is approved automatically; a person approves (liken operator --csr-approval). */
   autoApprove: boolean;
+  /** The Node label that marks a machine of the fleet (--csr-node-label), for the messages. */
+  nodeLabel?: string;
 }
 
 /** Why a request was not approved: each is documented in docs/operator.md. */
@@ -72,6 +80,7 @@ export type CsrRefusal =
   | "OtherMachine"
   | "UnknownRequester"
   | "NoSuchMachine"
+  | "UnexpectedNode"
   | "AlreadyJoined"
   | "RequestFlood"
   | "AlreadyPending"
@@ -219,7 +228,49 @@ function sameAsk(csr: CsrView, machine: string, all: readonly CsrView[]): CsrVie
   return same.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
-/** The cluster-side checks: the name exists, no live identity for a bootstrap, no flood. */
+/**
+ * Whether the fleet expects this name. The bootstrap credential is in every machine image, so
+ * whoever holds one can ask for any name; a name is a machine's only when a Machine was created
+ * for it ahead, or its Node carries the label the operator names. Any other Node (a
+ * control-plane node above all: the machine's rights to cordon and evict would apply to it) is
+ * denied. A renewal comes from a machine liken already trusted: it needs its Node or its
+ * Machine to still exist, or a person decides.
+ */
+function expectedRefusal(
+  machine: string,
+  requester: Requester,
+  w: CsrWorld,
+): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
+  const t = w.target;
+  if (requester.kind === "itself") {
+    if (t.node || t.machine) return undefined;
+    return {
+      kind: "leave",
+      reason: "NoSuchMachine",
+      message: `machine ${machine} renews, but no Node and no Machine is named ${machine}; ${PERSON}`,
+    };
+  }
+  if (t.machine || (t.node && t.nodeLabelled)) return undefined;
+  const fix = `create the Machine ${machine} ahead (docs/machine.md, "Identity") ${
+    w.nodeLabel === undefined
+      ? "or run the operator with --csr-node-label and label its Node"
+      : `or label its Node ${w.nodeLabel}`
+  }; the agent files a new request by itself`;
+  if (!t.node) {
+    return {
+      kind: "deny",
+      reason: "NoSuchMachine",
+      message: `the bootstrap credential asks for ${machine}, but no Machine and no Node is named ${machine}: the fleet does not expect it; ${fix}`,
+    };
+  }
+  return {
+    kind: "deny",
+    reason: "UnexpectedNode",
+    message: `the bootstrap credential asks for ${machine}, a Node the fleet does not expect: no Machine ${machine} was created ahead and the Node does not carry ${w.nodeLabel ?? "a label the operator names"}; a machine's rights (cordon its Node, evict its pods) must not reach a node outside the fleet (a control-plane node); if it is a machine, ${fix}`,
+  };
+}
+
+/** The cluster-side checks: the name is expected, no live identity for a bootstrap, no flood. */
 function clusterRefusal(
   csr: CsrView,
   machine: string,
@@ -237,13 +288,8 @@ function clusterRefusal(
       message: `${csr.username} filed ${recent.length} requests for ${machine} within ${FLOOD_WINDOW_MS / 1000} s (at most ${FLOOD_MAX}); this is number ${rank + 1}`,
     };
   }
-  if (!w.target.node && !w.target.machine) {
-    return {
-      kind: "leave",
-      reason: "NoSuchMachine",
-      message: `no Node and no Machine is named ${machine}; create the Machine (docs/machine.md) or ${PERSON}`,
-    };
-  }
+  const refusal = expectedRefusal(machine, requester, w);
+  if (refusal !== undefined) return refusal;
   if (requester.kind === "bootstrap") {
     const live = w.all.find(
       (c) =>

@@ -1,0 +1,141 @@
+// Where a holder may be fetched from (docs/peers.md, "Which address is handed out"): Machine
+// status.peers.url is whatever string that machine's identity writes, and every downloader the
+// operator assigns would fetch from it. So the operator hands out only an address it can tie to
+// the machine by other means: its Node's address (reported by the kubelet and the cloud
+// provider, not by liken's agent), with the port the agent says it serves on. A pure decider
+// (table tests: test/unit/peer-address.test.ts); NodeAddresses reads and caches the Nodes.
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+
+/** A Node's status.addresses entry. */
+export interface NodeAddress {
+  type: string;
+  address: string;
+}
+
+/** Why a machine's advertised peer URL is not handed out (docs/peers.md). */
+export type PeerAddressRefusal = "NotAPeerUrl" | "NoNodeAddress";
+
+/** The address types a peer is reached at, in order of preference. */
+const REACHABLE = ["InternalIP", "ExternalIP"] as const;
+
+/**
+ * The URL handed out for a machine that advertises `advertised` and whose Node has
+ * `addresses`: http://<the Node's address>:<the advertised port>/. The advertised host is used
+ * only when it is one of the Node's own addresses; otherwise the Node's InternalIP (else its
+ * ExternalIP) replaces it. Refused: a URL that is not http://host:port/ (credentials, a path,
+ * a query), or a Node without an IP address.
+ */
+export function tiedPeerUrl(
+  machine: string,
+  advertised: string,
+  addresses: readonly NodeAddress[] | undefined,
+): { url: string } | { refused: PeerAddressRefusal; message: string } {
+  let u: URL;
+  try {
+    u = new URL(advertised);
+  } catch {
+    u = new URL("invalid:");
+  }
+  if (
+    u.protocol !== "http:" ||
+    u.port === "" ||
+    u.username !== "" ||
+    u.password !== "" ||
+    u.pathname !== "/" ||
+    u.search !== "" ||
+    u.hash !== ""
+  ) {
+    return {
+      refused: "NotAPeerUrl",
+      message: `machine ${machine} advertises ${JSON.stringify(advertised.slice(0, 200))} in status.peers.url, not http://<host>:<port>/; it is not handed out to any downloader (the agent writes this itself: look at its version and agent.yaml peersAddress)`,
+    };
+  }
+  const own = (addresses ?? []).filter((a) => (REACHABLE as readonly string[]).includes(a.type));
+  const host = u.hostname.replace(/^\[(.*)\]$/, "$1");
+  const chosen =
+    own.find((a) => a.address === host) ??
+    REACHABLE.map((t) => own.find((a) => a.type === t)).find((a) => a !== undefined);
+  if (chosen === undefined) {
+    return {
+      refused: "NoNodeAddress",
+      message: `machine ${machine}'s Node reports no InternalIP or ExternalIP address, so no address can be tied to it; it serves no downloader until its Node does (kubectl get node ${machine} -o wide)`,
+    };
+  }
+  const h = chosen.address.includes(":") ? `[${chosen.address}]` : chosen.address;
+  return { url: `http://${h}:${u.port}/` };
+}
+
+/**
+ * The Nodes' addresses, read on demand and read again every minute while they are asked for:
+ * the operator watches Machines, not Nodes (a Node object is large, and only the holders' are
+ * needed). A Node not read yet has no address this pass; `changed` is told whenever a read
+ * changes what is known, and the next pass hands the holder out at its new address.
+ */
+export class NodeAddresses {
+  static readonly TTL_MS = 60_000;
+  private readonly core: CoreV1Api;
+  private readonly known = new Map<string, { at: number; addresses: NodeAddress[] }>();
+  private readonly reading = new Set<string>();
+  /** When each Node was last asked for: one not asked for in two minutes is forgotten. */
+  private readonly asked = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    kc: KubeConfig,
+    private readonly changed: () => void,
+    private readonly onError: (e: unknown) => void,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api);
+    // Without a pass in between (a fleet at rest), a Node's new address is still read.
+    this.timer = setInterval(() => this.refresh(), NodeAddresses.TTL_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private refresh(now = Date.now()): void {
+    for (const [name, at] of this.asked) {
+      if (now - at > 2 * NodeAddresses.TTL_MS) {
+        this.asked.delete(name);
+        this.known.delete(name);
+      } else this.read(name);
+    }
+  }
+
+  /** What is known of these Nodes now; the stale and the unknown are read in the background. */
+  of(nodes: Iterable<string>, now = Date.now()): ReadonlyMap<string, readonly NodeAddress[]> {
+    const out = new Map<string, readonly NodeAddress[]>();
+    for (const name of nodes) {
+      this.asked.set(name, now);
+      const k = this.known.get(name);
+      if (k !== undefined) out.set(name, k.addresses);
+      if (k === undefined || now - k.at > NodeAddresses.TTL_MS) this.read(name);
+    }
+    return out;
+  }
+
+  private read(name: string): void {
+    if (this.reading.has(name)) return;
+    this.reading.add(name);
+    this.core
+      .readNode({ name })
+      .then(
+        (n) => {
+          const addresses = (n.status?.addresses ?? []).map((a) => ({
+            type: a.type,
+            address: a.address,
+          }));
+          const before = JSON.stringify(this.known.get(name)?.addresses);
+          this.known.set(name, { at: Date.now(), addresses });
+          if (JSON.stringify(addresses) !== before) this.changed();
+        },
+        (e: unknown) => {
+          this.known.delete(name);
+          this.onError(e);
+        },
+      )
+      .finally(() => this.reading.delete(name));
+  }
+}

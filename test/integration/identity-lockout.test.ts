@@ -1,0 +1,134 @@
+// A machine whose certificate expires while its renewal waits for approval rejoins by itself
+// (docs/machine.md, "Identity"). On the real control plane, whose signer issues 90 s
+// certificates: the machine joins (the real approver, as cluster-operator's ServiceAccount),
+// then the approver stops (an operator down) while the renewal is filed and waits; the
+// certificate expires; the agent stops asking with it and falls back to the bootstrap
+// credential, which finds the same request; the approver comes back and approves it; the agent
+// reads that approval, proves the certificate and switches its client to it, all without a
+// restart.
+import { CoreV1Api } from "@kubernetes/client-node";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadRestConfig, Rest } from "../../src/api/rest.js";
+import { MachineIdentity } from "../../src/agent/identity/identity.js";
+import { CsrApprover } from "../../src/operator/csr/approver.js";
+import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
+import { kubeConfig, serviceAccountKubeConfig, uniqueName, waitFor } from "../support/kube.js";
+
+const LABEL = "liken.sh/test-lockout";
+const stop = new AbortController();
+const approvers: CsrApprover[] = [];
+let nodeName: string | undefined;
+afterAll(async () => {
+  stop.abort();
+  for (const a of approvers) await a.stop();
+  if (nodeName !== undefined)
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .deleteNode({ name: nodeName })
+      .catch(() => undefined);
+});
+
+async function approver(): Promise<CsrApprover> {
+  const a = new CsrApprover(await serviceAccountKubeConfig("liken-system", "cluster-operator"), {
+    autoApprove: true,
+    nodeLabel: `${LABEL}=true`,
+    leading: () => true,
+    identity: "identity-lockout-test",
+    log: pino({ level: "warn" }),
+    intervalMs: 500,
+  });
+  a.start();
+  approvers.push(a);
+  return a;
+}
+
+async function whoAmI(rest: Rest): Promise<string | undefined> {
+  const r = await rest.request<{ status?: { userInfo?: { username?: string } } }>(
+    "POST",
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      op: { verb: "create", kind: "SelfSubjectReview" },
+    },
+  );
+  return r.status?.userInfo?.username;
+}
+
+describe("a machine locked out while its renewal waits", () => {
+  it("falls back to the bootstrap credential and reads the approval that comes later", async () => {
+    await installIdentityRbac();
+    const { kubeconfig: bootstrap } = await bootstrapToken();
+    const machine = uniqueName("lockout");
+    nodeName = machine;
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNode({ body: { metadata: { name: machine, labels: { [LABEL]: "true" } } } });
+    const lines: string[] = [];
+    const log = pino(
+      { level: "info" },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-lockout-"));
+    const kubeconfig = path.join(dir, "kubeconfig");
+    const identity = new MachineIdentity(
+      machine,
+      {
+        kubeconfig,
+        bootstrapKubeconfig: bootstrap,
+        expirationSeconds: 3600,
+        approvalWarnMs: 60_000,
+      },
+      log,
+    );
+    const first = await approver();
+    await identity.ensure(stop.signal);
+    const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
+    expect(await whoAmI(rest)).toBe(`liken:machine:${machine}`);
+    const joinedUntil = Date.parse(identity.status(Date.now())!.certificateExpiry);
+
+    // The operator goes down: nothing approves the renewal the agent files at 70-90 %.
+    await first.stop();
+    let changes = 0;
+    const renewing = identity.renewLoop(rest, stop.signal, () => changes++);
+    await waitFor(
+      "the renewal filed with the machine's own certificate",
+      async () => lines.some((l) => l.includes('"phase":"renew"')),
+      { timeoutMs: 120_000 },
+    );
+    await waitFor("the certificate expired", async () => Date.now() > joinedUntil + 2_000, {
+      timeoutMs: 120_000,
+      intervalMs: 1_000,
+    });
+    // It stopped asking with the expired certificate and asks with the bootstrap credential.
+    await waitFor(
+      "the fallback to the bootstrap credential",
+      async () => lines.some((l) => l.includes('"phase":"rejoin"')),
+      { timeoutMs: 60_000 },
+    );
+    expect(lines.join("")).toContain("LIKEN_AGENT_IDENTITY_EXPIRED");
+    expect(changes).toBe(0);
+
+    // The operator comes back: the waiting request is approved, and the agent takes it.
+    await approver();
+    await waitFor("the machine back with a certificate of its own", async () => changes > 0, {
+      timeoutMs: 120_000,
+    });
+    const now = Date.now();
+    const s = identity.status(now)!;
+    expect(Date.parse(s.certificateExpiry)).toBeGreaterThan(now);
+    expect(s.condition).toMatchObject({ status: "True", reason: "Rejoined" });
+    expect(await whoAmI(rest)).toBe(`liken:machine:${machine}`);
+    stop.abort();
+    await renewing;
+  }, 400_000);
+});
