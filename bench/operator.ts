@@ -364,7 +364,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   log(`bench: operator stats ${JSON.stringify(stats)}`);
   log(`bench: grant latency p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} grants`);
   log(
-    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout, peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB`,
+    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout (${((cpu1.cpuMs - cpu0.cpuMs) / (stats.reconciles ?? NaN)).toFixed(1)} ms per pass over ${stats.reconciles} passes), peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB, peak heap ${stats.heapPeakMiB} MiB`,
   );
   log(
     `bench: rollout ${(total / 1000).toFixed(1)} s vs ideal (1 + ceil(${N - 1}/${BUDGET_N})) x ${PER_MACHINE_MS / 1000} s = ${(ideal / 1000).toFixed(1)} s`,
@@ -374,8 +374,9 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   );
   const goals = goalsMissed(p99, writes / turns, cpu1.peakRssMiB, total / ideal);
   log(`bench: goals ${goals.length === 0 ? "met" : `missed: ${goals.join(", ")}`}`);
+  const cpuPerTurnMs = (cpu1.cpuMs - cpu0.cpuMs) / turns;
   process.stdout.write(
-    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
+    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${stats.heapPeakMiB ?? NaN} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
   );
 }
 

@@ -7,6 +7,7 @@
 //                         ──► Cluster status (conditioned on its resourceVersion)
 //                               409 ─► GET the Cluster, decide again, write again
 //                               ok  ─► Events for grants, releases, stalls
+import { getHeapStatistics } from "node:v8";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   LikenApi,
@@ -82,6 +83,9 @@ export interface OperatorStats {
   wakeUps: number;
   /** Status writes the API server refused as Invalid (422). */
   refusals: number;
+  /** The V8 heap in use, MiB: its peak as sampled every tick, and at stop. */
+  heapPeakMiB: number;
+  heapMiB: number;
 }
 
 /** Coalesces a burst of watch events (a wave of machines reporting) into one decision. */
@@ -116,6 +120,8 @@ export class Operator {
     stalls: 0,
     wakeUps: 0,
     refusals: 0,
+    heapPeakMiB: 0,
+    heapMiB: 0,
   };
   /** Prometheus metrics of this copy; `liken operator` serves its registry. */
   readonly metrics: OperatorMetrics;
@@ -222,6 +228,7 @@ export class Operator {
     this.elector?.start();
     const tickMs = this.opts.tickMs ?? DEFAULT_TICK_MS;
     this.ticker = setInterval(() => {
+      this.sampleHeap();
       for (const c of this.clusters.list()) this.schedule(c.metadata.name);
     }, tickMs);
     this.opts.log.info(
@@ -237,6 +244,7 @@ export class Operator {
   }
 
   async stop(): Promise<void> {
+    this.sampleHeap();
     this.stopped = true;
     clearInterval(this.ticker);
     clearTimeout(this.timer);
@@ -245,6 +253,13 @@ export class Operator {
     this.machines.stop();
     await this.leases.stop();
     await this.elector?.stop();
+  }
+
+  /** The heap figures of the stats (getHeapStatistics: cheap, unlike memoryUsage's RSS read). */
+  private sampleHeap(): void {
+    const mib = getHeapStatistics().used_heap_size / 2 ** 20;
+    this.stats.heapMiB = Math.round(mib);
+    this.stats.heapPeakMiB = Math.max(this.stats.heapPeakMiB, this.stats.heapMiB);
   }
 
   /** Whether this copy acts: it leads (or runs without leader election) and is started. */
