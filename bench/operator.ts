@@ -27,12 +27,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { execFile } from "node:child_process";
 import { parseArgs, promisify } from "node:util";
-import {
-  CoordinationV1Api,
-  PatchStrategy,
-  V1MicroTime,
-  setHeaderOptions,
-} from "@kubernetes/client-node";
+import { loadRestConfig, Rest } from "../src/api/rest.js";
+import { RestResource } from "../src/api/rest-resource.js";
 import {
   HEARTBEAT_NAMESPACE,
   LABEL_CLUSTER,
@@ -75,12 +71,42 @@ const KUBELET_LEASE_MS = 10_000;
 /** How long each idle rate is measured; two heartbeat periods and a half of liken's. */
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 40_000);
 const CONCURRENCY = 32;
+/** The simulated agents' status writes in flight at once (each a GET and a PUT). */
+const WRITE_CONCURRENCY = 16;
+/** Heartbeats in flight at once (333 a second at 5,000 machines). */
+const BEAT_CONCURRENCY = 8;
 const V1 = "2026.10.10-001";
 const V2 = "2026.10.12-001";
 const D1 = `sha256:${"1".repeat(64)}`;
 const D2 = `sha256:${"2".repeat(64)}`;
 const run = promisify(execFile);
-const MERGE_PATCH = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+/** A Lease as this bench writes it (plain JSON over the lean client). */
+interface BenchLease {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; resourceVersion?: string; labels?: Record<string, string> };
+  spec: { holderIdentity: string; leaseDurationSeconds: number; renewTime: string };
+}
+
+/** A MicroTime: the API server parses exactly six fractional digits. */
+const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, "000Z");
+
+/** Runs at most `n` of the functions given to it at once, the others in order after. */
+function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async (fn) => {
+    if (active >= n) await new Promise<void>((r) => waiting.push(r));
+    else active++;
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next !== undefined) next();
+      else active--;
+    }
+  };
+}
 const log = (l: string): void => void process.stderr.write(`${l}\n`);
 const iso = (): string => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 
@@ -135,7 +161,18 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   await run(kubectl, ["create", "namespace", "liken-system"], { env });
   const kc = loadKubeConfig(kubeconfig);
   const api = new LikenApi(kc, "bench");
-  const leases = kc.makeApiClient(CoordinationV1Api);
+  // The simulated agents talk as the real ones do: the lean client (rest.ts), one kept-alive
+  // connection pool (client-node opens a TLS connection per request: 333 handshakes a second
+  // for 5,000 heartbeats, which loaded the API server and this process, not the operator).
+  const rest = new Rest(loadRestConfig(kubeconfig), "liken-bench");
+  const machineApi = new RestResource<Machine>(rest, "Machine", api.machines.path, "bench");
+  const leaseApi = new RestResource<BenchLease>(
+    rest,
+    "Lease",
+    `/apis/coordination.k8s.io/v1/namespaces/${HEARTBEAT_NAMESPACE}/leases`,
+    "bench",
+  );
+  const leaseOf = new Map<string, BenchLease>();
   const cluster = "bench";
   await api.clusters.create({
     apiVersion: "liken.sh/v1alpha1",
@@ -182,38 +219,31 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
         turnRequest: { version: V2, digest: D2, at },
       },
     });
-    await leases.createNamespacedLease({
-      namespace: HEARTBEAT_NAMESPACE,
-      body: {
-        metadata: { name: m, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: m } },
-        spec: {
-          holderIdentity: m,
-          leaseDurationSeconds: 40,
-          renewTime: new V1MicroTime(Date.now()),
-        },
-      },
+    const lease = await leaseApi.create({
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: m, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: m } },
+      spec: { holderIdentity: m, leaseDurationSeconds: 40, renewTime: microTime(Date.now()) },
     });
+    leaseOf.set(m, lease);
   });
   log(`bench: ${N} Machines and Leases created in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  // Heartbeats: every Lease renewed every 15 s, spread evenly.
+  // Heartbeats: every Lease renewed every 15 s, spread evenly. As a real agent does
+  // (lease-renewal.ts): one PUT of the Lease it last wrote, over a kept-alive connection; a
+  // 409 reads it again for the next beat. At most BEAT_CONCURRENCY beats in flight.
   let beating = true;
-  const renew = async (m: string): Promise<void> => {
-    try {
-      // One merge patch per beat (a real agent reads and replaces; the cost to the API
-      // server of the write is the same, and this process plays 1,000 of them).
-      await leases.patchNamespacedLease(
-        {
-          name: m,
-          namespace: HEARTBEAT_NAMESPACE,
-          body: { spec: { renewTime: new V1MicroTime(Date.now()) } },
-        },
-        MERGE_PATCH,
-      );
-    } catch {
-      // a missed beat; the next one comes in 15 s
-    }
-  };
+  const beatLimit = limiter(BEAT_CONCURRENCY);
+  const renew = (m: string): Promise<void> =>
+    beatLimit(async () => {
+      try {
+        const base = leaseOf.get(m) ?? (await leaseApi.get(m));
+        const body = { ...base, spec: { ...base.spec, renewTime: microTime(Date.now()) } };
+        leaseOf.set(m, await leaseApi.replace(body));
+      } catch {
+        leaseOf.delete(m); // a missed beat; the next one, in 15 s, reads the Lease again
+      }
+    });
   let next = 0;
   let periodMs = HEARTBEAT_MS;
   const beatTimer = setInterval(() => {
@@ -279,11 +309,22 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   let maxTurns = 0;
   let lastReady = 0;
   let readyWritten = 0;
-  const writeStatus = (m: string, status: MachineStatus) =>
-    api.machines.updateStatus(m, (cur: Machine) => ({
-      ...cur,
-      status: { ...cur.status, ...status },
-    }));
+  const writeLimit = limiter(WRITE_CONCURRENCY);
+  const writeStatus = async (m: string, status: MachineStatus): Promise<void> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await machineApi.updateStatus(m, (cur: Machine) => ({
+          ...cur,
+          status: { ...cur.status, ...status },
+        }));
+        return;
+      } catch (e) {
+        // The API server under a wave's load may drop a connection: try again, as an agent does.
+        if (attempt >= 5) throw e;
+        await new Promise((r) => setTimeout(r, 200 * attempt));
+      }
+    }
+  };
   const watcher = new ResourceWatcher<Cluster>(api.clusters, {
     onChange: (ev) => {
       const turns = ev.object.status?.rebootTurns ?? [];
@@ -300,29 +341,35 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
           // The machine's time starts when it sees its turn; the Updating report is part of
           // that time, as a real agent's drain and reboot are.
           const back = new Promise((r) => setTimeout(r, PER_MACHINE_MS));
-          await writeStatus(t.machine, { step: "Updating", updateStage: "Rebooting" });
+          await writeLimit(() =>
+            writeStatus(t.machine, { step: "Updating", updateStage: "Rebooting" }),
+          );
           await back;
-          // The slot is free from the moment the Ready write is sent: queue it before the write,
-          // or the operator's next turn (seen on the watch) can arrive before the write's answer
-          // and be matched with a later slot, which once a wave inflated the p99 by a whole wave.
-          const readyAt = Date.now();
-          acting.delete(t.machine);
-          done.add(t.machine);
-          // A slot freed: it may go to a machine still waiting (none after the last wave). The
-          // first machine back on V2 proves the release, which also frees the budget's other
-          // slots that the failure brake held back until then.
-          const slots = done.size === 1 ? BUDGET_N : 1;
-          for (let k = 0; k < slots; k++) {
-            if (done.size + acting.size + freed.length < N) freed.push(readyAt);
-          }
-          await writeStatus(t.machine, {
-            version: V2,
-            digest: D2,
-            step: "Ready",
-            updateStage: undefined,
-            staged: undefined,
-            turnRequest: undefined,
-          } as MachineStatus);
+          await writeLimit(async () => {
+            // The slot is free from the moment the Ready write is sent (after this process's
+            // own queue of writes, which 500 separate machines would not have): queue it
+            // before the write, or the operator's next turn (seen on the watch) can arrive
+            // before the write's answer and be matched with a later slot, which once a wave
+            // inflated the p99 by a whole wave.
+            const readyAt = Date.now();
+            acting.delete(t.machine);
+            done.add(t.machine);
+            // A slot freed: it may go to a machine still waiting (none after the last wave).
+            // The first machine back on V2 proves the release, which also frees the budget's
+            // other slots that the failure brake held back until then.
+            const slots = done.size === 1 ? BUDGET_N : 1;
+            for (let k = 0; k < slots; k++) {
+              if (done.size + acting.size + freed.length < N) freed.push(readyAt);
+            }
+            await writeStatus(t.machine, {
+              version: V2,
+              digest: D2,
+              step: "Ready",
+              updateStage: undefined,
+              staged: undefined,
+              turnRequest: undefined,
+            } as MachineStatus);
+          });
           lastReady = Date.now();
           readyWritten++;
         })();
