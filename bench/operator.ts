@@ -72,9 +72,7 @@ const KUBELET_LEASE_MS = 10_000;
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 40_000);
 const CONCURRENCY = 32;
 /** The simulated agents' status writes in flight at once (each a GET and a PUT). */
-const WRITE_CONCURRENCY = 16;
-/** Heartbeats in flight at once (333 a second at 5,000 machines). */
-const BEAT_CONCURRENCY = 8;
+const WRITE_CONCURRENCY = 32;
 const V1 = "2026.10.10-001";
 const V2 = "2026.10.12-001";
 const D1 = `sha256:${"1".repeat(64)}`;
@@ -231,19 +229,23 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
 
   // Heartbeats: every Lease renewed every 15 s, spread evenly. As a real agent does
   // (lease-renewal.ts): one PUT of the Lease it last wrote, over a kept-alive connection; a
-  // 409 reads it again for the next beat. At most BEAT_CONCURRENCY beats in flight.
+  // 409 reads it again for the next beat. A machine whose last beat is still on its way
+  // skips one (a queue of beats behind a slow API server would make the whole fleet Lost).
   let beating = true;
-  const beatLimit = limiter(BEAT_CONCURRENCY);
-  const renew = (m: string): Promise<void> =>
-    beatLimit(async () => {
-      try {
-        const base = leaseOf.get(m) ?? (await leaseApi.get(m));
-        const body = { ...base, spec: { ...base.spec, renewTime: microTime(Date.now()) } };
-        leaseOf.set(m, await leaseApi.replace(body));
-      } catch {
-        leaseOf.delete(m); // a missed beat; the next one, in 15 s, reads the Lease again
-      }
-    });
+  const beatsInFlight = new Set<string>();
+  const renew = async (m: string): Promise<void> => {
+    if (beatsInFlight.has(m)) return;
+    beatsInFlight.add(m);
+    try {
+      const base = leaseOf.get(m) ?? (await leaseApi.get(m));
+      const body = { ...base, spec: { ...base.spec, renewTime: microTime(Date.now()) } };
+      leaseOf.set(m, await leaseApi.replace(body));
+    } catch {
+      leaseOf.delete(m); // a missed beat; the next one, in 15 s, reads the Lease again
+    } finally {
+      beatsInFlight.delete(m);
+    }
+  };
   let next = 0;
   let periodMs = HEARTBEAT_MS;
   const beatTimer = setInterval(() => {
@@ -275,7 +277,9 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
 
   // The operator runs compiled JavaScript, as in its container image: one bundle of the CLI
   // (from a source checkout bin/liken.js would compile TypeScript inside the measured process).
-  const entry = await useCliBundle();
+  // BENCH_OPERATOR_ENTRY: a bundle built before (another commit's operator, for a comparison
+  // in the same conditions: two benches side by side).
+  const entry = process.env.BENCH_OPERATOR_ENTRY ?? (await useCliBundle());
   const nodeOptions = process.env.BENCH_OPERATOR_NODE_OPTIONS?.split(" ").filter(Boolean) ?? [];
   const op = spawn(
     process.execPath,
@@ -411,7 +415,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   log(`bench: operator stats ${JSON.stringify(stats)}`);
   log(`bench: grant latency p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} grants`);
   log(
-    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout (${((cpu1.cpuMs - cpu0.cpuMs) / (stats.reconciles ?? NaN)).toFixed(1)} ms per pass over ${stats.reconciles} passes), peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB, peak heap ${stats.heapPeakMiB} MiB`,
+    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout (${((cpu1.cpuMs - cpu0.cpuMs) / Number(stats.reconciles)).toFixed(1)} ms per pass over ${stats.reconciles} passes), peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB, peak heap ${stats.heapPeakMiB} MiB`,
   );
   log(
     `bench: rollout ${(total / 1000).toFixed(1)} s vs ideal (1 + ceil(${N - 1}/${BUDGET_N})) x ${PER_MACHINE_MS / 1000} s = ${(ideal / 1000).toFixed(1)} s`,
@@ -423,7 +427,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   log(`bench: goals ${goals.length === 0 ? "met" : `missed: ${goals.join(", ")}`}`);
   const cpuPerTurnMs = (cpu1.cpuMs - cpu0.cpuMs) / turns;
   process.stdout.write(
-    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${stats.heapPeakMiB ?? NaN} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
+    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
   );
 }
 
