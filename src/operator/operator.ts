@@ -92,7 +92,12 @@ export interface OperatorStats {
   /** decide()'s time, ms: the 99th percentile of the last DECIDE_SAMPLES decisions, and in all. */
   decideP99Ms: number;
   decideMs: number;
+  /** The most Lost marks in flight at once (at most MAX_MARKS_IN_FLIGHT). */
+  marksInFlightPeak: number;
 }
+
+/** Lost marks (Machine status writes, each with its Event) in flight at once, at most. */
+export const MAX_MARKS_IN_FLIGHT = 16;
 
 /** decide()'s last durations kept for the stats' p99 (a ring: bounded, 32 KiB). */
 const DECIDE_SAMPLES = 4096;
@@ -131,6 +136,7 @@ export class Operator {
     heapMiB: 0,
     decideP99Ms: 0,
     decideMs: 0,
+    marksInFlightPeak: 0,
   };
   private readonly decideTimes = new Float64Array(DECIDE_SAMPLES);
   private decisions = 0;
@@ -154,6 +160,8 @@ export class Operator {
   private readonly channelViews = new Map<string, ChannelView>();
   private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
   private readonly marking = new Set<string>();
+  /** Lost marks a pass decided but left for later (MAX_MARKS_IN_FLIGHT). */
+  private marksLeft = false;
   /** Release floors (release.yaml revertFloor) read for a revert (revert.ts, floor.ts). */
   private readonly floors = new FloorCache();
   /** spec.rollout.revert.prometheus's checks, run on their interval (prom-check.ts). */
@@ -633,10 +641,20 @@ export class Operator {
     this.events.record(cluster, type, reason, msg);
   }
 
-  /** Marks a silent machine Lost (or back), each write conditioned on what was decided on. */
+  /**
+   * Marks a silent machine Lost (or back), each write conditioned on what was decided on. At
+   * most MAX_MARKS_IN_FLIGHT at once: when thousands of machines go silent together (a
+   * partition; a starved heartbeat sender) a write each at once opened as many TLS connections
+   * with their Events, which took most of the operator's CPU. The marks left out are decided
+   * again by the pass the last write in flight schedules.
+   */
   private writeLostMarks(cluster: Cluster, marks: readonly LostMark[]): void {
     for (const mark of marks) {
       if (this.marking.has(mark.machine)) continue;
+      if (this.marking.size >= MAX_MARKS_IN_FLIGHT) {
+        this.marksLeft = true;
+        break;
+      }
       const m = this.machines.get(mark.machine);
       if (m === undefined || mark.resourceVersion === undefined) continue;
       // The conditions below come from the cache: only when it holds the very Machine the mark
@@ -684,7 +702,12 @@ export class Operator {
         )
         .finally(() => {
           this.marking.delete(mark.machine);
+          if (this.marking.size === 0 && this.marksLeft) {
+            this.marksLeft = false;
+            this.schedule(cluster.metadata.name);
+          }
         });
+      this.stats.marksInFlightPeak = Math.max(this.stats.marksInFlightPeak, this.marking.size);
     }
   }
 
