@@ -10,7 +10,15 @@
 //                  failure brake's one-at-a-time) to the turn seen in the Cluster status;
 //   requests/turn  the operator's own API requests (status writes, Lost marks, Events,
 //                  re-reads after 409) per turn, from its exit stats;
-//   CPU, peak RSS  of the operator process (/proc), run from the CLI bundle as compiled JS;
+//   CPU            of the operator process (/proc utime + stime) over the rollout, per turn
+//                  (cpu-ms-per-turn) and per pass (logged): CPU seconds are far less sensitive
+//                  to the machine's load than latencies;
+//   decide p99     the operator's own decide() time, p99 over its last 4,096 decisions (its exit
+//                  stats; liken_operator_decide_seconds is the same figure as a histogram);
+//   RSS, heap      peak RSS of the operator process (VmHWM, /proc) and, beside it, the peak of
+//                  the V8 heap in use (sampled each second by the operator, in its exit stats):
+//                  the difference is Node's own code, compiled code, and heap V8 grew but holds
+//                  empty; it runs from the CLI bundle as compiled JS;
 //   overhead       the rollout's total time against the ideal: the first machine alone (the
 //                  failure brake's default lets one machine try a release nobody has proved),
 //                  then ceil((N - 1) / budget) rounds, each of the per-machine time;
@@ -20,8 +28,21 @@
 //                  kubelet's default renewal: a quarter of its 40 s lease duration), each
 //                  measured over IDLE_MS in this run: what liken adds to a fleet's steady state
 //                  next to what its kubelets already cost.
-// Goals (issue 28): grant p99 < 1 s, at most 3 API writes per turn, overhead <= 1.05, RSS <= 256 MiB.
-// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio>
+// Not measured, or measured with the bench's own cost in it:
+//   - the simulated agents are this one process: their status writes (a GET and a PUT each,
+//     at most WRITE_CONCURRENCY at once, over kept-alive connections) and 333 Lease writes a
+//     second at 5,000 machines share the 2 cores with the operator, the API server and etcd.
+//     A freed slot is timed when its Ready write goes out (after this process's own queue, which
+//     500 separate machines would not have), so the queue is not in the grant latency; the
+//     cores it takes are, in every figure but the operator's CPU;
+//   - on a loaded machine the heartbeats fall behind and the operator reads machines Lost (as it
+//     must): BENCH_OPERATOR_LOST_AFTER raises its threshold for such runs, and the log counts
+//     the heartbeats skipped;
+//   - the API server's and etcd's work per turn (the idle cost above is their steady state);
+//   - a real drain, reboot and trial (PER_MACHINE_MS stands for them).
+// Goals (issues 28, 43): grant p99 < 1 s, at most 3 API writes per turn, overhead <= 1.05,
+// RSS <= 256 MiB, decide p99 < 50 ms.
+// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> heap=<MiB> cpu-ms-per-turn=<ms> decide-p99=<ms> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio>
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -439,11 +460,17 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   log(
     `bench: writes per turn ${(writes / turns).toFixed(2)} (status ${stats.clusterWrites}, Lost marks ${stats.machineWrites}, Events ${stats.events})`,
   );
-  const goals = goalsMissed(p99, writes / turns, cpu1.peakRssMiB, total / ideal);
+  const goals = goalsMissed(
+    p99,
+    writes / turns,
+    cpu1.peakRssMiB,
+    total / ideal,
+    Number(stats.decideP99Ms),
+  );
   log(`bench: goals ${goals.length === 0 ? "met" : `missed: ${goals.join(", ")}`}`);
   const cpuPerTurnMs = (cpu1.cpuMs - cpu0.cpuMs) / turns;
   process.stdout.write(
-    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
+    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} decide-p99=${Number(stats.decideP99Ms)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
   );
 }
 
@@ -453,8 +480,10 @@ function goalsMissed(
   writesPerTurn: number,
   rssMiB: number,
   overhead: number,
+  decideP99Ms: number,
 ): string[] {
   return [
+    decideP99Ms < 50 ? "" : `decide p99 ${decideP99Ms} ms >= 50`,
     p99 < 1000 ? "" : `grant p99 ${p99} ms >= 1000`,
     writesPerTurn <= 3 ? "" : `writes per turn ${writesPerTurn.toFixed(2)} > 3`,
     rssMiB <= 256 ? "" : `RSS ${rssMiB.toFixed(0)} MiB > 256`,
