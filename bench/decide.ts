@@ -56,18 +56,16 @@ const cluster = (turns: number): Cluster =>
       disruption: { maxUnavailable: "10%" },
     },
     status: {
-      rebootTurns: machines
-        .slice(1000, 1000 + turns)
-        .map((m) => ({
-          machine: m.metadata.name,
-          grantedAt: at,
-          grantedBy: "op",
-          leader: false,
-          version: V2,
-          digest: D2,
-          deadline: new Date(Date.now() + 3.6e6).toISOString(),
-          priorTrialAt: "",
-        })),
+      rebootTurns: machines.slice(1000, 1000 + turns).map((m) => ({
+        machine: m.metadata.name,
+        grantedAt: at,
+        grantedBy: "op",
+        leader: false,
+        version: V2,
+        digest: D2,
+        deadline: new Date(Date.now() + 3.6e6).toISOString(),
+        priorTrialAt: "",
+      })),
     },
   }) as unknown as Cluster;
 // a proved release (some machines on V2) so the first-trial brake does not hold
