@@ -14,6 +14,9 @@
 //                  (idle rate - background rate) / N. A watch is counted when it ends, so an
 //                  open watch shows here only when the server closes it (every 30-60 min).
 //   rss            median VmRSS of the agent processes at the end of the idle window;
+//   heap           beside it, the median V8 heap in use of the same agents (their served
+//                  nodejs_heap_size_used_bytes): RSS minus heap is Node's code, the modules'
+//                  compiled code and malloc, which no JavaScript change of liken's moves;
 //   idle cpu       time on the CPU of every thread of the agent processes over the idle window
 //                  (/proc/<pid>/task/*/schedstat, in ns), ms per minute per agent. The window
 //                  opens once every agent has run AGENT_SETTLE_MS: a young agent still pays its
@@ -33,7 +36,7 @@
 //   download rss   one more machine, in a Cluster of its own, whose target is a 256 MiB
 //                  release: the peak RSS (VmHWM) of its agent's download child.
 // Last line:
-//   agent: machines=<N> idle-requests-per-second=<x> rss=<MiB> idle-cpu-ms-per-minute=<n> react-p99=<ms> download-rss=<MiB>
+//   agent: machines=<N> idle-requests-per-second=<x> rss=<MiB> heap=<MiB> idle-cpu-ms-per-minute=<n> react-p99=<ms> download-rss=<MiB>
 // It runs the lab of this checkout (.lab/, control plane "lab"): a lab left running here is
 // stopped first, as `npm run lab` does.
 import { execFile, spawn } from "node:child_process";
@@ -297,6 +300,9 @@ async function bench(lab: Lab): Promise<void> {
       p0.map((p) => statusKiB(p, "VmRSS") ?? NaN),
       50,
     ) / 1024;
+  // The V8 heap beside the RSS: each agent's own nodejs_heap_size_used_bytes, from the metrics
+  // it serves (a lab agent serves them on a loopback port its log names).
+  const heap = percentile(await Promise.all(machines.map((m) => heapMiB(m.logFile))), 50);
   const perMin = (k: "ms" | "runs") =>
     (c1.reduce((n, c, i) => n + c[k] - c0[i]![k], 0) / N / (t1 - t0)) * 60_000;
   const cpuPerMin = perMin("ms");
@@ -378,9 +384,28 @@ async function bench(lab: Lab): Promise<void> {
   log(`download child peak RSS ${downloadRss.toFixed(1)} MiB`);
 
   process.stdout.write(
-    `agent: machines=${N} idle-requests-per-second=${perAgent.toFixed(3)} rss=${rss.toFixed(0)} ` +
+    `agent: machines=${N} idle-requests-per-second=${perAgent.toFixed(3)} rss=${rss.toFixed(0)} heap=${heap.toFixed(1)} ` +
       `idle-cpu-ms-per-minute=${cpuPerMin.toFixed(0)} react-p99=${reactP99} download-rss=${downloadRss.toFixed(0)}\n`,
   );
+}
+
+/**
+ * The agent's heap in use (MiB, nodejs_heap_size_used_bytes) from the metrics URL its log names
+ * ("metrics served"); NaN when it names none or does not answer.
+ */
+async function heapMiB(logFile: string): Promise<number> {
+  const line = readFileSync(logFile, "utf8")
+    .split("\n")
+    .findLast((l) => l.includes('"metrics served"'));
+  const url = line === undefined ? undefined : (JSON.parse(line) as { url?: string }).url;
+  if (url === undefined) return NaN;
+  try {
+    const text = await (await fetch(url)).text();
+    const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
+    return m === null ? NaN : Number(m[1]) / 2 ** 20;
+  } catch {
+    return NaN;
+  }
 }
 
 /** A lab kernel and BIG_BYTES of random rootfs (the lab's hash-chain filler is too slow here). */

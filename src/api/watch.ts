@@ -48,7 +48,7 @@ export interface WatchHandlers<T> {
   onError?: (error: ApiError) => void;
 }
 
-export interface WatcherOptions extends ListOptions {
+export interface WatcherOptions<T = unknown> extends ListOptions {
   /** Re-list this often even when nothing failed (default 5 minutes). */
   resyncMs?: number;
   /** First retry delay after an error (default 200 ms), doubled up to maxBackoffMs. */
@@ -62,6 +62,12 @@ export interface WatcherOptions extends ListOptions {
    * is open or the first list is done.
    */
   resumeFrom?: string;
+  /**
+   * Applied to every object on arrival (list items, watch events), before it is cached or
+   * handed on: a daemon keeps only the fields it reads (the operator: src/operator/trim.ts).
+   * It may change the object in place: nobody else holds it.
+   */
+  trim?: (object: T) => T;
 }
 
 const DEFAULT_RESYNC_MS = 5 * 60_000;
@@ -88,7 +94,7 @@ export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
   constructor(
     private readonly client: WatchSource<T>,
     private readonly handlers: WatchHandlers<T> = {},
-    private readonly opts: WatcherOptions = {},
+    private readonly opts: WatcherOptions<T> = {},
   ) {
     this.backoffMs = opts.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS;
   }
@@ -160,7 +166,8 @@ export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
     if (epoch !== this.epoch || this.stopped) return;
     this.lists++;
     this.backoffMs = this.opts.initialBackoffMs ?? DEFAULT_INITIAL_BACKOFF_MS;
-    this.replaceCache(result.items);
+    const trim = this.opts.trim;
+    this.replaceCache(trim === undefined ? result.items : result.items.map(trim));
     this.resourceVersion = result.resourceVersion;
     this.safely(() => this.handlers.onSync?.(this.list()));
     this.firstSync?.resolve();
@@ -225,10 +232,11 @@ export class ResourceWatcher<T extends { metadata: KubeObject["metadata"] }> {
       }
       return;
     }
-    const object = obj as T;
-    const rv = object.metadata?.resourceVersion;
+    const raw = obj as T;
+    const rv = raw.metadata?.resourceVersion;
     if (rv) this.resourceVersion = rv;
     if (phase === "BOOKMARK") return;
+    const object = this.opts.trim === undefined ? raw : this.opts.trim(raw);
     const name = object.metadata.name;
     if (phase === "DELETED") {
       this.cache.delete(name);

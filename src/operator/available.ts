@@ -5,11 +5,12 @@
 import type { Machine, RevokedRelease } from "../api/index.js";
 
 export function availableText(
-  available: string | undefined,
+  available: string | null | undefined,
   machines: readonly Machine[],
   revoked: readonly RevokedRelease[] | undefined,
 ): string | undefined {
-  if (available === undefined) return undefined;
+  // null: a status an older writer left (it read as nothing announced).
+  if (available === undefined || available === null) return undefined;
   if ((revoked ?? []).some((r) => r.version === available)) return `${available} (revoked)`;
   const failedOn = machines
     .filter((m) => (m.status?.failedReleases ?? []).some((f) => f.version === available))

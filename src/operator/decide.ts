@@ -50,7 +50,7 @@ import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
 import { overtake } from "./overtaken.js";
-import { downOf } from "./down.js";
+import { downOf, type Down } from "./down.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { seenUpTo } from "./freshness.js";
@@ -235,16 +235,14 @@ interface Ctx {
 export function decide(observed: Observed, s: DecideSettings): Decision {
   // A person's unrevoke (spec.rollout.unrevoke) applies before anything reads the target.
   const cleaned: Observed = { ...observed, cluster: withoutUnrevoked(observed.cluster) };
-  const rv = revertFirst(cleaned, s);
+  // Lost reads only the machines, the heartbeats and the clock, which a revert leaves alone:
+  // one set for the revert's part and the turns' (a pass over the fleet less).
+  const lost = lostOf(cleaned, s);
+  const rv = revertFirst(cleaned, s, lost);
   // A revert that begins now changes the target of this very decision: no grant for the
   // release it leaves goes out in the write that starts it.
   const o: Observed = rv.started === undefined ? cleaned : withRevert(cleaned, rv);
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
-  const lost = new Set(
-    o.machines
-      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
-      .map((m) => m.metadata.name),
-  );
   // The target under the trust this very decision records (a recall or a refusal takes effect
   // with the write that reports it, not one tick later).
   const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status));
@@ -350,12 +348,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
  * revert that begins, the Reverted condition. Turns and the brake as recorded: a release is
  * known good only once nothing of its rollout is in flight.
  */
-function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
-  const lost = new Set(
-    o.machines
-      .filter((m) => isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds))
-      .map((m) => m.metadata.name),
-  );
+function revertFirst(o: Observed, s: DecideSettings, lost: ReadonlySet<string>): RevertOutcome {
   const target = targetOf(o.cluster);
   return revertOf({
     cluster: o.cluster,
@@ -368,6 +361,15 @@ function revertFirst(o: Observed, s: DecideSettings): RevertOutcome {
     floors: o.floors ?? new Map(),
     ...(o.queryChecks === undefined ? {} : { queryChecks: o.queryChecks }),
   });
+}
+
+/** The machines Lost on the operator's monotonic clock (machine-view.ts, isLost). */
+function lostOf(o: Observed, s: DecideSettings): Set<string> {
+  const lost = new Set<string>();
+  for (const m of o.machines) {
+    if (isLost(m, o.heartbeats, o.mono, s.lostAfterSeconds)) lost.add(m.metadata.name);
+  }
+  return lost;
 }
 
 /** The Cluster as this decision sees it once the revert it starts is recorded. */
@@ -674,22 +676,44 @@ function grantTurns(
   budget: number,
   canary: CanaryGate,
 ): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
-  const { o, s, target } = ctx;
+  const { o, target } = ctx;
   const holding = new Set(kept.map((t) => t.machine));
-  const candidates = o.machines
-    .filter((m) => !ctx.lost.has(m.metadata.name) && !holding.has(m.metadata.name))
-    .map((m) => ({ m, ask: turnAsk(m, target), asked: requestTime(m, target) }))
-    .filter((c) => c.ask.kind === "eligible")
-    .sort(byRequest);
-  if (candidates.length === 0) return { grants: [], blocked: undefined };
+  const eligible = o.machines.filter(
+    (m) =>
+      !ctx.lost.has(m.metadata.name) &&
+      !holding.has(m.metadata.name) &&
+      turnAsk(m, target).kind === "eligible",
+  );
+  if (eligible.length === 0) return { grants: [], blocked: undefined };
   if (target === undefined) return { grants: [], blocked: { kind: "no-target" } };
   const hold = holdOf(ctx, kept, canary);
   if (hold !== undefined) return { grants: [], blocked: hold };
 
-  const cap = firstTrialCap(ctx.brake, o.machines, kept, target);
   const down = downOf(kept, o.machines, ctx.lost);
+  // The budget already full (most passes of a rollout at scale): the loop below would stop at
+  // the first candidate it looks at, whichever that is; no need to order thousands of them.
+  if (down.size >= budget) return fullBudget(eligible, canary, down.size, budget);
+  return grantInOrder(ctx, kept, eligible, down, budget, canary, target);
+}
+
+/** grantTurns' loop: the eligible machines, oldest request first, while the rules allow. */
+function grantInOrder(
+  ctx: Ctx,
+  kept: readonly RebootTurn[],
+  eligible: readonly Machine[],
+  down: Map<string, Down>,
+  budget: number,
+  canary: CanaryGate,
+  target: ReleaseRef,
+): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
+  const { o, s } = ctx;
+  const candidates = eligible.map((m) => ({ m, asked: requestTime(m, target) })).sort(byRequest);
+  const cap = firstTrialCap(ctx.brake, o.machines, kept, target);
   const grants: RebootTurn[] = [];
   let blocked: GrantBlock | undefined;
+  // The first leader down, in the order `down` holds them (kept turns, then the machines
+  // down, then this pass's grants): the one the leader rule names.
+  let leaderDown = [...down.values()].find((d) => d.leader);
   for (const { m } of candidates) {
     if (canary.kind === "only") {
       if (grants.length >= canary.left) break;
@@ -699,7 +723,6 @@ function grantTurns(
       blocked = { kind: "budget", down: down.size, budget };
       break;
     }
-    const leaderDown = [...down.values()].find((d) => d.leader);
     if (isLeader(m) && leaderDown !== undefined) {
       blocked ??= { kind: "leader", machine: m.metadata.name, down: leaderDown.machine };
       continue;
@@ -721,9 +744,29 @@ function grantTurns(
       ...priorTrialOf(m, target),
     };
     grants.push(turn);
-    down.set(turn.machine, { machine: turn.machine, leader: turn.leader });
+    const d = { machine: turn.machine, leader: turn.leader };
+    down.set(turn.machine, d);
+    leaderDown ??= turn.leader ? d : undefined;
   }
   return { grants, blocked };
+}
+
+/**
+ * What grantTurns' loop decides when the budget is full before it starts: its first candidate
+ * (a canary, while only canaries may go) meets the budget and stops it; with no canary left
+ * to grant, or none eligible, it stops before, naming nothing.
+ */
+function fullBudget(
+  eligible: readonly Machine[],
+  canary: CanaryGate,
+  down: number,
+  budget: number,
+): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
+  const meets =
+    canary.kind !== "only"
+      ? eligible.length > 0
+      : canary.left > 0 && eligible.some((m) => canary.pool.has(m.metadata.name));
+  return { grants: [], blocked: meets ? { kind: "budget", down, budget } : undefined };
 }
 
 function trialOfThisTurn(at: string, turn: RebootTurn): boolean {

@@ -7,6 +7,8 @@
 //                         ──► Cluster status (conditioned on its resourceVersion)
 //                               409 ─► GET the Cluster, decide again, write again
 //                               ok  ─► Events for grants, releases, stalls
+import { performance } from "node:perf_hooks";
+import { getHeapStatistics } from "node:v8";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   LikenApi,
@@ -33,6 +35,8 @@ import {
   type LostMark,
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
+import { PassScheduler } from "./passes.js";
+import { trimObject } from "./trim.js";
 import { FloorCache } from "./floor.js";
 import { QueryChecks } from "./prom-check.js";
 import { recordReasonOf } from "./revert.js";
@@ -40,7 +44,7 @@ import type { BeforeTurnWrite } from "./hold.js";
 import { KubeEvents, type EventReason, type EventSink } from "./events.js";
 import { HeartbeatTracker, watchHeartbeats, type LeaseWatch } from "./heartbeats.js";
 import { PauseDetector, SYSTEM_CLOCKS, type ClockJump, type Clocks } from "./liveness.js";
-import { OperatorMetrics } from "./metrics.js";
+import { OperatorMetrics, type FleetView } from "./metrics.js";
 import { NodeAddresses } from "./peer-address.js";
 import { servingNodes } from "./peer-sources-status.js";
 import { rfc3339 } from "../api/time.js";
@@ -84,10 +88,22 @@ export interface OperatorStats {
   wakeUps: number;
   /** Status writes the API server refused as Invalid (422). */
   refusals: number;
+  /** The V8 heap in use, MiB: its peak as sampled every tick, and at stop. */
+  heapPeakMiB: number;
+  heapMiB: number;
+  /** decide()'s time, ms: the 99th percentile of the last DECIDE_SAMPLES decisions, and in all. */
+  decideP99Ms: number;
+  decideMs: number;
+  /** The most Lost marks in flight at once (at most MAX_MARKS_IN_FLIGHT). */
+  marksInFlightPeak: number;
 }
 
-/** Coalesces a burst of watch events (a wave of machines reporting) into one decision. */
-const DEBOUNCE_MS = 5;
+/** Lost marks (Machine status writes, each with its Event) in flight at once, at most. */
+export const MAX_MARKS_IN_FLIGHT = 16;
+
+/** decide()'s last durations kept for the stats' p99 (a ring: bounded, 32 KiB). */
+const DECIDE_SAMPLES = 4096;
+
 const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
 const FIELD_MANAGER = "cluster-operator";
@@ -118,9 +134,18 @@ export class Operator {
     stalls: 0,
     wakeUps: 0,
     refusals: 0,
+    heapPeakMiB: 0,
+    heapMiB: 0,
+    decideP99Ms: 0,
+    decideMs: 0,
+    marksInFlightPeak: 0,
   };
+  private readonly decideTimes = new Float64Array(DECIDE_SAMPLES);
+  private decisions = 0;
   /** Prometheus metrics of this copy; `liken operator` serves its registry. */
   readonly metrics: OperatorMetrics;
+  /** What the watches hold now, as kept (trim.ts): the metrics' view, and the tests'. */
+  readonly fleet: FleetView;
   private readonly api: LikenApi;
   private readonly settings: DecideSettings;
   private readonly clusters: ResourceWatcher<Cluster>;
@@ -139,16 +164,17 @@ export class Operator {
   private readonly channelViews = new Map<string, ChannelView>();
   private readonly polls = new Map<string, PollState & { inFlight?: boolean }>();
   private readonly marking = new Set<string>();
+  /** Lost marks a pass decided but left for later (MAX_MARKS_IN_FLIGHT). */
+  private marksLeft = false;
   /** Release floors (release.yaml revertFloor) read for a revert (revert.ts, floor.ts). */
   private readonly floors = new FloorCache();
   /** spec.rollout.revert.prometheus's checks, run on their interval (prom-check.ts). */
   private readonly queries = new QueryChecks();
   /** Clusters whose last status write was refused (422): no same write before the backoff. */
   private readonly refusals = new RefusalBackoff();
-  private readonly dirty = new Set<string>();
-  private timer: NodeJS.Timeout | undefined;
+  /** One decision per burst of events (passes.ts). */
+  private readonly passes: PassScheduler;
   private ticker: NodeJS.Timeout | undefined;
-  private running = false;
   private stopped = true;
 
   constructor(
@@ -156,6 +182,10 @@ export class Operator {
     private readonly opts: OperatorOptions,
   ) {
     this.api = new LikenApi(kc, FIELD_MANAGER);
+    this.passes = new PassScheduler((name) => this.reconcile(name), {
+      onError: (name, e) =>
+        opts.log.error({ cluster: name, err: String(e) }, "reconcile failed; retrying"),
+    });
     this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {
       identity: opts.identity,
@@ -166,23 +196,31 @@ export class Operator {
     };
     const onError = (what: string) => (e: unknown) =>
       opts.log.warn({ err: String(e) }, `${what} failed; liken retries`);
-    this.clusters = new ResourceWatcher(this.api.clusters, {
-      onChange: (ev) => {
-        const name = ev.object.metadata.name;
-        // Any event for this Cluster ends the use of our own last write as its state: the
-        // watch now carries our write or something newer (a person's annotation, a spec
-        // edit), which a kept copy would hide forever. If the event is older than our write,
-        // the next status write meets a 409 and decides again: the guard keeps it safe.
-        this.written.delete(name);
-        if (ev.type === "deleted") this.forgetCluster(name);
-        else this.schedule(name);
+    this.clusters = new ResourceWatcher(
+      this.api.clusters,
+      {
+        onChange: (ev) => {
+          const name = ev.object.metadata.name;
+          // Any event for this Cluster ends the use of our own last write as its state: the
+          // watch now carries our write or something newer (a person's annotation, a spec
+          // edit), which a kept copy would hide forever. If the event is older than our write,
+          // the next status write meets a 409 and decides again: the guard keeps it safe.
+          this.written.delete(name);
+          if (ev.type === "deleted") this.forgetCluster(name);
+          else this.schedule(name);
+        },
+        onError: onError("watching Clusters"),
       },
-      onError: onError("watching Clusters"),
-    });
-    this.machines = new ResourceWatcher(this.api.machines, {
-      onChange: (ev) => this.schedule(ev.object.spec.cluster),
-      onError: onError("watching Machines"),
-    });
+      { trim: trimObject },
+    );
+    this.machines = new ResourceWatcher(
+      this.api.machines,
+      {
+        onChange: (ev) => this.schedule(ev.object.spec.cluster),
+        onError: onError("watching Machines"),
+      },
+      { trim: trimObject },
+    );
     this.heartbeats = new HeartbeatTracker(this.clocks.mono());
     this.leases = watchHeartbeats(
       kc,
@@ -204,11 +242,12 @@ export class Operator {
     this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
       opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
-    this.metrics = new OperatorMetrics({
+    this.fleet = {
       clusters: () => this.clusters.list(),
       machines: () => this.machines.list(),
       leading: () => this.leading(),
-    });
+    };
+    this.metrics = new OperatorMetrics(this.fleet);
     if (opts.leaderElection ?? true) {
       this.elector = new LeaseElector(
         kc,
@@ -225,6 +264,7 @@ export class Operator {
   /** Starts watching; resolves once the first lists are in. Grants wait for the grace. */
   async start(): Promise<void> {
     this.stopped = false;
+    this.passes.start();
     this.startedAt = new Date(this.clocks.wall());
     this.heartbeats.rebaseline(this.clocks.mono());
     this.pause.start();
@@ -233,6 +273,7 @@ export class Operator {
     this.elector?.start();
     const tickMs = this.opts.tickMs ?? DEFAULT_TICK_MS;
     this.ticker = setInterval(() => {
+      this.sampleHeap();
       for (const c of this.clusters.list()) this.schedule(c.metadata.name);
     }, tickMs);
     this.opts.log.info(
@@ -248,15 +289,31 @@ export class Operator {
   }
 
   async stop(): Promise<void> {
+    this.sampleHeap();
+    this.decideP99();
     this.stopped = true;
     clearInterval(this.ticker);
-    clearTimeout(this.timer);
+    this.passes.stop();
     this.pause.stop();
     this.nodeAddresses.stop();
     this.clusters.stop();
     this.machines.stop();
     await this.leases.stop();
     await this.elector?.stop();
+  }
+
+  /** The heap figures of the stats (getHeapStatistics: cheap, unlike memoryUsage's RSS read). */
+  private sampleHeap(): void {
+    const mib = getHeapStatistics().used_heap_size / 2 ** 20;
+    this.stats.heapMiB = Math.round(mib);
+    this.stats.heapPeakMiB = Math.max(this.stats.heapPeakMiB, this.stats.heapMiB);
+  }
+
+  /** The stats' decide p99, over the last DECIDE_SAMPLES decisions (at stop: a sort). */
+  private decideP99(): void {
+    const n = Math.min(this.decisions, DECIDE_SAMPLES);
+    const sorted = this.decideTimes.slice(0, n).sort();
+    this.stats.decideP99Ms = n === 0 ? 0 : round2(sorted[Math.ceil(0.99 * n) - 1]!);
   }
 
   /** Whether this copy acts: it leads (or runs without leader election) and is started. */
@@ -317,32 +374,7 @@ export class Operator {
 
   schedule(cluster: string): void {
     if (this.stopped) return;
-    this.dirty.add(cluster);
-    if (this.running || this.timer !== undefined) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      void this.reconcileDirty();
-    }, DEBOUNCE_MS);
-  }
-
-  /** Reconciles the dirty Clusters one at a time until none is left (one run at a time). */
-  private async reconcileDirty(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.dirty.size > 0 && !this.stopped) {
-        const name = this.dirty.values().next().value as string;
-        this.dirty.delete(name);
-        try {
-          await this.reconcile(name);
-        } catch (e) {
-          this.opts.log.error({ cluster: name, err: String(e) }, "reconcile failed; retrying");
-          setTimeout(() => this.schedule(name), 1000).unref();
-        }
-      }
-    } finally {
-      this.running = false;
-    }
+    this.passes.schedule(cluster);
   }
 
   private current(name: string): Cluster | undefined {
@@ -392,7 +424,7 @@ export class Operator {
         );
         this.stats.clusterWrites++;
         this.refusals.clear(name);
-        this.written.set(name, written);
+        this.written.set(name, trimObject(written));
         this.spendChannelView(name, channel);
         this.announce(written, d);
         return;
@@ -452,7 +484,8 @@ export class Operator {
     view: MachineView,
     channel: ChannelView | undefined,
   ): Decision {
-    return decide(
+    const t0 = performance.now();
+    const d = decide(
       {
         cluster,
         machines: view.machines,
@@ -468,6 +501,11 @@ export class Operator {
       },
       this.settings,
     );
+    const ms = performance.now() - t0;
+    this.decideTimes[this.decisions++ % DECIDE_SAMPLES] = ms;
+    this.stats.decideMs = round2(this.stats.decideMs + ms);
+    this.metrics.decideTook(cluster.metadata.name, ms);
+    return d;
   }
 
   /**
@@ -616,10 +654,20 @@ export class Operator {
     this.events.record(cluster, type, reason, msg);
   }
 
-  /** Marks a silent machine Lost (or back), each write conditioned on what was decided on. */
+  /**
+   * Marks a silent machine Lost (or back), each write conditioned on what was decided on. At
+   * most MAX_MARKS_IN_FLIGHT at once: when thousands of machines go silent together (a
+   * partition; a starved heartbeat sender) a write each at once opened as many TLS connections
+   * with their Events, which took most of the operator's CPU. The marks left out are decided
+   * again by the pass the last write in flight schedules.
+   */
   private writeLostMarks(cluster: Cluster, marks: readonly LostMark[]): void {
     for (const mark of marks) {
       if (this.marking.has(mark.machine)) continue;
+      if (this.marking.size >= MAX_MARKS_IN_FLIGHT) {
+        this.marksLeft = true;
+        break;
+      }
       const m = this.machines.get(mark.machine);
       if (m === undefined || mark.resourceVersion === undefined) continue;
       // The conditions below come from the cache: only when it holds the very Machine the mark
@@ -667,7 +715,12 @@ export class Operator {
         )
         .finally(() => {
           this.marking.delete(mark.machine);
+          if (this.marking.size === 0 && this.marksLeft) {
+            this.marksLeft = false;
+            this.schedule(cluster.metadata.name);
+          }
         });
+      this.stats.marksInFlightPeak = Math.max(this.stats.marksInFlightPeak, this.marking.size);
     }
   }
 
@@ -741,6 +794,10 @@ function statusToWrite(d: Decision): { status: Cluster["status"]; needed: boolea
 }
 
 /** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
 function generationOf(c: Cluster): string {
   return String(c.metadata.generation ?? "");
 }

@@ -25,41 +25,65 @@ export function summarize(
   // how far the fleet got.
   const target =
     targetOf(cluster)?.version ?? cluster.spec.version ?? cluster.status?.trust?.newest?.version;
-  const running = machines.flatMap((m) => (m.status?.version ? [m.status.version] : []));
-  const ready = machines.filter(
-    (m) =>
-      target !== undefined &&
-      m.status?.version === target &&
-      m.status.step === "Ready" &&
-      !lost.has(m.metadata.name),
-  ).length;
-  const unavailable = new Set([
-    ...turns.map((t) => t.machine),
-    ...lost,
-    ...machines.filter((m) => m.status?.step === "Updating").map((m) => m.metadata.name),
-  ]).size;
-  const everyoneThere = machines.every((m) => m.status?.version === target);
+  const { running, unavailable, ready, everyoneThere, leaderNames } = tally(
+    machines,
+    turns,
+    lost,
+    target,
+  );
   const phase =
     target === undefined || machines.length === 0
       ? "Pending"
       : turns.length > 0 || !everyoneThere
         ? "Updating"
         : "Ready";
-  const leaders = machines
-    .filter((m) => m.spec.role === "Leader")
-    .map((m) => m.metadata.name)
-    .sort()
-    .slice(0, LEADERS_MAX_ITEMS);
+  const leaders = leaderNames.sort().slice(0, LEADERS_MAX_ITEMS);
   const summary: Summary = {
     phase,
     machines: `${ready}/${machines.length}`,
     counts: { total: machines.length, ready, unavailable, lost: lost.size },
     leaders,
   };
-  const v = oldest(running);
-  const n = newest(running);
+  const versions = [...running];
+  const v = oldest(versions);
+  const n = newest(versions);
   if (v !== undefined) summary.version = v;
   if (n !== undefined) summary.newest = n;
   if (endpoint !== undefined) summary.endpoint = endpoint;
   return summary;
+}
+
+interface Tally {
+  running: Set<string>;
+  unavailable: number;
+  ready: number;
+  everyoneThere: boolean;
+  leaderNames: string[];
+}
+
+/** The counts behind the columns, in one pass over the fleet (every decision, up to 5,000). */
+function tally(
+  machines: readonly Machine[],
+  turns: readonly RebootTurn[],
+  lost: ReadonlySet<string>,
+  target: string | undefined,
+): Tally {
+  const running = new Set<string>();
+  const down = new Set<string>(turns.map((t) => t.machine));
+  for (const name of lost) down.add(name);
+  let ready = 0;
+  let everyoneThere = true;
+  const leaderNames: string[] = [];
+  for (const m of machines) {
+    const s = m.status;
+    const name = m.metadata.name;
+    if (s?.version) running.add(s.version);
+    if (target !== undefined && s?.version === target && s.step === "Ready" && !lost.has(name)) {
+      ready++;
+    }
+    if (s?.step === "Updating") down.add(name);
+    if (s?.version !== target) everyoneThere = false;
+    if (m.spec.role === "Leader") leaderNames.push(name);
+  }
+  return { running, unavailable: down.size, ready, everyoneThere, leaderNames };
 }

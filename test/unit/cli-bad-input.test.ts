@@ -4,7 +4,7 @@
 // The commands are walked from the CLI's own commander definition, so a command added later
 // is swept too. Each run is a real process of the bundled CLI.
 import { spawn } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -26,6 +26,8 @@ let home: string;
 beforeAll(async () => {
   // Two levels under the root, like the lab's bundle, but its own directory: runs in parallel
   // never share it.
+  // `.lab` does not exist on a fresh clone.
+  await mkdir(path.join(ROOT, ".lab"), { recursive: true });
   bundleDir = await mkdtemp(path.join(ROOT, ".lab", "sweep-"));
   bundle = path.join(bundleDir, "liken.mjs");
   await bundleModule(path.join(ROOT, "src", "cli", "main.ts"), bundle, { splitting: true });

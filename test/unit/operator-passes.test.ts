@@ -1,0 +1,108 @@
+// One decision per burst of events (src/operator/passes.ts), with a bound on how long the
+// first event of a burst waits. Real timers; no assertion rests on a fixed sleep: each waits
+// for the passes it expects, with a generous deadline, and the bound is checked against the
+// time measured, not a sleep.
+import { setImmediate as tick } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { BURST_MS, PassScheduler } from "../../src/operator/passes.js";
+
+async function until(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+function recorder(passMs = 0): {
+  scheduler: PassScheduler;
+  passes: { key: string; at: number }[];
+  release: () => void;
+} {
+  const passes: { key: string; at: number }[] = [];
+  let open: () => void = () => {};
+  const scheduler = new PassScheduler(
+    async (key) => {
+      passes.push({ key, at: performance.now() });
+      if (passMs < 0) await new Promise<void>((r) => (open = r));
+      else if (passMs > 0) await new Promise((r) => setTimeout(r, passMs));
+    },
+    { onError: () => {} },
+  );
+  return { scheduler, passes, release: () => open() };
+}
+
+describe("passes: one decision per burst of events", () => {
+  it("a burst of 1,000 events in one turn is one pass", async () => {
+    const { scheduler, passes } = recorder();
+    for (let i = 0; i < 1000; i++) scheduler.schedule("c");
+    await until(() => passes.length >= 1);
+    await new Promise((r) => setTimeout(r, 20)); // nothing more comes (checked below)
+    expect(passes.map((p) => p.key)).toEqual(["c"]);
+  });
+
+  it("events while a pass runs make one more pass, not one each", async () => {
+    const { scheduler, passes, release } = recorder(-1);
+    scheduler.schedule("c");
+    await until(() => passes.length === 1);
+    for (let i = 0; i < 500; i++) scheduler.schedule("c");
+    release();
+    await until(() => passes.length === 2);
+    release();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(passes.length).toBe(2);
+  });
+
+  it("an event that lands in the turn a pass ends joins the next pass (a turn of the loop between passes)", async () => {
+    const passes: number[] = [];
+    let open: () => void = () => {};
+    const scheduler = new PassScheduler(
+      async () => {
+        passes.push(performance.now());
+        // Only the first pass waits (a status write's round trip).
+        if (passes.length === 1) await new Promise<void>((r) => (open = r));
+      },
+      { onError: () => {} },
+    );
+    scheduler.schedule("c");
+    await until(() => passes.length === 1);
+    scheduler.schedule("c"); // during the pass: one more pass is due
+    // The pass ends, and in the same turn of the loop one more event of the burst is
+    // handed over (a watch chunk parsed in the poll phase that also delivered the answer).
+    open();
+    void tick().then(() => scheduler.schedule("c"));
+    await until(() => passes.length >= 2);
+    await new Promise((r) => setTimeout(r, 30));
+    // Without the turn between passes: three (the second pass ran before that event landed).
+    expect(passes.length).toBe(2);
+  });
+
+  it(`a steady stream of events never pushes the first pass back beyond BURST_MS (${BURST_MS} ms) plus timer lateness`, async () => {
+    const { scheduler, passes } = recorder();
+    const first = performance.now();
+    scheduler.schedule("c");
+    // An event every millisecond until the pass: a debounce that restarts on each event
+    // would never pass while the stream lasts.
+    const stream = setInterval(() => scheduler.schedule("c"), 1);
+    try {
+      await until(() => passes.length >= 1, 5000);
+    } finally {
+      clearInterval(stream);
+    }
+    const waited = passes[0]!.at - first;
+    // Timers fire late on a loaded machine: 150 ms is far past the bound, far short of 5 s.
+    expect(waited).toBeLessThan(150);
+  });
+
+  it("stop() forgets what is dirty; start() takes events again", async () => {
+    const { scheduler, passes } = recorder();
+    scheduler.schedule("c");
+    scheduler.stop();
+    scheduler.schedule("c");
+    await new Promise((r) => setTimeout(r, 30));
+    expect(passes).toEqual([]);
+    scheduler.start();
+    scheduler.schedule("c");
+    await until(() => passes.length === 1);
+  });
+});
