@@ -1,5 +1,7 @@
-// The release a Cluster's machines move to, in each trust mode: the one place that reads it,
-// for the agent (observe.ts) and the operator (machine-view.ts) alike.
+// The release a Cluster's machines move to: the one place that reads it, for the agent
+// (observe.ts) and the operator (machine-view.ts, decide.ts) alike. The decision itself
+// (spec or follow, the channel's trust and freshness, recalls, revocations, the revert in
+// force) is src/operator/release/decide.ts; this file reads it off a Cluster.
 //   pinned          spec.version's catalog entry (the page's flow, unchanged);
 //   channel         status.trust.target: the release the signed channel vouches for, written by
 //                   cluster-operator after its TUF client verified it (and, with follow, once
@@ -7,32 +9,23 @@
 //   channel+pinned  both: the channel's target, only when the catalog names the same version
 //                   with the same digest (two parties must agree).
 // A trust status made from another pinned root than the spec's counts for nothing: a new pin
-// starts the trust anew, and until then nothing moves.
-//
-// Over that choice come the fleet-wide revert and revocation: while a revert is in force for the
-// chosen release (status.revert) the fleet goes to the revert's `to`, and a release the Cluster
-// revoked (status.revokedReleases) moves nothing. docs/revert.md states the rules;
-// test/unit/operator-revert.test.ts has the table.
+// starts the trust anew, and until then nothing moves. docs/revert.md and docs/releases.md
+// state the rules; test/unit/release-decide.test.ts has the table.
 import {
-  sameRelease,
   type Cluster,
   type ReleaseRef,
   type RevertRecord,
   type RevokedRelease,
   type TrustMode,
 } from "./types.js";
+import { decideRelease, revocationOf, type Hold } from "../operator/release/decide.js";
+import { chosenOf, releaseInputOf } from "../operator/release/input.js";
 
 export function trustModeOf(c: Cluster): TrustMode {
   return c.spec.releases.trust?.mode ?? "pinned";
 }
 
-function catalogEntry(c: Cluster, version: string | undefined): ReleaseRef | undefined {
-  if (version === undefined) return undefined;
-  const e = c.spec.releases.catalog?.find((x) => x.version === version);
-  return e === undefined ? undefined : { version: e.version, digest: e.digest };
-}
-
-/** What the signed channel vouches for, when the trust status belongs to this spec. */
+/** What the signed channel vouches for now (status.trust.target), when made from this spec's pin. */
 export function channelTarget(c: Cluster): ReleaseRef | undefined {
   const spec = c.spec.releases.trust;
   const st = c.status?.trust;
@@ -42,69 +35,70 @@ export function channelTarget(c: Cluster): ReleaseRef | undefined {
   return { version: st.target.version, digest: st.target.digest };
 }
 
-/** The Cluster's target release (version and the digest that starts the chain), if any. */
+/** The Cluster's chosen release (version and the digest that starts the chain), if any. */
 export function clusterTarget(c: Cluster): ReleaseRef | undefined {
-  const mode = trustModeOf(c);
-  switch (mode) {
-    case "pinned":
-      return catalogEntry(c, c.spec.version);
-    case "channel":
-      return channelTarget(c);
-    case "channel+pinned": {
-      const t = channelTarget(c);
-      const pinned = catalogEntry(c, t?.version);
-      return t !== undefined && pinned?.digest === t.digest ? pinned : undefined;
-    }
-    default: {
-      const never: never = mode;
-      return never;
-    }
-  }
+  return chosenOf(c);
 }
 
 export type TargetView =
-  /** spec.version unset, or naming no catalog entry. */
+  /** Nothing chosen: spec.version unset or naming no catalog entry, nothing followed yet. */
   | { kind: "none" }
-  /** spec.version's release. */
+  /** The chosen release. */
   | { kind: "spec"; target: ReleaseRef }
-  /** A revert is in force for spec.version's release: the fleet goes to `target`. */
+  /** A revert is in force for the chosen release: the fleet goes to `target`. */
   | { kind: "revert"; target: ReleaseRef; from: ReleaseRef; revert: RevertRecord }
-  /** spec.version names a revoked release and no revert is in force for it: no target. */
-  | { kind: "revoked"; from: ReleaseRef; revoked: RevokedRelease };
+  /** The chosen release is revoked and no revert is in force for it: no target. */
+  | { kind: "revoked"; from: ReleaseRef; revoked: RevokedRelease }
+  /** Held by another rule of the decision (recall, trust, floor): no target; `revert` waits. */
+  | { kind: "held"; from: ReleaseRef; hold: Hold; revert?: RevertRecord };
 
-/** The release the spec chooses in its trust mode (clusterTarget), before revert and revocation. */
+/** The release the spec (or follow) chooses in its trust mode, before the decision's rules. */
 export function specTarget(cluster: Cluster | undefined): ReleaseRef | undefined {
-  return cluster === undefined ? undefined : clusterTarget(cluster);
+  return cluster === undefined ? undefined : chosenOf(cluster);
 }
 
 export function revokedOf(
   cluster: Cluster | undefined,
   r: ReleaseRef | undefined,
 ): RevokedRelease | undefined {
-  if (r === undefined) return undefined;
-  return cluster?.status?.revokedReleases?.find((x) => sameRelease(x, r));
+  return revocationOf(cluster?.status?.revokedReleases ?? [], r);
 }
 
-export function targetView(cluster: Cluster | undefined): TargetView {
-  const spec = specTarget(cluster);
-  if (spec === undefined) return { kind: "none" };
-  const revert = cluster?.status?.revert;
-  // A revert holds only while spec.version still names the release it left: a person (or
-  // GitOps) that moves spec.version on ends it, and their choice is the target.
-  if (revert !== undefined && sameRelease(revert.from, spec)) {
-    return { kind: "revert", target: revert.to, from: spec, revert };
+/** The decision on this Cluster; `now` (the operator's clock) also judges the trust's expiry. */
+export function targetView(cluster: Cluster | undefined, now?: Date): TargetView {
+  if (cluster === undefined) return { kind: "none" };
+  const d = decideRelease(releaseInputOf(cluster, now));
+  switch (d.kind) {
+    case "none":
+      return d;
+    case "take":
+      return d.revert === undefined
+        ? { kind: "spec", target: d.release }
+        : { kind: "revert", target: d.release, from: d.chosen, revert: d.revert };
+    case "hold":
+      if (d.hold.rule === "Revoked" && d.revoked !== undefined) {
+        return { kind: "revoked", from: d.chosen, revoked: d.revoked };
+      }
+      return {
+        kind: "held",
+        from: d.chosen,
+        hold: d.hold,
+        ...(d.revert === undefined ? {} : { revert: d.revert }),
+      };
+    default: {
+      const never: never = d;
+      throw new Error(`unknown release decision ${JSON.stringify(never)}`);
+    }
   }
-  const revoked = revokedOf(cluster, spec);
-  if (revoked !== undefined) return { kind: "revoked", from: spec, revoked };
-  return { kind: "spec", target: spec };
 }
 
-/** The release every machine moves to now; undefined: none (unset, or revoked). */
-export function effectiveTarget(cluster: Cluster | undefined): ReleaseRef | undefined {
-  const v = targetView(cluster);
+/** The release every machine moves to now; undefined: none (unset, revoked, held). */
+export function effectiveTarget(cluster: Cluster | undefined, now?: Date): ReleaseRef | undefined {
+  const v = targetView(cluster, now);
   switch (v.kind) {
     case "none":
     case "revoked":
+    case "held":
       return undefined;
     case "spec":
     case "revert":

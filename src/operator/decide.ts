@@ -243,7 +243,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   );
   // The target under the trust this very decision records (a recall or a refusal takes effect
   // with the write that reports it, not one tick later).
-  const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status));
+  const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status, o.channel), o.now);
   const brake = brakeOf(o.cluster, o.machines, target);
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
@@ -382,8 +382,11 @@ function withChannelStatus(made: ClusterStatus, channel: ChannelView): void {
   if (channel.trust !== undefined) made.trust = channel.trust.status;
 }
 
-function withTrust(c: Cluster, trust: ClusterStatus["trust"]): Cluster {
-  return trust === undefined ? c : { ...c, status: { ...c.status, trust } };
+/** The Cluster with the channel's verdict this decision records (status and conditions). */
+function withTrust(c: Cluster, trust: ClusterStatus["trust"], channel?: ChannelView): Cluster {
+  if (trust === undefined || channel === undefined) return c;
+  const conditions = withChannelConditions(c.status?.conditions ?? [], channel);
+  return { ...c, status: { ...c.status, trust, conditions } };
 }
 
 /** The Progressing reasons that get an Event when they begin. */

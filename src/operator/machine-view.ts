@@ -52,11 +52,11 @@ export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
 }
 
 /**
- * The fleet's target: the catalog entry spec.version names, or the release a revert in force
- * goes back to; none for a revoked release (src/api/target.ts).
+ * The fleet's target: the release decision (src/operator/release/decide.ts, read through
+ * src/api/target.ts); `now`, the operator's clock, also judges the channel trust's expiry.
  */
-export function targetOf(cluster: Cluster): ReleaseRef | undefined {
-  return effectiveTarget(cluster);
+export function targetOf(cluster: Cluster, now?: Date): ReleaseRef | undefined {
+  return effectiveTarget(cluster, now);
 }
 
 export type TurnAsk =

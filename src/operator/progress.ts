@@ -87,6 +87,9 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
   if (view.kind === "revoked") {
     return cond("False", "ReleaseRevoked", revokedMessage(p.cluster, view));
   }
+  if (view.kind === "held" && p.target === undefined) {
+    return cond("False", "NoTarget", view.hold.message);
+  }
   if (p.target === undefined) {
     return cond("False", "NoTarget", noTargetMessage(p.cluster));
   }

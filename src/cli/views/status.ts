@@ -160,6 +160,8 @@ function targetText(cluster: Cluster): string {
       return `${view.target.version} (reverting ${view.from.version})`;
     case "revoked":
       return `${view.from.version} (revoked)`;
+    case "held":
+      return `${view.from.version} (held: ${view.hold.rule})`;
     case "spec":
     case "none":
       return cluster.spec.version ?? cluster.status?.trust?.target?.version ?? "(none)";
