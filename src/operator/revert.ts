@@ -33,6 +33,7 @@ import type { QueryCheckView } from "./prom-check.js";
 import { compareVersions } from "./version-order.js";
 import { withdrawnWhy } from "./release/decide.js";
 import { releaseInputOf } from "./release/input.js";
+import { forgiven } from "./release/forgiven.js";
 
 /** What the operator read of a release's floor (release.yaml revertFloor), by digest. */
 export type FloorRead =
@@ -397,7 +398,10 @@ export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined
 
 function trialTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const p = i.cluster.spec.rollout?.revert ?? {};
-  const failed = i.machines.flatMap((m) => releaseFailureOf(m, from) ?? []);
+  // What a person forgave (an unrevoke, a resume --failed-release) is not counted again.
+  const failed = i.machines
+    .flatMap((m) => releaseFailureOf(m, from) ?? [])
+    .filter((f) => !forgiven(i.cluster, from, f));
   if (failed.length === 0) return undefined;
   const took = i.machines.filter((m) => tookIt(m, from)).length;
   const percent = took === 0 ? 0 : (failed.length * 100) / took;
