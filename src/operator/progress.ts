@@ -83,7 +83,7 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
     lastTransitionTime: lastTransitionTime ?? transitionTime(p, reason, status, at),
     ...(gen === undefined ? {} : { observedGeneration: gen }),
   });
-  const view = targetView(p.cluster);
+  const view = targetView(p.cluster, p.now);
   if (view.kind === "revoked") {
     return cond("False", "ReleaseRevoked", revokedMessage(p.cluster, view));
   }
