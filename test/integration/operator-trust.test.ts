@@ -292,6 +292,70 @@ describe("trust mode channel", () => {
     }
   }, 120_000);
 
+  // Issue 38, 2.1: a signed recall of the release the fleet reverts FROM must not cancel the
+  // revert half-way (the channel's choice survives as status.trust.taken; the release decision
+  // keeps the revert in force: src/operator/release/).
+  it("a recall of the release being reverted from does not cancel the revert", async () => {
+    const s = await scene();
+    const lkg = (v: string) =>
+      waitFor(
+        `${s.cluster}: lastKnownGood ${v}`,
+        async () => (await api.clusters.get(s.cluster)).status?.lastKnownGood?.version === v,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      await lkg(V1);
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
+      await turnReleased(s);
+      await lkg(V2);
+      // A person reverts V2 (what `liken rollout revert` writes).
+      const request = { version: V2, digest: d2, by: "alice", at: now(), reason: "NIC drops" };
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
+      ]);
+      await waitFor(
+        `${s.cluster}: the revert of V2 to V1 recorded`,
+        async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === V1,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      // Then the channel recalls V2, before the machine went back.
+      await recallV2(s, "recalled while reverting");
+      // The machine still on V2 staged V1 (its other slot) and asks: the revert goes on.
+      const at = now();
+      await writeStatus(s.machine, {
+        version: V2,
+        digest: d2,
+        step: "UpdatePending",
+        target: { version: V1, digest: d1 },
+        staged: { version: V1, digest: d1, slot: "a", at },
+        turnRequest: { version: V1, digest: d1, at },
+      });
+      await waitFor(
+        `${s.cluster}: a turn for ${s.machine} to V1`,
+        async () =>
+          (await api.clusters.get(s.cluster)).status?.rebootTurns?.some(
+            (t) => t.machine === s.machine && t.version === V1,
+          ),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      const c = await api.clusters.get(s.cluster);
+      expect(c.status?.revert?.from.version).toBe(V2);
+      expect(c.status?.trust?.recalls?.map((r) => r.version)).toEqual([V2]);
+      expect(c.status?.conditions?.find((x) => x.type === "Reverted")?.status).toBe("True");
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
   it("channel+pinned moves only when the catalog's digest equals the channel's", async () => {
     const s = await scene({ mode: "channel+pinned" }, {}, {});
     try {
