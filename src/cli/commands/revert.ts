@@ -119,10 +119,13 @@ async function revert(cluster: string, o: { kubeconfig?: string; reason?: string
       );
     }
     const view = targetView(c);
-    if (view.kind === "revert") {
+    // A revert in force, also one that waits on a hold (RevertHeld): it is recorded already.
+    const inForce =
+      view.kind === "revert" ? view.revert : view.kind === "held" ? view.revert : undefined;
+    if (inForce !== undefined) {
       throw usage(
         "LIKEN_OPERATOR_ALREADY_REVERTING",
-        `Cluster ${cluster} already reverts ${from.version} to ${view.target.version} (since ${view.revert.at}, by ${view.revert.by}); watch with liken status ${cluster}`,
+        `Cluster ${cluster} already reverts ${from.version} to ${inForce.to.version} (since ${inForce.at}, by ${inForce.by}); watch with liken status ${cluster}`,
       );
     }
     const to = revertTargetOf(c, from);
