@@ -411,7 +411,14 @@ export class Operator {
     }
     const q = d.queryWanted;
     if (q !== undefined) {
-      this.queries.maybe(name, q.release, q.check, this.clocks.mono(), () => this.schedule(name));
+      this.queries.maybe(
+        name,
+        q.release,
+        q.check,
+        this.clocks.mono(),
+        () => this.schedule(name),
+        this.clocks.wall(),
+      );
     }
   }
 

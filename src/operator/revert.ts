@@ -458,13 +458,18 @@ function queryTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const seen = i.queryChecks?.get(from.digest);
   if (q === undefined || seen === undefined) return undefined;
   const limit = q.failureLimit ?? DEFAULT_PROMETHEUS_FAILURE_LIMIT;
-  if (seen.failures < limit) return undefined;
+  // Failed checks a person forgave (an unrevoke after them) are not counted again.
+  const failures =
+    seen.failedAt === undefined
+      ? seen.failures
+      : seen.failedAt.filter((at) => !forgiven(i.cluster, from, { machine: "", at })).length;
+  if (failures < limit) return undefined;
   return {
     trigger: "Automatic",
     reason: "RevertedOnPrometheusQuery",
     gate: "prometheus",
     message:
-      `the Prometheus check of ${from.version} failed ${seen.failures} time(s) in a row ` +
+      `the Prometheus check of ${from.version} failed ${failures} time(s) in a row ` +
       `(spec.rollout.revert.prometheus.failureLimit ${limit}): query ${q.query} at ${q.url} ` +
       `last ${seen.last}`,
   };

@@ -310,6 +310,31 @@ describe("2.5 an unrevoke after an automatic revert is not undone in the same pa
     expect(d.revertStarted).toBeUndefined();
     expect(d.status.revokedReleases ?? []).toEqual([]);
   });
+  it("nor do the Prometheus check's failures counted before it", () => {
+    const prometheus = { url: "http://prom:9090", query: "max(drops)", maxValue: 0.5 };
+    const cl = c({ unrevoke, revert: { prometheus } });
+    const checks = (ago: number[]) =>
+      new Map([
+        [
+          D2,
+          {
+            failures: ago.length,
+            last: "returned 0.9 > maxValue 0.5",
+            failedAt: ago.map((a) => iso(NOW, -a)),
+          },
+        ],
+      ]);
+    const forgivenRun = decide(
+      { ...observed(cl, [machine("m3")]), floors: NO_FLOORS, queryChecks: checks([300, 240, 180]) },
+      SETTINGS,
+    );
+    expect(forgivenRun.revertStarted).toBeUndefined();
+    const afresh = decide(
+      { ...observed(cl, [machine("m3")]), floors: NO_FLOORS, queryChecks: checks([50, 40, 30]) },
+      SETTINGS,
+    );
+    expect(afresh.revertStarted).toMatchObject({ reason: "RevertedOnPrometheusQuery" });
+  });
   it("new failures after the unrevoke count again", () => {
     const d = run(c({ unrevoke }), [failedOn("m1", 30), failedOn("m2", 20), machine("m3")]);
     expect(d.revertStarted).toMatchObject({ from: R2, to: R1, trigger: "Automatic" });
