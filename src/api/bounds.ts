@@ -85,6 +85,10 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "trust.newest.digest": text(71),
   "trust.recalled.version": text(64),
   "trust.recalled.reason": text(1024),
+  "trust.recalls": list(16),
+  "trust.recalls[].version": text(64),
+  "trust.recalls[].digest": text(71),
+  "trust.recalls[].reason": text(1024),
   "trust.expiresRole": text(16),
   "trust.freshness": text(128),
   /** TUF metadata files (docs/adr/channel-trust-in-status.md says why they live here). */

@@ -6,4 +6,3 @@ export * from "./client.js";
 export * from "./watch.js";
 export * from "./heartbeat.js";
 export * from "./kubeconfig.js";
-export * from "./target.js";

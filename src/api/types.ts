@@ -599,6 +599,12 @@ export const REVERT_REASONS = [
   "RevertRequestStale",
   /** False: spec.version moved on; the revert no longer applies. */
   "RevertSuperseded",
+  /**
+   * False: a revert is recorded but cannot go on now (the channel's trust was refused or
+   * expired, or its target was recalled or revoked and no other proven release is left); the
+   * message names the releases, the rule and what to do. It goes on once that is lifted.
+   */
+  "RevertHeld",
 ] as const;
 export type RevertReason = (typeof REVERT_REASONS)[number];
 
@@ -673,6 +679,8 @@ export interface ClusterStatus {
   conditions?: ClusterCondition[];
 }
 
+export const TRUST_RECALLS_MAX_ITEMS = 16;
+
 export interface TrustStatus {
   /** The mode the status was made under (TRUST column of -o wide). */
   mode: TrustMode;
@@ -691,6 +699,11 @@ export interface TrustStatus {
   waveOpensAt?: Time;
   /** A release the channel recalled that this Cluster took or would take. */
   recalled?: { version: string; reason: string };
+  /**
+   * The releases the channel recalled, newest last, at most TRUST_RECALLS_MAX_ITEMS: no turn
+   * goes to any of them, a revert included (src/target/decide.ts).
+   */
+  recalls?: { version: string; digest: string; reason?: string }[];
   /** When the metadata was last verified (the operator's clock). */
   verifiedAt?: Time;
   /** When the first of the trusted roles expires, and which. */

@@ -20,10 +20,12 @@
 //                   rejoin naming this boot's bootId since it began.
 //   ended-unexplained  at the end, a machine neither on the target nor with a stated reason
 //                   (the target in failedReleases, step Failed or Lost, or its drain skipped).
+//   grant-withdrawn, below-taken, revert-dropped  the release rules (release.ts).
 import type { Cluster, Machine, SlotName } from "../api/index.js";
-import { effectiveTarget } from "../api/target.js";
+import { effectiveTarget } from "../target/view.js";
 import { parseBudget } from "../operator/budget.js";
 import type { CheckSettings, History, Observation, Rel, Violation } from "./history.js";
+import { releaseViolations } from "./release.js";
 
 interface Arm {
   at: number;
@@ -207,8 +209,9 @@ function observeAct(c: Ctx, o: Act): void {
 type Of<K extends Observation["kind"]> = Extract<Observation, { kind: K }>;
 
 function onCluster(c: Ctx, o: Of<"cluster">): void {
-  for (const t of o.cluster.status?.rebootTurns ?? []) {
-    if (c.turns.has(turnKey(t))) continue;
+  const added = (o.cluster.status?.rebootTurns ?? []).filter((t) => !c.turns.has(turnKey(t)));
+  c.out.push(...releaseViolations(c.cluster, o.cluster, added, o.at));
+  for (const t of added) {
     const start = c.starts.get(t.grantedBy);
     if (start !== undefined && o.at - start < c.s.startGraceMs) {
       c.out.push({

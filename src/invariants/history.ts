@@ -66,6 +66,9 @@ export const RULES = [
   "grant-in-grace",
   "promote-without-rejoin",
   "ended-unexplained",
+  "grant-withdrawn",
+  "below-taken",
+  "revert-dropped",
 ] as const;
 export type Rule = (typeof RULES)[number];
 

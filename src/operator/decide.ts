@@ -245,7 +245,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   // The target under the trust this very decision records (a recall or a refusal takes effect
   // with the write that reports it, not one tick later).
-  const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status));
+  const target = targetOf(withTrust(o.cluster, o.channel?.trust?.status, o.channel), o.now);
   const brake = brakeOf(o.cluster, o.machines, target);
   const ctx: Ctx = { o, s, byName, lost, target, brake };
   const before = o.cluster.status ?? {};
@@ -400,8 +400,11 @@ function withAvailableText(made: ClusterStatus, machines: readonly Machine[]): v
   else made.availableText = shown;
 }
 
-function withTrust(c: Cluster, trust: ClusterStatus["trust"]): Cluster {
-  return trust === undefined ? c : { ...c, status: { ...c.status, trust } };
+/** The Cluster with the channel's verdict this decision records (status and conditions). */
+function withTrust(c: Cluster, trust: ClusterStatus["trust"], channel?: ChannelView): Cluster {
+  if (trust === undefined || channel === undefined) return c;
+  const conditions = withChannelConditions(c.status?.conditions ?? [], channel);
+  return { ...c, status: { ...c.status, trust, conditions } };
 }
 
 /** The Progressing reasons that get an Event when they begin. */

@@ -3,12 +3,15 @@
 // NEWEST column orders them (version-order.ts), not by when they were added. With follow, the newest release whose wave
 // opened for this Cluster: it has been in the channel `delaySeconds`, and its waves opened as
 // far as this Cluster's position (from its UID: many Clusters following one channel do not all
-// move in the same hour, as Bottlerocket's seeds and FCOS's rollout wariness). Never a release
-// older than the one taken (no downgrade by following), never a recalled one.
+// move in the same hour, as Bottlerocket's seeds and FCOS's rollout wariness). Which releases
+// may be taken at all is the release decision's (release/decide.ts): never one recalled or
+// revoked, never one older than the release taken (no downgrade by following, also when the
+// taken release left the signed targets: any TUF tool can remove a target).
 import { createHash } from "node:crypto";
 import type { FollowSpec, ReleaseRef } from "../api/index.js";
 import type { ChannelRelease } from "../verify/tuf-target.js";
-import { compareVersions } from "./version-order.js";
+import { compareVersions } from "../target/version-order.js";
+import { below } from "../target/decide.js";
 
 /** Oldest first, by version (as the VERSION and NEWEST columns order them). */
 const byVersion = (rs: readonly ChannelRelease[]): ChannelRelease[] =>
@@ -32,6 +35,13 @@ export interface FollowInput {
 
 export type FollowFault = { reason: "NotInChannel" | "ReleaseRecalled"; message: string };
 
+/** A release the channel recalled (status.trust.recalls). */
+export interface ChannelRecall {
+  version: string;
+  digest: string;
+  reason?: string;
+}
+
 export interface FollowDecision {
   /** The release to move to (verified to its bytes before it is written). */
   target: ChannelRelease | undefined;
@@ -40,7 +50,17 @@ export interface FollowDecision {
   /** When this Cluster's wave opens for `newest`, while it is not the target. */
   waveOpensAt?: Date;
   recalled?: { version: string; reason: string };
+  /** Every release of the channel it recalled, oldest first (status.trust.recalls). */
+  recalls: ChannelRecall[];
   fault?: FollowFault;
+}
+
+function recallsOf(rs: readonly ChannelRelease[]): ChannelRecall[] {
+  return byVersion(rs).flatMap((r) =>
+    r.recalled === undefined
+      ? []
+      : [{ version: r.version, digest: r.digest, reason: r.recalled.reason }],
+  );
 }
 
 /** This Cluster's place among all followers, in [0, 1): the first 52 bits of sha256(uid). */
@@ -57,29 +77,38 @@ export function opensAt(r: ChannelRelease, follow: FollowSpec, position: number)
 }
 
 export function decideFollow(i: FollowInput): FollowDecision {
-  if (i.follow === undefined) return pinnedVersion(i);
+  const recalls = recallsOf(i.releases);
+  if (i.follow === undefined) return { ...pinnedVersion(i), recalls };
   const follow = i.follow;
   const releases = byVersion(i.releases);
   const current = releases.find((r) => r.version === i.current?.version);
   const recalled = current?.recalled === undefined ? undefined : current;
-  const after = releases.filter(
-    (r) => current === undefined || compareVersions(r.version, current.version) >= 0,
-  );
+  // Never below the release taken, whether or not the channel still names it.
+  const after = releases.filter((r) => !below(r, i.current));
   const candidates = after.filter((r) => r.recalled === undefined && !(i.skip?.(r) ?? false));
   const newest = candidates.at(-1);
   const position = wavePosition(i.uid);
   const open = candidates.filter((r) => opensAt(r, follow, position) <= i.now).at(-1);
   const target = open ?? (recalled === undefined ? current : undefined);
-  const d: FollowDecision = { target, newest };
+  const d: FollowDecision = { target, newest, recalls };
   if (newest !== undefined && newest !== target) d.waveOpensAt = opensAt(newest, follow, position);
   if (recalled?.recalled !== undefined && target === undefined) {
     d.recalled = { version: recalled.version, reason: recalled.recalled.reason };
     d.fault = recallFault(recalled);
+  } else if (target === undefined && i.current !== undefined && current === undefined) {
+    d.fault = goneFault(i.current.version);
   }
   return d;
 }
 
-function pinnedVersion(i: FollowInput): FollowDecision {
+function goneFault(version: string): FollowFault {
+  return {
+    reason: "NotInChannel",
+    message: `the release this Cluster took, ${version}, is no longer in the signed channel's targets, and no newer release is open for this Cluster: no turn is granted, and following never moves the fleet below ${version}; publish a newer release (\`liken release channel add\`), or revert (\`liken rollout revert\`)`,
+  };
+}
+
+function pinnedVersion(i: FollowInput): Omit<FollowDecision, "recalls"> {
   const newest = byVersion(i.releases)
     .filter((r) => r.recalled === undefined)
     .at(-1);

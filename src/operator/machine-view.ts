@@ -2,13 +2,13 @@
 // it have one (policy, approval), is it down. The contract with the agent is the API
 // objects; docs/operator.md states it from the agent's side.
 import {
-  effectiveTarget,
   sameRelease,
   type AgentStep,
   type Cluster,
   type Machine,
   type ReleaseRef,
 } from "../api/index.js";
+import { effectiveTarget } from "../target/view.js";
 import { approves } from "../coordinator/turn.js";
 
 /**
@@ -52,11 +52,11 @@ export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
 }
 
 /**
- * The fleet's target: the catalog entry spec.version names, or the release a revert in force
- * goes back to; none for a revoked release (src/api/target.ts).
+ * The fleet's target: the release decision (src/target/decide.ts, read through
+ * src/target/view.ts); `now`, the operator's clock, also judges the channel trust's expiry.
  */
-export function targetOf(cluster: Cluster): ReleaseRef | undefined {
-  return effectiveTarget(cluster);
+export function targetOf(cluster: Cluster, now?: Date): ReleaseRef | undefined {
+  return effectiveTarget(cluster, now);
 }
 
 export type TurnAsk =

@@ -16,12 +16,12 @@ import {
   isConflict,
   isInvalid,
   isNotFound,
-  trustModeOf,
   type Cluster,
   type ClusterCondition,
   type Machine,
   type MachineCondition,
 } from "../api/index.js";
+import { trustModeOf } from "../target/view.js";
 import { pollDue, readChannel, DEFAULT_CHANNEL_INTERVAL_MS, type PollState } from "./channel.js";
 import { readTrust } from "./trust.js";
 import { setCondition } from "./conditions.js";
@@ -455,7 +455,14 @@ export class Operator {
     }
     const q = d.queryWanted;
     if (q !== undefined) {
-      this.queries.maybe(name, q.release, q.check, this.clocks.mono(), () => this.schedule(name));
+      this.queries.maybe(
+        name,
+        q.release,
+        q.check,
+        this.clocks.mono(),
+        () => this.schedule(name),
+        this.clocks.wall(),
+      );
     }
   }
 

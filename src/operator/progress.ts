@@ -12,7 +12,7 @@ import { failedList, type BrakeView, type FirstTrialCap } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "./conditions.js";
-import { targetView, type TargetView } from "../api/target.js";
+import { targetView, type TargetView } from "../target/view.js";
 import { turnAsk } from "./machine-view.js";
 import { rfc3339 } from "../api/time.js";
 import { duration } from "./text.js";
@@ -83,9 +83,12 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
     lastTransitionTime: lastTransitionTime ?? transitionTime(p, reason, status, at),
     ...(gen === undefined ? {} : { observedGeneration: gen }),
   });
-  const view = targetView(p.cluster);
+  const view = targetView(p.cluster, p.now);
   if (view.kind === "revoked") {
     return cond("False", "ReleaseRevoked", revokedMessage(p.cluster, view));
+  }
+  if (view.kind === "held" && p.target === undefined) {
+    return cond("False", "NoTarget", view.hold.message);
   }
   if (p.target === undefined) {
     return cond("False", "NoTarget", noTargetMessage(p.cluster));

@@ -16,6 +16,11 @@ export interface QueryCheckView {
   failures: number;
   /** The last check's outcome in words, for the condition and the Event. */
   last: string;
+  /**
+   * When each failed check of the current run began (the operator's wall clock, RFC 3339), the
+   * newest last: a person's unrevoke forgives the ones before it (release/forgiven.ts).
+   */
+  failedAt?: string[];
 }
 
 export type QueryResult =
@@ -84,7 +89,9 @@ export class QueryChecks {
     const out = new Map<string, QueryCheckView>();
     for (const [k, v] of this.states) {
       const [c, digest] = splitKey(k);
-      if (c === cluster) out.set(digest, { failures: v.failures, last: v.last });
+      if (c === cluster) {
+        out.set(digest, { failures: v.failures, last: v.last, failedAt: [...(v.failedAt ?? [])] });
+      }
     }
     return out;
   }
@@ -100,6 +107,7 @@ export class QueryChecks {
     check: PrometheusCheck,
     nowMs: number,
     done: () => void,
+    wallMs: number = Date.now(),
   ): void {
     const key = `${cluster}/${release.digest}`;
     const s = this.states.get(key) ?? {
@@ -119,9 +127,12 @@ export class QueryChecks {
         s.last = `no verdict (${r.message})`;
       } else if (r.value > check.maxValue) {
         s.failures++;
+        // Bounded: only the last failureLimit-many can matter, 64 covers any sane limit.
+        s.failedAt = [...(s.failedAt ?? []), new Date(wallMs).toISOString()].slice(-64);
         s.last = `returned ${r.value} > maxValue ${check.maxValue}`;
       } else {
         s.failures = 0;
+        s.failedAt = [];
         s.last = `returned ${r.value} <= maxValue ${check.maxValue}`;
       }
       done();

@@ -1,6 +1,6 @@
 // Fleet-wide revert, pure: which release is known good, whether to revert now (a person's
 // spec.rollout.revertRequest, or spec.rollout.revert's threshold), where to, and whether the
-// release's floor allows it. The revert itself is a target change (src/api/target.ts): the
+// release's floor allows it. The revert itself is a target change (src/target/view.ts): the
 // turns, the budget, the leader rule, the drain and the brakes of decide.ts apply to it as to a
 // forward rollout. All I/O (reading a release's floor, the guarded status write that is the
 // revert's lock, Events, metrics) lives in operator.ts; docs/revert.md states the rules and
@@ -11,7 +11,6 @@ import {
   type PrometheusCheck,
   REVOKED_RELEASES_MAX_ITEMS,
   sameRelease,
-  targetView,
   type Cluster,
   type ClusterCondition,
   type KnownGood,
@@ -20,8 +19,8 @@ import {
   type RevertRecord,
   type RevertReason,
   type RevokedRelease,
-  type TargetView,
 } from "../api/index.js";
+import { targetView, type TargetView } from "../target/view.js";
 import { rfc3339 } from "../api/time.js";
 import { truncate } from "../api/bounds.js";
 import {
@@ -30,7 +29,10 @@ import {
   type ReleaseFailure,
 } from "./post-promotion.js";
 import type { QueryCheckView } from "./prom-check.js";
-import { compareVersions } from "./version-order.js";
+import { compareVersions } from "../target/version-order.js";
+import { withdrawnWhy } from "../target/decide.js";
+import { releaseInputOf } from "../target/input.js";
+import { forgiven } from "../target/forgiven.js";
 
 /** What the operator read of a release's floor (release.yaml revertFloor), by digest. */
 export type FloorRead =
@@ -80,9 +82,10 @@ export function revertOf(input: RevertInput): RevertOutcome {
   const base: RevertOutcome = {
     ...known,
     revokedReleases: status.revokedReleases,
-    // Kept while in force; once spec.version moved on, the Reverted condition (reason
-    // RevertSuperseded) tells the story, and the release left stays revoked.
-    revert: view.kind === "revert" ? status.revert : undefined,
+    // Kept while in force (also while it waits on a hold); once spec.version moved on, the
+    // Reverted condition (reason RevertSuperseded) tells the story, and the release left stays
+    // revoked.
+    revert: view.kind === "revert" || view.kind === "held" ? view.revert : undefined,
     condition: undefined,
     started: undefined,
     floorWanted: undefined,
@@ -96,11 +99,67 @@ export function revertOf(input: RevertInput): RevertOutcome {
       return { ...base, condition: endedCondition(i, status.revert) };
     case "spec":
       return { ...wantRevert(i, view.target, base), queryWanted: queryWantedOf(i, view.target) };
+    case "held":
+      return heldRevert(i, view, base);
     default: {
       const never: never = view;
       throw new Error(`unknown target view ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * The release decision holds the chosen release (src/target/decide.ts). A revert in
+ * force whose target the channel recalled or the Cluster revoked since goes to the newest
+ * proven release neither recalled nor revoked (within the floor); with none, it stays recorded
+ * and says why (RevertHeld). A revert held by the channel's trust waits for it, and says so. A
+ * release the channel recalled may still be reverted, by a person or by the threshold: a recall
+ * stops turns for it, not the way back from it.
+ */
+function heldRevert(
+  i: RevertInput,
+  view: Extract<TargetView, { kind: "held" }>,
+  base: RevertOutcome,
+): RevertOutcome {
+  const r = view.revert;
+  if (r === undefined) {
+    if (view.hold.rule === "Recalled") return wantRevert(i, view.from, base);
+    return { ...base, condition: endedCondition(i, i.cluster.status?.revert) };
+  }
+  if (view.hold.rule !== "RevertTargetWithdrawn") {
+    return { ...base, condition: cond("False", "RevertHeld", `${view.hold.message}.`) };
+  }
+  const to = revertTargetOf(i.cluster, view.from);
+  const trigger: Trigger = {
+    trigger: r.trigger,
+    reason: recordReasonOf(r),
+    message: r.message,
+    ...(r.gate === undefined ? {} : { gate: r.gate }),
+  };
+  if (to === undefined) {
+    return { ...base, condition: cond("False", "RevertHeld", view.hold.message) };
+  }
+  const held = floorHold(i, view.from, to, trigger);
+  if (held !== undefined) {
+    const msg = `${view.hold.message} The next proven release, ${to.version}, waits: ${held.condition?.message ?? ""}`;
+    return { ...base, floorWanted: held.floorWanted, condition: cond("False", "RevertHeld", msg) };
+  }
+  const why = withdrawnWhy(releaseInputOf(i.cluster), r.to) ?? "";
+  const retargeted: RevertRecord = {
+    ...r,
+    to: { version: to.version, digest: to.digest },
+    message: truncate(
+      `${r.message}; retargeted from ${r.to.version} to ${to.version}: ${why}`,
+      REVERT_MESSAGE_MAX,
+    ),
+    at: rfc3339(i.now),
+  };
+  return {
+    ...base,
+    revert: retargeted,
+    condition: inForceCondition(retargeted),
+    started: retargeted,
+  };
 }
 
 /**
@@ -167,13 +226,29 @@ function isRevoked(c: Cluster, r: ReleaseRef): boolean {
   return (c.status?.revokedReleases ?? []).some((x) => sameRelease(x, r));
 }
 
-/** Where a revert of `from` goes: the newest known good release that is not `from`. */
+/**
+ * Where a revert of `from` goes: the newest proven release (status.lastKnownGood, then
+ * status.priorKnownGood) that is not `from`, and that the channel did not recall nor the
+ * Cluster revoke (the release decision's rule: no turn for either, a revert's included).
+ */
 export function revertTargetOf(c: Cluster, from: ReleaseRef): KnownGood | undefined {
   const s = c.status ?? {};
+  const input = releaseInputOf(c);
   for (const k of [s.lastKnownGood, s.priorKnownGood]) {
-    if (k !== undefined && !sameRelease(k, from) && !isRevoked(c, k)) return k;
+    if (k !== undefined && !sameRelease(k, from) && withdrawnWhy(input, k) === undefined) return k;
   }
   return undefined;
+}
+
+/** The proven releases a revert of `from` cannot go to, and why (for NoKnownGood's message). */
+function withdrawnProven(c: Cluster, from: ReleaseRef): string {
+  const s = c.status ?? {};
+  const input = releaseInputOf(c);
+  const why = [s.lastKnownGood, s.priorKnownGood]
+    .filter((k): k is KnownGood => k !== undefined && !sameRelease(k, from))
+    .map((k) => withdrawnWhy(input, k))
+    .filter((w): w is string => w !== undefined);
+  return why.length === 0 ? "" : ` (${why.join("; ")})`;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -206,6 +281,7 @@ function wantRevert(i: RevertInput, from: ReleaseRef, base: RevertOutcome): Reve
   if (to === undefined) {
     const msg =
       `${trigger.message}; but there is no last known good release other than ${from.version} ` +
+      `that is neither recalled nor revoked${withdrawnProven(i.cluster, from)} ` +
       `(status.lastKnownGood, status.priorKnownGood): nothing to go back to. Set spec.version to ` +
       `a release you trust (kubectl edit cluster ${i.cluster.metadata.name}).`;
     return { ...base, condition: cond("False", "NoKnownGood", msg) };
@@ -321,7 +397,10 @@ export function automatic(i: RevertInput, from: ReleaseRef): Trigger | undefined
 
 function trialTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const p = i.cluster.spec.rollout?.revert ?? {};
-  const failed = i.machines.flatMap((m) => releaseFailureOf(m, from) ?? []);
+  // What a person forgave (an unrevoke, a resume --failed-release) is not counted again.
+  const failed = i.machines
+    .flatMap((m) => releaseFailureOf(m, from) ?? [])
+    .filter((f) => !forgiven(i.cluster, from, f));
   if (failed.length === 0) return undefined;
   const took = i.machines.filter((m) => tookIt(m, from)).length;
   const percent = took === 0 ? 0 : (failed.length * 100) / took;
@@ -378,13 +457,18 @@ function queryTrigger(i: RevertInput, from: ReleaseRef): Trigger | undefined {
   const seen = i.queryChecks?.get(from.digest);
   if (q === undefined || seen === undefined) return undefined;
   const limit = q.failureLimit ?? DEFAULT_PROMETHEUS_FAILURE_LIMIT;
-  if (seen.failures < limit) return undefined;
+  // Failed checks a person forgave (an unrevoke after them) are not counted again.
+  const failures =
+    seen.failedAt === undefined
+      ? seen.failures
+      : seen.failedAt.filter((at) => !forgiven(i.cluster, from, { machine: "", at })).length;
+  if (failures < limit) return undefined;
   return {
     trigger: "Automatic",
     reason: "RevertedOnPrometheusQuery",
     gate: "prometheus",
     message:
-      `the Prometheus check of ${from.version} failed ${seen.failures} time(s) in a row ` +
+      `the Prometheus check of ${from.version} failed ${failures} time(s) in a row ` +
       `(spec.rollout.revert.prometheus.failureLimit ${limit}): query ${q.query} at ${q.url} ` +
       `last ${seen.last}`,
   };

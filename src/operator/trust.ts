@@ -4,16 +4,17 @@
 // status should record: the trusted metadata, the target, freshness, ChannelTrusted. A refusal
 // takes the target away (no turn is granted: the fleet stays where it is), keeps the metadata
 // trusted before, and names the role and what to do. Never throws.
-import type {
-  Cluster,
-  ClusterCondition,
-  ReleaseRef,
-  TrustReason,
-  TrustSpec,
-  TrustStatus,
+import {
+  TRUST_RECALLS_MAX_ITEMS,
+  type Cluster,
+  type ClusterCondition,
+  type ReleaseRef,
+  type TrustReason,
+  type TrustSpec,
+  type TrustStatus,
 } from "../api/index.js";
 import { rfc3339 } from "../api/time.js";
-import { revokedOf } from "../api/target.js";
+import { revokedOf } from "../target/view.js";
 import { stamped } from "./conditions.js";
 import {
   readSignedChannel,
@@ -23,18 +24,12 @@ import {
 } from "../verify/tuf.js";
 import type { ChannelRelease } from "../verify/tuf-target.js";
 import { decideFollow, type FollowDecision } from "./follow.js";
-import { compareVersions } from "./version-order.js";
+import { decideRelease } from "../target/decide.js";
+import { apiTimeOf, clockVerdict } from "../target/clock.js";
+import { compareVersions } from "../target/version-order.js";
 import type { ChannelView } from "./decide.js";
 
 type TrustCondition = Extract<ClusterCondition, { type: "ChannelTrusted" }>;
-
-/**
- * How far this copy's clock may read behind the time it last verified the channel before it
- * refuses to judge expiry on it: 5 minutes covers NTP steps and two copies' skew; more means the
- * clock went back (a dead RTC battery, a bad NTP answer), and an old replayed channel would look
- * fresh on it.
- */
-export const CLOCK_BEHIND_TOLERANCE_MS = 5 * 60_000;
 
 /** What a person does about each refusal (docs/releases.md says the same at more length). */
 const TODO: Readonly<Record<TrustReason, string>> = {
@@ -167,7 +162,7 @@ function preconditions(
     const message = `spec.releases.source is not a URL (${String(e)})`;
     return { fault: { reason: "ChannelUnreachable", role: "root", message }, url: source };
   }
-  const behind = clockBehind(cluster.status?.trust?.verifiedAt, now);
+  const behind = clockBehind(cluster, now);
   if (behind !== undefined) return { fault: behind, url: url.href };
   return { spec: { ...spec, rootDigest: spec.rootDigest, channel: spec.channel }, url };
 }
@@ -201,6 +196,8 @@ function statusOf(read: Read, at: Date, taken0: ReleaseRef | undefined): Omit<Tr
   if (newest !== undefined) st.newest = newest;
   if (d?.waveOpensAt !== undefined) st.waveOpensAt = rfc3339(d.waveOpensAt);
   if (d?.recalled !== undefined) st.recalled = d.recalled;
+  if (d !== undefined && d.recalls.length > 0)
+    st.recalls = d.recalls.slice(-TRUST_RECALLS_MAX_ITEMS);
   return st;
 }
 
@@ -212,7 +209,7 @@ function trustedView(
   url: URL,
   at: Date,
 ): ChannelView {
-  const d = read.decision ?? { target: undefined, newest: undefined };
+  const d = read.decision ?? { target: undefined, newest: undefined, recalls: [] };
   const cond = verdict(cluster, d, trust.target, url.href, read.releases.length, at);
   const reach = reachable(cluster, "True", "ChannelRead", `${url.href} is a signed channel`, at);
   const view: ChannelView = {
@@ -224,15 +221,15 @@ function trustedView(
   return view;
 }
 
-/** A clock that reads well before the last verification cannot judge expiry. */
-export function clockBehind(verifiedAt: string | undefined, now: Date): TufFault | undefined {
-  if (verifiedAt === undefined) return undefined;
-  if (now.getTime() >= Date.parse(verifiedAt) - CLOCK_BEHIND_TOLERANCE_MS) return undefined;
-  return {
-    reason: "ClockBehind",
-    role: "timestamp",
-    message: `this operator's clock reads ${rfc3339(now)}, before ${verifiedAt} when it last verified the channel`,
-  };
+/**
+ * A clock that reads before the API server's stamps on the Cluster (or, without them, before the
+ * last verification) cannot judge expiry (release/clock.ts).
+ */
+export function clockBehind(cluster: Cluster, now: Date): TufFault | undefined {
+  const v = cluster.status?.trust?.verifiedAt;
+  const c = clockVerdict(now, v === undefined ? undefined : new Date(v), apiTimeOf(cluster));
+  if (c.kind !== "behind") return undefined;
+  return { reason: "ClockBehind", role: "timestamp", message: c.message };
 }
 
 function verdict(
@@ -286,8 +283,12 @@ function refused(
   const old = cluster.status?.trust;
   // The trusted metadata stays (a refusal never lowers what is trusted); the target goes, so no
   // turn is granted, unless the channel is only unreachable: what it vouched for still holds
-  // until it expires, and a network blip must not stall a rollout.
-  const keep = fault.reason === "ChannelUnreachable" && old?.rootDigest === base.rootDigest;
+  // until it expires (acceptExpiredSeconds included), and a network blip must not stall a
+  // rollout. Past that, the release decision holds (TUF's freeze attack: an attacker who blocks
+  // the channel must not keep a recalled release rolling out).
+  const unreachable = fault.reason === "ChannelUnreachable" && old?.rootDigest === base.rootDigest;
+  const expired = unreachable ? expiredHold(cluster, old, at) : undefined;
+  const keep = unreachable && expired === undefined;
   const trust: TrustStatus = {
     ...(old?.rootDigest === base.rootDigest ? old : {}),
     ...base,
@@ -299,7 +300,10 @@ function refused(
     keep && trust.target !== undefined
       ? `the rollout to ${trust.target.version} goes on`
       : "no turn is granted and the fleet stays where it is";
-  const message = `${fault.role} metadata of ${url}: ${fault.reason}: ${fault.message}; ${fleet}${todo === "" ? "" : `; ${todo}`}`;
+  const message =
+    expired !== undefined
+      ? `${fault.role} metadata of ${url}: ${fault.reason}: ${fault.message}; ${expired}`
+      : `${fault.role} metadata of ${url}: ${fault.reason}: ${fault.message}; ${fleet}${todo === "" ? "" : `; ${todo}`}`;
   const reach =
     fault.reason === "ChannelUnreachable"
       ? reachable(cluster, "False", "ChannelUnreachable", message, at)
@@ -315,10 +319,37 @@ function refused(
     condition: reach,
     trust: {
       status: trust,
-      condition: trustCondition(cluster, "False", fault.reason, message, at),
+      condition: trustCondition(
+        cluster,
+        "False",
+        expired === undefined ? fault.reason : "MetadataExpired",
+        message,
+        at,
+      ),
       fault,
     },
   };
+}
+
+/** The release decision's TrustExpired hold on what the unreachable channel vouched for. */
+function expiredHold(cluster: Cluster, old: TrustStatus | undefined, at: Date): string | undefined {
+  const target = old?.target ?? old?.taken;
+  if (target === undefined) return undefined;
+  const d = decideRelease({
+    chosen: target,
+    via: "spec",
+    trust: {
+      vouches: true,
+      reachable: false,
+      acceptExpiredSeconds: cluster.spec.releases.trust?.acceptExpiredSeconds ?? 0,
+      ...(old?.expiresAt === undefined ? {} : { expiresAt: new Date(old.expiresAt) }),
+    },
+    recalls: [],
+    revoked: [],
+    revert: undefined,
+    now: at,
+  });
+  return d.kind === "hold" && d.hold.rule === "TrustExpired" ? d.hold.message : undefined;
 }
 
 function trustCondition(

@@ -4,7 +4,7 @@
 // step per simulated second, and the faults of a schedule (faults.ts). Everything observed
 // goes into a history the invariant checker reads (src/invariants).
 import type { Cluster, Machine, MachineStatus, ReleaseRef, SlotName } from "../api/index.js";
-import { effectiveTarget } from "../api/target.js";
+import { effectiveTarget } from "../target/view.js";
 import type { Slot } from "../bootloader/types.js";
 import {
   afterSlotCheck,

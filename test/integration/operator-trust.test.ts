@@ -292,6 +292,70 @@ describe("trust mode channel", () => {
     }
   }, 120_000);
 
+  // Issue 38, 2.1: a signed recall of the release the fleet reverts FROM must not cancel the
+  // revert half-way (the channel's choice survives as status.trust.taken; the release decision
+  // keeps the revert in force: src/target/).
+  it("a recall of the release being reverted from does not cancel the revert", async () => {
+    const s = await scene();
+    const lkg = (v: string) =>
+      waitFor(
+        `${s.cluster}: lastKnownGood ${v}`,
+        async () => (await api.clusters.get(s.cluster)).status?.lastKnownGood?.version === v,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      await lkg(V1);
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      await writeStatus(s.machine, { version: V2, digest: d2, step: "Ready" });
+      await turnReleased(s);
+      await lkg(V2);
+      // A person reverts V2 (what `liken rollout revert` writes).
+      const request = { version: V2, digest: d2, by: "alice", at: now(), reason: "NIC drops" };
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
+      ]);
+      await waitFor(
+        `${s.cluster}: the revert of V2 to V1 recorded`,
+        async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === V1,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      // Then the channel recalls V2, before the machine went back.
+      await recallV2(s, "recalled while reverting");
+      // The machine still on V2 staged V1 (its other slot) and asks: the revert goes on.
+      const at = now();
+      await writeStatus(s.machine, {
+        version: V2,
+        digest: d2,
+        step: "UpdatePending",
+        target: { version: V1, digest: d1 },
+        staged: { version: V1, digest: d1, slot: "a", at },
+        turnRequest: { version: V1, digest: d1, at },
+      });
+      await waitFor(
+        `${s.cluster}: a turn for ${s.machine} to V1`,
+        async () =>
+          (await api.clusters.get(s.cluster)).status?.rebootTurns?.some(
+            (t) => t.machine === s.machine && t.version === V1,
+          ),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      const c = await api.clusters.get(s.cluster);
+      expect(c.status?.revert?.from.version).toBe(V2);
+      expect(c.status?.trust?.recalls?.map((r) => r.version)).toEqual([V2]);
+      expect(c.status?.conditions?.find((x) => x.type === "Reverted")?.status).toBe("True");
+    } finally {
+      await s.close();
+    }
+  }, 120_000);
+
   it("channel+pinned moves only when the catalog's digest equals the channel's", async () => {
     const s = await scene({ mode: "channel+pinned" }, {}, {});
     try {
@@ -604,6 +668,95 @@ describe("hostile channels: the fleet does not move, the condition names the fau
     } finally {
       offset = 0;
       await s.close();
+    }
+  }, 120_000);
+
+  // Issue 38, 2.6: the check made while the clock ran ahead must not freeze the fleet once the
+  // clock is right again, nor tell the person to fix it: the API server's stamps on the
+  // Cluster say this clock is right (src/target/clock.ts).
+  it("a check made while the clock ran 2 hours ahead does not freeze the fleet once it is fixed", async () => {
+    const s = await scene();
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      offset = 2 * 3600_000;
+      await waitFor(
+        `${s.cluster}: a verification on the clock 2 h ahead`,
+        async () => {
+          const v = (await api.clusters.get(s.cluster)).status?.trust?.verifiedAt;
+          return v !== undefined && Date.parse(v) > Date.now() + 3600_000;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      offset = 0;
+      const d2 = await s.ch.publish(V2);
+      await asks(s, V2, d2, d1);
+      await followed(s, V2);
+      const c = await cond(s.cluster);
+      expect(c?.reason).toBe("MetadataVerified");
+      expect(c?.message).not.toMatch(/fix this operator's clock/);
+    } finally {
+      offset = 0;
+      await s.close();
+    }
+  }, 120_000);
+
+  // Issue 38, 2.3: TUF's freeze attack. What an unreachable channel vouched for holds until its
+  // metadata expires (acceptExpiredSeconds included), not longer.
+  it("trust expired while the channel is unreachable: no new turn, and the condition says so", async () => {
+    const s = await scene({ acceptExpiredSeconds: 3600 });
+    let closed = false;
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      const d2 = await s.ch.publish(V2);
+      await trusted(s, V2);
+      await s.ch.server.close();
+      closed = true;
+      await waitFor(
+        `${s.cluster}: ChannelReachable False`,
+        async () =>
+          (await api.clusters.get(s.cluster)).status?.conditions?.find(
+            (x) => x.type === "ChannelReachable" && x.status === "False",
+          ),
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      // Unreachable, not expired: what it vouched for still holds.
+      expect((await api.clusters.get(s.cluster)).status?.trust?.target?.version).toBe(V2);
+      // Two days on: past the timestamp's day and the hour accepted.
+      offset = 2 * DAY_MS;
+      const c = await waitFor(
+        `${s.cluster}: ChannelTrusted False MetadataExpired`,
+        async () => {
+          const x = await cond(s.cluster);
+          return x?.status === "False" && x.reason === "MetadataExpired" ? x : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(c.message).toMatch(/trust expired at .* while the channel was unreachable/);
+      expect(c.message).toContain("acceptExpiredSeconds 3600");
+      await asks(s, V2, d2, d1);
+      const seen = new Set<string>();
+      await waitFor(
+        `${s.cluster}: two more reads of the unreachable channel`,
+        async () => {
+          const at = (await api.clusters.get(s.cluster)).status?.channel?.lastCheckTime;
+          if (at !== undefined) seen.add(at);
+          return seen.size >= 3;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      const after = await api.clusters.get(s.cluster);
+      expect(after.status?.rebootTurns ?? []).toEqual([]);
+      expect(after.status?.trust?.target).toBeUndefined();
+      expect((await cond(s.cluster))?.reason).toBe("MetadataExpired");
+    } finally {
+      offset = 0;
+      if (closed) {
+        s.beats.stop();
+        await deleteAll(s.cluster, [s.machine]);
+        await rm(path.dirname(s.ch.repo), { recursive: true, force: true });
+      } else {
+        await s.close();
+      }
     }
   }, 120_000);
 

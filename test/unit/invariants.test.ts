@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { checkHistory, type Observation, type Rel, type Rule } from "../../src/invariants/index.js";
 import type { Machine } from "../../src/api/index.js";
-import { cluster, D2, GRANTED, machine, turn, V2 } from "./operator-fixtures.js";
+import type { Cluster } from "../../src/api/index.js";
+import { cluster, D1, D2, D3, GRANTED, machine, turn, V1, V2, V3 } from "./operator-fixtures.js";
 
 const R2: Rel = { version: V2, digest: D2 };
 const SETTINGS = { startGraceMs: 40_000 };
@@ -69,6 +70,153 @@ const clean: Observation[] = [
 function without(h: Observation[], drop: (o: Observation) => boolean): Observation[] {
   return h.filter((o) => !drop(o));
 }
+
+const ROOT = `sha256:${"f".repeat(64)}`;
+/** The Cluster holding m1's turn to V2, with `status` over it. */
+const granting = (status: Cluster["status"] = {}, spec: Partial<Cluster["spec"]> = {}): Cluster => {
+  const c = cluster({ maxUnavailable: 1, turns: [turn("m1")] });
+  return { ...c, spec: { ...c.spec, ...spec }, status: { ...c.status, ...status } };
+};
+/** A follower of its channel that took `taken`. */
+const follower = (taken: Rel, status: Cluster["status"] = {}): Cluster => {
+  const c = granting({
+    trust: {
+      mode: "channel",
+      rootDigest: ROOT,
+      taken: { version: taken.version, digest: taken.digest! },
+      target: { version: taken.version, digest: taken.digest! },
+    },
+    ...status,
+  });
+  delete c.spec.version;
+  c.spec.releases = {
+    ...c.spec.releases,
+    trust: { mode: "channel", channel: "stable", rootDigest: ROOT, follow: {} },
+  };
+  return c;
+};
+const REVERT_V2 = {
+  from: { version: V2, digest: D2 },
+  to: { version: V1, digest: D1 },
+  trigger: "Automatic" as const,
+  message: "m",
+  by: "op-a",
+  at: "2026-12-02T10:00:00Z",
+};
+
+/** Issue 38's release rules (src/invariants/release.ts). */
+const releaseRows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
+  {
+    rule: "grant-withdrawn",
+    broken: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 50,
+        cluster: granting({
+          revokedReleases: [{ version: V2, digest: D2, reason: "r", at: GRANTED }],
+        }),
+      },
+      ...turnOf("m1", 100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      { kind: "cluster", at: 50, cluster: granting() },
+      ...turnOf("m1", 100),
+      END,
+    ],
+  },
+  {
+    rule: "grant-withdrawn",
+    // Recalled by the channel (status.trust.recalls).
+    broken: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 50,
+        cluster: granting({ trust: { mode: "channel", recalls: [{ version: V2, digest: D2 }] } }),
+      },
+      ...turnOf("m1", 100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 50,
+        cluster: granting({ trust: { mode: "channel", recalls: [{ version: V3, digest: D3 }] } }),
+      },
+      ...turnOf("m1", 100),
+      END,
+    ],
+  },
+  {
+    rule: "below-taken",
+    broken: [
+      ...start(["m1"]),
+      { kind: "cluster", at: 50, cluster: follower({ version: V3, digest: D3 }) },
+      ...turnOf("m1", 100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 50,
+        // A revert in force from V3 to V2: going down is the revert's say.
+        cluster: follower(
+          { version: V3, digest: D3 },
+          {
+            revert: {
+              ...REVERT_V2,
+              from: { version: V3, digest: D3 },
+              to: { version: V2, digest: D2 },
+            },
+          },
+        ),
+      },
+      ...turnOf("m1", 100),
+      END,
+    ],
+  },
+  {
+    rule: "revert-dropped",
+    broken: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 10,
+        cluster: cluster({ maxUnavailable: 1, status: { revert: REVERT_V2 } }),
+      },
+      { kind: "cluster", at: 50, cluster: granting() },
+      ...turnOf("m1", 100),
+      END,
+    ],
+    kept: [
+      ...start(["m1"]),
+      {
+        kind: "cluster",
+        at: 10,
+        cluster: cluster({ maxUnavailable: 1, status: { revert: REVERT_V2 } }),
+      },
+      {
+        kind: "cluster",
+        at: 50,
+        cluster: granting(
+          {},
+          {
+            rollout: {
+              unrevoke: { version: V2, digest: D2, by: "alice", at: "2026-12-02T10:01:00Z" },
+            },
+          },
+        ),
+      },
+      ...turnOf("m1", 100),
+      END,
+    ],
+  },
+];
 
 const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
   {
@@ -221,6 +369,7 @@ const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
       END,
     ],
   },
+  ...releaseRows,
 ];
 
 describe("checkHistory", () => {

@@ -30,6 +30,10 @@ const LAYER: Readonly<Record<string, number>> = {
   release: 2,
   drain: 2,
   coordinator: 2,
+  // The release the fleet may take now: one pure decision (spec or follow, trust and its expiry,
+  // recalls, revocations, the revert) and the view of it that both programs read
+  // (docs/adr/one-release-decision.md).
+  target: 2,
   // The two programs' logic.
   agent: 3,
   operator: 3,

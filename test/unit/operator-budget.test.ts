@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseBudget } from "../../src/operator/budget.js";
-import { compareVersions, newest, oldest } from "../../src/operator/version-order.js";
+import { compareVersions, newest, oldest } from "../../src/target/version-order.js";
 
 describe("parseBudget", () => {
   const cases: [number | string | undefined, number, number, boolean][] = [

@@ -1,16 +1,15 @@
-// Fleet-wide revert and pause (src/operator/revert.ts, src/api/target.ts, decide.ts): which
+// Fleet-wide revert and pause (src/operator/revert.ts, src/target/view.ts, decide.ts): which
 // release is known good, when a revert begins (a request, the threshold), where it goes, the
 // floor, the revoked list, a revert racing a new spec.version, and the pause. Tables through
 // decide(), so each rule is seen where it acts: the status written and the turns granted.
 import { describe, expect, it } from "vitest";
 import {
-  effectiveTarget,
-  targetView,
   type Cluster,
   type ClusterStatus,
   type Machine,
   type RevertRecord,
 } from "../../src/api/index.js";
+import { effectiveTarget, targetView } from "../../src/target/view.js";
 import { decide, type Decision } from "../../src/operator/decide.js";
 import {
   failureReasonOf,
@@ -209,7 +208,7 @@ describe("a revert by request: spec.rollout.revertRequest", () => {
   });
 });
 
-describe("the target while a revert is recorded (src/api/target.ts)", () => {
+describe("the target while a revert is recorded (src/target/view.ts)", () => {
   const revert = revertOfV2(10);
   const revoked = [{ version: V2, digest: D2, reason: "RevertedByRequest", at: iso(NOW, -10) }];
 

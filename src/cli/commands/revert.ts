@@ -3,13 +3,8 @@
 // the Cluster's resourceVersion, so it acts on exactly the Cluster it printed; cluster-operator
 // decides the rest (src/operator/revert.ts).
 import type { Command } from "commander";
-import {
-  isConflict,
-  specTarget,
-  targetView,
-  type Cluster,
-  type LikenApi,
-} from "../../api/index.js";
+import { isConflict, type Cluster, type LikenApi } from "../../api/index.js";
+import { specTarget, targetView } from "../../target/view.js";
 import { OperatorError, type OperatorCode } from "../../operator/errors.js";
 import { revertTargetOf } from "../../operator/revert.js";
 import { rfc3339 } from "../../api/time.js";
@@ -119,10 +114,13 @@ async function revert(cluster: string, o: { kubeconfig?: string; reason?: string
       );
     }
     const view = targetView(c);
-    if (view.kind === "revert") {
+    // A revert in force, also one that waits on a hold (RevertHeld): it is recorded already.
+    const inForce =
+      view.kind === "revert" ? view.revert : view.kind === "held" ? view.revert : undefined;
+    if (inForce !== undefined) {
       throw usage(
         "LIKEN_OPERATOR_ALREADY_REVERTING",
-        `Cluster ${cluster} already reverts ${from.version} to ${view.target.version} (since ${view.revert.at}, by ${view.revert.by}); watch with liken status ${cluster}`,
+        `Cluster ${cluster} already reverts ${from.version} to ${inForce.to.version} (since ${inForce.at}, by ${inForce.by}); watch with liken status ${cluster}`,
       );
     }
     const to = revertTargetOf(c, from);

@@ -3,7 +3,7 @@
 // A pure function of the API objects, so the same text is printed live and in a pipe.
 import { approvable, heldAgainstApproval } from "./approval.js";
 import type { Cluster, ClusterCondition, Machine, MachineStep } from "../../api/types.js";
-import { targetView } from "../../api/target.js";
+import { targetView } from "../../target/view.js";
 
 export interface StatusViewOptions {
   now: Date;
@@ -172,6 +172,8 @@ function targetText(cluster: Cluster): string {
       return `${view.target.version} (reverting ${view.from.version})`;
     case "revoked":
       return `${view.from.version} (revoked)`;
+    case "held":
+      return `${view.from.version} (held: ${view.hold.rule})`;
     case "spec":
     case "none":
       return cluster.spec.version ?? cluster.status?.trust?.target?.version ?? "(none)";

@@ -1,0 +1,264 @@
+// The release the fleet's machines may take now, pure: the one place that composes the spec
+// or follow's choice, the channel's trust and its freshness, the channel's recalls, the
+// Cluster's revocations, the revert in force and a person's unrevoke (docs/adr/
+// one-release-decision.md). Grants (decide.ts through target/view.ts), follow (follow.ts) and
+// revert (revert.ts) ask it; none of them decides a piece of it alone.
+//
+// The rules, in the order they are applied:
+//   1. nothing chosen (spec.version unset, follow with nothing taken yet): no release;
+//   2. a channel that does not vouch for the choice now (its metadata refused, or its trust
+//      expired, acceptExpiredSeconds included, while it could not be reached): hold, whatever
+//      else holds; a revert in force stays recorded and waits;
+//   3. a revert in force for the chosen release: its target, unless the channel recalled it or
+//      the Cluster revoked it since (then hold, naming both releases: revert.ts retargets it to
+//      the newest proven release neither recalled nor revoked when there is one);
+//   4. a chosen release the Cluster revoked, or the channel recalled: hold;
+//   5. a followed release older than the one taken: hold (only a person's revert goes down);
+//   6. otherwise the chosen release.
+// A hold always names the releases, the rule and what a person can do (`message`).
+import {
+  sameRelease,
+  type ReleaseRef,
+  type RevertRecord,
+  type RevokedRelease,
+} from "../api/types.js";
+import { compareVersions } from "./version-order.js";
+
+/** A release the signed channel recalled. */
+export interface Recall {
+  version: string;
+  digest?: string;
+  reason?: string;
+}
+
+export interface TrustInput {
+  /** The channel's metadata was refused (a TUF fault other than being unreachable). */
+  refused?: { reason: string; message: string };
+  /** The channel's verdict names the chosen release as the target (status.trust.target). */
+  vouches: boolean;
+  /** ChannelTrusted False: why it does not vouch (ReleaseRecalled, NotInChannel...). */
+  verdict?: { reason: string; message: string };
+  /** When the first of the trusted roles expires (status.trust.expiresAt). */
+  expiresAt?: Date;
+  acceptExpiredSeconds: number;
+  /** ChannelReachable: whether the last read of the channel answered. */
+  reachable: boolean;
+}
+
+export interface ReleaseInput {
+  /** What spec.version (pinned: its catalog entry) or follow (status.trust) chose. */
+  chosen: ReleaseRef | undefined;
+  via: "spec" | "follow";
+  /** Channel modes only: what the channel says of the choice now. */
+  trust?: TrustInput;
+  /** The newest release this Cluster took from the channel (status.trust.taken). */
+  taken?: ReleaseRef;
+  recalls: readonly Recall[];
+  revoked: readonly RevokedRelease[];
+  /** status.revert, after a person's unrevoke was applied (revert.ts withoutUnrevoked). */
+  revert: RevertRecord | undefined;
+  /** The operator's clock; undefined: do not judge expiry here (the agent's reading). */
+  now?: Date;
+}
+
+export const HOLD_RULES = [
+  "TrustRefused",
+  "TrustExpired",
+  "RevertTargetWithdrawn",
+  "Revoked",
+  "Recalled",
+  "NotVouched",
+  "BelowTaken",
+] as const;
+export type HoldRule = (typeof HOLD_RULES)[number];
+
+export interface Hold {
+  rule: HoldRule;
+  /** The releases the hold is about (the chosen one first). */
+  releases: ReleaseRef[];
+  /** What holds, why, and what a person can do. */
+  message: string;
+}
+
+export type ReleaseDecision =
+  | { kind: "none" }
+  /** Machines may take `release`; `revert` set: it is the target of a revert in force. */
+  | { kind: "take"; chosen: ReleaseRef; release: ReleaseRef; revert?: RevertRecord }
+  /** No machine takes anything new; `revert`: a revert in force waits (it is kept). */
+  | {
+      kind: "hold";
+      chosen: ReleaseRef;
+      hold: Hold;
+      revert?: RevertRecord;
+      revoked?: RevokedRelease;
+    };
+
+export function recallOf(
+  recalls: readonly Recall[],
+  r: ReleaseRef | undefined,
+): Recall | undefined {
+  if (r === undefined) return undefined;
+  return recalls.find(
+    (x) => x.version === r.version && (x.digest === undefined || x.digest === r.digest),
+  );
+}
+
+export function revocationOf(
+  revoked: readonly RevokedRelease[],
+  r: ReleaseRef | undefined,
+): RevokedRelease | undefined {
+  return r === undefined ? undefined : revoked.find((x) => sameRelease(x, r));
+}
+
+/** Neither recalled by the channel nor revoked by the Cluster: a release a turn may go to. */
+export function withdrawnWhy(
+  i: Pick<ReleaseInput, "recalls" | "revoked">,
+  r: ReleaseRef,
+): string | undefined {
+  const recall = recallOf(i.recalls, r);
+  if (recall !== undefined) {
+    return `the channel recalled ${r.version}${recall.reason ? ` (${recall.reason})` : ""}`;
+  }
+  const rev = revocationOf(i.revoked, r);
+  if (rev !== undefined) return `this Cluster revoked ${r.version} (${rev.reason}, at ${rev.at})`;
+  return undefined;
+}
+
+/** True when `r` is older than `floor` by version (the order of the VERSION column). */
+export function below(r: ReleaseRef, floor: ReleaseRef | string | undefined): boolean {
+  if (floor === undefined) return false;
+  return compareVersions(r.version, typeof floor === "string" ? floor : floor.version) < 0;
+}
+
+/** Trust expired, acceptExpiredSeconds included, at `now`. */
+export function trustExpired(t: TrustInput, now: Date | undefined): boolean {
+  if (now === undefined || t.expiresAt === undefined) return false;
+  return now.getTime() > t.expiresAt.getTime() + t.acceptExpiredSeconds * 1000;
+}
+
+export function decideRelease(i: ReleaseInput): ReleaseDecision {
+  const chosen = i.chosen;
+  if (chosen === undefined) return { kind: "none" };
+  const revert =
+    i.revert !== undefined && sameRelease(i.revert.from, chosen) ? i.revert : undefined;
+  const hold = (h: Hold, extra: { revoked?: RevokedRelease } = {}): ReleaseDecision => ({
+    kind: "hold",
+    chosen,
+    hold: h,
+    ...(revert === undefined ? {} : { revert }),
+    ...extra,
+  });
+  const trusted = trustHold(i, chosen, revert);
+  if (trusted !== undefined) return hold(trusted);
+  if (revert !== undefined) {
+    const why = withdrawnWhy(i, revert.to);
+    if (why === undefined) return { kind: "take", chosen, release: revert.to, revert };
+    return hold({
+      rule: "RevertTargetWithdrawn",
+      releases: [chosen, revert.to],
+      message:
+        `the revert of ${chosen.version} goes to ${revert.to.version}, but ${why}: no turn is granted for either; ` +
+        `the revert goes to the newest proven release neither recalled nor revoked once there is one ` +
+        `(status.lastKnownGood, status.priorKnownGood). Set spec.version to a release you trust.`,
+    });
+  }
+  const held = choiceHold(i, chosen);
+  if (held !== undefined)
+    return hold(held.hold, held.revoked === undefined ? {} : { revoked: held.revoked });
+  return { kind: "take", chosen, release: chosen };
+}
+
+/** The rules on the chosen release itself when no revert is in force (4 and 5 above). */
+function choiceHold(
+  i: ReleaseInput,
+  chosen: ReleaseRef,
+): { hold: Hold; revoked?: RevokedRelease } | undefined {
+  const revoked = revocationOf(i.revoked, chosen);
+  if (revoked !== undefined) {
+    return {
+      hold: {
+        rule: "Revoked",
+        releases: [chosen],
+        message:
+          `${chosen.version} is revoked for this Cluster (${revoked.reason}, at ${revoked.at}): no turn is granted for it. ` +
+          `Set spec.version to another release, or clear it with \`liken rollout unrevoke CLUSTER ${chosen.version}\`.`,
+      },
+      revoked,
+    };
+  }
+  const recall = recallOf(i.recalls, chosen);
+  if (recall !== undefined) {
+    return {
+      hold: {
+        rule: "Recalled",
+        releases: [chosen],
+        message:
+          `the channel recalled ${chosen.version}${recall.reason ? ` (${recall.reason})` : ""}: no turn is granted for it; ` +
+          `machines that run it stay as they are until a newer release is the target, or a person reverts ` +
+          `(\`liken rollout revert CLUSTER\`).`,
+      },
+    };
+  }
+  if (i.trust !== undefined && !i.trust.vouches) {
+    const v = i.trust.verdict;
+    return {
+      hold: {
+        rule: "NotVouched",
+        releases: [chosen],
+        message:
+          `the signed channel does not vouch for ${chosen.version} now${v === undefined ? "" : ` (${v.reason}: ${v.message})`}: ` +
+          `no turn is granted for it, and the fleet does not go below it; publish a newer release, or a person reverts (\`liken rollout revert CLUSTER\`).`,
+      },
+    };
+  }
+  if (i.via === "follow" && i.taken !== undefined && below(chosen, i.taken)) {
+    return {
+      hold: {
+        rule: "BelowTaken",
+        releases: [chosen, i.taken],
+        message:
+          `following would move the fleet from ${i.taken.version} down to ${chosen.version}: a follower never goes ` +
+          `below the release it took; only a person's revert goes down (\`liken rollout revert CLUSTER\`).`,
+      },
+    };
+  }
+  return undefined;
+}
+
+function trustHold(
+  i: ReleaseInput,
+  chosen: ReleaseRef,
+  revert: RevertRecord | undefined,
+): Hold | undefined {
+  const t = i.trust;
+  if (t === undefined) return undefined;
+  const waits =
+    revert === undefined
+      ? ""
+      : `; the revert of ${chosen.version} to ${revert.to.version} waits for it`;
+  const releases = revert === undefined ? [chosen] : [chosen, revert.to];
+  if (t.refused !== undefined) {
+    return {
+      rule: "TrustRefused",
+      releases,
+      message: `the signed channel's metadata was refused (${t.refused.reason}: ${t.refused.message}): nothing it names is trusted and no turn is granted${waits}; ChannelTrusted says what to do`,
+    };
+  }
+  if (!t.reachable && trustExpired(t, i.now)) {
+    const until = new Date(t.expiresAt!.getTime() + t.acceptExpiredSeconds * 1000);
+    return {
+      rule: "TrustExpired",
+      releases,
+      message:
+        `the channel's trust expired at ${iso(t.expiresAt!)}` +
+        (t.acceptExpiredSeconds > 0
+          ? ` (accepted until ${iso(until)}, acceptExpiredSeconds ${t.acceptExpiredSeconds})`
+          : "") +
+        ` while the channel was unreachable: what it vouched for (${chosen.version}) is no longer trusted and no new turn is granted${waits}. ` +
+        `Make the channel reachable (spec.releases.source) and have its publisher refresh it (\`liken release channel refresh\`)`,
+    };
+  }
+  return undefined;
+}
+
+const iso = (d: Date): string => d.toISOString().replace(/\.\d{3}Z$/, "Z");
