@@ -25,7 +25,14 @@ export default defineConfig({
     reporters: TIME_DIR === undefined ? ["default"] : ["default", new TimeReporter(TIME_DIR)],
     projects: [
       {
-        test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 10_000 },
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          testTimeout: 10_000,
+          // Every core: vitest's default leaves one for itself (one worker on two cores), and
+          // the unit files are CPU and nothing else.
+          maxWorkers: availableParallelism(),
+        },
       },
       {
         test: {
