@@ -1,5 +1,6 @@
 // Starting and stopping QEMU for every guest liken boots: the testbed's scenarios, the machine
-// scenario and the machine image's smoke boot. One machine: q35 under TCG, OVMF with this run's
+// scenario and the machine image's smoke boot. One machine: q35 on the accelerator that
+// images/accelerator.ts chose (TCG unless a guest was seen running under KVM), OVMF with this run's
 // copy of its variables, the disk on virtio, the i6300esb watchdog, the serial console as ser0.
 //
 // None outlives the process that started it: each runs under `timeout` (which ends it even if
@@ -8,6 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { join } from "node:path";
+import type { AcceleratorName } from "./accelerator.js";
 
 export const OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd";
 export const OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd";
@@ -45,6 +47,8 @@ export type QemuSerial =
   | { serialFile: string };
 
 export type QemuOptions = QemuSerial & {
+  /** From `accelerator()`: KVM only once a probe guest ran under it. */
+  accel: AcceleratorName;
   /** Where qemu.stderr goes. */
   dir: string;
   disk: string;
@@ -75,7 +79,7 @@ export function qemuArgs(o: QemuOptions): string[] {
       : `file,id=ser0,path=${o.serialFile}`;
   return [
     "-machine",
-    "q35,accel=tcg",
+    `q35,accel=${o.accel}`,
     "-m",
     String(o.memoryMiB ?? 512),
     "-smp",

@@ -6,6 +6,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { accelerator, type AcceleratorName } from "../accelerator.js";
 import { OVMF_VARS, startQemu, stopQemu } from "../qemu.js";
 import { run } from "./cache.js";
 import type { MachineImages } from "./contract.js";
@@ -82,7 +83,7 @@ interface Guest {
 }
 
 /** A copy of the disk with a dummy identity (and `slotA` written into liken-a), booting. */
-function startGuest(images: MachineImages, slotA?: string): Guest {
+function startGuest(images: MachineImages, accel: AcceleratorName, slotA?: string): Guest {
   const dir = mkdtempSync(join(tmpdir(), `liken-machine-smoke-${images.bootloader}-`));
   const disk = join(dir, "disk.img");
   run("cp", ["--sparse=always", images.disk, disk]);
@@ -97,6 +98,7 @@ function startGuest(images: MachineImages, slotA?: string): Guest {
   const serialLog = join(dir, "serial.log");
   const t0 = Date.now();
   const child = startQemu({
+    accel,
     dir,
     disk,
     throwawayDisk: true,
@@ -129,7 +131,7 @@ export async function smokeBoot(
   log: (s: string) => void,
   opts: { bootDeadlineMs?: number; serveDeadlineMs?: number } = {},
 ): Promise<SmokeResult> {
-  const g = startGuest(images);
+  const g = startGuest(images, (await accelerator()).name);
   const { s, serialLog } = g;
   const check = (): void => g.check(BAD);
   try {
@@ -200,7 +202,7 @@ export async function panicBoot(images: MachineImages, log: (s: string) => void)
   if (bad === undefined || images.bootloader !== "systemd-boot") {
     throw new Error("panicBoot needs the systemd-boot disk and a release that panics");
   }
-  const g = startGuest(images, bad.slotImage);
+  const g = startGuest(images, (await accelerator()).name, bad.slotImage);
   try {
     const text = (): string => serial(g.serialLog);
     await until("the release's panic line", 300_000, () => {

@@ -3,6 +3,7 @@
 // Type=notify; with no API server behind its address the agent keeps serving, past its
 // WatchdogSec, with no restart and no reboot. Both bootloaders boot at once (one core each).
 import { describe, expect, it } from "vitest";
+import { accelerator, acceleratorLine } from "../../images/accelerator.js";
 import { buildMachineImages } from "../../images/machine/build.js";
 import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
 import { smokeBoot } from "../../images/machine/smoke.js";
@@ -17,7 +18,7 @@ describe("the machine image", () => {
       // missing WATCHDOG=1 shows as a new pid or as silence.
       const r = await smokeBoot(images, log);
       log(
-        `initrd at ${r.initrdSeconds.toFixed(1)} s, agent READY at ${r.agentReadySeconds.toFixed(1)} s, served ${r.servedSeconds.toFixed(0)} s`,
+        `initrd at ${r.initrdSeconds.toFixed(1)} s, agent READY at ${r.agentReadySeconds.toFixed(1)} s, served ${r.servedSeconds.toFixed(0)} s; ${acceleratorLine(await accelerator())}`,
       );
       expect(r.agentLines.some((l) => /Started liken-agent\.service/.test(l))).toBe(true);
       expect(r.agentLines.some((l) => /"msg":"phase"/.test(l))).toBe(true);

@@ -5,6 +5,7 @@
 // (a trial that panics and falls back) and to v4 (its kubelet never starts: NodeNotRejoined). One backend at a time: each guest and its control plane keep the
 // machine's two cores busy. Nothing a run started may still run afterwards.
 import { describe, expect, it } from "vitest";
+import { accelerator, acceleratorLine } from "../../images/accelerator.js";
 import type { MachineBootloader } from "../../images/machine/contract.js";
 import { processesNaming } from "./leftovers.js";
 import { cleanUp, runMachineScenario } from "./machine.js";
@@ -27,9 +28,11 @@ describe("machine scenario", () => {
         out: log,
       });
       log(
-        run.problems.length === 0
-          ? run.summary
-          : `FAILED (${run.problems.join("; ")}); logs in ${run.dir}`,
+        `${
+          run.problems.length === 0
+            ? run.summary
+            : `FAILED (${run.problems.join("; ")}); logs in ${run.dir}`
+        }; ${acceleratorLine(await accelerator())}`,
       );
       cleanUp(run, false);
       expect(run.problems).toEqual([]);

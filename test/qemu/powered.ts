@@ -10,13 +10,17 @@
 // the evidence and what a warm reset would still add.
 import { rmSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
+import { accelerator } from "../../images/accelerator.js";
 import { startQemu, stopQemu, type QemuOptions } from "../../images/qemu.js";
 import { SerialConsole } from "./serial.js";
 
 /** How long QEMU may take to open its serial socket after its start. */
 const SOCKET_DEADLINE_MS = 30_000;
 
-export type PoweredOptions = Omit<QemuOptions, "serialSocket" | "serialFile" | "exitOnReset"> & {
+export type PoweredOptions = Omit<
+  QemuOptions,
+  "serialSocket" | "serialFile" | "exitOnReset" | "accel"
+> & {
   serialSocket: string;
   serialLog: string;
 };
@@ -29,7 +33,7 @@ export class PoweredQemu {
   private readonly until: number;
 
   private constructor(
-    private readonly o: PoweredOptions,
+    private readonly o: PoweredOptions & Pick<QemuOptions, "accel">,
     readonly serial: SerialConsole,
     child: ChildProcess,
     until: number,
@@ -39,7 +43,9 @@ export class PoweredQemu {
     this.watch(child);
   }
 
-  static async start(o: PoweredOptions): Promise<PoweredQemu> {
+  static async start(options: PoweredOptions): Promise<PoweredQemu> {
+    // Probed once per process (images/accelerator.ts): TCG unless a guest ran under KVM.
+    const o = { ...options, accel: (await accelerator()).name };
     const until = Date.now() + o.lifetimeSeconds * 1000;
     const child = PoweredQemu.launch(o, o.lifetimeSeconds);
     try {
@@ -53,7 +59,10 @@ export class PoweredQemu {
     }
   }
 
-  private static launch(o: PoweredOptions, lifetimeSeconds: number): ChildProcess {
+  private static launch(
+    o: PoweredOptions & Pick<QemuOptions, "accel">,
+    lifetimeSeconds: number,
+  ): ChildProcess {
     // QEMU binds the socket's path afresh; an old one would take our connection first.
     rmSync(o.serialSocket, { force: true });
     return startQemu({ ...o, lifetimeSeconds, exitOnReset: true });

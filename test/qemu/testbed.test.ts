@@ -4,6 +4,7 @@
 // verdict. The image is built once (cached by a hash of its inputs, see images/build.ts).
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { accelerator, acceleratorLine } from "../../images/accelerator.js";
 import { buildTestbed, type Manifest } from "../../images/build.js";
 import { SCENARIO_NAMES } from "./scenarios.js";
 import { checkRun, runOnQemu } from "./testbed.js";
@@ -53,7 +54,8 @@ describe.concurrent("QEMU A/B testbed", () => {
       const ok = problems.length === 0;
       console.log(
         `[${name}] ${ok ? "ok" : "FAILED"} in ${run.seconds.toFixed(1)} s (image ready in ` +
-          `${seconds.toFixed(1)} s)${ok ? "" : `; serial log: ${run.dir}/serial.log`}`,
+          `${seconds.toFixed(1)} s)${ok ? "" : `; serial log: ${run.dir}/serial.log`}; ` +
+          acceleratorLine(await accelerator()),
       );
       if (ok) rmSync(run.dir, { recursive: true, force: true });
       expect(problems).toEqual([]);

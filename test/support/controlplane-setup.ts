@@ -1,5 +1,9 @@
-// vitest globalSetup of the integration tier: one real control plane for the whole run.
-// It is owned by this process: a reaper tears it down if the runner is killed
+// vitest globalSetup of the integration and image tiers: real control planes for the whole run,
+// one per worker (the project's maxWorkers). Each test file takes one for itself while it runs
+// (controlplane-lease.ts), so files run side by side never share a control plane: a
+// cluster-operator reconciles every Cluster and Machine of its control plane, holds its one
+// leader Lease, writes its one eviction webhook and approves its certificate requests. They are
+// owned by this process: a reaper tears each down if the runner is killed
 // (controlplane-owned.ts), and the next run sweeps whatever a killed run left behind.
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -14,7 +18,10 @@ import { startPrebuild } from "./prebuild.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
+    /** The first of controlPlanes: a file that takes no lease uses it. */
     controlPlane: ControlPlaneState;
+    /** One per worker; a file leases one (controlplane-lease.ts). */
+    controlPlanes: ControlPlaneState[];
   }
 }
 
@@ -30,6 +37,16 @@ const log = (l: string): void => {
   process.stderr.write(`${l}\n`);
 };
 
+/**
+ * One control plane per worker; fewer when the command line names fewer test files (a run of
+ * one file starts one).
+ */
+function planesFor(project: TestProject): number {
+  const workers = Math.max(1, Number(project.config.maxWorkers) || 1);
+  const named = process.argv.filter((a) => /\.test\.ts$/.test(a)).length;
+  return named > 0 ? Math.min(workers, named) : workers;
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await sweepOrphans(log);
   await ensureBinaries(log);
@@ -39,27 +56,39 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Agents, operators and downloads the tests start run from one bundle of the CLI (a tsx
   // start per process costs seconds of CPU; the tests start dozens).
   await useCliBundle();
-  const name = `test-${process.pid}`;
+  const count = planesFor(project);
   const started = Date.now();
-  const { state, stop } = await upOwned(name, log, {
-    signingDurationSeconds: TEST_SIGNING_DURATION_SECONDS,
-  });
-  try {
-    const crdDir = path.join(REPO_ROOT, "config", "crd");
-    if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
-      await applyManifests(state, crdDir);
-    }
-  } catch (e) {
-    await stop();
-    await prebuilt();
-    throw e;
-  }
-  log(
-    `liken: test control plane ${state.server} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  const planes = await Promise.allSettled(
+    Array.from({ length: count }, (_, i) =>
+      upOwned(count === 1 ? `test-${process.pid}` : `test-${process.pid}-${i + 1}`, log, {
+        signingDurationSeconds: TEST_SIGNING_DURATION_SECONDS,
+      }),
+    ),
   );
-  project.provide("controlPlane", state);
-  return async () => {
-    await stop();
+  const up = planes.flatMap((p) => (p.status === "fulfilled" ? [p.value] : []));
+  const stopAll = async (): Promise<void> => {
+    await Promise.all(up.map((p) => p.stop()));
     await prebuilt();
   };
+  try {
+    const failed = planes.find((p) => p.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+    const crdDir = path.join(REPO_ROOT, "config", "crd");
+    if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
+      for (const p of up) await applyManifests(p.state, crdDir);
+    }
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+  const servers = up.map((p) => p.state.server).join(", ");
+  log(
+    `liken: ${up.length === 1 ? "test control plane" : `${up.length} test control planes`} ${servers} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
+  project.provide("controlPlane", up[0]!.state);
+  project.provide(
+    "controlPlanes",
+    up.map((p) => p.state),
+  );
+  return stopAll;
 }

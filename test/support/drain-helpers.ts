@@ -1,4 +1,4 @@
-// What the drain's integration tests build on the shared control plane: DRA devices for a
+// What the drain's integration tests build on their control plane: DRA devices for a
 // kwok node, driver DaemonSets, workloads with claims and budgets, and an independent
 // recorder of everything that happens to the pods and claims of a namespace.
 import {

@@ -1,4 +1,5 @@
-// What integration tests need from the shared control plane (see controlplane-setup.ts).
+// What integration tests need from their control plane: the one this file leased
+// (controlplane-lease.ts), or the run's first (controlplane-setup.ts).
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -7,6 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import { inject } from "vitest";
+import type { ControlPlaneState } from "../../src/controlplane/instance.js";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
 import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { addressKwokNode, kwokNode } from "../../src/controlplane/kwok.js";
@@ -23,8 +25,16 @@ export interface ControlPlaneInfo {
   serverCaCert: string;
 }
 
+/** The control plane this test file holds, once controlplane-lease.ts took one. */
+let leased: ControlPlaneState | undefined;
+
+/** For controlplane-lease.ts: every helper here talks to `s` from now on. */
+export function useControlPlane(s: ControlPlaneState | undefined): void {
+  leased = s;
+}
+
 export function controlPlane(): ControlPlaneInfo {
-  const s = inject("controlPlane");
+  const s = leased ?? inject("controlPlane");
   return {
     server: s.server,
     kubeconfig: s.kubeconfig,
