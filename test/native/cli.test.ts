@@ -1,7 +1,7 @@
 // The release, channel-server and agent slot commands, run in-process through commander
 // against real files and a real loopback server.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -42,6 +42,8 @@ beforeAll(async () => {
     path.join(dir, "agent.yaml"),
     "slots:\n  a: { device: a.img }\n  b: { device: b.img }\nrunning: a\nstateDir: state\n",
   );
+  // Served before the tests build releases into it: serveChannel refuses a missing directory.
+  mkdirSync(path.join(dir, "channel"));
   server = await serveChannel(path.join(dir, "channel"));
 });
 afterAll(async () => {
