@@ -73,6 +73,12 @@ export function tiedPeerUrl(
  */
 export class NodeAddresses {
   static readonly TTL_MS = 60_000;
+  /**
+   * A Node read before it reported any address (a kubelet that registered the Node and posts
+   * its status a moment later) is read again this soon, not a minute on: its machine serves no
+   * downloader until then.
+   */
+  static readonly NO_ADDRESS_TTL_MS = 5_000;
   private readonly core: CoreV1Api;
   private readonly known = new Map<string, { at: number; addresses: NodeAddress[] }>();
   private readonly reading = new Set<string>();
@@ -87,7 +93,7 @@ export class NodeAddresses {
   ) {
     this.core = kc.makeApiClient(CoreV1Api);
     // Without a pass in between (a fleet at rest), a Node's new address is still read.
-    this.timer = setInterval(() => this.refresh(), NodeAddresses.TTL_MS);
+    this.timer = setInterval(() => this.refresh(), NodeAddresses.NO_ADDRESS_TTL_MS);
     this.timer.unref();
   }
 
@@ -100,8 +106,16 @@ export class NodeAddresses {
       if (now - at > 2 * NodeAddresses.TTL_MS) {
         this.asked.delete(name);
         this.known.delete(name);
-      } else this.read(name);
+      } else if (this.stale(name, now)) this.read(name);
     }
+  }
+
+  /** Not read yet, or read longer ago than its kind of entry is trusted for. */
+  private stale(name: string, now: number): boolean {
+    const k = this.known.get(name);
+    if (k === undefined) return true;
+    const ttl = k.addresses.length === 0 ? NodeAddresses.NO_ADDRESS_TTL_MS : NodeAddresses.TTL_MS;
+    return now - k.at > ttl;
   }
 
   /** What is known of these Nodes now; the stale and the unknown are read in the background. */
@@ -111,7 +125,7 @@ export class NodeAddresses {
       this.asked.set(name, now);
       const k = this.known.get(name);
       if (k !== undefined) out.set(name, k.addresses);
-      if (k === undefined || now - k.at > NodeAddresses.TTL_MS) this.read(name);
+      if (this.stale(name, now)) this.read(name);
     }
     return out;
   }
