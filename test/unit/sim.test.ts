@@ -63,15 +63,20 @@ describe("simulate", () => {
 
   // Each safety rule broken by hand is noticed: the seed `npm run simulate -- --mutants` found
   // first, the rule it broke there, and the same seed clean without the break.
+  // Since 40 % of the seeds follow a signed channel (issue 38), seed 35 is a channel world and
+  // the unconditioned write is found first at seed 66, dropping a revert (last writer wins).
   const MUTANT_ROWS: [Mutant, number, Rule][] = [
-    ["unconditioned", 35, "reboot-without-turn"],
+    ["unconditioned", 66, "revert-dropped"],
     ["leader", 1, "two-leaders"],
     ["grace", 1, "grant-in-grace"],
     ["arm-first", 1, "boot-unverified-slot"],
     ["bootid", 14, "promote-without-rejoin"],
+    ["recall-blind", 19, "grant-withdrawn"],
+    ["taken-blind", 12, "below-taken"],
+    ["revert-forgotten", 12, "revert-dropped"],
   ];
   /** The bound `--mutants` is run with: every rule broken by hand is found within it. */
-  const MUTANT_BOUND = 50;
+  const MUTANT_BOUND = 100;
   it("finds every mutant within the bound", () => {
     expect(MUTANT_ROWS.map(([m]) => m).sort()).toEqual([...MUTANTS].sort());
     expect(MUTANT_ROWS.filter(([, seed]) => seed > MUTANT_BOUND)).toEqual([]);
