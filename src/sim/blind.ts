@@ -16,20 +16,15 @@ import type { Mutant } from "./mutants.js";
 /** What the mutant's decider, trust read and agents are shown of the Cluster. */
 export function blindTo(mutant: Mutant | undefined, c: Cluster): Cluster {
   const st = c.status;
-  switch (mutant) {
-    case "taken-blind": {
-      if (st?.trust?.taken === undefined) return c;
-      const { taken: _t, ...trust } = st.trust;
-      return { ...c, status: { ...st, trust } };
-    }
-    case "revert-forgotten": {
-      if (st?.revert === undefined) return c;
-      const { revert: _r, ...status } = st;
-      return { ...c, status };
-    }
-    default:
-      return c;
+  if (mutant === "taken-blind" && st?.trust?.taken !== undefined) {
+    const { taken: _t, ...trust } = st.trust;
+    return { ...c, status: { ...st, trust } };
   }
+  if (mutant === "revert-forgotten" && st?.revert !== undefined) {
+    const { revert: _r, ...status } = st;
+    return { ...c, status };
+  }
+  return c;
 }
 
 const newer = (a: ReleaseRef | undefined, b: ReleaseRef | undefined): ReleaseRef | undefined =>
