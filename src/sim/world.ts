@@ -240,7 +240,11 @@ export function runWorld(
       c.alive = false;
     },
     "start-operator": (_f, _s, c) => {
-      if (!c.alive) startCopy(c, { cluster: undefined, at: 0 });
+      if (c.alive) return;
+      // A new process: no channel read in memory, and its first poll at once.
+      c.channelView = undefined;
+      c.nextPoll = now;
+      startCopy(c, { cluster: undefined, at: 0 });
     },
     "drop-watch": (_f, _s, c) => {
       c.watchDropped = true;
@@ -797,6 +801,7 @@ export function runWorld(
   /** Every fault ends: the fleet then has the rest of the run to converge before the end. */
   function heal(): void {
     for (const c of copies) {
+      if (!c.alive) c.channelView = undefined; // a new process remembers no channel read
       if (!c.alive || c.paused) startCopy(c, { cluster: undefined, at: 0 });
       c.watchDropped = false;
     }
