@@ -235,7 +235,7 @@ interface Ctx {
 
 /** `o` without its channel read when that read is older than the recorded one. */
 function withoutStaleView(o: Observed): Observed {
-  if (!staleChannelView(o.cluster, o.channel)) return o;
+  if (!staleChannelView(o.cluster, o.channel?.trust?.status)) return o;
   const { channel: _stale, ...rest } = o;
   return rest;
 }

@@ -6,8 +6,7 @@
 // by request, then a release published; docs/simulation.md). TUF's own rule decides which is
 // older, on no clock: the timestamp metadata's version never goes back (a read whose trusted
 // timestamp is older than the recorded one is stale, and is not written).
-import type { Cluster } from "../api/index.js";
-import type { ChannelView } from "./decide.js";
+import type { Cluster, TrustStatus } from "../api/index.js";
 
 /** signed.version of a TUF metadata file's JSON text; undefined when it has none. */
 export function metadataVersion(text: string | undefined): number | undefined {
@@ -20,10 +19,9 @@ export function metadataVersion(text: string | undefined): number | undefined {
   }
 }
 
-/** True when `view` was verified from older timestamp metadata than the Cluster records. */
-export function staleChannelView(c: Cluster, view: ChannelView | undefined): boolean {
+/** True when `read` (a channel read's trust status) is older than the Cluster records. */
+export function staleChannelView(c: Cluster, read: TrustStatus | undefined): boolean {
   const recorded = c.status?.trust;
-  const read = view?.trust?.status;
   if (recorded === undefined || read === undefined) return false;
   if (recorded.rootDigest !== read.rootDigest) return false;
   const was = metadataVersion(recorded.metadata?.timestamp);
