@@ -6,7 +6,7 @@ import { runSeeds } from "../../src/sim/pool.js";
 import { runWorld } from "../../src/sim/world.js";
 import { MUTANTS, type Mutant } from "../../src/sim/mutants.js";
 import type { Rule } from "../../src/invariants/index.js";
-import { drawFaults } from "../../src/sim/faults.js";
+import { CHANNEL_DRAWN, drawFaults } from "../../src/sim/faults.js";
 import { rngOf } from "../../src/sim/rng.js";
 
 describe("simulate", () => {
@@ -15,6 +15,15 @@ describe("simulate", () => {
     const b = runSeed(4);
     expect(b.faults).toEqual(a.faults);
     expect(b.violations).toEqual(a.violations);
+  }, 60_000);
+
+  it("a seed of the channel world replays exactly, and follows the channel", () => {
+    const { shape, faults } = shapeOf(12);
+    expect(shape.channel).toBeDefined();
+    const a = runWorld(12, shape, faults, undefined).history;
+    expect(runWorld(12, shape, faults, undefined).history).toEqual(a);
+    const last = a.filter((o) => o.kind === "cluster").at(-1);
+    expect(last?.kind === "cluster" && last.cluster.status?.trust?.taken).toBeTruthy();
   }, 60_000);
 
   it("a seed's whole history is the same on every run, and on any thread", async () => {
@@ -39,6 +48,11 @@ describe("simulate", () => {
     expect(count("wake-operator")).toBe(count("pause-operator"));
     expect(count("start-agent")).toBe(count("kill-agent"));
     expect(count("net-heal")).toBe(count("net-cut"));
+    const ch = drawFaults(rngOf(3), 50, 300, CHANNEL_DRAWN);
+    const chCount = (k: string): number => ch.filter((x) => x.kind === k).length;
+    expect(chCount("channel-heal")).toBe(chCount("channel-cut"));
+    expect(chCount("resume-signing")).toBe(chCount("stop-signing"));
+    expect(chCount("operator-clock-fixed")).toBe(chCount("operator-clock-ahead"));
   });
 
   // The slice of the sweep in `npm test`: every seed checked, none may break a rule. What fits
