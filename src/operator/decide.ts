@@ -44,6 +44,7 @@ import {
   type ReleaseRef,
   type RevertRecord,
 } from "../api/index.js";
+import { staleChannelView } from "./stale-view.js";
 import { revertOf, withoutUnrevoked, type FloorRead, type RevertOutcome } from "./revert.js";
 import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
@@ -232,9 +233,18 @@ interface Ctx {
   brake: BrakeView;
 }
 
+/** `o` without its channel read when that read is older than the recorded one. */
+function withoutStaleView(o: Observed): Observed {
+  if (!staleChannelView(o.cluster, o.channel?.trust?.status)) return o;
+  const { channel: _stale, ...rest } = o;
+  return rest;
+}
+
 export function decide(observed: Observed, s: DecideSettings): Decision {
-  // A person's unrevoke (spec.rollout.unrevoke) applies before anything reads the target.
-  const cleaned: Observed = { ...observed, cluster: withoutUnrevoked(observed.cluster) };
+  // A person's unrevoke (spec.rollout.unrevoke) applies before anything reads the target. A
+  // channel read older than the recorded one is not written over it (stale-view.ts).
+  const fresh = withoutStaleView(observed);
+  const cleaned: Observed = { ...fresh, cluster: withoutUnrevoked(observed.cluster) };
   // Lost reads only the machines, the heartbeats and the clock, which a revert leaves alone:
   // one set for the revert's part and the turns' (a pass over the fleet less).
   const lost = lostOf(cleaned, s);

@@ -80,6 +80,34 @@ function trustedBefore(c: Cluster): TrustedFiles | undefined {
   return { root: m.root, ...m };
 }
 
+/** The pick the TUF client runs on the verified releases: follow.ts, and what it decided. */
+function pickerOf(
+  cluster: Cluster,
+  spec: Pinned,
+  now: Date,
+): {
+  pick: (releases: ChannelRelease[]) => ChannelRelease | undefined;
+  decision: () => FollowDecision | undefined;
+} {
+  const before = cluster.status?.trust;
+  let decision: FollowDecision | undefined;
+  const pick = (releases: ChannelRelease[]): ChannelRelease | undefined => {
+    decision = decideFollow({
+      releases,
+      current: before?.rootDigest === spec.rootDigest ? (before.taken ?? before.target) : undefined,
+      version: cluster.spec.version,
+      follow: spec.follow,
+      uid: cluster.metadata.uid ?? cluster.metadata.name,
+      now,
+      // A release this Cluster reverted away from is never followed again until a person
+      // clears it (docs/revert.md).
+      skip: (r) => revokedOf(cluster, r) !== undefined,
+    });
+    return decision.target;
+  };
+  return { pick, decision: () => decision };
+}
+
 /** The TUF client's read, and what follow.ts picked while it ran. */
 async function verified(
   cluster: Cluster,
@@ -87,8 +115,7 @@ async function verified(
   url: URL,
   now: Date,
 ): Promise<TufRead & { decision?: FollowDecision }> {
-  const before = cluster.status?.trust;
-  let decision: FollowDecision | undefined;
+  const { pick, decision } = pickerOf(cluster, spec, now);
   const read = await readSignedChannel({
     metadataUrl: url,
     trusted: trustedBefore(cluster),
@@ -96,29 +123,47 @@ async function verified(
     channel: spec.channel,
     now,
     acceptExpiredSeconds: spec.acceptExpiredSeconds ?? 0,
-    pick: (releases) => {
-      decision = decideFollow({
-        releases,
-        current:
-          before?.rootDigest === spec.rootDigest ? (before.taken ?? before.target) : undefined,
-        version: cluster.spec.version,
-        follow: spec.follow,
-        uid: cluster.metadata.uid ?? cluster.metadata.name,
-        now,
-        // A release this Cluster reverted away from is never followed again until a person
-        // clears it (docs/revert.md).
-        skip: (r) => revokedOf(cluster, r) !== undefined,
-      });
-      return decision.target;
-    },
+    pick,
   });
-  return decision === undefined ? read : { ...read, decision };
+  const d = decision();
+  return d === undefined ? read : { ...read, decision: d };
 }
 
 /** Reads the signed channel of `cluster` (mode channel or channel+pinned). */
 export async function readTrust(cluster: Cluster, now: () => Date): Promise<ChannelView> {
-  const spec = cluster.spec.releases.trust;
   const started = now();
+  const pre = preconditions(cluster, started);
+  const read = "fault" in pre ? undefined : await verified(cluster, pre.spec, pre.url, started);
+  return viewOfRead(cluster, started, pre, read, now);
+}
+
+/**
+ * readTrust with the TUF client's outcome given (`tuf`: what it returns for the pick it runs,
+ * synchronously): the simulator's channel (src/sim) drives the operator's real verdict with it.
+ */
+export function trustViewOf(
+  cluster: Cluster,
+  now: () => Date,
+  tuf: (pick: (releases: ChannelRelease[]) => ChannelRelease | undefined) => TufRead,
+): ChannelView {
+  const started = now();
+  const pre = preconditions(cluster, started);
+  if ("fault" in pre) return viewOfRead(cluster, started, pre, undefined, now);
+  const { pick, decision } = pickerOf(cluster, pre.spec, started);
+  const read = tuf(pick);
+  const d = decision();
+  return viewOfRead(cluster, started, pre, d === undefined ? read : { ...read, decision: d }, now);
+}
+
+/** The status and conditions one read of the channel makes (pure). */
+function viewOfRead(
+  cluster: Cluster,
+  started: Date,
+  pre: ReturnType<typeof preconditions>,
+  read: (TufRead & { decision?: FollowDecision }) | undefined,
+  now: () => Date,
+): ChannelView {
+  const spec = cluster.spec.releases.trust;
   const channel: ChannelView["channel"] = {
     ...cluster.status?.channel,
     lastCheckTime: rfc3339(started),
@@ -129,10 +174,11 @@ export async function readTrust(cluster: Cluster, now: () => Date): Promise<Chan
   } as const;
   const refuse = (fault: TufFault, url: string): ChannelView =>
     refused(cluster, channel, base, fault, url, started);
-  const pre = preconditions(cluster, started);
   if ("fault" in pre) return refuse(pre.fault, pre.url);
-  const read = await verified(cluster, pre.spec, pre.url, started);
-  if (!read.ok) return refuse(read.fault, pre.url.href);
+  if (read === undefined || !read.ok) {
+    const fault = read?.ok === false ? read.fault : missing;
+    return refuse(fault, pre.url.href);
+  }
   channel.lastSuccessTime = rfc3339(now());
   return trustedView(
     cluster,
@@ -143,6 +189,8 @@ export async function readTrust(cluster: Cluster, now: () => Date): Promise<Chan
     started,
   );
 }
+
+const missing: TufFault = { reason: "MetadataInvalid", role: "root", message: "no read was made" };
 
 /** What must hold before the channel is read: a complete spec, a URL, a clock not gone back. */
 function preconditions(

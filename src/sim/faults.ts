@@ -19,6 +19,17 @@ export const FAULT_KINDS = [
   "revert",
   "delete-machine",
   "delete-node",
+  // The channel world's (world.ts with shape.channel): retarget publishes a release there, and
+  // revert is a person's `liken rollout revert`.
+  "recall",
+  "remove-target",
+  "channel-cut",
+  "channel-heal",
+  "stop-signing",
+  "resume-signing",
+  "operator-clock-ahead",
+  "operator-clock-fixed",
+  "unrevoke",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -35,6 +46,9 @@ const UNDO: Partial<Record<FaultKind, { kind: FaultKind; after: [number, number]
   "kill-operator": { kind: "start-operator", after: [1, 90] },
   "kill-agent": { kind: "start-agent", after: [1, 60] },
   "net-cut": { kind: "net-heal", after: [5, 120] },
+  "channel-cut": { kind: "channel-heal", after: [20, 400] },
+  "stop-signing": { kind: "resume-signing", after: [60, 400] },
+  "operator-clock-ahead": { kind: "operator-clock-fixed", after: [5, 200] },
 };
 
 const DRAWN: readonly FaultKind[] = [
@@ -52,10 +66,29 @@ const DRAWN: readonly FaultKind[] = [
   "delete-node",
 ];
 
-export function drawFaults(rng: Rng, count: number, until: number): Fault[] {
+/** The channel world's own faults, drawn beside the others (a publish is `retarget`). */
+export const CHANNEL_DRAWN: readonly FaultKind[] = [
+  "retarget",
+  "retarget",
+  "revert",
+  "recall",
+  "recall",
+  "remove-target",
+  "channel-cut",
+  "stop-signing",
+  "operator-clock-ahead",
+  "unrevoke",
+];
+
+export function drawFaults(
+  rng: Rng,
+  count: number,
+  until: number,
+  from: readonly FaultKind[] = DRAWN,
+): Fault[] {
   const out: Fault[] = [];
   for (let i = 0; i < count; i++) {
-    const kind = rng.pick(DRAWN);
+    const kind = rng.pick(from);
     const at = rng.int(1, until - 1);
     const target = rng.int(0, 1_000_000);
     out.push({ at, kind, target });

@@ -7,6 +7,16 @@
 //   grace          the operator's startGraceSeconds set to 0;
 //   arm-first      the trial armed before the slot is read back (act.ts's order reversed);
 //   bootid         the agent shown its Node with this boot's bootID whatever the Node says
-//                  (rejoin.ts's bootID comparison has nothing to refuse).
-export const MUTANTS = ["unconditioned", "leader", "grace", "arm-first", "bootid"] as const;
+//                  (rejoin.ts's bootID comparison has nothing to refuse);
+//   recall-blind, taken-blind, revert-forgotten  the release rules' (blind.ts says how).
+export const MUTANTS = [
+  "unconditioned",
+  "leader",
+  "grace",
+  "arm-first",
+  "bootid",
+  "recall-blind",
+  "taken-blind",
+  "revert-forgotten",
+] as const;
 export type Mutant = (typeof MUTANTS)[number];

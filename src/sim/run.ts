@@ -2,10 +2,10 @@
 // of a violating schedule (remove one fault at a time while the same rule still breaks).
 import { START_GRACE_SECONDS } from "../api/index.js";
 import { checkHistory, type Rule, type Violation } from "../invariants/index.js";
-import { drawFaults, type Fault } from "./faults.js";
+import { CHANNEL_DRAWN, drawFaults, type Fault } from "./faults.js";
 import type { Mutant } from "./mutants.js";
 import { rngOf } from "./rng.js";
-import { runWorld, type RunShape } from "./world.js";
+import { runWorld, V2, V3, type RunShape } from "./world.js";
 
 export interface SeedRun {
   seed: number;
@@ -34,7 +34,17 @@ export function shapeOf(seed: number): { shape: RunShape; faults: Fault[] } {
     healAt,
     badBoot: rng.chance(0.2) ? [`sha256:${"2".repeat(64)}`] : [],
   };
-  return { shape, faults: drawFaults(rng, rng.int(0, 12), healAt) };
+  const faults = drawFaults(rng, rng.int(0, 12), healAt);
+  // Drawn after the pinned world's draws, so a pinned seed keeps its shape and schedule: 40 %
+  // of the seeds follow a signed channel, with its faults beside the others.
+  if (!rng.chance(0.4)) return { shape, faults };
+  shape.channel = {
+    acceptExpiredSeconds: rng.pick([0, 0, 60, 600]),
+    maxFailures: rng.int(1, 2),
+  };
+  shape.badBoot = rng.chance(0.4) ? [rng.pick([V2, V3]).digest] : [];
+  const more = drawFaults(rng, rng.int(1, 8), healAt, CHANNEL_DRAWN);
+  return { shape, faults: [...faults, ...more].sort((a, b) => a.at - b.at) };
 }
 
 export function runSeed(seed: number, mutant?: Mutant, faults?: readonly Fault[]): SeedRun {

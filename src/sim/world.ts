@@ -12,7 +12,13 @@ import {
   decide as agentDecide,
   type Decision as AgentDecision,
 } from "../agent/steps.js";
-import { decide as operatorDecide, DEFAULT_SETTINGS } from "../operator/decide.js";
+import {
+  decide as operatorDecide,
+  DEFAULT_SETTINGS,
+  type ChannelView,
+} from "../operator/decide.js";
+import { trustViewOf } from "../operator/trust.js";
+import type { FloorRead } from "../operator/revert.js";
 import { planDrain } from "../drain/plan.js";
 import type { Observation } from "../invariants/index.js";
 import { SimApi } from "./api.js";
@@ -20,12 +26,26 @@ import { rngOf } from "./rng.js";
 import type { Fault, FaultKind } from "./faults.js";
 import type { Mutant } from "./mutants.js";
 import { agentObserved, other, rfc, statusAfter, type Sim } from "./machine.js";
+import {
+  channelOf,
+  publish,
+  publisherTick,
+  recall,
+  remove,
+  tufOutcome,
+  type SimChannel,
+} from "./channel.js";
+import { blindTo, recorded } from "./blind.js";
 
 const T0 = Date.parse("2026-12-01T00:00:00Z");
 export const V1: ReleaseRef = { version: "2026.11.01-001", digest: `sha256:${"1".repeat(64)}` };
 export const V2: ReleaseRef = { version: "2026.11.02-001", digest: `sha256:${"2".repeat(64)}` };
 export const V3: ReleaseRef = { version: "2026.11.03-001", digest: `sha256:${"3".repeat(64)}` };
 const CLUSTER = "cluster/lab";
+/** Every release's revert floor read, none declared (a floor is revert.ts's table's). */
+const FLOORS: ReadonlyMap<string, FloorRead> = new Map(
+  [V1, V2, V3].map((r) => [r.digest, { kind: "read" } as FloorRead]),
+);
 
 type Action = AgentDecision["action"];
 const TRIAL_ACTIONS = [
@@ -51,6 +71,11 @@ export interface RunShape {
   healAt: number;
   /** Releases whose trial boot fails (a bad release) on every machine. */
   badBoot: readonly string[];
+  /**
+   * The Cluster follows a simulated signed channel (spec.releases.trust, follow) and reverts
+   * by itself after `maxFailures` failed trials; undefined: the pinned world (spec.version).
+   */
+  channel?: { acceptExpiredSeconds: number; maxFailures: number };
 }
 
 interface Copy {
@@ -60,6 +85,11 @@ interface Copy {
   startedAt: number;
   view: { cluster: { obj: Cluster; rv: number } | undefined; at: number };
   watchDropped: boolean;
+  /** The last channel read not yet written (operator.ts keeps it until a write takes it). */
+  channelView: ChannelView | undefined;
+  nextPoll: number;
+  /** This copy's wall clock minus the true one (a clock that ran ahead), ms. */
+  clockAhead: number;
 }
 
 export interface RunResult {
@@ -79,16 +109,42 @@ export function runWorld(
   let now = T0;
   const at = (): number => now - T0;
 
+  const follows = shape.channel;
+  const channel: SimChannel | undefined =
+    follows === undefined ? undefined : channelOf([V1, V2], now);
   const cluster: Cluster = {
     apiVersion: "liken.sh/v1alpha1",
     kind: "Cluster",
-    metadata: { name: "lab", resourceVersion: "1", generation: 1 },
-    spec: {
-      version: V2.version,
-      releases: { source: "http://releases.invalid/", catalog: [V1, V2, V3] },
-      disruption: { maxUnavailable: shape.maxUnavailable },
-    },
-    status: { rebootTurns: [] },
+    metadata: { name: "lab", uid: `uid-${seed}`, resourceVersion: "1", generation: 1 },
+    spec:
+      follows === undefined
+        ? {
+            version: V2.version,
+            releases: { source: "http://releases.invalid/", catalog: [V1, V2, V3] },
+            disruption: { maxUnavailable: shape.maxUnavailable },
+          }
+        : {
+            releases: {
+              source: "http://releases.invalid/",
+              catalog: [V1, V2, V3],
+              trust: {
+                mode: "channel",
+                channel: "stable",
+                rootDigest: `sha256:${"r".repeat(64)}`,
+                acceptExpiredSeconds: follows.acceptExpiredSeconds,
+                follow: {},
+              },
+            },
+            disruption: { maxUnavailable: shape.maxUnavailable },
+            rollout: {
+              maxFailedTrials: follows.maxFailures,
+              revert: { maxFailures: follows.maxFailures },
+            },
+          },
+    status:
+      follows === undefined
+        ? { rebootTurns: [] }
+        : { rebootTurns: [], lastKnownGood: { ...V1, since: rfc(now - 86_400_000) } },
   };
   api.create(CLUSTER, cluster);
   history.push({ kind: "cluster", at: 0, cluster: structuredClone(cluster) });
@@ -144,6 +200,9 @@ export function runWorld(
       startedAt: now,
       view: { cluster: undefined, at: 0 },
       watchDropped: false,
+      channelView: undefined,
+      nextPoll: now,
+      clockAhead: 0,
     });
     history.push({ kind: "operator-start", at: 0, copy: `op-${i}` });
   }
@@ -181,7 +240,11 @@ export function runWorld(
       c.alive = false;
     },
     "start-operator": (_f, _s, c) => {
-      if (!c.alive) startCopy(c, { cluster: undefined, at: 0 });
+      if (c.alive) return;
+      // A new process: no channel read in memory, and its first poll at once.
+      c.channelView = undefined;
+      c.nextPoll = now;
+      startCopy(c, { cluster: undefined, at: 0 });
     },
     "drop-watch": (_f, _s, c) => {
       c.watchDropped = true;
@@ -209,8 +272,37 @@ export function runWorld(
     "clock-jump": (f, s) => {
       s.skew = -((f.target % 20) + 5) * 60_000;
     },
-    retarget: () => setVersion(V3),
-    revert: () => setVersion(V1),
+    retarget: () => (channel === undefined ? setVersion(V3) : publish(channel, V3, now)),
+    revert: () => (channel === undefined ? setVersion(V1) : requestRevert()),
+    // The newest release signed (the one a follower takes), as a publisher recalls or removes
+    // a release it just found bad.
+    recall: () => {
+      const r = channel?.releases.filter((x) => x.recalled === undefined).at(-1);
+      if (channel !== undefined && r !== undefined) recall(channel, r.version, now);
+    },
+    "remove-target": () => {
+      const r = channel?.releases.at(-1);
+      if (channel !== undefined && r !== undefined) remove(channel, r.version, now);
+    },
+    "channel-cut": () => {
+      if (channel !== undefined) channel.reachable = false;
+    },
+    "channel-heal": () => {
+      if (channel !== undefined) channel.reachable = true;
+    },
+    "stop-signing": () => {
+      if (channel !== undefined) channel.refreshing = false;
+    },
+    "resume-signing": () => {
+      if (channel !== undefined) channel.refreshing = true;
+    },
+    "operator-clock-ahead": (f, _s, c) => {
+      c.clockAhead = ((f.target % 30) + 1) * 60_000;
+    },
+    "operator-clock-fixed": (_f, _s, c) => {
+      c.clockAhead = 0;
+    },
+    unrevoke: () => unrevoke(),
     "delete-machine": (_f, s) => {
       api.delete(mkey(s.name));
       history.push({ kind: "machine-deleted", at: at(), name: s.name });
@@ -236,11 +328,43 @@ export function runWorld(
     history.push({ kind: "operator-start", at: at(), copy: c.id });
   }
 
+  /** `liken rollout revert CLUSTER`: the request names the release the Cluster chose. */
+  function requestRevert(): void {
+    const cur = readCluster().obj;
+    const t = cur.status?.trust;
+    const from = t?.target ?? t?.taken;
+    if (from === undefined) return;
+    const revertRequest = { ...from, by: "person", at: rfc(now), reason: "simulated" };
+    const next = { ...cur, spec: { ...cur.spec, rollout: { ...cur.spec.rollout, revertRequest } } };
+    api.update(CLUSTER, stamp(next), undefined);
+    observeCluster();
+  }
+
+  /** `liken rollout unrevoke CLUSTER VERSION`: the release reverted from (or revoked last). */
+  function unrevoke(): void {
+    const cur = readCluster().obj;
+    const r = cur.status?.revert?.from ?? cur.status?.revokedReleases?.at(-1);
+    if (r === undefined) return;
+    const u = { version: r.version, digest: r.digest, by: "person", at: rfc(now) };
+    const next = { ...cur, spec: { ...cur.spec, rollout: { ...cur.spec.rollout, unrevoke: u } } };
+    api.update(CLUSTER, stamp(next), undefined);
+    observeCluster();
+  }
+
+  /** The API server's stamp on every write (managedFields[].time), on the true clock. */
+  function stamp(c: Cluster): Cluster {
+    if (channel === undefined) return c;
+    return {
+      ...c,
+      metadata: { ...c.metadata, managedFields: [{ time: rfc(now) }] } as Cluster["metadata"],
+    };
+  }
+
   /** A person's kubectl edit of spec.version (a retarget, or a revert by hand). */
   function setVersion(r: ReleaseRef): void {
     const cur = readCluster().obj;
     const next = { ...cur, spec: { ...cur.spec, version: r.version } };
-    api.update(CLUSTER, next, undefined);
+    api.update(CLUSTER, stamp(next), undefined);
     observeCluster();
   }
 
@@ -292,13 +416,17 @@ export function runWorld(
     const renewed = new Map<string, number>();
     for (const [n, t] of leases) renewed.set(n, t - T0);
     const view = c.view.cluster!;
+    const shown = blindTo(mutant, view.obj);
+    pollChannel(c, shown);
     const d = operatorDecide(
       {
         cluster: {
-          ...view.obj,
-          metadata: { ...view.obj.metadata, resourceVersion: String(view.rv) },
+          ...shown,
+          metadata: { ...shown.metadata, resourceVersion: String(view.rv) },
         },
         machines,
+        ...(c.channelView === undefined ? {} : { channel: c.channelView }),
+        ...(channel === undefined ? {} : { floors: FLOORS }),
         machinesVersion: String(api.version),
         heartbeats: { renewedAt: renewed, since: c.startedAt - T0 },
         now: new Date(now),
@@ -308,9 +436,11 @@ export function runWorld(
       settings(c),
     );
     if (d.changed) {
-      const next = { ...view.obj, status: d.status };
+      const status = recorded(mutant, d.status, view.obj, channel);
+      const next = stamp({ ...view.obj, status });
       const r = api.update(CLUSTER, next, mutant === "unconditioned" ? undefined : view.rv);
       if (r.code === 200) {
+        c.channelView = undefined;
         c.view = { cluster: { obj: next, rv: r.rv }, at: r.rv };
         observeCluster();
       } else {
@@ -320,6 +450,29 @@ export function runWorld(
     }
     writeLostMarks(d.lostMarks);
   }
+
+  /**
+   * The copy's poll of the signed channel (operator.ts every 10-20 s): the real trust verdict
+   * (trust.ts) on the simulated TUF read, made on this copy's clock.
+   */
+  function pollChannel(c: Copy, shown: Cluster): void {
+    if (channel === undefined || follows === undefined || now < c.nextPoll) return;
+    c.nextPoll = now + rng.int(10, 20) * 1000;
+    const clock = now + c.clockAhead;
+    c.channelView = trustViewOf(
+      shown,
+      () => new Date(clock),
+      (pick) => tufOutcome(channel, clock, follows.acceptExpiredSeconds, blindPick(pick)),
+    );
+  }
+
+  /** The recall-blind mutant's follow: the releases shown to it without their recalls. */
+  const blindPick =
+    (pick: Parameters<Parameters<typeof trustViewOf>[2]>[0]) =>
+    (releases: Parameters<typeof pick>[0]) =>
+      pick(
+        mutant === "recall-blind" ? releases.map(({ recalled: _r, ...rest }) => rest) : releases,
+      );
 
   /** Lost (or back) marks, each conditioned on the Machine's resourceVersion it was decided on. */
   function writeLostMarks(marks: ReturnType<typeof operatorDecide>["lostMarks"]): void {
@@ -408,7 +561,7 @@ export function runWorld(
     if (!s.powered || !s.agentUp) return;
     const reachable = !s.netCut;
     if (reachable) leases.set(s.name, now);
-    const c = readCluster().obj;
+    const c = blindTo(mutant, readCluster().obj);
     const staged = s.slots[other(s.running)].release;
     const mine = (c.status?.rebootTurns ?? []).find((t) => t.machine === s.name);
     if (reachable && mine !== undefined) {
@@ -648,6 +801,7 @@ export function runWorld(
   /** Every fault ends: the fleet then has the rest of the run to converge before the end. */
   function heal(): void {
     for (const c of copies) {
+      if (!c.alive) c.channelView = undefined; // a new process remembers no channel read
       if (!c.alive || c.paused) startCopy(c, { cluster: undefined, at: 0 });
       c.watchDropped = false;
     }
@@ -656,12 +810,18 @@ export function runWorld(
       s.netCut = false;
       s.skew = 0;
     }
+    for (const c of copies) c.clockAhead = 0;
+    if (channel !== undefined) {
+      channel.reachable = true;
+      channel.refreshing = true;
+    }
   }
 
   // --- the clock ----------------------------------------------------------------------------
   /** One simulated second; false once the fleet settled after the faults ended. */
   function second(t: number): boolean {
     now = T0 + t * 1000;
+    if (channel !== undefined) publisherTick(channel, now);
     for (const f of byTick.get(t) ?? []) applyFault(f);
     if (t === shape.healAt) heal();
     if (t > shape.healAt && t % 10 === 0 && settled()) return false;
