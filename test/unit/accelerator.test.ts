@@ -5,10 +5,16 @@ import { decide, PROBE_LINE, probeBootSector } from "../../images/accelerator.js
 describe("the accelerator", () => {
   it.each([
     [{ forced: "tcg", kvmDevice: "opens" as const }, "tcg", "LIKEN_QEMU_ACCEL=tcg"],
-    [{ kvmDevice: "missing" as const }, "tcg", "no /dev/kvm on this host"],
-    [{ kvmDevice: "denied" as const }, "tcg", "cannot open it read-write"],
+    [
+      { kvmDevice: "opens" as const, probe: { ran: true, said: "" } },
+      "tcg",
+      "the default; LIKEN_QEMU_ACCEL=kvm asks for KVM",
+    ],
+    [{ forced: "kvm", kvmDevice: "missing" as const }, "tcg", "no /dev/kvm on this host"],
+    [{ forced: "kvm", kvmDevice: "denied" as const }, "tcg", "cannot open it read-write"],
     [
       {
+        forced: "kvm",
         kvmDevice: "opens" as const,
         probe: { ran: false, said: "KVM internal error. Suberror: 1" },
       },
@@ -16,7 +22,7 @@ describe("the accelerator", () => {
       "/dev/kvm opens, but a probe guest did not run under KVM: KVM internal error. Suberror: 1",
     ],
     [
-      { kvmDevice: "opens" as const, probe: { ran: true, said: "" } },
+      { forced: "kvm", kvmDevice: "opens" as const, probe: { ran: true, said: "" } },
       "kvm",
       "a probe guest ran under KVM",
     ],
