@@ -1,9 +1,10 @@
 // `npm run testbed -- --scenario machine --bootloader grub|systemd-boot [--guest qemu|lab]
-// [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
+// [--scope whole|bootloader] [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
 import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../images/machine/contract.js";
 import { cleanUp, LAB_GUEST, runMachineScenario, type GuestStarter } from "./machine.js";
 import { qemuGuest } from "./machine-qemu.js";
 import { processesNaming } from "./leftovers.js";
+import { MACHINE_SCOPES, type MachineScope } from "./machine-plan.js";
 
 function value(argv: string[], flag: string): string | undefined {
   const i = argv.indexOf(flag);
@@ -19,6 +20,13 @@ export async function machineMain(argv: string[]): Promise<number> {
     return 2;
   }
   const bootloader = bl as MachineBootloader;
+  const scope = value(argv, "--scope") ?? "whole";
+  if (!MACHINE_SCOPES.includes(scope as MachineScope)) {
+    console.error(
+      `--scope must be one of ${MACHINE_SCOPES.join(", ")} (got ${scope}): whole is every proof, bootloader only the trial, its promotion and the fallback (docs/machine-scenario.md, "What each run proves")`,
+    );
+    return 2;
+  }
   const kind = value(argv, "--guest") ?? "qemu";
   let guest: GuestStarter;
   if (kind === "qemu") guest = qemuGuest(bootloader, (l) => console.log(l));
@@ -30,6 +38,7 @@ export async function machineMain(argv: string[]): Promise<number> {
   const run = await runMachineScenario({
     bootloader,
     guest,
+    scope: scope as MachineScope,
     cutApi: !argv.includes("--no-cut"),
     out: (l) => console.log(l),
   });

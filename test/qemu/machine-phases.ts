@@ -22,6 +22,7 @@ import { draChecks, placeDra, type DraRun } from "./machine-dra.js";
 import type { NodeWatch } from "./node-watch.js";
 import type { Relay } from "./relay.js";
 import { formatBoot, type BootLine } from "./scenarios.js";
+import type { MachinePlan } from "./machine-plan.js";
 
 /**
  * Deadlines, for 2 busy cores under TCG: a boot of the guest takes 1-2 min when quiet; the
@@ -65,11 +66,14 @@ export interface Ctx {
   caPem?: string;
   /** The DRA driver and claim holder placed on the real node. */
   dra?: DraRun;
+  /** What this run proves (machine-plan.ts). */
+  plan: MachinePlan;
 }
 
 /**
- * The guest's kubelet registered its Node and reports it Ready from this boot; the workload is
- * placed on it then (two pods Ready there), and the spare Node joins.
+ * The guest's kubelet registered its Node and reports it Ready from this boot; when the plan
+ * has the drain, the workload is placed on it then (two pods Ready there), the spare Node
+ * joins, and (with the DRA order) the DRA driver and its claim holder.
  */
 export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
   const deadline = Date.now() + NODE_READY_MS;
@@ -82,11 +86,12 @@ export async function realNodeJoins(c: Ctx, node: NodeWatch): Promise<void> {
     await sleep(250);
   }
   c.say(`Node ${c.machine} registered by the guest's kubelet: bootID ${node.last.bootId}, Ready`);
+  if (!c.plan.workload) return;
   const t = Date.now();
   await placeWorkload(c.kc, c.machine, spareNode(c.machine));
   c.say(`workload Ready on ${c.machine} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   c.pods = await recordNamespace(WORKLOAD_NAMESPACE, c.kc);
-  if (c.caPem !== undefined && c.guest.console !== undefined)
+  if (c.plan.dra && c.caPem !== undefined && c.guest.console !== undefined)
     c.dra = await placeDra(c.kc, c.machine, c.caPem, c.say);
 }
 
@@ -245,14 +250,13 @@ export async function rollAll(
   c: Ctx,
   v1: string,
   next: readonly { version: string }[],
-  cut: boolean,
 ): Promise<Rolled> {
   const [v2, v3, v4] = next.map((r) => r.version) as [string, string, string?];
   await firstReport(c, v1);
   if (c.node !== undefined) await realNodeJoins(c, c.node);
-  await rollToGood(c, v2, cut);
+  await rollToGood(c, v2, c.plan.cutApi);
   await rollToBad(c, v3);
-  if (v4 === undefined || c.node === undefined) return [v1, v2, v3];
+  if (v4 === undefined || c.node === undefined || !c.plan.kubeletDown) return [v1, v2, v3];
   await rollToKubeletDown(c, v4, c.node);
   return [v1, v2, v3, v4];
 }
