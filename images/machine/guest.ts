@@ -102,6 +102,73 @@ const MASKED = [
   "systemd-journal-catalog-update.service",
   "systemd-hwdb-update.service",
   "systemd-update-done.service",
+  // Boot time under TCG (issue 39): on one emulated vCPU every unit's start costs seconds, and
+  // none of these serves a headless node: kernel debug and tracing file systems, huge pages,
+  // binfmt, FUSE and configfs mounts, password agents, the random seed's save, users created
+  // at boot (the image has its users), the network's persistent storage, units from the kernel
+  // command line, udev and systemd credentials, sessions and utmp, socket-activated services
+  // nothing calls, the temporary files' daily cleanup.
+  "proc-sys-fs-binfmt_misc.automount",
+  "dev-hugepages.mount",
+  "sys-kernel-debug.mount",
+  "sys-kernel-tracing.mount",
+  "sys-kernel-config.mount",
+  "sys-fs-fuse-connections.mount",
+  "systemd-ask-password-console.path",
+  "systemd-ask-password-wall.path",
+  "systemd-random-seed.service",
+  "systemd-sysusers.service",
+  "systemd-networkd-persistent-storage.service",
+  "systemd-network-generator.service",
+  "systemd-udev-load-credentials.service",
+  "systemd-user-sessions.service",
+  "systemd-update-utmp.service",
+  "systemd-update-utmp-runlevel.service",
+  "systemd-hostnamed.socket",
+  "systemd-sysext.socket",
+  "systemd-creds.socket",
+  "systemd-tmpfiles-clean.timer",
+];
+
+/**
+ * udev rules a headless QEMU node does not need, masked as udev(7) says (a file of the same
+ * name in /etc/udev/rules.d linked to /dev/null): under TCG the coldplug runs every rule for
+ * every device, and the mounts of the state partition and the ESP wait for it. Kept: the
+ * defaults, block devices and /dev/disk/by-partlabel (the fstab), the network's names and
+ * links (systemd-networkd waits for them), Debian's compatibility names and systemd's own tags.
+ */
+const MASKED_UDEV_RULES = [
+  "50-firmware.rules",
+  "60-autosuspend.rules",
+  "60-cdrom_id.rules",
+  "60-dmi-id.rules",
+  "60-drm.rules",
+  "60-evdev.rules",
+  "60-fido-id.rules",
+  "60-infiniband.rules",
+  "60-input-id.rules",
+  "60-persistent-alsa.rules",
+  "60-persistent-input.rules",
+  "60-persistent-storage-mtd.rules",
+  "60-persistent-storage-tape.rules",
+  "60-persistent-v4l.rules",
+  "60-sensor.rules",
+  "60-serial.rules",
+  "64-btrfs.rules",
+  "70-camera.rules",
+  "70-joystick.rules",
+  "70-memory.rules",
+  "70-mouse.rules",
+  "70-power-switch.rules",
+  "70-touchpad.rules",
+  "70-uaccess.rules",
+  "71-seat.rules",
+  "73-seat-late.rules",
+  "75-probe_mtd.rules",
+  "78-sound-card.rules",
+  // Loads a module per device's modalias: the initrd loaded every module the guest needs.
+  "80-drivers.rules",
+  "90-iocost.rules",
 ];
 
 function put(root: string, path: string, text: string, mode = 0o644): void {
@@ -134,6 +201,12 @@ export function configureGuest(root: string, agentTarball: string): void {
     mkdirSync(join(root, d), { recursive: true });
   }
   for (const u of MASKED) maskUnit(root, u);
+  for (const r of MASKED_UDEV_RULES) {
+    const p = join(root, "etc/udev/rules.d", r);
+    mkdirSync(dirname(p), { recursive: true });
+    rmSync(p, { force: true });
+    symlinkSync("/dev/null", p);
+  }
   rmSync(join(root, "etc/systemd/system/getty.target.wants"), { recursive: true, force: true });
   run("chroot", [
     root,
