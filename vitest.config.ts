@@ -91,7 +91,10 @@ export default defineConfig({
           include: ["test/qemu/**/*.test.ts"],
           testTimeout: 600_000,
           // Each file boots guests under TCG (one vCPU each) and starts its own control plane:
-          // a second file at once would only share the same two cores.
+          // a second file at once would only share the same two cores. Within a file, guests
+          // run side by side up to the cores: machine.test.ts runs its two bootloaders at once
+          // from 2 cores (test/qemu/machine-plan.ts, sideBySide), as the image's smoke boot and
+          // the testbed already did.
           fileParallelism: false,
         },
       },
