@@ -27,12 +27,15 @@ import type { MachinePlan } from "./machine-plan.js";
 /**
  * Deadlines, for 2 busy cores under TCG: a boot of the guest takes 1-2 min when quiet; the
  * first includes the agent's start and first report; a turn includes the download and write of
- * the slot, the drain, the read-back and the reboot into the trial.
+ * the slot, the drain, the read-back and the reboot into the trial. The download and write of a
+ * 551 MB slot is the guest's longest stretch of work (56 to 219 s alone on the host); with the
+ * two bootloaders' guests side by side it shares the cores, and at load average 30 to 40 it
+ * was still writing v2 600 s after the target moved (2026-12-05): 900 s.
  */
 const FIRST_REPORT_MS = 360_000;
-const TURN_GRANTED_MS = 600_000;
+const TURN_GRANTED_MS = 900_000;
 const TRIAL_PROVED_MS = 600_000;
-const FALLBACK_MS = 600_000;
+const FALLBACK_MS = 900_000;
 /** How long the way to the API server stays cut, and how long a Failed machine is watched. */
 const CUT_MS = 30_000;
 const NO_RETRY_MS = 20_000;
@@ -40,7 +43,7 @@ const NO_RETRY_MS = 20_000;
  * The kubelet-down release: its download and turn (as TURN_GRANTED_MS), its trial boot, the
  * agent's prove deadline (GUEST_PROVE_MS, 180 s) and the fallback boot.
  */
-const KUBELET_DOWN_MS = 900_000;
+const KUBELET_DOWN_MS = 1_200_000;
 /** The guest's kubelet registering its Node and reporting Ready, after the agent's first report. */
 const NODE_READY_MS = 300_000;
 
