@@ -36,6 +36,7 @@ import {
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import { PassScheduler } from "./passes.js";
+import { Samples, round2 } from "./samples.js";
 import { trimObject } from "./trim.js";
 import { FloorCache } from "./floor.js";
 import { QueryChecks } from "./prom-check.js";
@@ -91,18 +92,23 @@ export interface OperatorStats {
   /** The V8 heap in use, MiB: its peak as sampled every tick, and at stop. */
   heapPeakMiB: number;
   heapMiB: number;
-  /** decide()'s time, ms: the 99th percentile of the last DECIDE_SAMPLES decisions, and in all. */
+  /** decide()'s time, ms: the 99th percentile of the last 4,096 decisions, and in all (at stop). */
   decideP99Ms: number;
   decideMs: number;
   /** The most Lost marks in flight at once (at most MAX_MARKS_IN_FLIGHT). */
   marksInFlightPeak: number;
+  /**
+   * Where a grant's time goes inside this copy (passes.ts), p99 over the last passes, ms: how
+   * long a Cluster's first event waited for its pass, how long a pass took (decide and the
+   * status write), and the status write's round trip alone (the API server's share).
+   */
+  passWaitP99Ms: number;
+  passP99Ms: number;
+  statusWriteP99Ms: number;
 }
 
 /** Lost marks (Machine status writes, each with its Event) in flight at once, at most. */
 export const MAX_MARKS_IN_FLIGHT = 16;
-
-/** decide()'s last durations kept for the stats' p99 (a ring: bounded, 32 KiB). */
-const DECIDE_SAMPLES = 4096;
 
 const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
@@ -139,9 +145,17 @@ export class Operator {
     decideP99Ms: 0,
     decideMs: 0,
     marksInFlightPeak: 0,
+    passWaitP99Ms: 0,
+    passP99Ms: 0,
+    statusWriteP99Ms: 0,
   };
-  private readonly decideTimes = new Float64Array(DECIDE_SAMPLES);
-  private decisions = 0;
+  /** The last durations behind the stats' percentiles (samples.ts). */
+  private readonly timings = {
+    decide: new Samples(),
+    passWait: new Samples(),
+    pass: new Samples(),
+    statusWrite: new Samples(),
+  };
   /** Prometheus metrics of this copy; `liken operator` serves its registry. */
   readonly metrics: OperatorMetrics;
   /** What the watches hold now, as kept (trim.ts): the metrics' view, and the tests'. */
@@ -185,6 +199,10 @@ export class Operator {
     this.passes = new PassScheduler((name) => this.reconcile(name), {
       onError: (name, e) =>
         opts.log.error({ cluster: name, err: String(e) }, "reconcile failed; retrying"),
+      onPass: (_name, waitMs, passMs) => {
+        this.timings.passWait.add(waitMs);
+        this.timings.pass.add(passMs);
+      },
     });
     this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {
@@ -290,7 +308,7 @@ export class Operator {
 
   async stop(): Promise<void> {
     this.sampleHeap();
-    this.decideP99();
+    this.percentiles();
     this.stopped = true;
     clearInterval(this.ticker);
     this.passes.stop();
@@ -309,11 +327,14 @@ export class Operator {
     this.stats.heapPeakMiB = Math.max(this.stats.heapPeakMiB, this.stats.heapMiB);
   }
 
-  /** The stats' decide p99, over the last DECIDE_SAMPLES decisions (at stop: a sort). */
-  private decideP99(): void {
-    const n = Math.min(this.decisions, DECIDE_SAMPLES);
-    const sorted = this.decideTimes.slice(0, n).sort();
-    this.stats.decideP99Ms = n === 0 ? 0 : round2(sorted[Math.ceil(0.99 * n) - 1]!);
+  /** The stats' percentiles, over the last samples of each (at stop: a sort each). */
+  private percentiles(): void {
+    const t = this.timings;
+    this.stats.decideP99Ms = t.decide.percentile(99);
+    this.stats.decideMs = round2(t.decide.total);
+    this.stats.passWaitP99Ms = t.passWait.percentile(99);
+    this.stats.passP99Ms = t.pass.percentile(99);
+    this.stats.statusWriteP99Ms = t.statusWrite.percentile(99);
   }
 
   /** Whether this copy acts: it leads (or runs without leader election) and is started. */
@@ -418,10 +439,12 @@ export class Operator {
       this.noteCut(name, d.cut); // only with a write: an unchanged status would log every tick
       try {
         await this.beforeTurnWrite(name, d);
+        const sent = performance.now();
         const written = await this.api.clusters.replaceStatus(
           { ...cluster, status },
           { fieldManager: FIELD_MANAGER },
         );
+        this.timings.statusWrite.add(performance.now() - sent);
         this.stats.clusterWrites++;
         this.refusals.clear(name);
         this.written.set(name, trimObject(written));
@@ -509,8 +532,7 @@ export class Operator {
       this.settings,
     );
     const ms = performance.now() - t0;
-    this.decideTimes[this.decisions++ % DECIDE_SAMPLES] = ms;
-    this.stats.decideMs = round2(this.stats.decideMs + ms);
+    this.timings.decide.add(ms);
     this.metrics.decideTook(cluster.metadata.name, ms);
     return d;
   }
@@ -801,10 +823,6 @@ function statusToWrite(d: Decision): { status: Cluster["status"]; needed: boolea
 }
 
 /** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
-function round2(x: number): number {
-  return Math.round(x * 100) / 100;
-}
-
 function generationOf(c: Cluster): string {
   return String(c.metadata.generation ?? "");
 }
