@@ -36,6 +36,7 @@ import {
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import { PassScheduler } from "./passes.js";
+import { MachineIndex } from "./machine-index.js";
 import { Samples, round2 } from "./samples.js";
 import { trimObject } from "./trim.js";
 import { FloorCache } from "./floor.js";
@@ -116,7 +117,7 @@ const FIELD_MANAGER = "cluster-operator";
 
 /** Machines and the resourceVersion they are as of. */
 interface MachineView {
-  machines: Machine[];
+  machines: readonly Machine[];
   version: string;
 }
 
@@ -164,6 +165,8 @@ export class Operator {
   private readonly settings: DecideSettings;
   private readonly clusters: ResourceWatcher<Cluster>;
   private readonly machines: ResourceWatcher<Machine>;
+  /** The watched Machines by Cluster (machine-index.ts): a pass's view, copied only on change. */
+  private readonly byCluster = new MachineIndex();
   /** The addresses of the Nodes whose machines serve peers (peer-address.ts). */
   private readonly nodeAddresses: NodeAddresses;
   private readonly heartbeats: HeartbeatTracker;
@@ -234,7 +237,15 @@ export class Operator {
     this.machines = new ResourceWatcher(
       this.api.machines,
       {
-        onChange: (ev) => this.schedule(ev.object.spec.cluster),
+        onChange: (ev) => {
+          // The Cluster it left (spec.cluster edited) is passed over too: its budget changed.
+          const before = this.byCluster.clusterOfName(ev.object.metadata.name);
+          if (ev.type === "deleted") this.byCluster.delete(ev.object);
+          else this.byCluster.set(ev.object);
+          if (before !== undefined && before !== ev.object.spec.cluster) this.schedule(before);
+          this.schedule(ev.object.spec.cluster);
+        },
+        onSync: (machines) => this.byCluster.sync(machines),
         onError: onError("watching Machines"),
       },
       { trim: trimObject },
@@ -402,8 +413,8 @@ export class Operator {
     return this.written.get(name) ?? this.clusters.get(name);
   }
 
-  private machinesOf(cluster: string): Machine[] {
-    return this.machines.list().filter((m) => m.spec.cluster === cluster);
+  private machinesOf(cluster: string): readonly Machine[] {
+    return this.byCluster.of(cluster);
   }
 
   /** A channel view is used once: by the status write that carries it, or found already there. */
