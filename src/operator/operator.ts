@@ -9,13 +9,14 @@
 //                               ok  ─► Events for grants, releases, stalls
 import { performance } from "node:perf_hooks";
 import { getHeapStatistics } from "node:v8";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import {
   LikenApi,
   ResourceWatcher,
   isConflict,
   isInvalid,
   isNotFound,
+  reuseConnections,
   type Cluster,
   type ClusterCondition,
   type Machine,
@@ -107,6 +108,9 @@ export interface OperatorStats {
   passP99Ms: number;
   statusWriteP99Ms: number;
 }
+
+/** The connections the operator's Events use at once, at most (eventsConfig). */
+export const EVENT_CONNECTIONS = 4;
 
 /** Lost marks (Machine status writes, each with its Event) in flight at once, at most. */
 export const MAX_MARKS_IN_FLIGHT = 16;
@@ -270,7 +274,8 @@ export class Operator {
     );
     this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
-      opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
+      opts.events ??
+      new KubeEvents(eventsConfig(kc), "cluster-operator", opts.identity, onError("an Event"));
     this.fleet = {
       clusters: () => this.clusters.list(),
       machines: () => this.machines.list(),
@@ -831,6 +836,25 @@ function statusToWrite(d: Decision): { status: Cluster["status"]; needed: boolea
     status: { ...d.status, ...(conditions === undefined ? {} : { conditions }) },
     needed: true,
   };
+}
+
+/**
+ * The Events' own copy of the kubeconfig, whose connections are at most EVENT_CONNECTIONS: a
+ * pass that grants 500 turns makes 500 Events at once, and on the shared connections (no cap:
+ * the watches hold theirs) each found none free and opened its own TLS connection, which cost
+ * the operator most of its CPU outside decide and the API server a handshake each, at the
+ * moment the wave's status writes needed it (docs/operator-profile.md). Events are best effort
+ * and nothing waits for them: they queue on a few kept connections instead.
+ */
+export function eventsConfig(kc: KubeConfig): KubeConfig {
+  const copy = new KubeConfig();
+  copy.loadFromOptions({
+    clusters: kc.clusters,
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return reuseConnections(copy, { maxSockets: EVENT_CONNECTIONS });
 }
 
 /** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
