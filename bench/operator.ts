@@ -29,7 +29,9 @@
 //                  takes;
 //   decide p99     the operator's own decide() time, p99 over its last 4,096 decisions (its exit
 //                  stats; liken_operator_decide_seconds is the same figure as a histogram): wall
-//                  time, so a loaded machine's waits for a core are in it;
+//                  time, so a loaded machine's waits for a core are in it; beside it decide's CPU
+//                  (the operator process's, around each call: its GC threads' too), which the
+//                  load does not move;
 //   RSS, heap      peak RSS of the operator process (VmHWM, /proc), also as it stood at the end
 //                  of its start-up, and the peak of the V8 heap in use (sampled each second by
 //                  the operator, in its exit stats);
@@ -54,7 +56,7 @@
 //   - a real drain, reboot and trial (PER_MACHINE_MS stands for them).
 // Goals (issues 28, 43): grant p99 < 1 s, at most 3 API writes per turn, overhead <= 1.05,
 // RSS <= 256 MiB, decide p99 < 50 ms.
-// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> heap=<MiB> cpu-ms-per-turn=<ms> apiserver-cpu-ms-per-turn=<ms> decide-p99=<ms> pass-wait-p99=<ms> ready-write-p99=<ms> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio> goals=met|missed(<each goal missed with its figure>)
+// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> heap=<MiB> cpu-ms-per-turn=<ms> apiserver-cpu-ms-per-turn=<ms> decide-p99=<ms> decide-cpu-p99=<ms> pass-wait-p99=<ms> ready-write-p99=<ms> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio> goals=met|missed(<each goal missed with its figure>)
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -495,7 +497,7 @@ async function rollout(
   log(`bench: goals ${goalsField(goals)}`);
   const cpuPerTurnMs = (cpu1.cpuMs - cpu0.cpuMs) / turns;
   process.stdout.write(
-    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} apiserver-cpu-ms-per-turn=${perTurn(apiRollMs)} decide-p99=${Number(stats.decideP99Ms)} pass-wait-p99=${Number(stats.passWaitP99Ms)} ready-write-p99=${percentile(feed.readyWriteMs, 99).toFixed(0)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)} goals=${goalsField(goals)}\n`,
+    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} apiserver-cpu-ms-per-turn=${perTurn(apiRollMs)} decide-p99=${Number(stats.decideP99Ms)} decide-cpu-p99=${Number(stats.decideCpuP99Ms)} pass-wait-p99=${Number(stats.passWaitP99Ms)} ready-write-p99=${percentile(feed.readyWriteMs, 99).toFixed(0)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)} goals=${goalsField(goals)}\n`,
   );
 }
 
