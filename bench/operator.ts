@@ -2,23 +2,39 @@
 // supported maximum of nodes) on a real API server.
 //
 // A private control plane (etcd + kube-apiserver, built by `npm run cluster`) holds one
-// Cluster with maxUnavailable 10% and 1,000 Machines with heartbeat Leases; this process
-// plays every agent (stage, ask, act on the turn for PER_MACHINE_MS, come back Ready) and
-// `liken operator` runs as its own process. Measured:
-//   grant latency  from the moment a slot could be granted (a request with a free slot, the
-//                  Ready write that freed one, or the first machine's Ready on V2 that lifts the
-//                  failure brake's one-at-a-time) to the turn seen in the Cluster status;
+// Cluster with maxUnavailable 10% and 1,000 Machines with heartbeat Leases. Three processes
+// besides the control plane:
+//   - `liken operator`, from the CLI bundle (compiled JS, as in its image) with the chart's
+//     default heap cap (values.yaml heapMiB as --max-old-space-size);
+//   - the agent simulator (operator-agents.ts), one child process playing every agent: its
+//     heartbeats and, on each turn, an Updating write, PER_MACHINE_MS, a Ready write; each write
+//     one PUT from the object it last wrote, over one kept-alive connection pool;
+//   - this process, which only creates the fleet, watches the Cluster and times the grants: its
+//     event loop waits for no agent's work, so its timestamps are the turn's arrival.
+// Measured:
+//   grant latency  from the moment a slot could be granted (the simulator's Ready write about to
+//                  go out, or the first machine's Ready on V2 that lifts the failure brake's
+//                  one-at-a-time, or the grace's end) to the turn seen in the Cluster status
+//                  here; p99 over every grant;
+//   where it goes  beside it, p99 each: the Ready write's answer (the API server, as the agents
+//                  saw it), the operator's wait from a Cluster's first event to its pass, a pass
+//                  (decide and its status write), decide alone, the status write alone (its stats);
+//                  what is left is the watch events' way to the operator and back, and the
+//                  queue for the cores;
 //   requests/turn  the operator's own API requests (status writes, Lost marks, Events,
 //                  re-reads after 409) per turn, from its exit stats;
-//   CPU            of the operator process (/proc utime + stime) over the rollout, per turn
-//                  (cpu-ms-per-turn) and per pass (logged): CPU seconds are far less sensitive
-//                  to the machine's load than latencies;
+//   CPU per turn   of the operator, of the API server + etcd, of the simulator and of this
+//                  process (/proc utime + stime) over the rollout: CPU seconds are far less
+//                  sensitive to the machine's load than latencies, and say whose cores a wave
+//                  takes;
 //   decide p99     the operator's own decide() time, p99 over its last 4,096 decisions (its exit
-//                  stats; liken_operator_decide_seconds is the same figure as a histogram);
-//   RSS, heap      peak RSS of the operator process (VmHWM, /proc) and, beside it, the peak of
-//                  the V8 heap in use (sampled each second by the operator, in its exit stats):
-//                  the difference is Node's own code, compiled code, and heap V8 grew but holds
-//                  empty; it runs from the CLI bundle as compiled JS;
+//                  stats; liken_operator_decide_seconds is the same figure as a histogram): wall
+//                  time, so a loaded machine's waits for a core are in it; beside it decide's CPU
+//                  (the operator process's, around each call: its GC threads' too), which the
+//                  load does not move;
+//   RSS, heap      peak RSS of the operator process (VmHWM, /proc), also as it stood at the end
+//                  of its start-up, and the peak of the V8 heap in use (sampled each second by
+//                  the operator, in its exit stats);
 //   overhead       the rollout's total time against the ideal: the first machine alone (the
 //                  failure brake's default lets one machine try a release nobody has proved),
 //                  then ceil((N - 1) / budget) rounds, each of the per-machine time;
@@ -29,22 +45,22 @@
 //                  measured over IDLE_MS in this run: what liken adds to a fleet's steady state
 //                  next to what its kubelets already cost.
 // Not measured, or measured with the bench's own cost in it:
-//   - the simulated agents are this one process: their status writes (a GET and a PUT each,
-//     at most WRITE_CONCURRENCY at once, over kept-alive connections) and 333 Lease writes a
-//     second at 5,000 machines share the 2 cores with the operator, the API server and etcd.
-//     A freed slot is timed when its Ready write goes out (after this process's own queue, which
-//     500 separate machines would not have), so the queue is not in the grant latency; the
-//     cores it takes are, in every figure but the operator's CPU;
+//   - every process shares the machine's cores: the simulator's 333 Lease writes a second at
+//     5,000 machines and its status writes (at most 32 in flight) load the API server and etcd
+//     as a real fleet's agents would, and their CPU is reported, not removed. A freed slot is
+//     timed when its Ready write goes out (after the simulator's own queue of writes, which 500
+//     separate machines would not have), so that queue is not in the grant latency;
 //   - on a loaded machine the heartbeats fall behind and the operator reads machines Lost (as it
 //     must): BENCH_OPERATOR_LOST_AFTER raises its threshold for such runs, and the log counts
 //     the heartbeats skipped;
-//   - the API server's and etcd's work per turn (the idle cost above is their steady state);
 //   - a real drain, reboot and trial (PER_MACHINE_MS stands for them).
 // Goals (issues 28, 43): grant p99 < 1 s, at most 3 API writes per turn, overhead <= 1.05,
 // RSS <= 256 MiB, decide p99 < 50 ms.
-// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> heap=<MiB> cpu-ms-per-turn=<ms> decide-p99=<ms> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio>
-import { spawn } from "node:child_process";
+// Last line: operator: machines=N grant-p99=<ms> writes-per-turn=<n> requests-per-turn=<n> rss=<MiB> heap=<MiB> cpu-ms-per-turn=<ms> apiserver-cpu-ms-per-turn=<ms> decide-p99=<ms> decide-cpu-p99=<ms> pass-wait-p99=<ms> ready-write-p99=<ms> overhead-vs-ideal=<ratio> idle-apiserver-vs-kubelet-lease=<ratio> goals=met|missed(<each goal missed with its figure>)
+import { fork, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { parse } from "yaml";
 import path from "node:path";
 import { execFile } from "node:child_process";
 import { parseArgs, promisify } from "node:util";
@@ -58,8 +74,6 @@ import {
   loadKubeConfig,
   ResourceWatcher,
   type Cluster,
-  type Machine,
-  type MachineStatus,
 } from "../src/api/index.js";
 import { ensureBinaries } from "../src/controlplane/build.js";
 import { down, up } from "../src/controlplane/instance.js";
@@ -100,8 +114,6 @@ const KUBELET_LEASE_MS = 10_000;
 /** How long each idle rate is measured; two heartbeat periods and a half of liken's. */
 const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 40_000);
 const CONCURRENCY = 32;
-/** The simulated agents' status writes in flight at once (each a GET and a PUT). */
-const WRITE_CONCURRENCY = 32;
 const V1 = "2026.10.10-001";
 const V2 = "2026.10.12-001";
 const D1 = `sha256:${"1".repeat(64)}`;
@@ -118,22 +130,6 @@ interface BenchLease {
 /** A MicroTime: the API server parses exactly six fractional digits. */
 const microTime = (ms: number): string => new Date(ms).toISOString().replace(/Z$/, "000Z");
 
-/** Runs at most `n` of the functions given to it at once, the others in order after. */
-function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  return async (fn) => {
-    if (active >= n) await new Promise<void>((r) => waiting.push(r));
-    else active++;
-    try {
-      return await fn();
-    } finally {
-      const next = waiting.shift();
-      if (next !== undefined) next();
-      else active--;
-    }
-  };
-}
 const log = (l: string): void => void process.stderr.write(`${l}\n`);
 const iso = (): string => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 
@@ -188,18 +184,14 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   await run(kubectl, ["create", "namespace", "liken-system"], { env });
   const kc = loadKubeConfig(kubeconfig);
   const api = new LikenApi(kc, "bench");
-  // The simulated agents talk as the real ones do: the lean client (rest.ts), one kept-alive
-  // connection pool (client-node opens a TLS connection per request: 333 handshakes a second
-  // for 5,000 heartbeats, which loaded the API server and this process, not the operator).
+  // The Leases are made with the lean client the agents use (rest.ts).
   const rest = new Rest(loadRestConfig(kubeconfig), "liken-bench");
-  const machineApi = new RestResource<Machine>(rest, "Machine", api.machines.path, "bench");
   const leaseApi = new RestResource<BenchLease>(
     rest,
     "Lease",
     `/apis/coordination.k8s.io/v1/namespaces/${HEARTBEAT_NAMESPACE}/leases`,
     "bench",
   );
-  const leaseOf = new Map<string, BenchLease>();
   const cluster = "bench";
   await api.clusters.create({
     apiVersion: "liken.sh/v1alpha1",
@@ -246,77 +238,143 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
         turnRequest: { version: V2, digest: D2, at },
       },
     });
-    const lease = await leaseApi.create({
+    await leaseApi.create({
       apiVersion: "coordination.k8s.io/v1",
       kind: "Lease",
       metadata: { name: m, labels: { [LABEL_CLUSTER]: cluster, [LABEL_MACHINE]: m } },
       spec: { holderIdentity: m, leaseDurationSeconds: 40, renewTime: microTime(Date.now()) },
     });
-    leaseOf.set(m, lease);
   });
   log(`bench: ${N} Machines and Leases created in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
-  // Heartbeats: every Lease renewed every 15 s, spread evenly. As a real agent does
-  // (lease-renewal.ts): one PUT of the Lease it last wrote, over a kept-alive connection; a
-  // 409 reads it again for the next beat. A machine whose last beat is still on its way
-  // skips one (a queue of beats behind a slow API server would make the whole fleet Lost).
-  let beating = true;
-  const beatsInFlight = new Set<string>();
-  let beatsSkipped = 0;
-  const renew = async (m: string): Promise<void> => {
-    if (beatsInFlight.has(m)) {
-      beatsSkipped++;
-      return;
+  // The agents: one child process (operator-agents.ts) plays every machine; this process only
+  // watches the Cluster and times the grants, so its timestamps wait for no agent's work.
+  const agents = fork(
+    path.join(REPO_ROOT, "bench/operator-agents.ts"),
+    [
+      "--kubeconfig",
+      kubeconfig,
+      "--machines",
+      String(N),
+      "--cluster",
+      cluster,
+      "--per-machine-ms",
+      String(PER_MACHINE_MS),
+      "--budget",
+      String(BUDGET_N),
+      "--v2",
+      V2,
+      "--d2",
+      D2,
+    ],
+    { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] },
+  );
+  const freed: number[] = []; // times a slot became free, oldest first
+  const readyWriteMs: number[] = [];
+  let readyBack = 0;
+  let lastReady = 0;
+  let agentStats: Record<string, number> = {};
+  let agentsReady = false;
+  agents.on("message", (msg: AgentMessage) => {
+    switch (msg.t) {
+      case "ready":
+        agentsReady = true;
+        return;
+      case "freed":
+        for (let k = 0; k < msg.slots; k++) freed.push(msg.at);
+        return;
+      case "back":
+        readyBack++;
+        lastReady = Math.max(lastReady, msg.at);
+        readyWriteMs.push(msg.writeMs);
+        return;
+      case "stats":
+        agentStats = msg.stats;
+        return;
     }
-    beatsInFlight.add(m);
-    try {
-      const base = leaseOf.get(m) ?? (await leaseApi.get(m));
-      const body = { ...base, spec: { ...base.spec, renewTime: microTime(Date.now()) } };
-      leaseOf.set(m, await leaseApi.replace(body));
-    } catch {
-      leaseOf.delete(m); // a missed beat; the next one, in 15 s, reads the Lease again
-    } finally {
-      beatsInFlight.delete(m);
-    }
-  };
-  let next = 0;
-  let periodMs = HEARTBEAT_MS;
-  const beatTimer = setInterval(() => {
-    if (!beating) return;
-    const per = Math.ceil(N / (periodMs / 100));
-    for (let k = 0; k < per; k++) void renew(names[next++ % N]!);
-  }, 100);
+  });
+  const agentsExited = new Promise((r) => agents.once("exit", r));
+  try {
+    await waitUntil(() => agentsReady, 120_000);
+    await rollout(kubeconfig, apiPids, agents, {
+      freed,
+      readyWriteMs,
+      readyBack: () => readyBack,
+      lastReady: () => lastReady,
+      agentStats: () => agentStats,
+      agentsExited,
+    });
+  } finally {
+    if (agents.exitCode === null) agents.kill("SIGTERM");
+    await agentsExited;
+  }
+}
+
+/** What the agent simulator says (operator-agents.ts). */
+type AgentMessage =
+  | { t: "ready" }
+  | { t: "freed"; at: number; slots: number }
+  | { t: "back"; at: number; writeMs: number }
+  | { t: "stats"; stats: Record<string, number> };
+
+interface AgentFeed {
+  freed: number[];
+  readyWriteMs: number[];
+  readyBack: () => number;
+  lastReady: () => number;
+  agentStats: () => Record<string, number>;
+  agentsExited: Promise<unknown>;
+}
+
+/** The chart's default heap cap (values.yaml heapMiB), which the operator runs under there. */
+function chartHeapMiB(): number {
+  const values = parse(
+    readFileSync(path.join(REPO_ROOT, "deploy/helm/liken/values.yaml"), "utf8"),
+  ) as { heapMiB?: number };
+  if (typeof values.heapMiB !== "number") throw new Error("bench: values.yaml has no heapMiB");
+  return values.heapMiB;
+}
+
+async function rollout(
+  kubeconfig: string,
+  apiPids: number[],
+  agents: ChildProcess,
+  feed: AgentFeed,
+): Promise<void> {
+  const beat = (periodMs: number | null): void => void agents.send({ t: "beat", periodMs });
 
   // The fleet at rest, before the operator starts: the API server's and etcd's CPU with no
   // heartbeat at all (their own floor: controllers, compaction), at liken's heartbeat rate, and
   // at a kubelet's Lease rate (the same write), each over IDLE_MS; a machine's cost is what it
   // adds to the floor.
-  const idleCost = async (ms: number | undefined): Promise<number> => {
-    beating = ms !== undefined;
-    periodMs = ms ?? HEARTBEAT_MS;
+  const idleCost = async (ms: number | null): Promise<number> => {
+    beat(ms);
     await new Promise((r) => setTimeout(r, ms ?? 5000)); // settle at the new rate first
     const c0 = apiCpuMs(apiPids);
     await new Promise((r) => setTimeout(r, IDLE_MS));
     return (apiCpuMs(apiPids) - c0) / (IDLE_MS / 1000); // CPU ms per second
   };
-  const floor = await idleCost(undefined);
+  const floor = await idleCost(null);
   const likenIdle = (await idleCost(HEARTBEAT_MS)) - floor;
   const kubeletIdle = (await idleCost(KUBELET_LEASE_MS)) - floor;
-  periodMs = HEARTBEAT_MS;
+  beat(HEARTBEAT_MS);
   const perMachineUs = (cpuMsPerS: number): string => ((cpuMsPerS * 1000) / N).toFixed(1);
   log(
     `bench: idle API server + etcd CPU over a floor of ${floor.toFixed(0)} ms/s: liken's heartbeats add ${likenIdle.toFixed(0)} ms/s (${perMachineUs(likenIdle)} us/s per machine), a kubelet's Lease rate ${kubeletIdle.toFixed(0)} ms/s (${perMachineUs(kubeletIdle)} us/s per machine)`,
   );
 
   // The operator runs compiled JavaScript, as in its container image: one bundle of the CLI
-  // (from a source checkout bin/liken.js would compile TypeScript inside the measured process).
-  // BENCH_OPERATOR_ENTRY: a bundle built before (another commit's operator, for a comparison
-  // in the same conditions: two benches side by side).
+  // (from a source checkout bin/liken.js would compile TypeScript inside the measured process),
+  // with the chart's default heap cap. BENCH_OPERATOR_ENTRY: a bundle built before (another
+  // commit's operator, for a comparison in the same conditions: two benches side by side).
   const entry = process.env.BENCH_OPERATOR_ENTRY ?? (await useCliBundle());
+  const heapCap = `--max-old-space-size=${chartHeapMiB()}`;
   const nodeOptions = process.env.BENCH_OPERATOR_NODE_OPTIONS?.split(" ").filter(Boolean) ?? [];
+  log(`bench: the operator runs with ${[heapCap, ...nodeOptions].join(" ")}`);
   const op = spawn(
     process.execPath,
     [
+      heapCap,
       ...nodeOptions,
       entry,
       "operator",
@@ -338,95 +396,52 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   await waitUntil(() => opLog.includes("cluster-operator started"), 120_000);
   const startedLine = opLog.split("\n").find((l) => l.includes("cluster-operator started")) ?? "";
   const grantsFrom = (JSON.parse(startedLine) as { grantsFromMs: number }).grantsFromMs;
+  // The peak so far is the start-up's: the first lists of every Machine and Lease.
+  const startupRssMiB = procStats(op.pid!).peakRssMiB;
 
-  // The fleet: each machine acts on its turn for PER_MACHINE_MS and comes back Ready.
-  const freed: number[] = []; // times a slot became free, oldest first
+  // A grant is timed from the oldest slot freed and not yet matched to the moment its turn is
+  // seen here, on this process's own watch of the Cluster (this process does nothing else).
+  const { freed } = feed;
   const grants: { ms: number; at: number; machine: string }[] = [];
-  const acting = new Set<string>();
-  const done = new Set<string>();
+  const seenTurn = new Set<string>();
   let maxTurns = 0;
-  let lastReady = 0;
-  let readyWritten = 0;
-  const writeLimit = limiter(WRITE_CONCURRENCY);
-  const writeStatus = async (m: string, status: MachineStatus): Promise<void> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await machineApi.updateStatus(m, (cur: Machine) => ({
-          ...cur,
-          status: { ...cur.status, ...status },
-        }));
-        return;
-      } catch (e) {
-        // The API server under a wave's load may drop a connection: try again, as an agent does.
-        if (attempt >= 5) throw e;
-        await new Promise((r) => setTimeout(r, 200 * attempt));
-      }
-    }
-  };
+  const kc = loadKubeConfig(kubeconfig);
+  const api = new LikenApi(kc, "bench");
   const watcher = new ResourceWatcher<Cluster>(api.clusters, {
     onChange: (ev) => {
       const turns = ev.object.status?.rebootTurns ?? [];
       maxTurns = Math.max(maxTurns, turns.length);
       const seen = Date.now();
       for (const t of turns) {
-        if (acting.has(t.machine) || done.has(t.machine)) continue;
-        acting.add(t.machine);
+        if (seenTurn.has(t.machine)) continue;
+        seenTurn.add(t.machine);
         const from = freed.shift();
-        if (from !== undefined) {
-          grants.push({ ms: seen - from, at: seen, machine: t.machine });
-        }
-        void (async () => {
-          // The machine's time starts when it sees its turn; the Updating report is part of
-          // that time, as a real agent's drain and reboot are.
-          const back = new Promise((r) => setTimeout(r, PER_MACHINE_MS));
-          await writeLimit(() =>
-            writeStatus(t.machine, { step: "Updating", updateStage: "Rebooting" }),
-          );
-          await back;
-          await writeLimit(async () => {
-            // The slot is free from the moment the Ready write is sent (after this process's
-            // own queue of writes, which 500 separate machines would not have): queue it
-            // before the write, or the operator's next turn (seen on the watch) can arrive
-            // before the write's answer and be matched with a later slot, which once a wave
-            // inflated the p99 by a whole wave.
-            const readyAt = Date.now();
-            acting.delete(t.machine);
-            done.add(t.machine);
-            // A slot freed: it may go to a machine still waiting (none after the last wave).
-            // The first machine back on V2 proves the release, which also frees the budget's
-            // other slots that the failure brake held back until then.
-            const slots = done.size === 1 ? BUDGET_N : 1;
-            for (let k = 0; k < slots; k++) {
-              if (done.size + acting.size + freed.length < N) freed.push(readyAt);
-            }
-            await writeStatus(t.machine, {
-              version: V2,
-              digest: D2,
-              step: "Ready",
-              updateStage: undefined,
-              staged: undefined,
-              turnRequest: undefined,
-            } as MachineStatus);
-          });
-          lastReady = Date.now();
-          readyWritten++;
-        })();
+        if (from !== undefined) grants.push({ ms: seen - from, at: seen, machine: t.machine });
       }
     },
   });
   await watcher.start();
+  agents.send({ t: "act" });
 
   const cpu0 = procStats(op.pid!);
+  const api0 = apiCpuMs(apiPids);
+  const agents0 = procStats(agents.pid!).cpuMs;
+  const self0 = process.cpuUsage();
   // Every machine asked before the operator started; granting begins when its grace ends, with
   // one turn: nobody has proved V2 yet (spec.rollout.maxFailedTrials 1 by default).
   const start = grantsFrom;
-  freed.push(start);
-  await waitUntil(() => readyWritten === N, 30 * 60_000);
-  const total = lastReady - start;
+  freed.unshift(start);
+  await waitUntil(() => feed.readyBack() === N, 30 * 60_000);
+  const total = feed.lastReady() - start;
   const cpu1 = procStats(op.pid!);
-  beating = false;
-  clearInterval(beatTimer);
+  const apiRollMs = apiCpuMs(apiPids) - api0;
+  const agentsRollMs = procStats(agents.pid!).cpuMs - agents0;
+  const selfCpu = process.cpuUsage(self0);
+  const selfRollMs = (selfCpu.user + selfCpu.system) / 1000;
   watcher.stop();
+  agents.kill("SIGTERM");
+  await feed.agentsExited;
+  const agentStats = feed.agentStats();
 
   const exited = new Promise((r) => op.once("exit", r));
   op.kill("SIGTERM");
@@ -443,7 +458,7 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   const p99 = percentile(latencies, 99);
   log(`bench: max turns held at once ${maxTurns} (budget ${BUDGET_N})`);
   log(
-    `bench: heartbeats skipped because the machine's last one was still on its way: ${beatsSkipped}`,
+    `bench: agents: ${agentStats.beatsSent} heartbeats (p99 ${agentStats.beatP99Ms} ms), ${agentStats.beatsSkipped} skipped because the machine's last one was still on its way, ${agentStats.beatsFailed} failed; ${agentStats.statusWrites} status writes (p99 ${agentStats.statusWriteP99Ms} ms)`,
   );
   const worst = [...grants].sort((a, b) => b.ms - a.ms).slice(0, 15);
   log(
@@ -451,8 +466,20 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
   );
   log(`bench: operator stats ${JSON.stringify(stats)}`);
   log(`bench: grant latency p50 ${p50} ms, p99 ${p99} ms over ${latencies.length} grants`);
+  // Where a grant's time goes: the Ready write's answer (the API server, as the agents saw it),
+  // the operator's wait for its pass and the pass itself (its status write's round trip in it),
+  // and the rest (the watch events' way to the operator and back here, and the cores' queue).
   log(
-    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout (${((cpu1.cpuMs - cpu0.cpuMs) / Number(stats.reconciles)).toFixed(1)} ms per pass over ${stats.reconciles} passes), peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB, peak heap ${stats.heapPeakMiB} MiB`,
+    `bench: where a grant goes (p99 each): the Ready write answered in ${percentile(feed.readyWriteMs, 99).toFixed(0)} ms; in the operator an event waited ${stats.passWaitP99Ms} ms for its pass, a pass took ${stats.passP99Ms} ms (decide ${stats.decideP99Ms} ms, its status write ${stats.statusWriteP99Ms} ms)`,
+  );
+  const perTurn = (ms: number): string => (ms / turns).toFixed(1);
+  log(
+    `bench: CPU during the rollout, ms per turn: operator ${perTurn(cpu1.cpuMs - cpu0.cpuMs)}, API server + etcd ${perTurn(apiRollMs)}, agent simulator ${perTurn(agentsRollMs)}, this measuring process ${perTurn(selfRollMs)}; the machine's load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
+  log(
+    `bench: operator CPU ${((cpu1.cpuMs - cpu0.cpuMs) / 1000).toFixed(1)} s during the rollout (${((cpu1.cpuMs - cpu0.cpuMs) / Number(stats.reconciles)).toFixed(1)} ms per pass over ${stats.reconciles} passes), peak RSS ${cpu1.peakRssMiB.toFixed(0)} MiB (${startupRssMiB.toFixed(0)} MiB by the end of its start-up), peak heap ${stats.heapPeakMiB} MiB`,
   );
   log(
     `bench: rollout ${(total / 1000).toFixed(1)} s vs ideal (1 + ceil(${N - 1}/${BUDGET_N})) x ${PER_MACHINE_MS / 1000} s = ${(ideal / 1000).toFixed(1)} s`,
@@ -467,11 +494,16 @@ async function bench(kubeconfig: string, binDir: string, apiPids: number[]): Pro
     total / ideal,
     Number(stats.decideP99Ms),
   );
-  log(`bench: goals ${goals.length === 0 ? "met" : `missed: ${goals.join(", ")}`}`);
+  log(`bench: goals ${goalsField(goals)}`);
   const cpuPerTurnMs = (cpu1.cpuMs - cpu0.cpuMs) / turns;
   process.stdout.write(
-    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} decide-p99=${Number(stats.decideP99Ms)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)}\n`,
+    `operator: machines=${N} grant-p99=${p99} writes-per-turn=${(writes / turns).toFixed(2)} requests-per-turn=${(requests / turns).toFixed(2)} rss=${cpu1.peakRssMiB.toFixed(0)} heap=${Number(stats.heapPeakMiB)} cpu-ms-per-turn=${cpuPerTurnMs.toFixed(1)} apiserver-cpu-ms-per-turn=${perTurn(apiRollMs)} decide-p99=${Number(stats.decideP99Ms)} decide-cpu-p99=${Number(stats.decideCpuP99Ms)} pass-wait-p99=${Number(stats.passWaitP99Ms)} ready-write-p99=${percentile(feed.readyWriteMs, 99).toFixed(0)} overhead-vs-ideal=${(total / ideal).toFixed(3)} idle-apiserver-vs-kubelet-lease=${(likenIdle / kubeletIdle).toFixed(2)} goals=${goalsField(goals)}\n`,
   );
+}
+
+/** The last line's goals field: met, or each goal missed with this run's figure. */
+function goalsField(missed: readonly string[]): string {
+  return missed.length === 0 ? "met" : `missed(${missed.join("; ")})`;
 }
 
 /** The issue's goals this run missed, each with its figure. */

@@ -37,6 +37,13 @@ export const IDLE_TIMEOUT_MS = 30_000;
 export interface ReuseOptions {
   /** Close a kept connection after this long unused (ms); default IDLE_TIMEOUT_MS. */
   idleTimeoutMs?: number;
+  /**
+   * At most this many connections at once; more requests wait for a free one. Only for a
+   * KubeConfig that opens no watch (a watch holds its connection for as long as it runs, and
+   * enough of them would starve every request): e.g. the operator's Events, which a wave's
+   * end makes by the hundred at once. Default: no cap.
+   */
+  maxSockets?: number;
 }
 
 /** The fields of an agent's options that decide which connections may be shared. */
@@ -69,10 +76,17 @@ export function reuseConnections(kc: KubeConfig, opts: ReuseOptions = {}): KubeC
       // Whatever the library would have built (http for an insecure http: server), with
       // keep-alive on. No cap on sockets: a watch holds one for as long as it runs.
       const made = original(cluster, options);
+      const cap = opts.maxSockets === undefined ? {} : { maxSockets: opts.maxSockets };
       agent =
         made instanceof https.Agent
-          ? new https.Agent({ ...made.options, keepAlive: true, scheduling: "lifo", timeout })
-          : new http.Agent({ keepAlive: true, scheduling: "lifo", timeout });
+          ? new https.Agent({
+              ...made.options,
+              keepAlive: true,
+              scheduling: "lifo",
+              timeout,
+              ...cap,
+            })
+          : new http.Agent({ keepAlive: true, scheduling: "lifo", timeout, ...cap });
       made.destroy();
       agents.set(key, agent);
     }

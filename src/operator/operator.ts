@@ -9,13 +9,14 @@
 //                               ok  ─► Events for grants, releases, stalls
 import { performance } from "node:perf_hooks";
 import { getHeapStatistics } from "node:v8";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { KubeConfig } from "@kubernetes/client-node";
 import {
   LikenApi,
   ResourceWatcher,
   isConflict,
   isInvalid,
   isNotFound,
+  reuseConnections,
   type Cluster,
   type ClusterCondition,
   type Machine,
@@ -36,6 +37,8 @@ import {
 } from "./decide.js";
 import { LeaseElector } from "./election.js";
 import { PassScheduler } from "./passes.js";
+import { MachineIndex } from "./machine-index.js";
+import { Samples, round2 } from "./samples.js";
 import { trimObject } from "./trim.js";
 import { FloorCache } from "./floor.js";
 import { QueryChecks } from "./prom-check.js";
@@ -91,18 +94,31 @@ export interface OperatorStats {
   /** The V8 heap in use, MiB: its peak as sampled every tick, and at stop. */
   heapPeakMiB: number;
   heapMiB: number;
-  /** decide()'s time, ms: the 99th percentile of the last DECIDE_SAMPLES decisions, and in all. */
+  /** decide()'s time, ms: the 99th percentile of the last 4,096 decisions, and in all (at stop). */
   decideP99Ms: number;
   decideMs: number;
   /** The most Lost marks in flight at once (at most MAX_MARKS_IN_FLIGHT). */
   marksInFlightPeak: number;
+  /**
+   * Where a grant's time goes inside this copy (passes.ts), p99 over the last passes, ms: how
+   * long a Cluster's first event waited for its pass, how long a pass took (decide and the
+   * status write), and the status write's round trip alone (the API server's share).
+   */
+  passWaitP99Ms: number;
+  /**
+   * decide()'s CPU (this process's, process.cpuUsage around it), p99, ms: its own cost, which a
+   * loaded machine's wait for a core (in decideP99Ms, wall time) does not move.
+   */
+  decideCpuP99Ms: number;
+  passP99Ms: number;
+  statusWriteP99Ms: number;
 }
+
+/** The connections the operator's Events use at once, at most (eventsConfig). */
+export const EVENT_CONNECTIONS = 4;
 
 /** Lost marks (Machine status writes, each with its Event) in flight at once, at most. */
 export const MAX_MARKS_IN_FLIGHT = 16;
-
-/** decide()'s last durations kept for the stats' p99 (a ring: bounded, 32 KiB). */
-const DECIDE_SAMPLES = 4096;
 
 const DEFAULT_TICK_MS = 1000;
 const MAX_ATTEMPTS = 5;
@@ -110,7 +126,7 @@ const FIELD_MANAGER = "cluster-operator";
 
 /** Machines and the resourceVersion they are as of. */
 interface MachineView {
-  machines: Machine[];
+  machines: readonly Machine[];
   version: string;
 }
 
@@ -139,9 +155,19 @@ export class Operator {
     decideP99Ms: 0,
     decideMs: 0,
     marksInFlightPeak: 0,
+    passWaitP99Ms: 0,
+    decideCpuP99Ms: 0,
+    passP99Ms: 0,
+    statusWriteP99Ms: 0,
   };
-  private readonly decideTimes = new Float64Array(DECIDE_SAMPLES);
-  private decisions = 0;
+  /** The last durations behind the stats' percentiles (samples.ts). */
+  private readonly timings = {
+    decide: new Samples(),
+    decideCpu: new Samples(),
+    passWait: new Samples(),
+    pass: new Samples(),
+    statusWrite: new Samples(),
+  };
   /** Prometheus metrics of this copy; `liken operator` serves its registry. */
   readonly metrics: OperatorMetrics;
   /** What the watches hold now, as kept (trim.ts): the metrics' view, and the tests'. */
@@ -150,6 +176,8 @@ export class Operator {
   private readonly settings: DecideSettings;
   private readonly clusters: ResourceWatcher<Cluster>;
   private readonly machines: ResourceWatcher<Machine>;
+  /** The watched Machines by Cluster (machine-index.ts): a pass's view, copied only on change. */
+  private readonly byCluster = new MachineIndex();
   /** The addresses of the Nodes whose machines serve peers (peer-address.ts). */
   private readonly nodeAddresses: NodeAddresses;
   private readonly heartbeats: HeartbeatTracker;
@@ -185,6 +213,10 @@ export class Operator {
     this.passes = new PassScheduler((name) => this.reconcile(name), {
       onError: (name, e) =>
         opts.log.error({ cluster: name, err: String(e) }, "reconcile failed; retrying"),
+      onPass: (_name, waitMs, passMs) => {
+        this.timings.passWait.add(waitMs);
+        this.timings.pass.add(passMs);
+      },
     });
     this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {
@@ -216,7 +248,15 @@ export class Operator {
     this.machines = new ResourceWatcher(
       this.api.machines,
       {
-        onChange: (ev) => this.schedule(ev.object.spec.cluster),
+        onChange: (ev) => {
+          // The Cluster it left (spec.cluster edited) is passed over too: its budget changed.
+          const before = this.byCluster.clusterOfName(ev.object.metadata.name);
+          if (ev.type === "deleted") this.byCluster.delete(ev.object);
+          else this.byCluster.set(ev.object);
+          if (before !== undefined && before !== ev.object.spec.cluster) this.schedule(before);
+          this.schedule(ev.object.spec.cluster);
+        },
+        onSync: (machines) => this.byCluster.sync(machines),
         onError: onError("watching Machines"),
       },
       { trim: trimObject },
@@ -241,7 +281,8 @@ export class Operator {
     );
     this.pause = new PauseDetector((jump, now, mono) => this.jumped(jump, now, mono), this.clocks);
     this.events =
-      opts.events ?? new KubeEvents(kc, "cluster-operator", opts.identity, onError("an Event"));
+      opts.events ??
+      new KubeEvents(eventsConfig(kc), "cluster-operator", opts.identity, onError("an Event"));
     this.fleet = {
       clusters: () => this.clusters.list(),
       machines: () => this.machines.list(),
@@ -290,7 +331,7 @@ export class Operator {
 
   async stop(): Promise<void> {
     this.sampleHeap();
-    this.decideP99();
+    this.percentiles();
     this.stopped = true;
     clearInterval(this.ticker);
     this.passes.stop();
@@ -309,11 +350,15 @@ export class Operator {
     this.stats.heapPeakMiB = Math.max(this.stats.heapPeakMiB, this.stats.heapMiB);
   }
 
-  /** The stats' decide p99, over the last DECIDE_SAMPLES decisions (at stop: a sort). */
-  private decideP99(): void {
-    const n = Math.min(this.decisions, DECIDE_SAMPLES);
-    const sorted = this.decideTimes.slice(0, n).sort();
-    this.stats.decideP99Ms = n === 0 ? 0 : round2(sorted[Math.ceil(0.99 * n) - 1]!);
+  /** The stats' percentiles, over the last samples of each (at stop: a sort each). */
+  private percentiles(): void {
+    const t = this.timings;
+    this.stats.decideP99Ms = t.decide.percentile(99);
+    this.stats.decideMs = round2(t.decide.total);
+    this.stats.decideCpuP99Ms = t.decideCpu.percentile(99);
+    this.stats.passWaitP99Ms = t.passWait.percentile(99);
+    this.stats.passP99Ms = t.pass.percentile(99);
+    this.stats.statusWriteP99Ms = t.statusWrite.percentile(99);
   }
 
   /** Whether this copy acts: it leads (or runs without leader election) and is started. */
@@ -381,8 +426,8 @@ export class Operator {
     return this.written.get(name) ?? this.clusters.get(name);
   }
 
-  private machinesOf(cluster: string): Machine[] {
-    return this.machines.list().filter((m) => m.spec.cluster === cluster);
+  private machinesOf(cluster: string): readonly Machine[] {
+    return this.byCluster.of(cluster);
   }
 
   /** A channel view is used once: by the status write that carries it, or found already there. */
@@ -418,10 +463,12 @@ export class Operator {
       this.noteCut(name, d.cut); // only with a write: an unchanged status would log every tick
       try {
         await this.beforeTurnWrite(name, d);
+        const sent = performance.now();
         const written = await this.api.clusters.replaceStatus(
           { ...cluster, status },
           { fieldManager: FIELD_MANAGER },
         );
+        this.timings.statusWrite.add(performance.now() - sent);
         this.stats.clusterWrites++;
         this.refusals.clear(name);
         this.written.set(name, trimObject(written));
@@ -492,6 +539,7 @@ export class Operator {
     channel: ChannelView | undefined,
   ): Decision {
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     const d = decide(
       {
         cluster,
@@ -509,8 +557,9 @@ export class Operator {
       this.settings,
     );
     const ms = performance.now() - t0;
-    this.decideTimes[this.decisions++ % DECIDE_SAMPLES] = ms;
-    this.stats.decideMs = round2(this.stats.decideMs + ms);
+    const cpu = process.cpuUsage(cpu0);
+    this.timings.decide.add(ms);
+    this.timings.decideCpu.add((cpu.user + cpu.system) / 1000);
     this.metrics.decideTook(cluster.metadata.name, ms);
     return d;
   }
@@ -800,11 +849,26 @@ function statusToWrite(d: Decision): { status: Cluster["status"]; needed: boolea
   };
 }
 
-/** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
-function round2(x: number): number {
-  return Math.round(x * 100) / 100;
+/**
+ * The Events' own copy of the kubeconfig, whose connections are at most EVENT_CONNECTIONS: a
+ * pass that grants 500 turns makes 500 Events at once, and on the shared connections (no cap:
+ * the watches hold theirs) each found none free and opened its own TLS connection, which cost
+ * the operator most of its CPU outside decide and the API server a handshake each, at the
+ * moment the wave's status writes needed it (docs/operator-profile.md). Events are best effort
+ * and nothing waits for them: they queue on a few kept connections instead.
+ */
+export function eventsConfig(kc: KubeConfig): KubeConfig {
+  const copy = new KubeConfig();
+  copy.loadFromOptions({
+    clusters: kc.clusters,
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return reuseConnections(copy, { maxSockets: EVENT_CONNECTIONS });
 }
 
+/** What a Cluster status is decided from, as far as a refusal goes: the spec's generation. */
 function generationOf(c: Cluster): string {
   return String(c.metadata.generation ?? "");
 }

@@ -10,6 +10,10 @@
 // The bound: a key made dirty is passed over at most BURST_MS after its first event when no
 // pass runs, or one event-loop turn after the running pass ends. Later events of a burst never
 // push the timer back (a debounce that restarts would starve a steady stream of events).
+//
+// Each pass reports how long its oldest event waited for it and how long it took (onPass):
+// the operator's share of a grant's latency is their sum (bench/operator.ts prints both).
+import { performance } from "node:perf_hooks";
 import { setImmediate } from "node:timers";
 
 /** How long the first event of a burst waits for the rest of it, at most (ms). */
@@ -21,11 +25,17 @@ export interface PassOptions {
   /** A pass that threw: the key is tried again after retryMs. */
   onError: (key: string, error: unknown) => void;
   retryMs?: number;
+  /**
+   * After each pass: how long the key's first event since its last pass waited for this one
+   * to start (ms), and how long the pass took (ms).
+   */
+  onPass?: (key: string, waitMs: number, passMs: number) => void;
 }
 
 /** Runs `pass` for each dirty key, one pass at a time, one per burst of events. */
 export class PassScheduler {
-  private readonly dirty = new Set<string>();
+  /** Each dirty key, and when (performance.now()) its first event since its last pass came. */
+  private readonly dirty = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private active = true;
@@ -39,7 +49,7 @@ export class PassScheduler {
 
   schedule(key: string): void {
     if (!this.active) return;
-    this.dirty.add(key);
+    if (!this.dirty.has(key)) this.dirty.set(key, performance.now());
     if (this.running || this.timer !== undefined) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -66,11 +76,13 @@ export class PassScheduler {
     this.running = true;
     try {
       while (this.dirty.size > 0) {
-        const key = this.dirty.values().next().value as string;
+        const [key, since] = this.dirty.entries().next().value as [string, number];
         this.dirty.delete(key);
         this.passes++;
+        const began = performance.now();
         try {
           await this.pass(key);
+          this.opts.onPass?.(key, began - since, performance.now() - began);
         } catch (e) {
           this.opts.onError(key, e);
           setTimeout(() => this.schedule(key), this.opts.retryMs ?? 1000).unref();

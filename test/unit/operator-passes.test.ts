@@ -105,4 +105,31 @@ describe("passes: one decision per burst of events", () => {
     scheduler.schedule("c");
     await until(() => passes.length === 1);
   });
+
+  it("each pass reports how long its first event waited (from that event, not an earlier pass) and how long it took", async () => {
+    const reports: { wait: number; took: number }[] = [];
+    let open: () => void = () => {};
+    let calls = 0;
+    const scheduler = new PassScheduler(
+      async () => {
+        // The first pass is held open (a status write in flight); the second takes 20 ms.
+        if (++calls === 1) await new Promise<void>((r) => (open = r));
+        else await new Promise((r) => setTimeout(r, 20));
+      },
+      { onError: () => {}, onPass: (_k, wait, took) => reports.push({ wait, took }) },
+    );
+    scheduler.schedule("c");
+    await until(() => calls === 1);
+    const during = performance.now();
+    scheduler.schedule("c"); // waits for the pass in flight
+    await until(() => performance.now() - during >= 40);
+    scheduler.schedule("c"); // the same burst: its wait is still the first event's
+    open();
+    await until(() => reports.length === 2);
+    // The second event waited for the first pass (>= 40 ms, counted from the event itself).
+    expect(reports[1]!.wait).toBeGreaterThanOrEqual(40);
+    expect(reports[1]!.took).toBeGreaterThanOrEqual(19);
+    // The first pass's took is the time it was held: at least the 40 ms above.
+    expect(reports[0]!.took).toBeGreaterThanOrEqual(40);
+  });
 });
