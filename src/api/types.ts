@@ -229,6 +229,21 @@ export interface FollowSpec {
   delaySeconds?: number;
   /** Over how long the waves of a release open (the release's own setting wins). */
   waveSeconds?: number;
+  /**
+   * Follow only a release whose signed target carries at least this much evidence from the
+   * ring before (`liken promote`; src/target/evidence.ts checks it, docs/rings.md).
+   */
+  requireEvidence?: RequireEvidence;
+}
+
+/** How much signed evidence a followed release must carry (every field optional, all must hold). */
+export interface RequireEvidence {
+  /** Clusters of the ring before that proved it. */
+  clusters?: number;
+  /** Machines, over those clusters, that proved it. */
+  machines?: number;
+  /** How long the least soaked of those clusters ran it without a revert, in seconds. */
+  soakSeconds?: number;
 }
 
 /**
@@ -368,6 +383,27 @@ export interface RevertRequest extends ReleaseRef {
 export interface KnownGood extends ReleaseRef {
   /** When cluster-operator recorded it as good. */
   since: Time;
+}
+
+/**
+ * What this Cluster showed of one release it took (status.evidence; src/operator/evidence.ts):
+ * read by `liken promote` from the clusters of a ring. Counts only grow; the soak is read as
+ * (revertedAt or now) - firstProvenAt, never written (a field that changed each tick would
+ * make a status write each tick).
+ */
+export interface ReleaseEvidence extends ReleaseRef {
+  /** The most machines seen running it Ready at once (not Lost). */
+  provenMachines: number;
+  /** The most machines seen with a failed trial of it (failedReleases, lastTrial Failed). */
+  failedTrials: number;
+  /** When the first machine was seen running it Ready. */
+  firstProvenAt?: Time;
+  /** When provenMachines last grew. */
+  lastProvenAt?: Time;
+  /** When this Cluster reverted away from it (status.revokedReleases). */
+  revertedAt?: Time;
+  /** When the operator first saw the channel recall it. */
+  recalledAt?: Time;
 }
 
 /** A release this Cluster must not take again, until a person clears it. */
@@ -666,6 +702,10 @@ export interface ClusterStatus {
   revokedReleases?: RevokedRelease[];
   /** The revert in force, or the last one (kept for `liken status` until spec.version moves). */
   revert?: RevertRecord;
+  /** What this Cluster showed of each release it took, newest last (EVIDENCE_MAX_ITEMS). */
+  evidence?: ReleaseEvidence[];
+  /** The EVIDENCE column of -o wide: the newest entry of `evidence`, in a few words. */
+  evidenceText?: string;
   channel?: {
     /** The last liken.sh/check-releases value the operator acted on. */
     handledCheckReleases?: string;
@@ -680,6 +720,20 @@ export interface ClusterStatus {
 }
 
 export const TRUST_RECALLS_MAX_ITEMS = 16;
+/** status.evidence holds this many releases; the oldest leaves first. */
+export const EVIDENCE_MAX_ITEMS = 16;
+
+/** The signed evidence of the target, summed (src/verify/evidence.ts): what requireEvidence reads. */
+export interface SignedEvidenceSummary {
+  /** The channel the evidence came from (the ring before). */
+  from: string;
+  clusters: number;
+  machines: number;
+  failedTrials: number;
+  /** The least soak among the clusters, in seconds, when it was signed. */
+  soakSeconds: number;
+  promotedAt: Time;
+}
 
 export interface TrustStatus {
   /** The mode the status was made under (TRUST column of -o wide). */
@@ -695,6 +749,8 @@ export interface TrustStatus {
   taken?: ReleaseRef;
   /** The newest release of the channel (recalled ones left out). */
   newest?: ReleaseRef;
+  /** The signed evidence the target carries (`liken promote`), summed; none when it has none. */
+  evidence?: SignedEvidenceSummary;
   /** When this Cluster's wave opens for the newest release (follow). */
   waveOpensAt?: Time;
   /** A release the channel recalled that this Cluster took or would take. */

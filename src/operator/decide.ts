@@ -60,6 +60,7 @@ import { rfc3339 } from "../api/time.js";
 import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
 import { specValidCondition, windowState } from "./windows.js";
 import { availableText } from "./available.js";
+import { evidenceOf, evidenceText, type EvidenceInput } from "./evidence.js";
 import {
   isLeader,
   isLost,
@@ -330,6 +331,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   }
   if (o.channel !== undefined) withChannelStatus(made, o.channel);
   withAvailableText(made, o.machines);
+  withEvidence(made, { machines: o.machines, lost, target, now: o.now });
   // Compared and written within the CRD's bounds: a field over its bound would be refused
   // whole by the API server (422), and compared unbounded it would look changed every tick.
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);
@@ -351,6 +353,23 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     floorWanted: rv.floorWanted,
     queryWanted: rv.queryWanted,
   };
+}
+
+/** status.evidence and the EVIDENCE column, from the status this decision makes (evidence.ts). */
+function withEvidence(
+  made: ClusterStatus,
+  i: Pick<EvidenceInput, "machines" | "lost" | "target" | "now">,
+): void {
+  const evidence = evidenceOf({
+    ...i,
+    before: made.evidence,
+    revoked: made.revokedReleases ?? [],
+    recalls: made.trust?.recalls ?? [],
+  });
+  if (evidence.length === 0) return;
+  made.evidence = evidence;
+  const text = evidenceText(evidence);
+  if (text !== undefined) made.evidenceText = text;
 }
 
 /**

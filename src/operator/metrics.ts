@@ -7,7 +7,13 @@
 //     means a gauge can never drift from the objects the operator decides on.
 // Each Operator owns its registry, so two copies in one test process never share counters.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { CHANNEL_REASONS, MACHINE_STEPS, type Cluster, type Machine } from "../api/index.js";
+import {
+  CHANNEL_REASONS,
+  MACHINE_STEPS,
+  type Cluster,
+  type Machine,
+  type ReleaseEvidence,
+} from "../api/index.js";
 import { parseBudget } from "./budget.js";
 import { RELEASE_REASONS, type Decision } from "./decide.js";
 import { recordReasonOf } from "./revert.js";
@@ -230,6 +236,7 @@ export class OperatorMetrics {
         }
       },
     });
+    evidenceGauges(view, registers);
     new Gauge({
       name: "liken_operator_leading",
       help: "1 while this copy acts on Clusters (holds the liken-system/cluster-operator Lease).",
@@ -278,4 +285,57 @@ export class OperatorMetrics {
   trustRefused(cluster: string, reason: string, role: string): void {
     this.trustRefusals.inc({ cluster, reason, role });
   }
+}
+
+/**
+ * status.evidence of each Cluster, one series per release it records (at most 16 a Cluster):
+ * what `liken promote` reads, for a dashboard or an alert across the fleet. The soak is
+ * `time() - liken_operator_release_first_proven_timestamp_seconds` while not reverted.
+ */
+function evidenceGauges(view: FleetView, registers: Registry[]): void {
+  const each = (
+    name: string,
+    help: string,
+    value: (e: ReleaseEvidence) => number | undefined,
+  ): void => {
+    new Gauge({
+      name,
+      help,
+      labelNames: ["cluster", "version"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters())
+          for (const e of c.status?.evidence ?? []) {
+            const v = value(e);
+            if (v !== undefined) this.set({ cluster: c.metadata.name, version: e.version }, v);
+          }
+      },
+    });
+  };
+  each(
+    "liken_operator_release_proven_machines",
+    "The most machines of each Cluster seen running a release Ready at once (status.evidence[].provenMachines).",
+    (e) => e.provenMachines,
+  );
+  each(
+    "liken_operator_release_failed_trials",
+    "The most machines of each Cluster seen with a failed trial of a release (status.evidence[].failedTrials).",
+    (e) => e.failedTrials,
+  );
+  each(
+    "liken_operator_release_first_proven_timestamp_seconds",
+    "When the first machine of each Cluster was seen running a release Ready (Unix time; status.evidence[].firstProvenAt).",
+    (e) => (e.firstProvenAt === undefined ? undefined : Date.parse(e.firstProvenAt) / 1000),
+  );
+  each(
+    "liken_operator_release_reverted",
+    "1 when the Cluster reverted away from the release (status.evidence[].revertedAt), 0 otherwise.",
+    (e) => (e.revertedAt === undefined ? 0 : 1),
+  );
+  each(
+    "liken_operator_release_recalled",
+    "1 when the operator saw the channel recall the release (status.evidence[].recalledAt), 0 otherwise.",
+    (e) => (e.recalledAt === undefined ? 0 : 1),
+  );
 }

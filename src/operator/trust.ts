@@ -23,6 +23,7 @@ import {
   type TufRead,
 } from "../verify/tuf.js";
 import type { ChannelRelease } from "../verify/tuf-target.js";
+import { summaryOf } from "../verify/evidence.js";
 import { decideFollow, type FollowDecision } from "./follow.js";
 import { decideRelease } from "../target/decide.js";
 import { apiTimeOf, clockVerdict } from "../target/clock.js";
@@ -224,6 +225,11 @@ function newer(a: ReleaseRef | undefined, b: ReleaseRef | undefined): ReleaseRef
   return compareVersions(a.version, b.version) >= 0 ? a : b;
 }
 
+/** The signed evidence the target carries, summed (what requireEvidence reads). */
+function withEvidence(st: Omit<TrustStatus, "mode">, target: ChannelRelease | undefined): void {
+  if (target?.evidence !== undefined) st.evidence = summaryOf(target.evidence);
+}
+
 function statusOf(read: Read, at: Date, taken0: ReleaseRef | undefined): Omit<TrustStatus, "mode"> {
   const d = read.decision;
   const expired = read.expires.at.getTime() <= at.getTime();
@@ -238,6 +244,7 @@ function statusOf(read: Read, at: Date, taken0: ReleaseRef | undefined): Omit<Tr
   };
   const target = ref(d?.target);
   if (target !== undefined) st.target = target;
+  withEvidence(st, d?.target);
   const taken = newer(target, taken0);
   if (taken !== undefined) st.taken = taken;
   const newest = ref(d?.newest);
@@ -342,7 +349,10 @@ function refused(
     ...base,
     freshness: `refused: ${fault.reason} (${fault.role})`,
   };
-  if (!keep) delete trust.target;
+  if (!keep) {
+    delete trust.target;
+    delete trust.evidence;
+  }
   const todo = TODO[fault.reason];
   const fleet =
     keep && trust.target !== undefined

@@ -33,6 +33,7 @@ import {
 } from "@tufjs/models";
 import { LikenError } from "../errors.js";
 import { parseRelease, isSafeVersion } from "../verify/release.js";
+import type { SignedEvidence } from "../verify/evidence.js";
 import {
   CHANNEL_NAME_RE,
   LIKEN_TARGET_FIELD,
@@ -522,6 +523,59 @@ export async function addRelease(o: AddOptions): Promise<{ path: string; digest:
   const keys = await loadAllKeys(o);
   await writeRepo(o.repo, resignChain(r, keys, o, true), false);
   return { path: tpath, digest: `sha256:${sha}` };
+}
+
+export interface PromoteOptions extends SignOptions {
+  /** The channel the release is in (the ring before), and the one it goes to. */
+  from: string;
+  to: string;
+  version: string;
+  /** custom.liken.evidence: what the ring showed (src/verify/evidence.ts), signed with the target. */
+  evidence: SignedEvidence;
+}
+
+/**
+ * Signs the release `from` names as `version` into channel `to`, the same bytes and digest,
+ * with the evidence in the target's custom metadata (`liken promote`). Promoting again (more
+ * evidence) replaces the evidence and keeps when it was first added (the follow delay's start).
+ */
+export async function promoteRelease(o: PromoteOptions): Promise<{ path: string; digest: string }> {
+  checkChannelName(o.from);
+  checkChannelName(o.to);
+  const r = await readRepo(o.repo);
+  const src = targetPathOf(o.from, o.version);
+  const s = r.targets.signed.targets[src];
+  if (s?.hashes.sha256 === undefined) {
+    throw new ChannelSignError(
+      "LIKEN_CHANNEL_NO_SUCH_RELEASE",
+      `channel ${o.from} names no release ${o.version}; nothing to promote`,
+    );
+  }
+  const tpath = targetPathOf(o.to, o.version);
+  const old = r.targets.signed.targets[tpath];
+  if (old !== undefined && old.hashes.sha256 !== s.hashes.sha256) {
+    throw new ChannelSignError(
+      "LIKEN_CHANNEL_DIGEST_CHANGED",
+      `${o.to} already names ${o.version} with digest sha256:${old.hashes.sha256 ?? "?"}, and ${o.from} names it sha256:${s.hashes.sha256}; a version names one build`,
+    );
+  }
+  const was = (old?.custom[LIKEN_TARGET_FIELD] ?? {}) as Partial<TargetCustom>;
+  const custom: TargetCustom = {
+    version: o.version,
+    addedAt: was.addedAt ?? (o.now ?? new Date()).toISOString(),
+    evidence: o.evidence,
+  };
+  r.targets.signed.targets[tpath] = new TargetFile({
+    path: tpath,
+    length: s.length,
+    hashes: s.hashes,
+    unrecognizedFields: { custom: { [LIKEN_TARGET_FIELD]: { ...custom } } },
+  });
+  const dest = path.join(tufDir(o.repo), "targets", tpath);
+  await mkdir(path.dirname(dest), { recursive: true });
+  await copyFile(path.join(tufDir(o.repo), "targets", src), dest);
+  await writeRepo(o.repo, resignChain(r, await loadAllKeys(o), o, true), false);
+  return { path: tpath, digest: `sha256:${s.hashes.sha256}` };
 }
 
 export interface RecallOptions extends SignOptions {

@@ -14,7 +14,9 @@
 //      the newest proven release neither recalled nor revoked when there is one);
 //   4. a chosen release the Cluster revoked, or the channel recalled: hold;
 //   5. a followed release older than the one taken: hold (only a person's revert goes down);
-//   6. otherwise the chosen release.
+//   6. a followed release without the signed evidence spec...follow.requireEvidence asks for:
+//      hold, naming what is missing (evidence.ts);
+//   7. otherwise the chosen release.
 // A hold always names the releases, the rule and what a person can do (`message`).
 import {
   sameRelease,
@@ -23,6 +25,7 @@ import {
   type RevokedRelease,
 } from "../api/types.js";
 import { compareVersions } from "./version-order.js";
+import { evidenceHoldMessage, type EvidenceInput } from "./evidence.js";
 
 /** A release the signed channel recalled. */
 export interface Recall {
@@ -43,6 +46,8 @@ export interface TrustInput {
   acceptExpiredSeconds: number;
   /** ChannelReachable: whether the last read of the channel answered. */
   reachable: boolean;
+  /** follow.requireEvidence and the target's signed evidence (unset: none is required). */
+  evidence?: EvidenceInput;
 }
 
 export interface ReleaseInput {
@@ -69,6 +74,7 @@ export const HOLD_RULES = [
   "Recalled",
   "NotVouched",
   "BelowTaken",
+  "EvidenceShort",
 ] as const;
 export type HoldRule = (typeof HOLD_RULES)[number];
 
@@ -222,6 +228,9 @@ function choiceHold(
       },
     };
   }
+  const short = i.via === "follow" ? evidenceHoldMessage(chosen, i.trust?.evidence) : undefined;
+  if (short !== undefined)
+    return { hold: { rule: "EvidenceShort", releases: [chosen], message: short } };
   return undefined;
 }
 

@@ -76,8 +76,16 @@ function trustOf(c: Cluster, chosen: ReleaseRef | undefined): TrustInput | undef
     acceptExpiredSeconds: c.spec.releases.trust?.acceptExpiredSeconds ?? 0,
     reachable: reach?.status !== "False",
     ...(st.expiresAt === undefined ? {} : { expiresAt: new Date(st.expiresAt) }),
+    ...evidenceOf(c),
     ...refusal,
   };
+}
+
+/** follow.requireEvidence and the signed evidence of the target it applies to (evidence.ts). */
+function evidenceOf(c: Cluster): Pick<TrustInput, "evidence"> {
+  const require = c.spec.releases.trust?.follow?.requireEvidence;
+  if (require === undefined) return {};
+  return { evidence: { require, signed: c.status?.trust?.evidence } };
 }
 
 function recallsOf(c: Cluster): Recall[] {

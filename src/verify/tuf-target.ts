@@ -3,6 +3,7 @@
 // added, how fast its waves open, whether it was recalled). Both the signing side
 // (src/release/tuf.ts) and the client (tuf.ts) read the names from here.
 import { VERSION_RE, isSafeVersion } from "./release.js";
+import { evidenceOf, type SignedEvidence } from "./evidence.js";
 
 /** Channel names: stable, beta, lts-2026 ... (a path segment, lowercase). */
 export const CHANNEL_NAME_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -16,6 +17,8 @@ export interface TargetCustom {
   /** How long the release's waves take to open for every follower (default: the Cluster's). */
   waveSeconds?: number;
   recalled?: { at: string; reason: string };
+  /** What the ring before showed of it, signed by `liken promote` (evidence.ts). */
+  evidence?: SignedEvidence;
 }
 
 export const targetPathOf = (channel: string, version: string): string =>
@@ -31,6 +34,8 @@ export interface ChannelRelease {
   addedAt: Date;
   waveSeconds?: number;
   recalled?: { at: string; reason: string };
+  /** Its signed evidence, when well formed and about this release (evidence.ts). */
+  evidence?: SignedEvidence;
   path: string;
 }
 
@@ -79,7 +84,14 @@ function releaseOf(
     addedAt,
     path: p,
   };
+  withSignedFacts(r, c);
+  return r;
+}
+
+/** The optional facts of custom.liken, each only when well formed. */
+function withSignedFacts(r: ChannelRelease, c: Partial<TargetCustom>): void {
   if (typeof c.waveSeconds === "number" && c.waveSeconds >= 0) r.waveSeconds = c.waveSeconds;
   if (c.recalled !== undefined && typeof c.recalled.reason === "string") r.recalled = c.recalled;
-  return r;
+  const evidence = c.evidence === undefined ? undefined : evidenceOf(c.evidence, r);
+  if (evidence !== undefined) r.evidence = evidence;
 }

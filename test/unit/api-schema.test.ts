@@ -111,13 +111,14 @@ describe("CRDs match the page and the TypeScript types", () => {
     expect(crd.spec.versions[0]!.subresources?.status).toEqual({});
   });
 
-  it("kubectl get clusters columns are the page's, and -o wide adds TURNS, LKG, TRUST and FRESHNESS", () => {
+  it("kubectl get clusters columns are the page's, and -o wide adds TURNS, LKG, TRUST, FRESHNESS and EVIDENCE", () => {
     expect(headers(clusterCrd, false).join(" ")).toBe(
       "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE",
     );
-    // LKG (status.lastKnownGood, docs/revert.md) after the page's last column.
+    // LKG (status.lastKnownGood, docs/revert.md) after the page's last column; EVIDENCE
+    // (status.evidenceText, docs/rings.md) last.
     expect(headers(clusterCrd, true).join(" ")).toBe(
-      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS",
+      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS EVIDENCE",
     );
   });
 

@@ -12,10 +12,12 @@ import { registerRollout } from "./rollout.js";
 import { registerStatus } from "./status.js";
 import { registerMachine } from "./machine.js";
 import { registerCheckInstall } from "./check-install.js";
+import { registerPromote } from "./promote.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
   registerChannel(program);
+  registerPromote(program);
   addAgentRunCommand(registerAgent(program));
   registerStatus(program);
   registerDrain(program);

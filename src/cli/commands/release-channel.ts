@@ -52,7 +52,7 @@ function parseExpiry(
   return { ...prev, [parseRole(v.slice(0, eq))]: parseSeconds(v.slice(eq + 1)) };
 }
 
-interface Dirs {
+export interface Dirs {
   repo: string;
   keys: string;
   expires?: Partial<Record<TufRoleName, number>>;
@@ -75,7 +75,7 @@ function passphraseOf(name: string | undefined): string | undefined {
   return v;
 }
 
-function withDirs(c: Command): Command {
+export function withDirs(c: Command): Command {
   return c
     .requiredOption("--repo <dir>", "the channel directory (what is served)")
     .requiredOption("--keys <dir>", "the private keys' directory (never served)")
@@ -95,7 +95,7 @@ function withDirs(c: Command): Command {
     );
 }
 
-const signOpts = (o: Dirs) => {
+export const signOpts = (o: Dirs) => {
   const passphrase = passphraseOf(o.passphraseEnv);
   return {
     repo: o.repo,
