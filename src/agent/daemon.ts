@@ -35,7 +35,6 @@ import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { drainStopReason } from "./drain-stop.js";
 import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/types.js";
-import { resolveFromStore } from "../slots/peer-serve.js";
 import { assignedPeers, planServing } from "./peer-serving.js";
 import { PeerServingRun } from "./peer-serving-run.js";
 import { peerDroppedMessage } from "./peer-dropped.js";
@@ -128,7 +127,11 @@ export class AgentDaemon {
     // The running slot is fixed for this agent's life (a reboot starts a new agent).
     const meter = opts.meter ?? NO_METER;
     this.peering = new PeerServingRun(
-      (served) => resolveFromStore(store, this.runningSlot ?? "a", served),
+      // The peer server's module loads with the server (peer-serving-run.ts), not at start.
+      (served) => async (digest, artifact) => {
+        const { resolveFromStore } = await import("../slots/peer-serve.js");
+        return resolveFromStore(store, this.runningSlot ?? "a", served)(digest, artifact);
+      },
       cfg.nodeName,
       (n) => meter.peerServed(n),
     );
