@@ -18,7 +18,7 @@ import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
 import { errorCode, errorText } from "../errors.js";
-import { sdNotify } from "../native/index.js";
+import { sdNotify, trimMemory } from "../native/index.js";
 import { SlotStore } from "../slots/store.js";
 import { Actions } from "./act.js";
 import { AgentApi } from "./api.js";
@@ -41,6 +41,7 @@ import { peerDroppedMessage } from "./peer-dropped.js";
 import type { PeerDrop } from "../slots/peer-sources.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
+import { trimDue } from "./memory-trim.js";
 import { providedStatus, type MachineIdentity } from "./identity/identity.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
@@ -97,6 +98,8 @@ export class AgentDaemon {
   /** A watch saw a change since the current tick began: tick again at once. */
   private dirty = false;
   private lastTick = bootClockMs();
+  /** Uptime (performance.now()) at the last malloc trim (memory-trim.ts). */
+  private lastTrimMs: number | undefined;
   private acting = false;
   private heartbeat: HeartbeatLoop | undefined;
   /** While a drain runs: looks again at each change a watch sees (drainWatched). */
@@ -288,6 +291,11 @@ export class AgentDaemon {
     await this.report(seen, dec);
     await this.act(seen, dec.action);
     if (dec.action.kind === "wait") await this.afterPromotion(seen);
+    const uptimeMs = performance.now();
+    if (trimDue({ uptimeMs, lastTrimMs: this.lastTrimMs, idle: dec.action.kind === "wait" })) {
+      this.lastTrimMs = uptimeMs;
+      this.log.debug({ released: trimMemory() }, "malloc arenas trimmed");
+    }
   }
 
   /** The gates again after promotion, when due; a new verdict is reported at once. */
