@@ -26,6 +26,8 @@
 //                      server's from /proc/<pid>/stat with its reaped children)
 //   vs-bound           that bound's time / liken's time (1.00: nothing left but the bound)
 //   hash-MiBps, disk-synced-MiBps   openssl's SHA-256 on one core and dd with fdatasync, alone
+//   host-busy          the host's CPUs' busy share during liken's runs (/proc/stat): near 100 %
+//                      other work took what liken's bound leaves, and vs-bound says how much
 // The log before it has each run's CPU by part and how busy the host was (the machine is
 // shared: the bound names what this run's CPU went to, not what an idle machine would do).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -144,12 +146,48 @@ function byRole(
   return out;
 }
 
-/** CPU seconds of a process and of its children it has reaped (busybox httpd forks per request). */
+/** CPU seconds of a process (with its reaped children): utime, stime, cutime, cstime. */
 function processCpu(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // utime, stime, cutime, cstime: fields 14-17, in clock ticks (100 a second on Linux).
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14-17, in clock ticks (100 a second on Linux).
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  } catch {
+    return 0; // gone
+  }
+}
+
+/**
+ * The server's CPU while liken downloads: busybox httpd forks a process per request, which may
+ * not be reaped (its CPU not yet in the parent's cutime) when the download ends, so its
+ * children are sampled while they run. Returns a stop() that gives the seconds used.
+ */
+function serverCpu(pid: number): () => number {
+  const seen = new Map<number, number>();
+  const base = processCpu(pid);
+  const tick = () => {
+    let kids: number[] = [];
+    try {
+      kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      // no children file: nothing to add
+    }
+    for (const k of kids) seen.set(k, Math.max(seen.get(k) ?? 0, processCpu(k)));
+  };
+  const timer = setInterval(tick, 50);
+  return () => {
+    clearInterval(timer);
+    tick();
+    const reaped = processCpu(pid) - base;
+    const live = [...seen.values()].reduce((a, b) => a + b, 0);
+    // A child reaped before the end is in both: count the larger view of it.
+    return Math.max(reaped, live);
+  };
 }
 
 /** The host's busy share of its CPUs between two readings of /proc/stat's cpu line. */
@@ -315,7 +353,7 @@ async function main(): Promise<void> {
     const others = { other: [] as number[], server: [] as number[], host: [] as number[] };
     for (let r = 0; r < repeat; r++) {
       freshTarget(target, size);
-      const s0 = processCpu(server.pid!);
+      const stopServer = serverCpu(server.pid!);
       const h0 = hostTicks();
       const w = JSON.parse(
         await run(process.execPath, [...likenChild, "--child", "write", job]),
@@ -326,7 +364,7 @@ async function main(): Promise<void> {
         threads: Record<string, number>;
       };
       const h1 = hostTicks();
-      const serverS = processCpu(server.pid!) - s0;
+      const serverS = stopServer();
       const t = byRole(w.threads);
       for (const k of ["main", "hash", "write"] as const) parts[k].push(t[k]);
       others.other.push(t.other);
@@ -425,7 +463,7 @@ async function main(): Promise<void> {
       `write-path: vs-pipeline=${(best.pipeline / best.liken).toFixed(2)} vs-limit=${(limit / best.liken).toFixed(2)} ` +
         `vs-synced-limit=${(syncedLimit / best.liken).toFixed(2)} readback-vs-limit=${(best.rbBase / best.rb).toFixed(2)} rss=${rss.toFixed(0)} ` +
         `bound=${boundName} vs-bound=${(boundS / best.liken).toFixed(2)} hash-MiBps=${(size / MiB / best.hash).toFixed(0)} ` +
-        `disk-synced-MiBps=${(size / MiB / best.diskSync).toFixed(0)}\n`,
+        `disk-synced-MiBps=${(size / MiB / best.diskSync).toFixed(0)} host-busy=${(m(others.host) * 100).toFixed(0)}%\n`,
     );
   } finally {
     server?.kill("SIGTERM");
