@@ -11,7 +11,8 @@ const unit = readFileSync(
 
 describe("the agent's node options", () => {
   it("are the unit's NODE_OPTIONS, once", () => {
-    const set = unit.split("\n").filter((l) => l.startsWith("Environment=NODE_OPTIONS="));
-    expect(set).toEqual([`Environment=NODE_OPTIONS=${AGENT_NODE_OPTIONS.join(" ")}`]);
+    // systemd's quoting: the whole assignment in double quotes, as it has spaces.
+    const set = unit.split("\n").filter((l) => l.includes("NODE_OPTIONS="));
+    expect(set).toEqual([`Environment="NODE_OPTIONS=${AGENT_NODE_OPTIONS.join(" ")}"`]);
   });
 });
