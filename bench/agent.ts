@@ -15,8 +15,10 @@
 //                  open watch shows here only when the server closes it (every 30-60 min).
 //   rss            median VmRSS of the agent processes at the end of the idle window;
 //   heap           beside it, the median V8 heap in use of the same agents (their served
-//                  nodejs_heap_size_used_bytes): RSS minus heap is Node's code, the modules'
-//                  compiled code and malloc, which no JavaScript change of liken's moves;
+//                  nodejs_heap_size_used_bytes): RSS minus heap is Node's code, V8's empty
+//                  but touched pages, the modules' compiled code and malloc; the log splits the RSS into anonymous memory and file pages (Node's binary).
+//                  BENCH_HEAP_SNAPSHOT=1 with NODE_OPTIONS="--heapsnapshot-signal=SIGUSR2
+//                  --diagnostic-dir=DIR" has one agent write its idle heap snapshot to DIR;
 //   idle cpu       time on the CPU of every thread of the agent processes over the idle window
 //                  (/proc/<pid>/task/*/schedstat, in ns), ms per minute per agent. The window
 //                  opens once every agent has run AGENT_SETTLE_MS: a young agent still pays its
@@ -119,7 +121,10 @@ function ageMs(pid: number): number {
   return (uptime - Number(stat[19]) / 100) * 1000;
 }
 
-function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number | undefined {
+function statusKiB(
+  pid: number,
+  field: "VmRSS" | "VmHWM" | "RssAnon" | "RssFile",
+): number | undefined {
   try {
     const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
       readFileSync(`/proc/${pid}/status`, "utf8"),
@@ -303,6 +308,24 @@ async function bench(lab: Lab): Promise<void> {
   // The V8 heap beside the RSS: each agent's own nodejs_heap_size_used_bytes, from the metrics
   // it serves (a lab agent serves them on a loopback port its log names).
   const heap = percentile(await Promise.all(machines.map((m) => heapMiB(m.logFile))), 50);
+  // What the RSS is made of: anonymous memory (V8's heap pages, malloc) and file pages (Node's
+  // own binary, its code that has run: shared by every agent on the machine, counted in each).
+  const part = (f: "RssAnon" | "RssFile") =>
+    percentile(
+      p0.map((p) => statusKiB(p, f) ?? NaN),
+      50,
+    ) / 1024;
+  log(
+    `rss median ${rss.toFixed(1)} MiB: anonymous ${part("RssAnon").toFixed(1)}, file ${part("RssFile").toFixed(1)} (Node's binary); heap in use ${heap.toFixed(1)}`,
+  );
+  if (process.env.BENCH_HEAP_SNAPSHOT === "1") {
+    // The agents run with NODE_OPTIONS from this process: with --heapsnapshot-signal=SIGUSR2
+    // (and --diagnostic-dir) one agent writes its idle heap there.
+    process.kill(p0[0]!, "SIGUSR2");
+    log(
+      `asked agent ${p0[0]} for a heap snapshot (NODE_OPTIONS=${process.env.NODE_OPTIONS ?? ""})`,
+    );
+  }
   const perMin = (k: "ms" | "runs") =>
     (c1.reduce((n, c, i) => n + c[k] - c0[i]![k], 0) / N / (t1 - t0)) * 60_000;
   const cpuPerMin = perMin("ms");

@@ -12,11 +12,24 @@
 //   diskSync   the same with conv=fdatasync: shown, not in a ratio (liken syncs, dd does not)
 //   hash       openssl dgst -sha256 of the same bytes (from the page cache)
 //   readback   liken's O_DIRECT read-back + SHA-256 vs dd iflag=direct | openssl dgst -sha256
-// The last line: write-path: vs-pipeline=<ratio> vs-limit=<ratio> readback-vs-limit=<ratio> rss=<MiB>
+// The last line: write-path: vs-pipeline=<ratio> vs-limit=<ratio> vs-synced-limit=<ratio>
+//   readback-vs-limit=<ratio> rss=<MiB> bound=<what> vs-bound=<ratio> hash-MiBps=<n> disk-synced-MiBps=<n>
 //   vs-pipeline        pipeline time / liken time
 //   vs-limit           liken throughput / min(disk, hash) throughput
+//   vs-synced-limit    liken throughput / min(diskSync, hash) throughput (liken syncs)
 //   readback-vs-limit  (dd iflag=direct | openssl) time / liken read-back time
 //   rss                peak RSS (VmHWM) of the liken child, in MiB
+//   bound              what bounds liken's time in this run, measured: the busiest of its
+//                      threads (receive: the main thread; hash: liken-hash; each runs on one
+//                      core), the synced disk, or all the CPU of liken's threads and of the
+//                      server spread over the cores (per-thread CPU from /proc schedstat, the
+//                      server's from /proc/<pid>/stat with its reaped children)
+//   vs-bound           that bound's time / liken's time (1.00: nothing left but the bound)
+//   hash-MiBps, disk-synced-MiBps   openssl's SHA-256 on one core and dd with fdatasync, alone
+//   host-busy          the host's CPUs' busy share during liken's runs (/proc/stat): near 100 %
+//                      other work took what liken's bound leaves, and vs-bound says how much
+// The log before it has each run's CPU by part and how busy the host was (the machine is
+// shared: the bound names what this run's CPU went to, not what an idle machine would do).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { DOWNLOAD_NODE_FLAGS } from "../src/agent/download.js";
 import { bundleModule } from "../src/cli/entry.js";
@@ -26,6 +39,7 @@ import {
   closeSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   rmSync,
   truncateSync,
@@ -33,7 +47,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
@@ -68,6 +82,10 @@ async function child(op: string, jobFile: string): Promise<void> {
   };
   const t0 = process.hrtime.bigint();
   let waitedMs = 0;
+  // The writer's threads end inside finish(): sample every thread's CPU while it runs.
+  const cpu = new Map<string, number>();
+  const sample = () => threadCpu(cpu);
+  const sampler = setInterval(sample, 50);
   if (op === "write") {
     await writeArtifact({
       url: new URL(job.url),
@@ -81,7 +99,108 @@ async function child(op: string, jobFile: string): Promise<void> {
     if (`sha256:${got}` !== job.artifact.digest) throw new Error(`read-back digest ${got} differs`);
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  process.stdout.write(`${JSON.stringify({ seconds, hwm: hwmMiB(), waitedMs })}\n`);
+  clearInterval(sampler);
+  sample();
+  const threads = Object.fromEntries(cpu);
+  process.stdout.write(`${JSON.stringify({ seconds, hwm: hwmMiB(), waitedMs, threads })}\n`);
+}
+
+/**
+ * CPU seconds of each thread of this process so far (schedstat: ns on the CPU), by name: the
+ * main thread (receive: the socket, undici, the copy into the writer), liken-hash and
+ * liken-write (native/writer.cc names them), the rest by their own names. Keyed by thread id
+ * inside `into`, then summed by name by the caller's last sample.
+ */
+function threadCpu(into: Map<string, number>): void {
+  for (const tid of readdirSync("/proc/self/task")) {
+    try {
+      const ns = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      const name =
+        Number(tid) === process.pid
+          ? "main"
+          : readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim();
+      into.set(`${name}/${tid}`, ns / 1e9);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+}
+
+/** Sums thread samples by name: main, liken-hash, liken-write, other. */
+function byRole(
+  threads: Record<string, number>,
+): Record<"main" | "hash" | "write" | "other", number> {
+  const out = { main: 0, hash: 0, write: 0, other: 0 };
+  for (const [k, v] of Object.entries(threads)) {
+    const name = k.slice(0, k.lastIndexOf("/"));
+    const role =
+      name === "main"
+        ? "main"
+        : name === "liken-hash"
+          ? "hash"
+          : name === "liken-write"
+            ? "write"
+            : "other";
+    out[role] += v;
+  }
+  return out;
+}
+
+/** CPU seconds of a process (with its reaped children): utime, stime, cutime, cstime. */
+function processCpu(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // Fields 14-17, in clock ticks (100 a second on Linux).
+    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+  } catch {
+    return 0; // gone
+  }
+}
+
+/**
+ * The server's CPU while liken downloads: busybox httpd forks a process per request, which may
+ * not be reaped (its CPU not yet in the parent's cutime) when the download ends, so its
+ * children are sampled while they run. Returns a stop() that gives the seconds used.
+ */
+function serverCpu(pid: number): () => number {
+  const seen = new Map<number, number>();
+  const base = processCpu(pid);
+  const tick = () => {
+    let kids: number[] = [];
+    try {
+      kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      // no children file: nothing to add
+    }
+    for (const k of kids) seen.set(k, Math.max(seen.get(k) ?? 0, processCpu(k)));
+  };
+  const timer = setInterval(tick, 50);
+  return () => {
+    clearInterval(timer);
+    tick();
+    const reaped = processCpu(pid) - base;
+    const live = [...seen.values()].reduce((a, b) => a + b, 0);
+    // A child reaped before the end is in both: count the larger view of it.
+    return Math.max(reaped, live);
+  };
+}
+
+/** The host's busy share of its CPUs between two readings of /proc/stat's cpu line. */
+function hostTicks(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8")
+    .split("\n")[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const idle = f[3]! + f[4]!;
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
 }
 
 async function serve(dir: string): Promise<void> {
@@ -230,17 +349,31 @@ async function main(): Promise<void> {
     };
     let rss = 0;
     const rssOf = { write: 0, readback: 0 };
+    const parts = { main: [] as number[], hash: [] as number[], write: [] as number[] };
+    const others = { other: [] as number[], server: [] as number[], host: [] as number[] };
     for (let r = 0; r < repeat; r++) {
       freshTarget(target, size);
+      const stopServer = serverCpu(server.pid!);
+      const h0 = hostTicks();
       const w = JSON.parse(
         await run(process.execPath, [...likenChild, "--child", "write", job]),
       ) as {
         seconds: number;
         hwm: number;
         waitedMs: number;
+        threads: Record<string, number>;
       };
+      const h1 = hostTicks();
+      const serverS = stopServer();
+      const t = byRole(w.threads);
+      for (const k of ["main", "hash", "write"] as const) parts[k].push(t[k]);
+      others.other.push(t.other);
+      others.server.push(serverS);
+      others.host.push((h1.busy - h0.busy) / (h1.total - h0.total));
       process.stdout.write(
-        `liken write ${w.seconds.toFixed(2)} s, of which ${(w.waitedMs / 1000).toFixed(2)} s waiting for a free buffer (disk/hash)\n`,
+        `liken write ${w.seconds.toFixed(2)} s, of which ${(w.waitedMs / 1000).toFixed(2)} s waiting for a free buffer (disk/hash); ` +
+          `CPU s: receive (main thread) ${t.main.toFixed(2)}, hash ${t.hash.toFixed(2)}, write ${t.write.toFixed(2)}, ` +
+          `other threads ${t.other.toFixed(2)}, server ${serverS.toFixed(2)}; host busy ${(others.host.at(-1)! * 100).toFixed(0)} %\n`,
       );
       samples.liken.push(w.seconds);
       rss = Math.max(rss, w.hwm);
@@ -303,9 +436,34 @@ async function main(): Promise<void> {
     process.stdout.write(
       `peak RSS  write ${rssOf.write.toFixed(0)} MiB, read-back ${rssOf.readback.toFixed(0)} MiB\n`,
     );
+    // What bounds liken's time, from what was measured in this run: no schedule can be
+    // shorter than its busiest thread (the receive and the hash each run on one thread), than
+    // the synced disk, or than all the CPU it needs (liken's threads and the server's) spread
+    // over the cores. The largest of these is the bound; vs-bound is how close liken comes.
+    const m = (xs: number[]) => median(xs);
+    const cores = availableParallelism();
+    const cpuAll =
+      m(parts.main) + m(parts.hash) + m(parts.write) + m(others.other) + m(others.server);
+    const bounds = {
+      "receive-thread": m(parts.main),
+      "hash-thread": m(parts.hash),
+      "disk-synced": best.diskSync,
+      [`cpu-${cores}-cores`]: cpuAll / cores,
+    };
+    const [boundName, boundS] = Object.entries(bounds).sort((a, b) => b[1] - a[1])[0]!;
+    const syncedLimit = Math.max(best.diskSync, best.hash);
+    process.stdout.write(
+      `bounds (s): ${Object.entries(bounds)
+        .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+        .join(
+          ", ",
+        )}; liken ${best.liken.toFixed(2)}; host busy ${(m(others.host) * 100).toFixed(0)} % during liken's runs\n`,
+    );
     process.stdout.write(
       `write-path: vs-pipeline=${(best.pipeline / best.liken).toFixed(2)} vs-limit=${(limit / best.liken).toFixed(2)} ` +
-        `readback-vs-limit=${(best.rbBase / best.rb).toFixed(2)} rss=${rss.toFixed(0)}\n`,
+        `vs-synced-limit=${(syncedLimit / best.liken).toFixed(2)} readback-vs-limit=${(best.rbBase / best.rb).toFixed(2)} rss=${rss.toFixed(0)} ` +
+        `bound=${boundName} vs-bound=${(boundS / best.liken).toFixed(2)} hash-MiBps=${(size / MiB / best.hash).toFixed(0)} ` +
+        `disk-synced-MiBps=${(size / MiB / best.diskSync).toFixed(0)} host-busy=${(m(others.host) * 100).toFixed(0)}%\n`,
     );
   } finally {
     server?.kill("SIGTERM");

@@ -15,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("fsyncPath", Napi::Function::New(env, liken::FsyncPath, "fsyncPath"));
   exports.Set("setImmutable", Napi::Function::New(env, liken::SetImmutable, "setImmutable"));
   exports.Set("sdNotify", Napi::Function::New(env, liken::SdNotify, "sdNotify"));
+  exports.Set("trimMemory", Napi::Function::New(env, liken::TrimMemory, "trimMemory"));
   exports.Set("readback", Napi::Function::New(env, liken::Readback, "readback"));
   liken::InitWriter(env, exports);
   return exports;

@@ -1,6 +1,6 @@
 // Small synchronous I/O helpers Node lacks: discard (BLKDISCARD / hole punch), fsync of a
-// path (file, device or directory), the immutable attribute (efivarfs), and sd_notify for
-// systemd Type=notify services.
+// path (file, device or directory), the immutable attribute (efivarfs), sd_notify for
+// systemd Type=notify services, and malloc_trim for a daemon that has finished its start-up.
 #pragma once
 
 #include <napi.h>
@@ -19,5 +19,6 @@ Napi::Value Discard(const Napi::CallbackInfo& info);
 Napi::Value FsyncPath(const Napi::CallbackInfo& info);
 Napi::Value SetImmutable(const Napi::CallbackInfo& info);
 Napi::Value SdNotify(const Napi::CallbackInfo& info);
+Napi::Value TrimMemory(const Napi::CallbackInfo& info);
 
 }  // namespace liken

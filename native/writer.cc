@@ -1,6 +1,7 @@
 #include "writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,8 +101,15 @@ class Pipeline {
       g_bufferBytes += static_cast<int64_t>(o_.bufSize);
       free_.push_back(static_cast<int>(i));
     }
-    hashThread_ = std::thread([this] { HashLoop(); });
-    writeThread_ = std::thread([this] { WriteLoop(); });
+    // Named, so /proc/<pid>/task/*/comm tells their CPU apart (bench:write reports it).
+    hashThread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "liken-hash");
+      HashLoop();
+    });
+    writeThread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "liken-write");
+      WriteLoop();
+    });
     return true;
   }
 

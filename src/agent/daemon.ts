@@ -18,7 +18,7 @@ import { rfc3339 } from "../api/time.js";
 import { createBootloader } from "../bootloader/index.js";
 import { startHeartbeat, type HeartbeatLoop } from "../coordinator/heartbeat.js";
 import { errorCode, errorText } from "../errors.js";
-import { sdNotify } from "../native/index.js";
+import { sdNotify, trimMemory } from "../native/index.js";
 import { SlotStore } from "../slots/store.js";
 import { Actions } from "./act.js";
 import { AgentApi } from "./api.js";
@@ -35,13 +35,13 @@ import { reportRefused } from "./status-refused.js";
 import { decide, rebootingDecision, type Action, type Decision } from "./steps.js";
 import { drainStopReason } from "./drain-stop.js";
 import type { MachineStatus, PeerServing, ReleaseRef, SlotName } from "../api/types.js";
-import { resolveFromStore } from "../slots/peer-serve.js";
 import { assignedPeers, planServing } from "./peer-serving.js";
 import { PeerServingRun } from "./peer-serving-run.js";
 import { peerDroppedMessage } from "./peer-dropped.js";
 import type { PeerDrop } from "../slots/peer-sources.js";
 import { ApiView } from "./view.js";
 import { watchdogPeriodMs } from "./watchdog.js";
+import { trimDue } from "./memory-trim.js";
 import { providedStatus, type MachineIdentity } from "./identity/identity.js";
 
 /** Actions whose outcome the next status must carry: done before that status is written. */
@@ -98,6 +98,8 @@ export class AgentDaemon {
   /** A watch saw a change since the current tick began: tick again at once. */
   private dirty = false;
   private lastTick = bootClockMs();
+  /** Uptime (performance.now()) at the last malloc trim (memory-trim.ts). */
+  private lastTrimMs: number | undefined;
   private acting = false;
   private heartbeat: HeartbeatLoop | undefined;
   /** While a drain runs: looks again at each change a watch sees (drainWatched). */
@@ -128,7 +130,11 @@ export class AgentDaemon {
     // The running slot is fixed for this agent's life (a reboot starts a new agent).
     const meter = opts.meter ?? NO_METER;
     this.peering = new PeerServingRun(
-      (served) => resolveFromStore(store, this.runningSlot ?? "a", served),
+      // The peer server's module loads with the server (peer-serving-run.ts), not at start.
+      (served) => async (digest, artifact) => {
+        const { resolveFromStore } = await import("../slots/peer-serve.js");
+        return resolveFromStore(store, this.runningSlot ?? "a", served)(digest, artifact);
+      },
       cfg.nodeName,
       (n) => meter.peerServed(n),
     );
@@ -285,6 +291,11 @@ export class AgentDaemon {
     await this.report(seen, dec);
     await this.act(seen, dec.action);
     if (dec.action.kind === "wait") await this.afterPromotion(seen);
+    const uptimeMs = performance.now();
+    if (trimDue({ uptimeMs, lastTrimMs: this.lastTrimMs, idle: dec.action.kind === "wait" })) {
+      this.lastTrimMs = uptimeMs;
+      this.log.debug({ released: trimMemory() }, "malloc arenas trimmed");
+    }
   }
 
   /** The gates again after promotion, when due; a new verdict is reported at once. */

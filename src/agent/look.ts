@@ -24,6 +24,40 @@ export async function look<T>(
   }
 }
 
+/**
+ * The Node as the agent's watch keeps it: the fields NodeView declares, and of the conditions
+ * only Ready. A kubelet's Node carries its images, addresses, capacity and managed fields (tens
+ * of KiB), rewritten at every status update; the watch's copy lives as long as the agent.
+ */
+export function trimNode(node: NodeView): NodeView {
+  const { name, resourceVersion, labels } = node.metadata;
+  const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+  const bootID = node.status?.nodeInfo?.bootID;
+  return {
+    metadata: {
+      name,
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+      ...(labels === undefined ? {} : { labels }),
+    },
+    status: {
+      ...(ready === undefined
+        ? {}
+        : {
+            conditions: [
+              {
+                type: ready.type,
+                status: ready.status,
+                ...(ready.lastHeartbeatTime === undefined
+                  ? {}
+                  : { lastHeartbeatTime: ready.lastHeartbeatTime }),
+              },
+            ],
+          }),
+      ...(bootID === undefined ? {} : { nodeInfo: { bootID } }),
+    },
+  };
+}
+
 /** What names a boot in a Node (rejoin.ts): its bootID and its Ready condition's heartbeat. */
 export function nodeSeenOf(node: NodeView): NodeSeen {
   const r = node.status?.conditions?.find((c) => c.type === "Ready");

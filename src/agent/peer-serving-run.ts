@@ -2,10 +2,12 @@
 // says serve, restarts it when the address or the rate changed, narrows what it serves at once
 // when a release leaves the plan (the resolver asks the current plan on every request, so a
 // release the Cluster dropped is refused from the next request on), and stops it when the plan
-// says off. Its status() is what the agent writes to Machine status.peers.
+// says off. Its status() is what the agent writes to Machine status.peers. The server's module
+// is imported when the plan first says serve: an agent whose Cluster leaves peers off never
+// loads it (docs/agent.md, "Memory").
 import type { PeerServing } from "../api/types.js";
 import type { ListenAddress } from "../metrics/serve.js";
-import { startPeerServer, type PeerServer, type Resolve } from "../slots/peer-serve.js";
+import type { PeerServer, Resolve } from "../slots/peer-serve.js";
 import type { ServePlan } from "./peer-serving.js";
 
 /** Builds the resolver over this machine's slots, asking `served` which digests it may serve. */
@@ -35,6 +37,7 @@ export class PeerServingRun {
     if (r !== undefined && sameAddress(r.at, plan.at) && r.bytesPerSecond === plan.bytesPerSecond)
       return;
     await this.stop();
+    const { startPeerServer } = await import("../slots/peer-serve.js");
     this.server = await startPeerServer({
       resolve: this.resolverOf((d) => this.serves(d)),
       rate: plan.bytesPerSecond,

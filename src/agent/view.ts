@@ -13,7 +13,7 @@ import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
 import { ResourceWatcher, type WatchEventType } from "../api/watch.js";
 import type { AgentApi, NodeView } from "./api.js";
-import { nodeSeenOf, type Look } from "./look.js";
+import { nodeSeenOf, trimNode, type Look } from "./look.js";
 import type { NodeSeen } from "./rejoin.js";
 
 /**
@@ -61,7 +61,10 @@ export class ApiView {
     });
     this.machines = new ResourceWatcher(api.machines, this.handlers("machine"), opts(t.machine));
     this.clusters = new ResourceWatcher(api.clusters, this.handlers("cluster"), opts(t.cluster));
-    this.nodes = new ResourceWatcher(api.nodes, this.handlers("node"), opts(t.nodeName));
+    this.nodes = new ResourceWatcher(api.nodes, this.handlers("node"), {
+      ...opts(t.nodeName),
+      trim: trimNode,
+    });
   }
 
   private handlers<T extends { metadata: { resourceVersion?: string } }>(key: Key) {

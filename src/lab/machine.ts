@@ -32,6 +32,7 @@ import type { AgentYaml } from "../agent/config-schema.js";
 import type { HealthCommand } from "../agent/health.js";
 import type { Timeouts } from "../agent/steps.js";
 import { likenEntry } from "../cli/entry.js";
+import { AGENT_NODE_OPTIONS } from "../agent/node-options.js";
 import { errorText } from "../errors.js";
 import { postBootStatus } from "./kubelet.js";
 
@@ -291,12 +292,17 @@ export class SimulatedMachine {
 
   private async runAgent(config: string): Promise<number | null> {
     const log = await open(this.logFile, "a");
-    const child = spawn(process.execPath, [likenEntry(), "agent", "run", "--config", config], {
-      stdio: ["ignore", log.fd, log.fd],
-      env: { ...process.env, ...this.opts.env },
-      // Its own process group: a power cut kills the agent and its download child together.
-      detached: true,
-    });
+    const child = spawn(
+      process.execPath,
+      // The flags its systemd unit gives it (NODE_OPTIONS), so the lab measures the same agent.
+      [...AGENT_NODE_OPTIONS, likenEntry(), "agent", "run", "--config", config],
+      {
+        stdio: ["ignore", log.fd, log.fd],
+        env: { ...process.env, ...this.opts.env },
+        // Its own process group: a power cut kills the agent and its download child together.
+        detached: true,
+      },
+    );
     this.child = child;
     this.childExit = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
     const code = await this.childExit;

@@ -41,6 +41,7 @@ interface NativeBinding {
   discard(path: string, offset: number, length: number): boolean;
   fsyncPath(path: string): void;
   sdNotify(state: string): boolean;
+  trimMemory(): boolean;
   setImmutable(path: string, on: boolean): boolean | null;
   readback(opts: {
     path: string;
@@ -179,6 +180,15 @@ export function setImmutable(target: string, on: boolean): boolean | null {
   } catch (cause) {
     throw wrapErrno(cause, `cannot ${on ? "set" : "clear"} the immutable attribute of ${target}`);
   }
+}
+
+/**
+ * Returns the malloc arenas' free pages to the kernel (glibc's malloc_trim(0)): a daemon calls
+ * it once its start-up or a large step is over, so memory it no longer uses leaves its RSS.
+ * True when some was released. Cheap (a walk of the arenas), never needed for correctness.
+ */
+export function trimMemory(): boolean {
+  return native().trimMemory();
 }
 
 /**

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { discard, fsyncPath, sdNotify } from "../../src/native/index.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "liken-io-"));
@@ -84,5 +85,48 @@ describe("discard and fsyncPath", () => {
     fsyncPath(dir);
     fsyncPath(path.join(dir, "slot.img"));
     expect(() => fsyncPath(path.join(dir, "missing"))).toThrowError(/cannot sync .*ENOENT|No such/);
+  });
+});
+
+describe("trimMemory", () => {
+  // In a process of its own (vitest's workers allocate beside the test): 64 Ki Buffers of
+  // 1000 bytes each from malloc, one in 64 kept, so the freed rest sits in the middle of the
+  // arena where free() leaves it resident. The addon is the one src/native/index.ts loads.
+  const addon = fileURLToPath(new URL("../../build/Release/liken_native.node", import.meta.url));
+  const script = `
+const { readFileSync } = require("node:fs");
+const native = require(process.argv[1]);
+const rssAnon = () => Number(/RssAnon:\\s+(\\d+)/.exec(readFileSync("/proc/self/status", "utf8"))[1]) / 1024;
+let bufs = [];
+for (let i = 0; i < 65536; i++) bufs.push(Buffer.allocUnsafeSlow(1000));
+const keep = bufs.filter((_, i) => i % 64 === 0);
+bufs = null;
+// V8 frees ArrayBuffers' memory on a background thread after a collection: wait it out.
+(async () => {
+  for (let i = 0; i < 5; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const before = rssAnon();
+  const released = native.trimMemory();
+  const after = rssAnon();
+  console.log(JSON.stringify({ before, after, released, kept: keep.length }));
+})();
+`;
+
+  it("hands the arenas' free pages back to the kernel", async () => {
+    const out = await new Promise<string>((resolve, reject) => {
+      const c = spawn(process.execPath, ["--expose-gc", "-e", script, addon]);
+      let text = "";
+      c.stdout.on("data", (d: Buffer) => (text += d.toString()));
+      c.stderr.on("data", (d: Buffer) => (text += d.toString()));
+      c.on("error", reject);
+      c.on("exit", (code) => (code === 0 ? resolve(text) : reject(new Error(text))));
+    });
+    const r = JSON.parse(out) as { before: number; after: number; released: boolean };
+    expect(r.released).toBe(true);
+    // About 60 MiB of the 64 freed are in whole free pages (measured: 68 MiB released;
+    // without the trim, nothing).
+    expect(r.before - r.after).toBeGreaterThan(16);
   });
 });

@@ -1,21 +1,16 @@
 // Filing this machine's certificate request and waiting for the certificate: the same for the
 // first join (authenticated by the bootstrap token) and for a renewal (by the machine's own
 // certificate). The key is made here and never leaves the machine: only its public half
-// goes out, inside the PKCS#10 request. @peculiar/x509 builds the request; it is loaded only
-// when a request is filed, so the idle agent stays small (docs/adr/agent-lean-api-client.md).
-import {
-  createHash,
-  createPrivateKey,
-  createPublicKey,
-  generateKeyPairSync,
-  webcrypto,
-} from "node:crypto";
+// goes out, inside the PKCS#10 request, which ./pkcs10.ts encodes with node:crypto alone: a
+// library loaded for it stayed loaded in the idle agent (docs/adr/agent-csr-without-x509.md).
+import { createHash, createPublicKey, generateKeyPairSync } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { isAlreadyExists } from "../../api/errors.js";
 import type { Rest } from "../../api/rest.js";
 import { AGENT_GROUP, agentUserName, MACHINE_CSR_USAGES, MACHINE_SIGNER } from "../../api/types.js";
 import { AgentError } from "../errors.js";
+import { pkcs10Pem } from "./pkcs10.js";
 
 const CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
 /**
@@ -52,27 +47,8 @@ export function requestName(machine: string, keyPem: string): string {
 
 /** The PKCS#10 request for CN=liken:machine:<machine>, O=liken:machines, base64 of its PEM. */
 export async function buildRequest(machine: string, keyPem: string): Promise<string> {
-  await import("reflect-metadata");
-  const x509 = await import("@peculiar/x509");
-  const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
-  const der = (k: ReturnType<typeof createPrivateKey>, type: "pkcs8" | "spki"): Buffer =>
-    k.export({ type, format: "der" });
-  const priv = createPrivateKey(keyPem);
-  const keys = {
-    privateKey: await webcrypto.subtle.importKey("pkcs8", der(priv, "pkcs8"), alg, false, ["sign"]),
-    publicKey: await webcrypto.subtle.importKey(
-      "spki",
-      createPublicKey(priv).export({ type: "spki", format: "der" }),
-      alg,
-      true,
-      ["verify"],
-    ),
-  };
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create(
-    { name: `CN=${agentUserName(machine)}, O=${AGENT_GROUP}`, keys, signingAlgorithm: alg },
-    webcrypto as unknown as Parameters<typeof x509.Pkcs10CertificateRequestGenerator.create>[1],
-  );
-  return Buffer.from(csr.toString("pem")).toString("base64");
+  const pem = pkcs10Pem({ commonName: agentUserName(machine), organization: AGENT_GROUP }, keyPem);
+  return Buffer.from(pem).toString("base64");
 }
 
 export interface RequestOptions {
