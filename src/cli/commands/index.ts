@@ -12,6 +12,7 @@ import { registerRollout } from "./rollout.js";
 import { registerStatus } from "./status.js";
 import { registerMachine } from "./machine.js";
 import { registerCheckInstall } from "./check-install.js";
+import { registerFleet } from "./fleet.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
@@ -22,6 +23,7 @@ export function registerCommands(program: Command): void {
   registerOperator(program);
   registerApprove(program);
   registerRollout(program);
+  registerFleet(program);
   registerMachine(program);
   registerCheckInstall(program);
 }
