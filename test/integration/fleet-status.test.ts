@@ -153,7 +153,10 @@ interface Doc {
 
 describe("liken fleet status over 50 contexts", () => {
   it("answers within 5 s with a row per Cluster, and a NOT REACHED row per dead context", async () => {
-    const r = await liken(["fleet", "status", "-l", SELECTOR, "-o", "json", "--timeout", "3s"]);
+    // 4 s, not the default 3 s: here the 45 live contexts are one API server on this loaded
+    // machine, doing 90 TLS handshakes at once (up to 2.9 s seen at a load of 32 on 2 cores),
+    // where a real fleet spreads them over 45 servers. The silent contexts take the 4 s.
+    const r = await liken(["fleet", "status", "-l", SELECTOR, "-o", "json", "--timeout", "4s"]);
     expect(r.error).toBeUndefined();
     console.log(`liken fleet status over 50 contexts: ${Math.round(r.ms)} ms`);
     expect(r.ms).toBeLessThan(5000);
@@ -181,7 +184,15 @@ describe("liken fleet status over 50 contexts", () => {
     expect(String(dead.find((x) => x.context === "refused-0")!.unreachable)).toMatch(
       /ECONNREFUSED/,
     );
-    expect(dead.find((x) => x.context === "silent-0")!.unreachable).toBe("no answer within 3s");
+    expect(dead.find((x) => x.context === "silent-0")!.unreachable).toBe("no answer within 4s");
+  }, 60_000);
+
+  it("reads the 45 live contexts alone well within the deadline", async () => {
+    const live = Array.from({ length: LIVE }, (_, i) => `live-${i}`).join(",");
+    const r = await liken(["fleet", "status", "--contexts", live, "-l", SELECTOR, "-o", "json"]);
+    console.log(`liken fleet status over the ${LIVE} live contexts: ${Math.round(r.ms)} ms`);
+    expect((JSON.parse(r.stdout) as Doc).reached).toBe(LIVE);
+    expect(r.ms).toBeLessThan(5000);
   }, 60_000);
 
   it("prints a table with one line per row and says how many contexts answered", async () => {
@@ -232,7 +243,15 @@ describe("liken rollout pause|resume --contexts", () => {
   it("pauses and resumes every selected Cluster of many contexts, exit 0 when all were reached", async () => {
     const p = await liken(["rollout", "pause", "--contexts", "live-1,live-2", "-l", SELECTOR]);
     expect(p.error).toBeUndefined();
-    expect(p.stdout).toContain(`live-1: ${BROAD} paused, ${CANARY} already paused`);
+    // Both contexts reach the same API server here, at once: one of them pauses BROAD, the
+    // other finds it paused (its conditioned write met a 409 and it read again).
+    expect(p.stdout).toMatch(
+      new RegExp(`^live-1: ${BROAD} (already )?paused, ${CANARY} already paused$`, "m"),
+    );
+    expect(p.stdout).toMatch(
+      new RegExp(`^live-2: ${BROAD} (already )?paused, ${CANARY} already paused$`, "m"),
+    );
+    expect(p.stdout.match(new RegExp(`${BROAD} paused`, "g"))).toHaveLength(1);
     expect(p.stdout).toContain("paused in 2 of 2 contexts");
     expect(await paused(BROAD)).toBe(true);
 
