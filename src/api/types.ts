@@ -37,6 +37,13 @@ export const ANNOTATION_RETRY = "liken.sh/retry";
 export const LABEL_CLUSTER = "liken.sh/cluster";
 /** Label on a heartbeat Lease naming its Machine. */
 export const LABEL_MACHINE = "liken.sh/machine";
+/**
+ * Label on a Cluster naming its ring (canary, early, broad...): how the people of a fleet
+ * group clusters. A label, not a spec field: `kubectl get clusters -l` and `liken fleet status
+ * --selector` select by it, and the operator exports it on liken_operator_cluster_info so the
+ * dashboard groups by it (docs/fleet.md).
+ */
+export const LABEL_RING = "liken.sh/ring";
 
 /** Field selectors the Machine CRD declares (`selectableFields`). */
 export const FIELD_MACHINE_CLUSTER = "spec.cluster";

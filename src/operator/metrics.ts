@@ -9,6 +9,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import {
   CHANNEL_REASONS,
+  LABEL_RING,
   MACHINE_STEPS,
   type Cluster,
   type Machine,
@@ -16,6 +17,7 @@ import {
 } from "../api/index.js";
 import { parseBudget } from "./budget.js";
 import { RELEASE_REASONS, type Decision } from "./decide.js";
+import { targetOf } from "./machine-view.js";
 import { recordReasonOf } from "./revert.js";
 
 /** What the state gauges read when scraped. */
@@ -38,6 +40,15 @@ const LATENCY_BUCKETS = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 360
  * millisecond, one over 5,000 a few; the goal at 5,000 is a p99 under 50 ms.
  */
 const DECIDE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+/** The release a Cluster moves to, as the operator decides it; spec.version if that cannot be read. */
+function releaseOf(c: Cluster): string {
+  try {
+    return targetOf(c)?.version ?? "";
+  } catch {
+    return c.spec.version ?? "";
+  }
+}
 
 const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
 
@@ -237,6 +248,19 @@ export class OperatorMetrics {
       },
     });
     evidenceGauges(view, registers);
+    new Gauge({
+      name: "liken_operator_cluster_info",
+      help: `1 for each Cluster, labelled with its ring (the ${LABEL_RING} label; empty without it) and the release it moves to (spec.version, or what its signed channel vouches for; empty for none): the fleet page joins on it (docs/fleet.md).`,
+      labelNames: ["cluster", "ring", "version"],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of view.clusters()) {
+          const ring = c.metadata.labels?.[LABEL_RING] ?? "";
+          this.set({ cluster: c.metadata.name, ring, version: releaseOf(c) }, 1);
+        }
+      },
+    });
     new Gauge({
       name: "liken_operator_leading",
       help: "1 while this copy acts on Clusters (holds the liken-system/cluster-operator Lease).",

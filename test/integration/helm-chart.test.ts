@@ -163,6 +163,15 @@ describe("the Helm chart", () => {
       "--csr-node-label=liken.sh/machine",
     );
 
+    // metrics.cluster: the cluster label of the metrics that name no Cluster (docs/fleet.md).
+    const named = objects(await template("metrics.cluster=store-17")).get(
+      "apps/v1 Deployment liken-system/cluster-operator",
+    ) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(named.spec.template.spec.containers[0]!.args).toContain("--metrics-cluster=store-17");
+    expect(manual.spec.template.spec.containers[0]!.args.join(" ")).not.toContain(
+      "--metrics-cluster",
+    );
+
     const off = objects(await template("metrics.service.enabled=false"));
     expect(off.has("v1 Service liken-system/cluster-operator-metrics")).toBe(false);
     await expect(

@@ -153,3 +153,61 @@ describe("every liken command with bad input", () => {
     expect(problems, problems.join("\n\n")).toEqual([]);
   }, 900_000);
 });
+
+describe("the commands over many contexts with bad input", () => {
+  /** Two contexts whose server nobody listens on: refused at once, nothing to wait for. */
+  async function deadKubeconfig(): Promise<string> {
+    const file = path.join(home, "fleet-kubeconfig");
+    const contexts = ["a", "b"].map((n) => `- name: ${n}\n  context: {cluster: dead, user: u}`);
+    await writeFile(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: dead",
+        "  cluster: {server: 'https://127.0.0.1:1'}",
+        "users:",
+        "- name: u",
+        "  user: {token: t}",
+        "contexts:",
+        ...contexts,
+        "current-context: a",
+        "",
+      ].join("\n"),
+    );
+    return file;
+  }
+
+  const coded = (r: Run, code: string): void => {
+    const lines = r.stderr.split("\n").filter((l) => l.trim() !== "");
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^liken: .+ \\[${code}\\]$`));
+    expect(r.code).not.toBe(0);
+  };
+
+  it("refuses each with one coded line; a context not reached is a row, and fails pause", async () => {
+    const kc = await deadKubeconfig();
+    const k = ["--kubeconfig", kc];
+    coded(await run(["fleet", "status", "--contexts", "a,nope", ...k]), "LIKEN_FLEET_NO_CONTEXT");
+    coded(await run(["fleet", "status", "--contexts", ",", ...k]), "LIKEN_FLEET_NO_CONTEXT");
+    coded(await run(["fleet", "status", "-o", "xml", ...k]), "LIKEN_CLI_USAGE");
+    coded(await run(["fleet", "status", "--timeout", "0", ...k]), "LIKEN_CLI_USAGE");
+    coded(await run(["rollout", "pause", ...k]), "LIKEN_OPERATOR_USAGE");
+    coded(
+      await run(["rollout", "pause", "--contexts", "a", "--all-contexts", ...k]),
+      "LIKEN_FLEET_USAGE",
+    );
+    coded(await run(["rollout", "resume", "c1", "-l", "x=y", ...k]), "LIKEN_FLEET_USAGE");
+
+    const status = await run(["fleet", "status", ...k]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^a\s+-\s+-\s+-\s+-\s+NOT REACHED\s+.*ECONNREFUSED/m);
+    expect(status.stdout).toContain("0 of 2 contexts answered");
+
+    const pause = await run(["rollout", "pause", "--all-contexts", ...k]);
+    coded(pause, "LIKEN_FLEET_NOT_ALL_REACHED");
+    expect(pause.stdout).toMatch(/^b: NOT REACHED: .*ECONNREFUSED/m);
+    expect(pause.stdout).toContain("paused in 0 of 2 contexts");
+  }, 120_000);
+});

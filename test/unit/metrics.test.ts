@@ -184,6 +184,18 @@ describe("operator metrics", () => {
       total(s, "liken_operator_channel_condition", { cluster: "lab", reason: "ChannelMalformed" }),
     ).toBe(1);
     expect(total(s, "liken_operator_channel_condition", { cluster: "lab" })).toBe(1);
+    // One info series per Cluster: its ring label (none here) and the release it moves to.
+    expect(s.filter((x) => x.name === "liken_operator_cluster_info").map((x) => x.labels)).toEqual([
+      { cluster: "lab", ring: "", version: V2 },
+    ]);
+    clusters = [
+      {
+        ...clusters[0]!,
+        metadata: { ...clusters[0]!.metadata, labels: { "liken.sh/ring": "canary" } },
+      },
+    ];
+    s = await samples(m);
+    expect(total(s, "liken_operator_cluster_info", { cluster: "lab", ring: "canary" })).toBe(1);
 
     // The turn given back and no condition yet: their series go.
     clusters = [cluster({ maxUnavailable: 1, turns: [] })];

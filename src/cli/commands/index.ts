@@ -13,6 +13,7 @@ import { registerStatus } from "./status.js";
 import { registerMachine } from "./machine.js";
 import { registerCheckInstall } from "./check-install.js";
 import { registerPromote } from "./promote.js";
+import { registerFleet } from "./fleet.js";
 
 export function registerCommands(program: Command): void {
   registerRelease(program);
@@ -24,6 +25,7 @@ export function registerCommands(program: Command): void {
   registerOperator(program);
   registerApprove(program);
   registerRollout(program);
+  registerFleet(program);
   registerMachine(program);
   registerCheckInstall(program);
 }

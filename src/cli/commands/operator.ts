@@ -30,6 +30,7 @@ interface Options {
   webhookListen?: string;
   webhookUrl?: string;
   metricsAddress: ListenAddress | undefined;
+  metricsCluster?: string;
   csrApproval: CsrApproval;
   csrNodeLabel?: string;
 }
@@ -45,6 +46,14 @@ function csrNodeLabel(text: string): string {
   if (LABEL.test(text) && text.split("=")[0]!.length <= 316) return text;
   throw new InvalidArgumentError(
     `--csr-node-label ${text}: give a label as key or key=value (for example liken.sh/machine=true), the label your provisioner puts on the fleet's Nodes`,
+  );
+}
+
+/** A Prometheus label value that names a cluster: not empty, one line, a Kubernetes name's length. */
+function metricsCluster(text: string): string {
+  if (text.trim() !== "" && text.length <= 253 && !/[\n\r]/.test(text)) return text;
+  throw new InvalidArgumentError(
+    `--metrics-cluster ${JSON.stringify(text.slice(0, 80))}: give the cluster's name as the fleet knows it (1 to 253 characters, one line), for example the name of its Cluster`,
   );
 }
 
@@ -163,6 +172,11 @@ export function registerOperator(program: Command): void {
       parseMetricsAddress(DEFAULT_OPERATOR_METRICS_ADDRESS),
     )
     .option(
+      "--metrics-cluster <name>",
+      "the cluster label of the metrics that name no Cluster (liken_operator_leading, the process metrics), so that a Prometheus over many clusters tells them apart (docs/fleet.md); per-Cluster metrics carry their Cluster's name",
+      metricsCluster,
+    )
+    .option(
       "--csr-approval <auto|off>",
       'approve machines\' certificate requests that pass every check (auto), or leave every one for a person (off); refusals are denied or left either way (docs/operator.md, "Machine certificates")',
       csrApproval,
@@ -204,6 +218,8 @@ export function registerOperator(program: Command): void {
         identity,
         log,
       });
+      if (o.metricsCluster !== undefined)
+        op.metrics.registry.setDefaultLabels({ cluster: o.metricsCluster });
       collectProcessMetrics(op.metrics.registry);
       const metrics =
         o.metricsAddress === undefined

@@ -8,6 +8,13 @@ import { specTarget, targetView } from "../../target/view.js";
 import { OperatorError, type OperatorCode } from "../../operator/errors.js";
 import { revertTargetOf } from "../../operator/revert.js";
 import { rfc3339 } from "../../api/time.js";
+import {
+  isFleetSwitch,
+  refuseStrayFleetFlags,
+  switchContexts,
+  withContextOptions,
+  type SwitchFlags,
+} from "./fleet.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
 
 const KUBECONFIG = "kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)";
@@ -28,14 +35,20 @@ export function registerRevert(rollout: Command): void {
       await revert(cluster, o);
     });
 
-  rollout
-    .command("pause")
-    .description(
-      "stop every new reboot turn of the Cluster (downloads go on); `liken rollout resume CLUSTER` ends it",
-    )
-    .argument("<cluster>", "the Cluster")
-    .option("--kubeconfig <file>", KUBECONFIG)
-    .action(async (cluster: string, o: { kubeconfig?: string }) => {
+  withContextOptions(
+    rollout
+      .command("pause")
+      .description(
+        "stop every new reboot turn of the Cluster (downloads go on), or of every Cluster of many contexts at once (--contexts); `liken rollout resume` ends it",
+      )
+      .argument("[cluster]", "the Cluster (with --contexts: only this Cluster in each context)"),
+    "pause in these kubeconfig contexts at once, comma-separated; says which it reached",
+  )
+    .option("--all-contexts", "pause in every context of the kubeconfig")
+    .action(async (cluster: string | undefined, o: SwitchFlags) => {
+      if (isFleetSwitch(o)) return switchContexts(cluster, true, o);
+      refuseStrayFleetFlags(o, "pause");
+      if (cluster === undefined) throw needsCluster("pause");
       await setPaused(cluster, true, o.kubeconfig);
     });
 
@@ -53,6 +66,14 @@ export function registerRevert(rollout: Command): void {
         await unrevoke(cluster, version, o);
       },
     );
+}
+
+/** `pause` or `resume` with neither a Cluster nor --contexts. */
+export function needsCluster(command: string): OperatorError {
+  return usage(
+    "LIKEN_OPERATOR_USAGE",
+    `name the Cluster (liken rollout ${command} CLUSTER), or the contexts to ${command} at once (liken rollout ${command} --contexts a,b,c, or --all-contexts)`,
+  );
 }
 
 function usage(code: OperatorCode, message: string): OperatorError {

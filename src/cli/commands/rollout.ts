@@ -14,7 +14,14 @@ import { stallDetail } from "../../operator/progress.js";
 import { rfc3339 } from "../../api/time.js";
 import { MACHINE_SPEC_BOUNDS, maxLengthOf } from "../../api/bounds.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";
-import { registerRevert, setPaused } from "./revert.js";
+import {
+  isFleetSwitch,
+  refuseStrayFleetFlags,
+  switchContexts,
+  withContextOptions,
+  type SwitchFlags,
+} from "./fleet.js";
+import { needsCluster, registerRevert, setPaused } from "./revert.js";
 
 export function registerRollout(program: Command): void {
   const rollout = program
@@ -48,26 +55,44 @@ export function registerRollout(program: Command): void {
       await continueCanary(cluster, o.kubeconfig);
     });
 
-  rollout
-    .command("resume")
-    .description(
-      "release MACHINE's stalled reboot turn after examining it (records who and why, and turns flow again); with --failed-release and no MACHINE, allow more trials of a release that hit the failure brake; with no MACHINE, end `liken rollout pause`",
-    )
-    .argument("<cluster>", "the Cluster")
-    .argument("[machine]", "the Machine whose turn stalled")
-    .option("--reason <text>", "what you found and did (recorded with your name)")
-    .option("--force", "release the turn even though it has not stalled")
-    .option(
-      "--failed-release",
-      "accept the failed trials of spec.version so far; more machines may try it (ReleaseFailed)",
-    )
-    .option("--kubeconfig <file>", "kubeconfig to use (default: $KUBECONFIG or ~/.kube/config)")
+  withContextOptions(
+    rollout
+      .command("resume")
+      .description(
+        "release MACHINE's stalled reboot turn after examining it (records who and why, and turns flow again); with --failed-release and no MACHINE, allow more trials of a release that hit the failure brake; with no MACHINE, end `liken rollout pause` (of many contexts at once with --contexts)",
+      )
+      .argument("[cluster]", "the Cluster (with --contexts: only this Cluster in each context)")
+      .argument("[machine]", "the Machine whose turn stalled")
+      .option("--reason <text>", "what you found and did (recorded with your name)")
+      .option("--force", "release the turn even though it has not stalled")
+      .option(
+        "--failed-release",
+        "accept the failed trials of spec.version so far; more machines may try it (ReleaseFailed)",
+      ),
+    "end the pause in these kubeconfig contexts at once, comma-separated; says which it reached",
+  )
+    .option("--all-contexts", "end the pause in every context of the kubeconfig")
     .action(
       async (
-        cluster: string,
+        cluster: string | undefined,
         machine: string | undefined,
-        o: { kubeconfig?: string; reason?: string; force?: boolean; failedRelease?: boolean },
+        o: SwitchFlags & { reason?: string; force?: boolean; failedRelease?: boolean },
       ) => {
+        if (isFleetSwitch(o)) {
+          if (
+            machine !== undefined ||
+            o.reason !== undefined ||
+            o.force === true ||
+            o.failedRelease === true
+          )
+            throw usage(
+              '--contexts ends pauses only; release a stalled turn or a failed release in one Cluster at a time: liken rollout resume CLUSTER MACHINE --reason "..."',
+            );
+          await switchContexts(cluster, false, o);
+          return;
+        }
+        refuseStrayFleetFlags(o, "resume");
+        if (cluster === undefined) throw needsCluster("resume");
         if (o.failedRelease === true) {
           if (machine !== undefined)
             throw usage(
