@@ -179,10 +179,22 @@ async function pagedIndex(
   ctx: SeedContext,
   a: Artifact,
   stats: SeedStats,
-): Promise<ChunkIndex | undefined> {
+): Promise<ChunkIndex | "not-worth" | undefined> {
   if (a.indexTop === undefined || a.pack === undefined) return undefined;
   try {
-    const paged = await fetchPaged(ctx, a, stats);
+    // The resume of an artifact begun adaptively needs the whole index: no sample then.
+    const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
+      if ((await ctx.store.release(ctx.target)) !== undefined) return true;
+      const seed = await seedOf(ctx);
+      const found = chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
+      return found >= (MIN_REUSE / 2) * chunks.length;
+    });
+    if (paged === "not-worth") {
+      ctx.log?.(
+        `artifact ${a.name}: a sample of its index pages finds almost nothing of it locally; downloading in full`,
+      );
+      return "not-worth";
+    }
     (ctx.frames ??= new Map()).set(a.name, paged.frames);
     ctx.log?.(
       `artifact ${a.name}: index from ${paged.reusedPages} kept and ${paged.fetchedPages} fetched page(s)`,
@@ -206,6 +218,7 @@ export async function fetchIndex(
   if (a.index === undefined) return undefined;
   const what = `artifact ${a.name}: index ${a.index.path}`;
   const paged = await pagedIndex(ctx, a, stats);
+  if (paged === "not-worth") return undefined;
   if (paged !== undefined) return paged;
   try {
     let bytes = await ctx.store.keptIndex(ctx.target, a.name);

@@ -15,11 +15,23 @@ import {
   get,
   DEFAULT_IDLE_TIMEOUT_MS,
 } from "../verify/fetch.js";
-import { assemble, checkPage, TopIndex, type FrameTable } from "../verify/index-pages.js";
+import {
+  assemble,
+  checkPage,
+  PAGE_ENTRY,
+  TopIndex,
+  type FrameTable,
+} from "../verify/index-pages.js";
 import { artifactUrl, type Artifact, type IndexRef } from "../verify/release.js";
 import type { SlotName } from "./config.js";
 import type { SeedStats } from "./seeded.js";
 import type { SlotStore } from "./store.js";
+
+/** A sample of one page in SAMPLE_PAGES decides whether the rest is worth fetching. */
+export const SAMPLE_PAGES = 32;
+
+/** The chunks of some fetched pages: `worth` says whether the running slot holds enough of them. */
+export type Worth = (chunks: { hash: Buffer; length: number }[]) => Promise<boolean>;
 
 export interface Paged {
   index: ChunkIndex;
@@ -120,6 +132,55 @@ async function fetchPages(
   return out;
 }
 
+/** The top index: kept from an earlier attempt at this release, else fetched; by digest. */
+async function topOf(
+  o: { store: SlotStore; target: SlotName; base: URL },
+  a: Artifact,
+  stats: SeedStats,
+): Promise<Buffer> {
+  const topRef = a.indexTop!;
+  const what = `artifact ${a.name}: top index ${topRef.path}`;
+  const kept = await keptOf(o.store, o.target, keptTop(a.name), topRef);
+  if (kept !== undefined) return kept;
+  const topBytes = await fetchDocument(
+    artifactUrl(o.base, { name: a.name, path: topRef.path }),
+    topRef.size,
+  );
+  stats.fetched += topBytes.length;
+  stats.requests++;
+  if (digestOf(topBytes) !== topRef.digest) {
+    throw new VerifyError(
+      "LIKEN_VERIFY_DIGEST_MISMATCH",
+      `${what} has digest ${digestOf(topBytes)}, release.yaml says ${topRef.digest}; refused`,
+    );
+  }
+  return topBytes;
+}
+
+/**
+ * Few pages kept (a new image, a large change): a sample of the missing pages first (one in
+ * SAMPLE_PAGES, kept in `pages`), and when the running slot holds almost none of their chunks,
+ * no more pages: the caller downloads in full and the index costs a 32nd of its size.
+ */
+async function sampled(
+  url: URL,
+  top: TopIndex,
+  pagesSize: number,
+  pages: (Buffer | undefined)[],
+  stats: SeedStats,
+  worth: Worth,
+): Promise<boolean> {
+  const sample: { hash: Buffer; length: number }[] = [];
+  for (let p = 0; p < top.pages; p += SAMPLE_PAGES) {
+    if (pages[p] === undefined) [pages[p]] = await fetchPages(url, top, pagesSize, p, p, stats);
+    for (let k = 0; k < top.chunksIn(p); k++) {
+      const e = pages[p]!.subarray(k * PAGE_ENTRY, (k + 1) * PAGE_ENTRY);
+      sample.push({ hash: e.subarray(8, 40), length: e.readUInt32BE(0) });
+    }
+  }
+  return worth(sample);
+}
+
 /** The artifact's index and frame table from its pages; throws on any fault (see above). */
 export async function fetchPaged(
   o: {
@@ -131,26 +192,17 @@ export async function fetchPaged(
   },
   a: Artifact,
   stats: SeedStats,
-): Promise<Paged> {
+  worth?: Worth,
+): Promise<Paged | "not-worth"> {
   const topRef = a.indexTop!;
   const pagesRef = a.indexPages!;
-  const what = `artifact ${a.name}: top index ${topRef.path}`;
-  let topBytes = await keptOf(o.store, o.target, keptTop(a.name), topRef);
-  if (topBytes === undefined) {
-    topBytes = await fetchDocument(
-      artifactUrl(o.base, { name: a.name, path: topRef.path }),
-      topRef.size,
-    );
-    stats.fetched += topBytes.length;
-    stats.requests++;
-    if (digestOf(topBytes) !== topRef.digest) {
-      throw new VerifyError(
-        "LIKEN_VERIFY_DIGEST_MISMATCH",
-        `${what} has digest ${digestOf(topBytes)}, release.yaml says ${topRef.digest}; refused`,
-      );
-    }
-  }
-  const top = TopIndex.parse(topBytes, a.size, pagesRef.size, what);
+  const topBytes = await topOf(o, a, stats);
+  const top = TopIndex.parse(
+    topBytes,
+    a.size,
+    pagesRef.size,
+    `artifact ${a.name}: top index ${topRef.path}`,
+  );
   // An earlier attempt at this release kept all its pages: nothing to fetch.
   const whole = await keptOf(o.store, o.target, keptPages(a.name), pagesRef);
   const have = whole ? new Map<string, Buffer>() : await runningPages(o.store, o.running, a.name);
@@ -164,6 +216,9 @@ export async function fetchPaged(
   }
   const reusedPages = pages.filter((b) => b !== undefined).length;
   const url = artifactUrl(o.base, { name: a.name, path: pagesRef.path });
+  if (worth !== undefined && reusedPages * 2 < top.pages) {
+    if (!(await sampled(url, top, pagesRef.size, pages, stats, worth))) return "not-worth";
+  }
   for (let p = 0; p < top.pages;) {
     if (pages[p] !== undefined) {
       p++;
