@@ -13,6 +13,7 @@ import { digestOf } from "../verify/digest.js";
 import { fetchDocument } from "../verify/fetch.js";
 import { artifactUrl, parseRelease, type Artifact, type Release } from "../verify/release.js";
 import type { FrameTable } from "../verify/index-pages.js";
+import { zstd } from "../verify/zstd.js";
 import { fetchPaged } from "./paged-index.js";
 import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
 import type { SlotName } from "./config.js";
@@ -182,6 +183,8 @@ async function pagedIndex(
 ): Promise<ChunkIndex | "not-worth" | undefined> {
   if (a.indexTop === undefined || a.pack === undefined) return undefined;
   try {
+    // Without the codec (a build that does not carry zstd.wasm) the pages are of no use.
+    await zstd();
     // The resume of an artifact begun adaptively needs the whole index: no sample then.
     const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
       if ((await ctx.store.release(ctx.target)) !== undefined) return true;
