@@ -187,6 +187,8 @@ async function pagedIndex(
     await zstd();
     // The resume of an artifact begun adaptively needs the whole index: no sample then.
     const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
+      // With peers the seeded writer is the way to them, even when nothing is local.
+      if ((ctx.peers?.live().length ?? 0) > 0) return true;
       if ((await ctx.store.release(ctx.target)) !== undefined) return true;
       const seed = await seedOf(ctx);
       const found = chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
