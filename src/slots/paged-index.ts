@@ -171,8 +171,15 @@ async function sampled(
   worth: Worth,
 ): Promise<boolean> {
   const sample: { hash: Buffer; length: number }[] = [];
-  for (let p = 0; p < top.pages; p += SAMPLE_PAGES) {
-    if (pages[p] === undefined) [pages[p]] = await fetchPages(url, top, pagesSize, p, p, stats);
+  const picked: number[] = [];
+  for (let p = 0; p < top.pages; p += SAMPLE_PAGES) picked.push(p);
+  // At once: a sample is a few dozen small requests, their round trips need not add up.
+  await Promise.all(
+    picked
+      .filter((p) => pages[p] === undefined)
+      .map(async (p) => ([pages[p]] = await fetchPages(url, top, pagesSize, p, p, stats))),
+  );
+  for (const p of picked) {
     for (let k = 0; k < top.chunksIn(p); k++) {
       const e = pages[p]!.subarray(k * PAGE_ENTRY, (k + 1) * PAGE_ENTRY);
       sample.push({ hash: e.subarray(8, 40), length: e.readUInt32BE(0) });

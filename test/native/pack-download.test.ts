@@ -299,6 +299,29 @@ describe("packs and index pages", () => {
     expect(served("bad-page", ".lkpack")).toBe(0);
   });
 
+  it("with nothing in common, fetches a sample of the pages, then the artifact plain", async () => {
+    const file = path.join(root, "new.img");
+    writeFileSync(file, randomBytes(v2.length));
+    const r = await buildRelease({
+      version: "new",
+      out: channel,
+      artifacts: [{ name: "rootfs", file }],
+    });
+    const m = await machine();
+    const got = await downloadRelease(m.req({ version: "new", digest: r.digest }));
+    expect((await m.store.marker("b")).state).toBe("staged");
+    expect(m.messages.join("\n")).toContain(
+      "a sample of its index pages finds almost nothing of it locally; downloading in full",
+    );
+    // Page 0 of eight (one in 32), not the other seven, nor the plain index.
+    expect(server.log.filter((g) => g.path === "/new/new.img.lkpages").map((g) => g.range)).toEqual(
+      [`bytes=0-${PAGE_CHUNKS * 40 - 1}`],
+    );
+    expect(server.log.some((g) => g.path === "/new/new.img.lkidx")).toBe(false);
+    const top = readFileSync(path.join(channel, "new", "new.img.lktop")).length;
+    expect(got.bytes!.fetched).toBe(v2.length + top + PAGE_CHUNKS * 40);
+  });
+
   it("downloads a release built before packs as before", async () => {
     const file = path.join(root, "plain.img");
     writeFileSync(file, v2);
