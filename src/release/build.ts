@@ -19,9 +19,10 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../errors.js";
 import { parseChannel, type Channel } from "../verify/channel.js";
-import { IndexWriter } from "../verify/chunk-index.js";
+import { ChunkIndex, IndexWriter } from "../verify/chunk-index.js";
 import { digestOf } from "../verify/digest.js";
 import { EntropySampler } from "./entropy.js";
+import { writePack } from "./pack.js";
 import {
   API_VERSION,
   DEFAULT_CHUNK,
@@ -52,6 +53,11 @@ export interface BuildOptions {
   revertFloor?: string;
   /** Write a chunk index beside each artifact (default true): adaptive downloads need it. */
   index?: boolean;
+  /**
+   * Write a zstd pack and a paged index beside each index (default true): machines then fetch
+   * chunks compressed and only the index pages that changed (docs/releases.md).
+   */
+  pack?: boolean;
   /** Told what a person building the release should know (an artifact that will not reuse). */
   warn?: (message: string) => void;
   /** Written as notes.txt beside release.yaml: for people, not part of the digest. */
@@ -61,6 +67,23 @@ export interface BuildOptions {
 /** The index's file beside its artifact. */
 export function indexFileOf(artifactPath: string): string {
   return `${artifactPath}.lkidx`;
+}
+
+/** The pack, top index and pages files beside their artifact. */
+export function packFilesOf(artifactPath: string): { pack: string; top: string; pages: string } {
+  return {
+    pack: `${artifactPath}.lkpack`,
+    top: `${artifactPath}.lktop`,
+    pages: `${artifactPath}.lkpages`,
+  };
+}
+
+/** The digest of a file, streamed. */
+async function fileDigest(file: string): Promise<string> {
+  const h = createHash("sha256");
+  for await (const b of createReadStream(file, { highWaterMark: 1024 * 1024 }))
+    h.update(b as Buffer);
+  return `sha256:${h.digest("hex")}`;
 }
 
 export interface FileFacts {
@@ -151,6 +174,17 @@ async function writeReleaseDir(
       const ipath = indexFileOf(file);
       await writeFile(path.join(stage, ipath), h.index);
       art.index = { path: ipath, size: h.index.length, digest: digestOf(h.index) };
+      if (o.pack !== false) {
+        const names = packFilesOf(file);
+        const packFile = path.join(stage, names.pack);
+        const idx = ChunkIndex.parse(h.index, h.size, `index of ${a.name}`);
+        const p = await writePack(path.join(stage, file), idx, packFile);
+        await writeFile(path.join(stage, names.top), p.top);
+        await writeFile(path.join(stage, names.pages), p.pages);
+        art.pack = { path: names.pack, size: p.packSize, digest: await fileDigest(packFile) };
+        art.indexTop = { path: names.top, size: p.top.length, digest: digestOf(p.top) };
+        art.indexPages = { path: names.pages, size: p.pages.length, digest: digestOf(p.pages) };
+      }
     }
     if (h.looksCompressed) {
       o.warn?.(

@@ -12,6 +12,9 @@ import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER, IndexWriter } from "../verify/ch
 import { digestOf } from "../verify/digest.js";
 import { fetchDocument } from "../verify/fetch.js";
 import { artifactUrl, parseRelease, type Artifact, type Release } from "../verify/release.js";
+import type { FrameTable } from "../verify/index-pages.js";
+import { zstd } from "../verify/zstd.js";
+import { fetchPaged } from "./paged-index.js";
 import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
 import type { SlotName } from "./config.js";
 import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
@@ -47,6 +50,9 @@ export interface SeedContext {
   seed?: SeedMap;
   /** Peers that hold the release (docs/peers.md): remote ranges go to them first. */
   peers?: PeerSet;
+  /** Each packed artifact's frames (./paged-index.ts), by artifact name: its chunks come
+   * compressed from the pack. */
+  frames?: Map<string, FrameTable>;
 }
 
 async function keptIndex(
@@ -166,6 +172,48 @@ async function indexFromPeers(ctx: SeedContext, a: Artifact): Promise<Buffer | u
   return undefined;
 }
 
+/**
+ * The index from its pages (./paged-index.ts) and the frames of the pack; undefined (and a
+ * log line) when the release has none or they are refused: the plain index is fetched then.
+ */
+async function pagedIndex(
+  ctx: SeedContext,
+  a: Artifact,
+  stats: SeedStats,
+): Promise<ChunkIndex | "not-worth" | undefined> {
+  if (a.indexTop === undefined || a.pack === undefined) return undefined;
+  try {
+    // Without the codec (a build that does not carry zstd.wasm) the pages are of no use.
+    await zstd();
+    // The resume of an artifact begun adaptively needs the whole index: no sample then.
+    const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
+      // With peers the seeded writer is the way to them, even when nothing is local.
+      if ((ctx.peers?.live().length ?? 0) > 0) return true;
+      if ((await ctx.store.release(ctx.target)) !== undefined) return true;
+      const seed = await seedOf(ctx);
+      const found = chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
+      return found >= (MIN_REUSE / 2) * chunks.length;
+    });
+    if (paged === "not-worth") {
+      ctx.log?.(
+        `artifact ${a.name}: a sample of its index pages finds almost nothing of it locally; downloading in full`,
+      );
+      return "not-worth";
+    }
+    (ctx.frames ??= new Map()).set(a.name, paged.frames);
+    ctx.log?.(
+      `artifact ${a.name}: index from ${paged.reusedPages} kept and ${paged.fetchedPages} fetched page(s)`,
+    );
+    return paged.index;
+  } catch (e) {
+    if ((e as Error)?.name === "AbortError") throw e;
+    ctx.log?.(
+      `artifact ${a.name}: index pages refused (${(e as Error).message}); the plain index ${a.index!.path} is fetched and chunks travel plain`,
+    );
+    return undefined;
+  }
+}
+
 /** Fetches and checks the artifact's index; undefined (and a log line) when it cannot be used. */
 export async function fetchIndex(
   ctx: SeedContext,
@@ -174,6 +222,9 @@ export async function fetchIndex(
 ): Promise<ChunkIndex | undefined> {
   if (a.index === undefined) return undefined;
   const what = `artifact ${a.name}: index ${a.index.path}`;
+  const paged = await pagedIndex(ctx, a, stats);
+  if (paged === "not-worth") return undefined;
+  if (paged !== undefined) return paged;
   try {
     let bytes = await ctx.store.keptIndex(ctx.target, a.name);
     if (bytes === undefined || digestOf(bytes) !== a.index.digest) {
@@ -337,9 +388,26 @@ async function writePlan(
   const whole: ArtifactJob = { ...job, artifact: bare };
   const w = openWriter(whole, start, job.resume?.hashState);
   const devices = { running: ctx.store.device(ctx.running), target: ctx.store.device(ctx.target) };
+  const frames = ctx.frames?.get(job.artifact.name);
+  const pack =
+    frames && job.artifact.pack
+      ? {
+          url: artifactUrl(ctx.base, { name: job.artifact.name, path: job.artifact.pack.path }),
+          size: job.artifact.pack.size,
+          frames,
+        }
+      : undefined;
   try {
     await writeSeeded(
-      { job: whole, index, plan, devices, stats, ...(ctx.peers ? { peers: ctx.peers } : {}) },
+      {
+        job: whole,
+        index,
+        plan,
+        devices,
+        stats,
+        ...(ctx.peers ? { peers: ctx.peers } : {}),
+        ...(pack ? { pack } : {}),
+      },
       w,
     );
   } catch (e) {

@@ -26,6 +26,8 @@ import {
 import { Checkpointer, DEFAULT_ATTEMPTS, type ArtifactJob } from "./artifact.js";
 import type { PeerFault, PeerSet } from "./peer-sources.js";
 import type { Plan, Segment } from "./seed-plan.js";
+import type { FrameTable } from "../verify/index-pages.js";
+import { decodeFrame } from "../verify/zstd.js";
 
 /** The adaptive download cannot go on; `restart` when nothing written can be kept. */
 export class SeedFallback extends Error {
@@ -59,6 +61,8 @@ export interface SeedStats {
   corrupt: number;
   /** Bytes received from peers that passed the index check (docs/peers.md). */
   fromPeers?: number;
+  /** Pack frames refused (did not decode, or decoded to another hash), each fetched again. */
+  badFrames?: number;
 }
 
 export interface SeededJob {
@@ -70,7 +74,12 @@ export interface SeededJob {
   stats: SeedStats;
   /** Peers to take remote ranges from before the channel (the release's, shared by artifacts). */
   peers?: PeerSet;
+  /** The artifact's pack: channel ranges are fetched as zstd frames from it (./paged-index.ts). */
+  pack?: { url: URL; size: number; frames: FrameTable };
 }
+
+/** A pack frame refused twice: the rest of the artifact's chunks are fetched plain. */
+export class PackFault extends Error {}
 
 /** Where one range request goes: a peer, or the channel (peer undefined). */
 interface Source {
@@ -164,11 +173,176 @@ class Seeder {
   /** Each peer's current throughput window: bytes delivered, ms spent waiting on it. */
   private readonly pace = new Map<string, { bytes: number; ms: number }>();
 
+  /** The pack while it holds (a frame refused twice turns it off for the artifact). */
+  private pack: SeededJob["pack"];
+
   constructor(
     private readonly s: SeededJob,
     private readonly sink: Sink,
   ) {
     this.idx = s.index;
+    this.pack = s.pack;
+  }
+
+  /**
+   * Fetches chunks first..last from the pack as zstd frames; each frame is decoded into at
+   * most its chunk's length and hashed against the index. A frame that fails is fetched once
+   * more on its own; failing again, PackFault (naming the chunk and both faults).
+   */
+  private async fetchPacked(first: number, last: number, done: (i: number) => void): Promise<void> {
+    let next = first;
+    while (next <= last) {
+      const bad = await this.packRange(next, last, (i) => {
+        next = i + 1;
+        done(i);
+      });
+      if (bad === undefined) return;
+      this.s.stats.badFrames = (this.s.stats.badFrames ?? 0) + 1;
+      const again = await this.packRange(bad.i, bad.i, (i) => {
+        next = i + 1;
+        done(i);
+      });
+      if (again !== undefined) {
+        this.s.stats.badFrames++;
+        throw new PackFault(
+          `pack frame of chunk ${bad.i} refused: ${bad.reason}; fetched again: ${again.reason}`,
+        );
+      }
+      this.s.job.log?.(
+        `artifact ${this.s.job.artifact.name}: pack frame of chunk ${bad.i} refused (${bad.reason}); fetched again, it matched`,
+      );
+    }
+  }
+
+  /** Chunks first..last from the pack while it holds, else (and after PackFault) plain. */
+  private async fromChannel(
+    src: Source,
+    first: number,
+    last: number,
+    done: (i: number) => void,
+  ): Promise<void> {
+    let next = first;
+    const mark = (i: number): void => {
+      next = i + 1;
+      done(i);
+    };
+    if (this.pack !== undefined) {
+      try {
+        return await this.fetchPacked(first, last, mark);
+      } catch (e) {
+        if (!(e instanceof PackFault)) throw e;
+        this.pack = undefined;
+        const { job } = this.s;
+        job.log?.(
+          `artifact ${job.artifact.name}: ${e.message}; the pack is not used for the rest, chunks from ${next} are fetched plain from ${job.url.href}`,
+        );
+      }
+    }
+    await this.fetchRange(src, next, last, mark);
+  }
+
+  /** One Range request over the pack; returns the first refused frame (the body dropped). */
+  private async packRange(
+    first: number,
+    last: number,
+    done: (i: number) => void,
+  ): Promise<{ i: number; reason: string } | undefined> {
+    const pack = this.pack!;
+    const f = pack.frames;
+    const from = f.packOffset(first);
+    const to = f.packOffset(last) + f.frameLength(last) - 1;
+    const res = await get(pack.url, { range: `bytes=${from}-${to}` }, this.s.job.fetch);
+    this.s.stats.requests++;
+    const fault = checkRangeReply(res.status, res.headers, from, to, pack.size);
+    if (fault !== undefined) {
+      discardBody(res.body);
+      if (fault.kind === "status" && (res.status >= 500 || res.status === 429)) {
+        throw new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${pack.url.href}: ${fault.reason}`, {
+          retryable: true,
+        });
+      }
+      throw new PackFault(`the pack ${pack.url.href} cannot be read by Range: ${fault.reason}`);
+    }
+    return this.readFrames(res.body, from, to, first, last, done);
+  }
+
+  /** Decodes a pack range's body frame by frame; the first refused frame ends it. */
+  private async readFrames(
+    body: Response["body"],
+    from: number,
+    to: number,
+    first: number,
+    last: number,
+    done: (i: number) => void,
+  ): Promise<{ i: number; reason: string } | undefined> {
+    const pack = this.pack!;
+    const f = pack.frames;
+    let i = first;
+    let pending: Buffer[] = [];
+    let have = 0;
+    let got = 0;
+    try {
+      for await (const piece of body) {
+        const b = piece as Buffer;
+        this.s.stats.fetched += b.length;
+        got += b.length;
+        if (got > to - from + 1) {
+          throw new PackFault(
+            `GET ${pack.url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
+          );
+        }
+        pending.push(b);
+        have += b.length;
+        while (i <= last && have >= f.frameLength(i)) {
+          const all = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
+          const n = f.frameLength(i);
+          const frame = all.subarray(0, n);
+          const bad = await this.decodeChunk(i, frame);
+          if (bad !== undefined) {
+            discardBody(body);
+            return { i, reason: bad };
+          }
+          done(i);
+          i++;
+          pending = have > n ? [all.subarray(n)] : [];
+          have -= n;
+        }
+      }
+    } catch (cause) {
+      discardBody(body);
+      if (cause instanceof PackFault || cause instanceof LikenError) throw cause;
+      throw fetchFailure(
+        pack.url,
+        cause,
+        this.s.job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+      );
+    }
+    if (i <= last) {
+      throw new VerifyError(
+        "LIKEN_VERIFY_CONNECTION",
+        `GET ${pack.url.href}: the body of bytes=${from}-${to} ended after ${got} bytes`,
+        { retryable: true },
+      );
+    }
+    return undefined;
+  }
+
+  /** Decodes chunk i's frame, checks its hash and writes it; else the reason it was refused. */
+  private async decodeChunk(i: number, frame: Buffer): Promise<string | undefined> {
+    const len = this.idx.length(i);
+    let data: Buffer;
+    try {
+      data = await decodeFrame(frame, len, `frame of chunk ${i}`);
+    } catch (e) {
+      if (e instanceof VerifyError) return e.message;
+      throw e;
+    }
+    const digest = createHash("sha256").update(data).digest();
+    if (!same(digest, this.idx.hash(i))) {
+      return `frame of chunk ${i} decodes to sha256:${digest.toString("hex")}, the index says sha256:${this.idx.hash(i).toString("hex")}`;
+    }
+    await this.sink.push(this.idx.offset(i), [data]);
+    return undefined;
   }
 
   private end(i: number): number {
@@ -285,7 +459,7 @@ class Seeder {
       const t0 = Date.now();
       const before = this.s.stats.fetched;
       try {
-        await this.fetchRange(src, next, last, (i) => (next = i + 1));
+        await this.fromChannel(src, next, last, (i) => (next = i + 1));
         this.s.peers?.noteChannel(this.s.stats.fetched - before, Date.now() - t0);
         return;
       } catch (e) {

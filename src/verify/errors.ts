@@ -16,7 +16,9 @@ export type VerifyCode =
   | "LIKEN_VERIFY_CONNECTION"
   | "LIKEN_VERIFY_BEYOND_SIZE"
   | "LIKEN_VERIFY_ARTIFACT_MISMATCH"
-  | "LIKEN_VERIFY_INDEX_INVALID";
+  | "LIKEN_VERIFY_INDEX_INVALID"
+  | "LIKEN_VERIFY_PAGE_MISMATCH"
+  | "LIKEN_VERIFY_FRAME_INVALID";
 
 export class VerifyError extends LikenError {
   declare readonly code: VerifyCode;

@@ -3,7 +3,8 @@
 // See docs/releases.md for the format.
 import { digestOf, DIGEST_RE, HEX_RE } from "./digest.js";
 import { parseCappedYaml, Fields } from "./document.js";
-import { INDEX_HEADER, maxIndexBytes } from "./chunk-index.js";
+import { INDEX_HEADER, maxIndexBytes, MIN_INDEX_CHUNK } from "./chunk-index.js";
+import { maxTopBytes, PAGE_ENTRY, TOP_HEADER } from "./index-pages.js";
 import { VerifyError } from "./errors.js";
 
 export const API_VERSION = "liken.sh/v1alpha1";
@@ -46,6 +47,14 @@ export interface Artifact {
   chunks?: Chunks;
   /** Chunk index for adaptive downloads; without one the artifact is fetched whole. */
   index?: IndexRef;
+  /**
+   * The chunks as zstd frames in index order, the index in pages under a top index
+   * (./index-pages.ts): all three or none; without them chunks travel plain (releases built
+   * before packs).
+   */
+  pack?: IndexRef;
+  indexTop?: IndexRef;
+  indexPages?: IndexRef;
   /** Byte offset of the artifact inside the slot. */
   offset: number;
 }
@@ -96,8 +105,27 @@ function parseIndexRef(f: Fields, size: number): IndexRef {
   return { path: p, size: isize, digest };
 }
 
+function parseRef(f: Fields, min: number, max: number): IndexRef {
+  f.only(["path", "size", "digest"]);
+  const p = f.str("path", PATH_RE, "a relative path inside the release directory");
+  const rsize = f.int("size", min, max);
+  const digest = f.str("digest", DIGEST_RE, "sha256: and 64 lowercase hex digits");
+  return { path: p, size: rsize, digest };
+}
+
 function parseArtifact(f: Fields): Artifact {
-  f.only(["name", "path", "size", "digest", "chunks", "index", "offset"]);
+  f.only([
+    "name",
+    "path",
+    "size",
+    "digest",
+    "chunks",
+    "index",
+    "offset",
+    "pack",
+    "indexTop",
+    "indexPages",
+  ]);
   const name = f.str("name", NAME_RE, "lowercase letters, digits and '-'");
   const p = f.str("path", PATH_RE, "a relative path inside the release directory");
   const size = f.int("size", 0);
@@ -107,6 +135,21 @@ function parseArtifact(f: Fields): Artifact {
   const a: Artifact = { name, path: p, size, digest, offset };
   if (f.optional("chunks")) a.chunks = parseChunks(f.obj("chunks"), size);
   if (f.optional("index")) a.index = parseIndexRef(f.obj("index"), size);
+  const packed = ["pack", "indexTop", "indexPages"].filter((k) => f.optional(k));
+  if (packed.length > 0) {
+    if (packed.length !== 3 || a.index === undefined) {
+      f.fail(
+        packed[0]!,
+        "pack, indexTop and indexPages come together, with index (liken release build writes all four)",
+      );
+    }
+    // Bounds before anything is fetched, as for the index: a frame is at most a chunk plus
+    // zstd's overhead, a page entry 40 bytes a chunk.
+    const chunks = Math.max(1, Math.ceil(size / MIN_INDEX_CHUNK));
+    a.pack = parseRef(f.obj("pack"), 0, size + chunks * 64);
+    a.indexTop = parseRef(f.obj("indexTop"), TOP_HEADER, maxTopBytes(size));
+    a.indexPages = parseRef(f.obj("indexPages"), 0, PAGE_ENTRY * chunks);
+  }
   return a;
 }
 

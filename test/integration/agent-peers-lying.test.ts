@@ -69,12 +69,19 @@ describe("a peer that lies: its bad chunk is refused, the release staged from el
     expect(await fileDigest(running)).toBe(runningBefore);
 
     // The peer sent the kernel and rootfs up to the bad chunk (each chunk before it kept, though
-    // many arrive in the read that brings the lie); the channel the rest once, and release.yaml
-    // (twice: the agent reads it for the download's size, the download child to verify).
+    // many arrive in the read that brings the lie); the channel the rest once, as zstd frames
+    // of random bytes (a frame is its chunk plus at most 16 bytes), the index's top and pages
+    // (docs/releases.md, "Packs and index pages"), and release.yaml (twice: the agent reads it
+    // for the download's size, the download child to verify).
     const second = fleet.channel!.bytesServed(first.prefix) - first.firstCopy;
     const yaml = 2 * (await stat(path.join(fleet.channelDir, v2.version, "release.yaml"))).size;
-    expect(second).toBeGreaterThanOrEqual(rootfs.size - BAD_CHUNK * INDEX_CHUNK);
-    expect(second).toBeLessThanOrEqual(rootfs.size - BAD_CHUNK * INDEX_CHUNK + yaml);
+    const index = doc.artifacts.reduce(
+      (n, a) => n + (a.indexTop?.size ?? 0) + (a.indexPages?.size ?? 0),
+      0,
+    );
+    const rest = rootfs.size - BAD_CHUNK * INDEX_CHUNK;
+    expect(second).toBeGreaterThanOrEqual(rest);
+    expect(second).toBeLessThanOrEqual(rest + 16 * (rest / INDEX_CHUNK) + index + yaml);
 
     const events = await peerDroppedEvents(M2);
     expect(events).toHaveLength(1);

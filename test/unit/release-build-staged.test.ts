@@ -65,6 +65,9 @@ describe("buildRelease", () => {
       "release.yaml",
       "rootfs.img",
       "rootfs.img.lkidx",
+      "rootfs.img.lkpack",
+      "rootfs.img.lkpages",
+      "rootfs.img.lktop",
     ]);
   });
 });

@@ -57,7 +57,28 @@ describe("parseRelease", () => {
     f(r);
     return bytes(r);
   };
+  const ref = (p: string, size: number) => ({ path: p, size, digest: `sha256:${H}` });
   const cases: [string, Buffer, string, RegExp][] = [
+    [
+      "a pack without its index pages",
+      edit((r) => {
+        r.artifacts[1].index = ref("r.lkidx", 64);
+        r.artifacts[1].pack = ref("r.lkpack", 64);
+      }),
+      "LIKEN_VERIFY_DOCUMENT_INVALID",
+      /pack, indexTop and indexPages come together, with index/,
+    ],
+    [
+      "a top index larger than the artifact allows",
+      edit((r) => {
+        r.artifacts[1].index = ref("r.lkidx", 64);
+        r.artifacts[1].pack = ref("r.lkpack", 64);
+        r.artifacts[1].indexTop = ref("r.lktop", 10_000_000);
+        r.artifacts[1].indexPages = ref("r.lkpages", 64);
+      }),
+      "LIKEN_VERIFY_DOCUMENT_INVALID",
+      /indexTop\.size/,
+    ],
     [
       "unknown field",
       edit((r) => (r.artifacts[0].sizee = 1)),

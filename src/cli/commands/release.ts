@@ -85,6 +85,10 @@ export function registerRelease(program: Command): void {
       "the oldest release a fleet-wide revert of this one may go back to (release.yaml revertFloor)",
     )
     .option("--no-index", "publish no chunk index: machines download every artifact whole")
+    .option(
+      "--no-pack",
+      "publish no zstd pack and index pages: chunks travel plain and the whole index is fetched",
+    )
     .action(
       async (o: {
         version?: string;
@@ -99,6 +103,7 @@ export function registerRelease(program: Command): void {
         chunkSize: number;
         revertFloor?: string;
         index: boolean;
+        pack: boolean;
       }) => {
         const warn = (m: string): void => void process.stderr.write(`warning: ${m}\n`);
         if ((o.fromImage === undefined) === (o.artifact === undefined)) {
@@ -144,6 +149,7 @@ export function registerRelease(program: Command): void {
           chunkSize: o.chunkSize,
           ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
           index: o.index,
+          pack: o.pack,
           warn,
         });
         process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
