@@ -18,7 +18,7 @@ import {
   type ChannelView,
 } from "../operator/decide.js";
 import { trustViewOf } from "../operator/trust.js";
-import type { FloorRead } from "../operator/revert.js";
+import type { FloorRead } from "../target/decide.js";
 import { planDrain } from "../drain/plan.js";
 import type { Observation } from "../invariants/index.js";
 import { SimApi } from "./api.js";
