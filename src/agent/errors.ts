@@ -31,7 +31,13 @@ export type AgentCode =
    * The machine's certificate expired while its renewal waited: the agent stops asking with it
    * and joins again with the bootstrap credential (docs/machine.md, "Identity").
    */
-  | "LIKEN_AGENT_IDENTITY_EXPIRED";
+  | "LIKEN_AGENT_IDENTITY_EXPIRED"
+  /**
+   * The API server answers 401 to the machine's certificate while it is still valid (the
+   * client CA rotated, the certificate revoked): the agent joins again with the bootstrap
+   * credential (identity/refusals.ts bounds how often).
+   */
+  | "LIKEN_AGENT_IDENTITY_NOT_ACCEPTED";
 
 export class AgentError extends LikenError {
   constructor(code: AgentCode, message: string, opts: LikenErrorOptions = {}) {

@@ -139,6 +139,8 @@ export class Rest {
   private token: { value: string; readAt: number } | undefined;
   /** Requests started (watches included), for tests and the bench. */
   requests = 0;
+  /** Told each answer's HTTP status (identity.ts counts 401s in a row: a refused certificate). */
+  private readonly listeners = new Set<(status: number) => void>();
 
   constructor(
     private cfg: RestConfig,
@@ -182,6 +184,16 @@ export class Rest {
     old.on("free", (socket: { destroy(): void }) => socket.destroy());
     for (const sockets of Object.values(old.freeSockets))
       for (const s of sockets ?? []) s.destroy();
+  }
+
+  /** Tells `fn` the HTTP status of every answer from now on, a watch's first line's included. */
+  onAnswer(fn: (status: number) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private answered(status: number): void {
+    for (const fn of this.listeners) fn(status);
   }
 
   private bearer(): string | undefined {
@@ -243,6 +255,7 @@ export class Rest {
     try {
       const res = await this.send(method, this.url(p, o.query), body, REQUEST_TIMEOUT_MS);
       status = res.statusCode ?? 0;
+      this.answered(status);
       text = await readAll(res);
     } catch (e) {
       throw toApiError(e, o.op);
@@ -273,6 +286,7 @@ export class Rest {
     this.send("GET", this.url(p, { ...query, watch: true }), undefined, undefined).then(
       async (r) => {
         res = r;
+        this.answered(r.statusCode ?? 0);
         if (aborted) return void r.destroy();
         if (r.statusCode !== 200) {
           const body = await readAll(r).catch(() => "");

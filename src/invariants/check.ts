@@ -21,11 +21,14 @@
 //   ended-unexplained  at the end, a machine neither on the target nor with a stated reason
 //                   (the target in failedReleases, step Failed or Lost, or its drain skipped).
 //   grant-withdrawn, below-taken, revert-dropped  the release rules (release.ts).
+//   lost-lapsed     a machine Lost only because its certificate lapsed while it could still
+//                   rejoin (identity.ts).
 import type { Cluster, Machine, SlotName } from "../api/index.js";
 import { effectiveTarget } from "../target/view.js";
 import { parseBudget } from "../operator/budget.js";
 import type { CheckSettings, History, Observation, Rel, Violation } from "./history.js";
 import { releaseViolations } from "./release.js";
+import { LapseRule } from "./identity.js";
 
 interface Arm {
   at: number;
@@ -84,6 +87,7 @@ interface Ctx {
   starts: Map<string, number>;
   cluster: Cluster | undefined;
   turns: Set<string>;
+  lapses: LapseRule;
 }
 
 export function checkHistory(history: History, s: CheckSettings): Violation[] {
@@ -94,6 +98,7 @@ export function checkHistory(history: History, s: CheckSettings): Violation[] {
     starts: new Map(),
     cluster: undefined,
     turns: new Set(),
+    lapses: new LapseRule(),
   };
   for (const o of history) observe(c, o);
   return c.out;
@@ -122,11 +127,13 @@ const ACTS = [
   "trial-failed",
 ] as const;
 type Act = Of<(typeof ACTS)[number]>;
-type Record_ = Exclude<Observation, Act>;
+type Ident = Of<"identity"> | Of<"join-possible">;
+type Record_ = Exclude<Observation, Act | Ident>;
 const isAct = (o: Observation): o is Act => (ACTS as readonly string[]).includes(o.kind);
 
 function observe(c: Ctx, o: Observation): void {
-  if (isAct(o)) observeAct(c, o);
+  if (o.kind === "identity" || o.kind === "join-possible") onIdentity(c, o);
+  else if (isAct(o)) observeAct(c, o);
   else observeRecord(c, o);
 }
 
@@ -137,7 +144,9 @@ function observeRecord(c: Ctx, o: Record_): void {
       return onCluster(c, o);
     case "machine":
       stateOf(c, o.machine.metadata.name).machine = o.machine;
+      c.out.push(...c.lapses.judge(o.machine, o.at));
       return;
+
     case "machine-deleted": {
       // The API object is gone, the machine is not: a disruption under way goes on until it
       // rejoins (seed 2456: a Machine deleted and created again mid-turn, then a fallback
@@ -159,6 +168,7 @@ function observeRecord(c: Ctx, o: Record_): void {
       }
       return;
     case "end":
+      for (const m of c.machines.values()) c.out.push(...c.lapses.judge(m.machine, o.at));
       c.out.push(...unexplained(o.at, c.cluster, c.machines));
       return;
     default: {
@@ -166,6 +176,13 @@ function observeRecord(c: Ctx, o: Record_): void {
       throw new Error(`unknown observation ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** A certificate lapsed or renewed, and whether a lapsed machine could join again (identity.ts). */
+function onIdentity(c: Ctx, o: Ident): void {
+  if (o.kind === "join-possible") c.lapses.possible(o.machine, o.at, o.possible);
+  else if (o.event === "lapsed") c.lapses.lapsed(o.machine, o.at);
+  else c.lapses.rejoined(o.machine);
 }
 
 /** What a machine (its agent, its bootloader, its power) did. */

@@ -52,6 +52,10 @@ export type Observation =
   | { kind: "trial-failed"; at: number; machine: string; release: Rel }
   /** A person allowed a failed release again (liken rollout resume; empty machines: all). */
   | { kind: "say-so"; at: number; digest: string; machines: readonly string[] }
+  /** The machine's certificate lapsed (its renewal pending until it expired), or it rejoined. */
+  | { kind: "identity"; at: number; machine: string; event: "lapsed" | "rejoined" }
+  /** Whether a machine whose certificate lapsed could join again now (power, agent, network, approver). */
+  | { kind: "join-possible"; at: number; machine: string; possible: boolean }
   /** The run ended: every machine must be on the target or say why not. */
   | { kind: "end"; at: number };
 
@@ -69,6 +73,7 @@ export const RULES = [
   "grant-withdrawn",
   "below-taken",
   "revert-dropped",
+  "lost-lapsed",
 ] as const;
 export type Rule = (typeof RULES)[number];
 

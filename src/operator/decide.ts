@@ -45,7 +45,13 @@ import {
   type RevertRecord,
 } from "../api/index.js";
 import { staleChannelView } from "./stale-view.js";
-import { revertOf, withoutUnrevoked, type FloorRead, type RevertOutcome } from "./revert.js";
+import {
+  revertOf,
+  withoutUnrevoked,
+  type FloorRead,
+  type Retarget,
+  type RevertOutcome,
+} from "./revert.js";
 import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
@@ -212,6 +218,8 @@ export interface Decision {
   cut: string[];
   /** The revert that begins with this decision (revert.ts), for its Event and metric. */
   revertStarted: RevertRecord | undefined;
+  /** A revert in force sent to another target with this decision: its own Event, no count. */
+  revertRetargeted?: Retarget | undefined;
   /** A release whose revert floor must be read before its revert can be decided. */
   floorWanted: ReleaseRef | undefined;
   /** The Prometheus check to run for the target (when its interval passed). */
@@ -252,7 +260,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const rv = revertFirst(cleaned, s, lost);
   // A revert that begins now changes the target of this very decision: no grant for the
   // release it leaves goes out in the write that starts it.
-  const o: Observed = rv.started === undefined ? cleaned : withRevert(cleaned, rv);
+  const o: Observed = withRevert(cleaned, rv);
   const byName = new Map(o.machines.map((m) => [m.metadata.name, m] as const));
   // The target under the trust this very decision records (a recall or a refusal takes effect
   // with the write that reports it, not one tick later).
@@ -350,6 +358,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     held: heldNotice(before.conditions, progressing),
     cut,
     revertStarted: rv.started,
+    revertRetargeted: rv.retargeted,
     floorWanted: rv.floorWanted,
     queryWanted: rv.queryWanted,
   };
@@ -402,7 +411,9 @@ function lostOf(o: Observed, s: DecideSettings): Set<string> {
 }
 
 /** The Cluster as this decision sees it once the revert it starts is recorded. */
+/** `o` with the revert this decision starts or retargets (unchanged when it does neither). */
 function withRevert(o: Observed, rv: RevertOutcome): Observed {
+  if (rv.started === undefined && rv.retargeted === undefined) return o;
   const status = { ...o.cluster.status, revert: rv.revert, revokedReleases: rv.revokedReleases };
   return { ...o, cluster: { ...o.cluster, status } };
 }

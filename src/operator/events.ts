@@ -22,6 +22,7 @@ export type EventReason =
   | "RolloutPaused"
   | "ReleaseRevoked"
   | "Reverted"
+  | "RevertRetargeted"
   | "ChannelTrusted"
   | "ChannelDistrusted";
 

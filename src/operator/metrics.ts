@@ -60,6 +60,7 @@ export class OperatorMetrics {
   private readonly failedTrials: Counter<"cluster" | "result">;
   private readonly channelReads: Counter<"cluster" | "result">;
   private readonly reverts: Counter<"cluster" | "trigger" | "reason" | "gate">;
+  private readonly retargets: Counter<"cluster">;
   private readonly trustRefusals: Counter<"cluster" | "reason" | "role">;
   private readonly decideSeconds: Histogram<"cluster">;
 
@@ -103,6 +104,12 @@ export class OperatorMetrics {
       // `prometheus` and `trial <reason>` (a closed set); empty for a request.
       help: "Fleet-wide reverts this copy started, by trigger (Request: liken rollout revert or spec.rollout.revertRequest; Automatic: spec.rollout.revert's threshold), the Reverted condition's reason, and the gate that tripped (a health gate's name, prometheus, trial REASON; empty for a request).",
       labelNames: ["cluster", "trigger", "reason", "gate"],
+      registers,
+    });
+    this.retargets = new Counter({
+      name: "liken_operator_revert_retargets_total",
+      help: "Reverts in force this copy sent to another release because their target was recalled or revoked since (the newest proven release neither recalled nor revoked); the revert itself is counted once, by liken_operator_reverts_total.",
+      labelNames: ["cluster"],
       registers,
     });
     this.trustRefusals = new Counter({
@@ -282,6 +289,7 @@ export class OperatorMetrics {
         gate: r.gate ?? "",
       });
     }
+    if (d.revertRetargeted !== undefined) this.retargets.inc({ cluster });
     for (const g of d.grants) {
       this.granted.inc({ cluster });
       const asked = machine(g.machine)?.status?.turnRequest?.at;

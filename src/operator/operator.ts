@@ -642,7 +642,8 @@ export class Operator {
   private async beforeTurnWrite(name: string, d: Decision): Promise<void> {
     const hook = this.opts.beforeTurnWrite;
     // A write that starts a revert is held too: it is the revert's lock (revert.ts).
-    if (hook !== undefined && (d.grants.length > 0 || d.revertStarted !== undefined)) {
+    const revert = d.revertStarted !== undefined || d.revertRetargeted !== undefined;
+    if (hook !== undefined && (d.grants.length > 0 || revert)) {
       await hook(name, d.grants);
     }
   }
@@ -687,6 +688,16 @@ export class Operator {
       const what = { cluster: cluster.metadata.name, from: r.from.version, to: r.to.version };
       log.warn({ ...what, reason: recordReasonOf(r), gate: r.gate }, msg);
       this.event(cluster, "Warning", "Reverted", msg);
+    }
+    // The same revert sent elsewhere (its target recalled or revoked since): its own Event; it
+    // is not a second revert (liken_operator_reverts_total counted it when it began).
+    const t = d.revertRetargeted;
+    if (t !== undefined) {
+      const r = t.revert;
+      const msg = `the revert of ${r.from.version} is retargeted from ${t.was.version} to ${r.to.version}: ${t.why}; ${r.to.version} is the newest proven release neither recalled nor revoked`;
+      const what = { cluster: cluster.metadata.name, from: r.from.version, to: r.to.version };
+      log.warn({ ...what, was: t.was.version }, msg);
+      this.event(cluster, "Warning", "RevertRetargeted", msg);
     }
     // Rollout brakes (brake.ts, windows.ts): one Event when one begins to hold.
     if (d.held !== undefined) {

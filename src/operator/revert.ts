@@ -1,6 +1,7 @@
 // Fleet-wide revert, pure: which release is known good, whether to revert now (a person's
-// spec.rollout.revertRequest, or spec.rollout.revert's threshold), where to, and whether the
-// release's floor allows it. The revert itself is a target change (src/target/view.ts): the
+// spec.rollout.revertRequest, or spec.rollout.revert's threshold) and where to. Whether it may
+// go there (recalls, revocations, the floor the release declares) is the release decision's
+// (src/target/decide.ts): a revert is proposed to it with the floor as read. The revert itself is a target change (src/target/view.ts): the
 // turns, the budget, the leader rule, the drain and the brakes of decide.ts apply to it as to a
 // forward rollout. All I/O (reading a release's floor, the guarded status write that is the
 // revert's lock, Events, metrics) lives in operator.ts; docs/revert.md states the rules and
@@ -29,17 +30,11 @@ import {
   type ReleaseFailure,
 } from "./post-promotion.js";
 import type { QueryCheckView } from "./prom-check.js";
-import { compareVersions } from "../target/version-order.js";
-import { withdrawnWhy } from "../target/decide.js";
+import { decideRelease, withdrawnWhy, type FloorRead } from "../target/decide.js";
 import { releaseInputOf } from "../target/input.js";
 import { forgiven } from "../target/forgiven.js";
 
-/** What the operator read of a release's floor (release.yaml revertFloor), by digest. */
-export type FloorRead =
-  /** Read and verified against the catalog digest; `floor` absent: the release declares none. */
-  | { kind: "read"; floor?: string }
-  /** Could not be read or did not verify: no revert until it can (the safe side). */
-  | { kind: "unread"; message: string };
+export type { FloorRead } from "../target/decide.js";
 
 export interface RevertInput {
   cluster: Cluster;
@@ -58,6 +53,13 @@ export interface RevertInput {
 
 export type RevertCondition = Extract<ClusterCondition, { type: "Reverted" }>;
 
+/** A revert in force given a new target: the record as it is now, the target it had, and why. */
+export interface Retarget {
+  revert: RevertRecord;
+  was: ReleaseRef;
+  why: string;
+}
+
 export interface RevertOutcome {
   lastKnownGood: KnownGood | undefined;
   priorKnownGood: KnownGood | undefined;
@@ -67,6 +69,11 @@ export interface RevertOutcome {
   condition: Omit<RevertCondition, "lastTransitionTime"> | undefined;
   /** A revert that begins with this decision: an Event and a metric once it is written. */
   started: RevertRecord | undefined;
+  /**
+   * A revert in force sent to another release with this decision (its target was recalled or
+   * revoked since): the same revert, so its own Event, and not counted as a revert again.
+   */
+  retargeted?: Retarget | undefined;
   /** The release whose floor the operator must read before a revert of it can be decided. */
   floorWanted: ReleaseRef | undefined;
   /** The Prometheus check the operator runs (when its interval passed) for the target. */
@@ -158,7 +165,7 @@ function heldRevert(
     ...base,
     revert: retargeted,
     condition: inForceCondition(retargeted),
-    started: retargeted,
+    retargeted: { revert: retargeted, was: r.to, why },
   };
 }
 
@@ -317,34 +324,41 @@ function wantRevert(i: RevertInput, from: ReleaseRef, base: RevertOutcome): Reve
   };
 }
 
-/** The floor `from` declares holds the revert back (or is not known yet); undefined: go. */
+/**
+ * Asks the release decision whether the revert `from` → `to` may go, with the floor `from`
+ * declares as read (not read yet: `reading`, and the operator is asked to read it). A hold (the
+ * floor not known, or above `to`) holds the revert back and says why; undefined: go.
+ */
 function floorHold(
   i: RevertInput,
   from: ReleaseRef,
   to: ReleaseRef,
   trigger: Trigger,
 ): Pick<RevertOutcome, "condition" | "floorWanted"> | undefined {
-  const floor = i.floors.get(from.digest);
-  if (floor === undefined) {
-    const msg = `${trigger.message}; reading the revert floor of ${from.version} (its release.yaml) before reverting to ${to.version}`;
+  const proposed: RevertRecord = {
+    from: { version: from.version, digest: from.digest },
+    to: { version: to.version, digest: to.digest },
+    trigger: trigger.trigger,
+    message: trigger.message,
+    by: i.identity,
+    at: rfc3339(i.now),
+  };
+  const floor = i.floors.get(from.digest) ?? { kind: "reading" };
+  const d = decideRelease({
+    ...releaseInputOf(i.cluster),
+    chosen: proposed.from,
+    revert: proposed,
+    floor,
+  });
+  if (d.kind !== "hold") return undefined;
+  const said = d.hold.message.replaceAll("CLUSTER", i.cluster.metadata.name);
+  const msg = `${trigger.message}; ${floor.kind === "reading" ? "" : "but "}${said}`;
+  if (d.hold.rule === "RevertFloorUnread") {
     return { condition: cond("False", "RevertFloorUnread", msg), floorWanted: from };
   }
-  if (floor.kind === "unread") {
-    const msg =
-      `${trigger.message}; but the revert floor of ${from.version} could not be read (${floor.message}), ` +
-      `so it is not known whether ${to.version} is allowed: nothing is reverted until it can be read. ` +
-      `Check spec.releases.source, or set spec.version to a release you trust.`;
-    return { condition: cond("False", "RevertFloorUnread", msg), floorWanted: from };
-  }
-  if (floor.floor !== undefined && compareVersions(to.version, floor.floor) < 0) {
-    const msg =
-      `${trigger.message}; but ${from.version} declares revertFloor ${floor.floor} in its release.yaml ` +
-      `(a machine that ran it cannot go back below that, e.g. a data format it migrated) and the ` +
-      `last known good ${to.version} is older: nothing is reverted. Roll forward to a fixed ` +
-      `release at or above ${floor.floor} (kubectl edit cluster ${i.cluster.metadata.name}).`;
-    return { condition: cond("False", "RevertBelowFloor", msg), floorWanted: undefined };
-  }
-  return undefined;
+  // RevertBelowFloor; or another rule of the decision (not met on a release it may revert).
+  const reason = d.hold.rule === "RevertBelowFloor" ? "RevertBelowFloor" : "RevertHeld";
+  return { condition: cond("False", reason, msg), floorWanted: undefined };
 }
 
 /** The revert record's and the revoked entry's message: the CRD's bound. */

@@ -30,6 +30,9 @@ export const FAULT_KINDS = [
   "operator-clock-ahead",
   "operator-clock-fixed",
   "unrevoke",
+  // A machine's certificate lapses: its renewal was left pending (approval off, the operator
+  // or signer down) until it expired. The agent must join again by itself.
+  "cert-lapse",
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -79,6 +82,9 @@ export const CHANNEL_DRAWN: readonly FaultKind[] = [
   "operator-clock-ahead",
   "unrevoke",
 ];
+
+/** Certificate lapses, drawn from their own stream (a seed's other faults stay as they were). */
+export const IDENTITY_DRAWN: readonly FaultKind[] = ["cert-lapse"];
 
 export function drawFaults(
   rng: Rng,

@@ -40,6 +40,12 @@ export interface Sim {
     drained: string | undefined;
     trialSeenAt: number | undefined;
   };
+  /**
+   * Its client certificate lapsed (a renewal pending until it expired): nothing it sends is
+   * accepted until it joins again with the bootstrap credential. `joinable`: what the
+   * observer was last told of whether it can.
+   */
+  lapsed: { joinable: boolean } | undefined;
   /** The Node as the kubelet posts it. */
   node: { bootId: string; heartbeatAt: number; postsIn: number } | undefined;
   status: MachineStatus;

@@ -8,7 +8,9 @@
 //   arm-first      the trial armed before the slot is read back (act.ts's order reversed);
 //   bootid         the agent shown its Node with this boot's bootID whatever the Node says
 //                  (rejoin.ts's bootID comparison has nothing to refuse);
-//   recall-blind, taken-blind, revert-forgotten  the release rules' (blind.ts says how).
+//   recall-blind, taken-blind, revert-forgotten  the release rules' (blind.ts says how);
+//   never-rejoins  an agent whose certificate lapsed never falls back to the bootstrap
+//                  credential (issue 38's 2.7 before its fix): it stays locked out.
 export const MUTANTS = [
   "unconditioned",
   "leader",
@@ -18,5 +20,6 @@ export const MUTANTS = [
   "recall-blind",
   "taken-blind",
   "revert-forgotten",
+  "never-rejoins",
 ] as const;
 export type Mutant = (typeof MUTANTS)[number];

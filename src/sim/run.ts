@@ -2,7 +2,7 @@
 // of a violating schedule (remove one fault at a time while the same rule still breaks).
 import { START_GRACE_SECONDS } from "../api/index.js";
 import { checkHistory, type Rule, type Violation } from "../invariants/index.js";
-import { CHANNEL_DRAWN, drawFaults, type Fault } from "./faults.js";
+import { CHANNEL_DRAWN, drawFaults, IDENTITY_DRAWN, type Fault } from "./faults.js";
 import type { Mutant } from "./mutants.js";
 import { rngOf } from "./rng.js";
 import { runWorld, V2, V3, type RunShape } from "./world.js";
@@ -34,7 +34,12 @@ export function shapeOf(seed: number): { shape: RunShape; faults: Fault[] } {
     healAt,
     badBoot: rng.chance(0.2) ? [`sha256:${"2".repeat(64)}`] : [],
   };
-  const faults = drawFaults(rng, rng.int(0, 12), healAt);
+  // Certificate lapses from a stream of their own: each seed's other draws stay as they were.
+  const ids = rngOf(seed ^ 0xce27);
+  const lapses = ids.chance(0.3) ? drawFaults(ids, ids.int(1, 3), healAt, IDENTITY_DRAWN) : [];
+  const faults = [...drawFaults(rng, rng.int(0, 12), healAt), ...lapses].sort(
+    (a, b) => a.at - b.at,
+  );
   // Drawn after the pinned world's draws, so a pinned seed keeps its shape and schedule: 40 %
   // of the seeds follow a signed channel, with its faults beside the others.
   if (!rng.chance(0.4)) return { shape, faults };

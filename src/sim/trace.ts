@@ -25,6 +25,8 @@ const LINES: { [K in Observation["kind"]]: ((o: Of<K>) => string) | undefined } 
   reboot: (o) => `reboot (${o.cause}, from ${o.bootId})`,
   boot: (o) => `boot ${o.bootId} slot ${o.slot}${o.trial ? " (trial)" : ""}`,
   rejoin: (o) => `rejoin (boot ${o.bootId})`,
+  identity: (o) => `certificate ${o.event}`,
+  "join-possible": (o) => `a bootstrap join ${o.possible ? "possible" : "not possible"}`,
   cluster: undefined,
   lease: undefined,
   "operator-start": undefined,

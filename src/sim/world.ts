@@ -18,7 +18,7 @@ import {
   type ChannelView,
 } from "../operator/decide.js";
 import { trustViewOf } from "../operator/trust.js";
-import type { FloorRead } from "../operator/revert.js";
+import type { FloorRead } from "../target/decide.js";
 import { planDrain } from "../drain/plan.js";
 import type { Observation } from "../invariants/index.js";
 import { SimApi } from "./api.js";
@@ -172,6 +172,7 @@ export function runWorld(
       download: undefined,
       memory: { failed: [], armed: undefined, drained: undefined, trialSeenAt: undefined },
       node: { bootId: `${name}-boot-1`, heartbeatAt: now, postsIn: 0 },
+      lapsed: undefined,
       status: { version: V1.version, digest: V1.digest, step: "Ready" },
     };
     sims.push(s);
@@ -308,6 +309,11 @@ export function runWorld(
       history.push({ kind: "machine-deleted", at: at(), name: s.name });
       api.create(mkey(s.name), machineOf(s));
       observeMachine(s.name);
+    },
+    "cert-lapse": (_f, s) => {
+      if (s.lapsed !== undefined) return;
+      s.lapsed = { joinable: false };
+      history.push({ kind: "identity", at: at(), machine: s.name, event: "lapsed" });
     },
     "delete-node": (_f, s) => {
       s.node = undefined;
@@ -556,10 +562,39 @@ export function runWorld(
     s.download = undefined;
   }
 
-  function agentTick(s: Sim): void {
+  /** An approver runs: some operator copy is up (it approves machines' certificates). */
+  const approving = (): boolean => copies.some((c) => c.alive && !c.paused);
+
+  /**
+   * A machine whose certificate lapsed: the observer is told whether it could join again
+   * now, and its agent joins with the bootstrap credential when it can (never-rejoins: never).
+   * True while it is still locked out.
+   */
+  function identityTick(s: Sim): boolean {
+    const l = s.lapsed;
+    if (l === undefined) return false;
+    const joinable = s.powered && s.agentUp && !s.netCut && approving();
+    if (joinable !== l.joinable) {
+      l.joinable = joinable;
+      history.push({ kind: "join-possible", at: at(), machine: s.name, possible: joinable });
+    }
+    if (!joinable || mutant === "never-rejoins") return true;
+    s.lapsed = undefined;
+    history.push({ kind: "identity", at: at(), machine: s.name, event: "rejoined" });
+    return false;
+  }
+
+  /** Before the agent's turn: its download's step, its identity; whether the API answers it. */
+  function linkOf(s: Sim): boolean {
     downloadTick(s);
+    // Locked out, the agent's requests all get 401: it reads and writes nothing.
+    const lockedOut = identityTick(s);
+    return !s.netCut && !lockedOut;
+  }
+
+  function agentTick(s: Sim): void {
+    const reachable = linkOf(s);
     if (!s.powered || !s.agentUp) return;
-    const reachable = !s.netCut;
     if (reachable) leases.set(s.name, now);
     const c = blindTo(mutant, readCluster().obj);
     const staged = s.slots[other(s.running)].release;

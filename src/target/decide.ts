@@ -11,12 +11,17 @@
 //      else holds; a revert in force stays recorded and waits;
 //   3. a revert in force for the chosen release: its target, unless the channel recalled it or
 //      the Cluster revoked it since (then hold, naming both releases: revert.ts retargets it to
-//      the newest proven release neither recalled nor revoked when there is one);
+//      the newest proven release neither recalled nor revoked when there is one), or unless it
+//      goes below the floor the release it leaves declares (release.yaml revertFloor), or that
+//      floor is not known yet (judged when a revert is decided: `floor`);
 //   4. a chosen release the Cluster revoked, or the channel recalled: hold;
 //   5. a followed release older than the one taken: hold (only a person's revert goes down);
 //   6. a followed release without the signed evidence spec...follow.requireEvidence asks for:
 //      hold, naming what is missing (evidence.ts);
 //   7. otherwise the chosen release.
+// So the fleet never goes below the floor, nor below the release it took, unless a person
+// reverts (`liken rollout revert`, or the threshold a person set in spec.rollout.revert), and
+// never below the floor by a revert at all: only a person's spec.version goes there.
 // A hold always names the releases, the rule and what a person can do (`message`).
 import {
   sameRelease,
@@ -50,6 +55,18 @@ export interface TrustInput {
   evidence?: EvidenceInput;
 }
 
+/**
+ * What the operator read of the revert floor of the release a revert leaves (its release.yaml
+ * revertFloor, verified against the catalog digest: src/operator/floor.ts).
+ */
+export type FloorRead =
+  /** Read and verified; `floor` absent: the release declares none. */
+  | { kind: "read"; floor?: string }
+  /** Could not be read or did not verify: no revert until it can (the safe side). */
+  | { kind: "unread"; message: string }
+  /** Not read yet: the operator reads it, and the revert waits for it. */
+  | { kind: "reading" };
+
 export interface ReleaseInput {
   /** What spec.version (pinned: its catalog entry) or follow (status.trust) chose. */
   chosen: ReleaseRef | undefined;
@@ -64,12 +81,20 @@ export interface ReleaseInput {
   revert: RevertRecord | undefined;
   /** The operator's clock; undefined: do not judge expiry here (the agent's reading). */
   now?: Date;
+  /**
+   * The revert floor of `revert.from`, as read, when a revert is being decided (started or
+   * retargeted). Absent: not judged here: the agent's reading, and a revert already recorded
+   * (its floor was judged when it was decided; a digest names one release.yaml for ever).
+   */
+  floor?: FloorRead;
 }
 
 export const HOLD_RULES = [
   "TrustRefused",
   "TrustExpired",
   "RevertTargetWithdrawn",
+  "RevertFloorUnread",
+  "RevertBelowFloor",
   "Revoked",
   "Recalled",
   "NotVouched",
@@ -158,7 +183,11 @@ export function decideRelease(i: ReleaseInput): ReleaseDecision {
   if (trusted !== undefined) return hold(trusted);
   if (revert !== undefined) {
     const why = withdrawnWhy(i, revert.to);
-    if (why === undefined) return { kind: "take", chosen, release: revert.to, revert };
+    if (why === undefined) {
+      const floored = floorHold(i.floor, revert);
+      if (floored !== undefined) return hold(floored);
+      return { kind: "take", chosen, release: revert.to, revert };
+    }
     return hold({
       rule: "RevertTargetWithdrawn",
       releases: [chosen, revert.to],
@@ -232,6 +261,45 @@ function choiceHold(
   if (short !== undefined)
     return { hold: { rule: "EvidenceShort", releases: [chosen], message: short } };
   return undefined;
+}
+
+/** Rule 3's floor: a revert never goes below what the release it leaves declares. */
+function floorHold(floor: FloorRead | undefined, r: RevertRecord): Hold | undefined {
+  if (floor === undefined) return undefined;
+  const { from, to } = r;
+  const releases = [from, to];
+  switch (floor.kind) {
+    case "reading":
+      return {
+        rule: "RevertFloorUnread",
+        releases,
+        message: `reading the revert floor of ${from.version} (its release.yaml) before reverting to ${to.version}`,
+      };
+    case "unread":
+      return {
+        rule: "RevertFloorUnread",
+        releases,
+        message:
+          `the revert floor of ${from.version} could not be read (${floor.message}), so it is not known ` +
+          `whether ${to.version} is allowed: nothing is reverted until it can be read. ` +
+          `Check spec.releases.source, or set spec.version to a release you trust.`,
+      };
+    case "read":
+      if (floor.floor === undefined || !below(to, floor.floor)) return undefined;
+      return {
+        rule: "RevertBelowFloor",
+        releases,
+        message:
+          `${from.version} declares revertFloor ${floor.floor} in its release.yaml (a machine that ran ` +
+          `it cannot go back below that, e.g. a data format it migrated) and the last known good ` +
+          `${to.version} is older: nothing is reverted. Roll forward to a fixed release at or above ` +
+          `${floor.floor} (kubectl edit cluster CLUSTER).`,
+      };
+    default: {
+      const never: never = floor;
+      throw new Error(`unknown floor read ${JSON.stringify(never)}`);
+    }
+  }
 }
 
 function trustHold(

@@ -356,6 +356,104 @@ describe("trust mode channel", () => {
     }
   }, 120_000);
 
+  // Issue 38, 2.2 on the real channel: a revert whose target the channel recalls since goes to
+  // the newest proven release neither recalled nor revoked. It is one revert, retargeted: one
+  // `Reverted` Event and one count of liken_operator_reverts_total, then one
+  // `RevertRetargeted` Event (a retarget counted as a second revert was the defect).
+  it("a revert whose target the channel recalls goes to the prior good release, counted once", async () => {
+    const s = await scene();
+    const m2 = uniqueName("t");
+    await createMachine(s.cluster, { name: m2, policy: "Auto" });
+    const beats2 = new Heartbeats(s.cluster, [m2], 400);
+    await beats2.start();
+    const both = async (version: string, digest: string) => {
+      await writeStatus(s.machine, { version, digest, step: "Ready" });
+      await writeStatus(m2, { version, digest, step: "Ready" });
+    };
+    const lkg = (v: string) =>
+      waitFor(
+        `${s.cluster}: lastKnownGood ${v}`,
+        async () => (await api.clusters.get(s.cluster)).status?.lastKnownGood?.version === v,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    try {
+      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+      await both(V1, d1);
+      await lkg(V1);
+      const d2 = await s.ch.publish(V2);
+      await trusted(s, V2);
+      await both(V2, d2);
+      await lkg(V2); // priorKnownGood V1
+      const d3 = await s.ch.publish(V3);
+      await trusted(s, V3);
+      // One machine took V3, the other is still on V2: V3 is not proven.
+      await writeStatus(s.machine, { version: V3, digest: d3, step: "Ready" });
+      const request = { version: V3, digest: d3, by: "alice", at: now(), reason: "NIC drops" };
+      await kubectl([
+        "patch",
+        "cluster",
+        s.cluster,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
+      ]);
+      await waitFor(
+        `${s.cluster}: the revert of V3 to V2 recorded`,
+        async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === V2,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      // The channel recalls V2, the revert's target: it goes to V1 instead.
+      await recallRelease({
+        repo: s.ch.repo,
+        keys: s.ch.keys,
+        channel: "stable",
+        version: V2,
+        reason: "bad disk driver",
+      });
+      const c = await waitFor(
+        `${s.cluster}: the revert retargeted to V1`,
+        async () => {
+          const x = await api.clusters.get(s.cluster);
+          return x.status?.revert?.to.version === V1 ? x : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      expect(c.status?.revert?.from.version).toBe(V3);
+      expect(c.status?.revert?.message).toContain(`retargeted from ${V2} to ${V1}`);
+      // Two Events about the revert (its start, its retarget), then a few more reads: no more.
+      const about = (e: { reason: string }) => /^Revert(ed|Retargeted)$/.test(e.reason);
+      await waitFor(
+        `${s.cluster}: two Events about the revert`,
+        async () => (await clusterEvents(s.cluster)).filter(about).length >= 2,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      await readsSince(s, 3);
+      const events = await clusterEvents(s.cluster);
+      const reverted = events.filter((e) => e.reason === "Reverted");
+      const retargeted = events.filter((e) => e.reason === "RevertRetargeted");
+      expect(reverted.map((e) => e.message)).toHaveLength(1);
+      expect(reverted[0]!.message).toContain(`reverting ${V3} to ${V2}`);
+      expect(retargeted.map((e) => e.message)).toHaveLength(1);
+      expect(retargeted[0]!.message).toContain(`from ${V2} to ${V1}`);
+      expect(retargeted[0]!.message).toContain("bad disk driver");
+      const counted = await op.metrics.registry.getSingleMetricAsString(
+        "liken_operator_reverts_total",
+      );
+      const mine = counted.split("\n").filter((l) => l.includes(`cluster="${s.cluster}"`));
+      expect(mine).toEqual([expect.stringMatching(/ 1$/)]);
+      const retargets = await op.metrics.registry.getSingleMetricAsString(
+        "liken_operator_revert_retargets_total",
+      );
+      expect(retargets).toContain(
+        `liken_operator_revert_retargets_total{cluster="${s.cluster}"} 1`,
+      );
+    } finally {
+      beats2.stop();
+      await deleteAll(s.cluster, [m2]);
+      await s.close();
+    }
+  }, 180_000);
+
   it("channel+pinned moves only when the catalog's digest equals the channel's", async () => {
     const s = await scene({ mode: "channel+pinned" }, {}, {});
     try {

@@ -370,7 +370,36 @@ const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
     ],
   },
   ...releaseRows,
+  // lost-lapsed: Lost while its certificate lapsed and a join was possible for over 30 s.
+  {
+    rule: "lost-lapsed",
+    broken: lapsedThen([{ kind: "join-possible", at: 2_000, machine: "m1", possible: true }]),
+    kept: lapsedThen([
+      { kind: "join-possible", at: 2_000, machine: "m1", possible: true },
+      { kind: "identity", at: 3_000, machine: "m1", event: "rejoined" },
+    ]),
+  },
+  {
+    rule: "lost-lapsed",
+    broken: lapsedThen([{ kind: "join-possible", at: 2_000, machine: "m1", possible: true }]),
+    // No approver, or cut off, the whole time: it may read Lost.
+    kept: lapsedThen([
+      { kind: "join-possible", at: 2_000, machine: "m1", possible: true },
+      { kind: "join-possible", at: 10_000, machine: "m1", possible: false },
+    ]),
+  },
 ];
+
+/** m1's certificate lapses at 1 s; then `mid`; then m1 read Lost at 60 s. */
+function lapsedThen(mid: Observation[]): Observation[] {
+  return [
+    ...start(["m1"]),
+    { kind: "identity", at: 1_000, machine: "m1", event: "lapsed" },
+    ...mid,
+    { kind: "machine", at: 60_000, machine: machine("m1", { status: { step: "Lost" } }) },
+    END,
+  ];
+}
 
 describe("checkHistory", () => {
   it.each(rows.map((r, i) => [`${r.rule} #${i}`, r] as const))("%s", (_, row) => {

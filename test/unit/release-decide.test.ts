@@ -1,5 +1,5 @@
 // The release the fleet may take (src/target/decide.ts), as one table over the
-// combinations issue 38 names: recall x revert x expiry x floor (taken) x unrevoke x clock.
+// combinations issue 38 names: recall x revert x expiry x floor (revertFloor and taken) x unrevoke x clock.
 // Each row: what the decision says (take R, hold by RULE, none) and what its message names.
 import { describe, expect, it } from "vitest";
 import type { ReleaseRef, RevertRecord, RevokedRelease } from "../../src/api/types.js";
@@ -211,6 +211,105 @@ describe("decideRelease: one table", () => {
       }),
       "hold TrustRefused",
       ["waits"],
+    ],
+    // the floor the release a revert leaves declares (judged when a revert is decided: floor)
+    [
+      "revert, floor read, none declared",
+      input({ revert: revert(V2, V1), floor: { kind: "read" } }),
+      "take 01 (revert)",
+      [],
+    ],
+    [
+      "revert, floor at its target",
+      input({ revert: revert(V2, V1), floor: { kind: "read", floor: V1.version } }),
+      "take 01 (revert)",
+      [],
+    ],
+    [
+      "revert below the floor",
+      input({ revert: revert(V3, V1), chosen: V3, floor: { kind: "read", floor: V2.version } }),
+      "hold RevertBelowFloor",
+      [V3.version, V1.version, `revertFloor ${V2.version}`, "Roll forward"],
+    ],
+    [
+      "revert below the floor, by a person's request: still held (spec.version goes there)",
+      input({
+        revert: { ...revert(V3, V1), trigger: "Request", reason: "RevertedByRequest" },
+        chosen: V3,
+        via: "spec",
+        trust: undefined,
+        floor: { kind: "read", floor: V2.version },
+      }),
+      "hold RevertBelowFloor",
+      [`revertFloor ${V2.version}`],
+    ],
+    [
+      "revert, floor not read yet",
+      input({ revert: revert(V2, V1), floor: { kind: "reading" } }),
+      "hold RevertFloorUnread",
+      ["reading the revert floor", V2.version, V1.version],
+    ],
+    [
+      "revert, floor unreadable",
+      input({ revert: revert(V2, V1), floor: { kind: "unread", message: "GET x: 404" } }),
+      "hold RevertFloorUnread",
+      ["could not be read (GET x: 404)", "nothing is reverted"],
+    ],
+    [
+      "revert recorded, floor not judged (the agent; judged when decided)",
+      input({ revert: revert(V3, V1), chosen: V3, now: undefined }),
+      "take 01 (revert)",
+      [],
+    ],
+    [
+      "revert below the floor, its from recalled: the recall does not lift the floor",
+      input({
+        revert: revert(V3, V1),
+        chosen: V3,
+        recalls: [recall(V3)],
+        floor: { kind: "read", floor: V2.version },
+      }),
+      "hold RevertBelowFloor",
+      [`revertFloor ${V2.version}`],
+    ],
+    [
+      "revert below the floor, its to recalled: withdrawn first (retargeted, then judged)",
+      input({
+        revert: revert(V3, V1),
+        chosen: V3,
+        recalls: [recall(V1)],
+        floor: { kind: "read", floor: V2.version },
+      }),
+      "hold RevertTargetWithdrawn",
+      [V1.version, "recalled"],
+    ],
+    [
+      "revert within the floor, its to recalled",
+      input({ revert: revert(V2, V1), recalls: [recall(V1)], floor: { kind: "read" } }),
+      "hold RevertTargetWithdrawn",
+      [V1.version],
+    ],
+    [
+      "unrevoked: the revert cleared, the floor no longer applies",
+      input({ chosen: V3, revert: undefined, floor: { kind: "read", floor: V3.version } }),
+      "take 03",
+      [],
+    ],
+    [
+      "floor and trust refused: trust first, the revert waits",
+      input({
+        revert: revert(V2, V1),
+        floor: { kind: "read", floor: V2.version },
+        trust: { ...fresh, refused: { reason: "SignatureThreshold", message: "m" } },
+      }),
+      "hold TrustRefused",
+      ["waits"],
+    ],
+    [
+      "follow below taken with a floor read: BelowTaken (the floor is a revert's)",
+      input({ chosen: V1, taken: V2, floor: { kind: "read", floor: V1.version } }),
+      "hold BelowTaken",
+      [V1.version, V2.version],
     ],
     // 2.4: never below the release taken
     ["the choice is the release taken", input({ taken: V2 }), "take 02", []],

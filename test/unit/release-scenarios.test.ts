@@ -12,7 +12,7 @@ import type {
   TrustStatus,
 } from "../../src/api/types.js";
 import { decide, type Decision } from "../../src/operator/decide.js";
-import type { FloorRead } from "../../src/operator/revert.js";
+import type { FloorRead } from "../../src/target/decide.js";
 import { decideFollow } from "../../src/operator/follow.js";
 import type { ChannelRelease } from "../../src/verify/tuf-target.js";
 import {
@@ -171,6 +171,10 @@ describe("2.2 a revert to a last known good recalled since", () => {
     expect(d.status.revert?.to).toEqual(R1);
     expect(d.status.revert?.message).toContain(`retargeted from ${V2} to ${V1}`);
     expect(granted(d)).toEqual([`m1->${V1}`]);
+    // The same revert, sent elsewhere: not a second revert (its own Event, no count).
+    expect(d.revertStarted).toBeUndefined();
+    expect(d.revertRetargeted).toMatchObject({ was: R2, revert: { from: R3, to: R1 } });
+    expect(d.revertRetargeted?.why).toContain("bad disk driver");
   });
 
   it("a revert that starts skips the recalled last known good", () => {

@@ -88,6 +88,8 @@ describe("simulate", () => {
     ["recall-blind", 19, "grant-withdrawn"],
     ["taken-blind", 12, "below-taken"],
     ["revert-forgotten", 12, "revert-dropped"],
+    // A machine whose certificate lapsed never rejoins (issue 38, 2.7 before its fix).
+    ["never-rejoins", 5, "lost-lapsed"],
   ];
   /** The bound `--mutants` is run with: every rule broken by hand is found within it. */
   const MUTANT_BOUND = 100;

@@ -2,7 +2,9 @@
 // shared bootstrap credential when it has no certificate of its own, renew with its own
 // certificate at 70-90 % of each lifetime, switch the agent's connections to the new one only
 // once it has answered, and join again with the bootstrap credential when a certificate
-// expired anyway (a machine powered off past its notAfter). Phases log their begin and end.
+// expired anyway (a machine powered off past its notAfter), or when the API server keeps
+// refusing one still valid (401s: the client CA rotated, the certificate revoked;
+// refusals.ts). Phases log their begin and end.
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
@@ -26,6 +28,17 @@ import {
 } from "./files.js";
 import { identityCondition, renewAtMs, type IdentitySource } from "./renewal.js";
 import { newKey, requestCertificate } from "./request.js";
+import {
+  NO_REFUSALS,
+  noteAnswer,
+  REJOIN_AFTER_401S,
+  rejoinDue,
+  rejoined,
+  type RefusalState,
+} from "./refusals.js";
+
+/** Why the agent joins with the bootstrap credential. */
+type JoinWhy = "none" | "expired" | "refused";
 
 export interface IdentitySettings {
   /** The kubeconfig the agent writes and authenticates with. */
@@ -77,6 +90,8 @@ export class MachineIdentity {
   private slow: string | undefined;
   /** This certificate's draw within the renewal window (drawn again for each certificate). */
   private jitter = Math.random();
+  /** The 401s the API server answered the agent's own client (refusals.ts). */
+  private refusals: RefusalState = NO_REFUSALS;
 
   constructor(
     private readonly machine: string,
@@ -111,16 +126,17 @@ export class MachineIdentity {
     if (this.held !== undefined && this.held.notAfterMs > now && existsSync(this.s.kubeconfig)) {
       return;
     }
-    const rejoin = this.held !== undefined;
+    await this.join(signal, this.held === undefined ? "none" : "expired");
+  }
+
+  /** A certificate of its own, obtained with the bootstrap credential, proven and installed. */
+  private async join(signal: AbortSignal, why: JoinWhy): Promise<void> {
+    const rejoin = why !== "none";
     const phase = rejoin ? "rejoin" : "join";
+    const notAfter = this.held === undefined ? {} : { notAfter: iso(this.held.notAfterMs) };
     this.log.info(
-      {
-        phase,
-        ...(rejoin ? { expired: new Date(this.held!.notAfterMs).toISOString() } : {}),
-      },
-      rejoin
-        ? "the client certificate expired: joining again with the bootstrap credential"
-        : "no client certificate yet: joining with the bootstrap credential",
+      { phase, ...(why === "expired" ? { expired: iso(this.held!.notAfterMs) } : notAfter) },
+      JOIN_WHY[why],
     );
     const boot = this.bootstrapConfig();
     // The bootstrap kubeconfig is read again for each attempt: a person who replaces a revoked
@@ -140,28 +156,57 @@ export class MachineIdentity {
       user: agentUserName(this.machine),
     });
     this.install(cert.certPem, cert.keyPem, rejoin ? "Rejoined" : "Joined");
-    this.log.info({ phase, notAfter: new Date(this.held!.notAfterMs).toISOString() }, "joined");
+    this.log.info({ phase, notAfter: iso(this.held!.notAfterMs) }, "joined");
   }
 
   /**
    * Renews for as long as `signal` is not aborted, switching `rest` (the agent's client) to
-   * each new certificate once it has answered. `changed` is told after every switch.
+   * each new certificate once it has answered. `changed` is told after every switch. The
+   * answers `rest` gets are counted: a certificate the API server keeps refusing (401) while it
+   * is still valid is replaced by joining again with the bootstrap credential (refusals.ts).
    */
   async renewLoop(rest: Rest, signal: AbortSignal, changed: () => void): Promise<void> {
+    let wake: (() => void) | undefined;
+    const stopCounting = rest.onAnswer((status) => {
+      this.refusals = noteAnswer(this.refusals, status, Date.now());
+      if (rejoinDue(this.refusals, Date.now())) wake?.();
+    });
+    try {
+      await this.renewals(rest, signal, changed, (fn) => (wake = fn));
+    } finally {
+      stopCounting();
+    }
+  }
+
+  private async renewals(
+    rest: Rest,
+    signal: AbortSignal,
+    changed: () => void,
+    onWake: (fn: () => void) => void,
+  ): Promise<void> {
     let failures = 0;
     while (!signal.aborted) {
       const h = this.held;
       if (h === undefined) return;
       const at = renewAtMs(h, this.jitter);
       const wait = failures === 0 ? at - Date.now() : this.retryMs(h, failures);
-      if (wait > 0) {
-        // Node's timers hold 2^31-1 ms (24.8 days); a longer wait is taken in steps.
-        const ok = await sleep(Math.min(wait, 2 ** 31 - 1), true, { signal }).catch(() => false);
-        if (!ok) return;
-        if (wait > 2 ** 31 - 1) continue;
+      const refused = rejoinDue(this.refusals, Date.now());
+      if (wait > 0 && !refused) {
+        // Node's timers hold 2^31-1 ms (24.8 days); a longer wait is taken in steps. Refused
+        // answers wake it early.
+        const woken = new AbortController();
+        onWake(() => woken.abort());
+        const both = AbortSignal.any([signal, woken.signal]);
+        const slept = await sleep(Math.min(wait, 2 ** 31 - 1), true, { signal: both }).catch(
+          () => false,
+        );
+        if (signal.aborted) return;
+        if (!slept || wait > 2 ** 31 - 1) continue;
       }
       try {
-        if (this.held!.notAfterMs <= Date.now()) {
+        if (refused) {
+          await this.rejoinRefused(rest, signal);
+        } else if (this.held!.notAfterMs <= Date.now()) {
           // Renewals failed until the end: only the bootstrap credential can help now.
           await this.ensure(signal);
           this.switchTo(rest);
@@ -185,6 +230,30 @@ export class MachineIdentity {
         );
       }
     }
+  }
+
+  /**
+   * The API server refused the certificate, still valid, REJOIN_AFTER_401S times in a row and
+   * for a while: say so once, with a stable code, and join again with the bootstrap credential.
+   */
+  private async rejoinRefused(rest: Rest, signal: AbortSignal): Promise<void> {
+    const r = this.refusals;
+    const h = this.held!;
+    this.refusals = rejoined(r, Date.now());
+    this.log.warn(
+      {
+        code: "LIKEN_AGENT_IDENTITY_NOT_ACCEPTED",
+        refused: r.count,
+        since: r.sinceMs === undefined ? undefined : iso(r.sinceMs),
+        notAfter: iso(h.notAfterMs),
+        nextRejoinAfter: iso(this.refusals.nextMs),
+      },
+      `machine ${this.machine}'s client certificate, valid until ${iso(h.notAfterMs)}, is not accepted by the API server: ` +
+        `${r.count} answers in a row were 401 (at least ${REJOIN_AFTER_401S}, over ${Math.round((Date.now() - (r.sinceMs ?? Date.now())) / 1000)} s; ` +
+        `the cluster's client CA rotated, or the certificate was revoked); the agent joins again with the bootstrap credential (docs/machine.md, "Identity")`,
+    );
+    await this.join(signal, "refused");
+    this.switchTo(rest);
   }
 
   /** What status() reports while a request waits unapproved (for the log and the Machine). */
@@ -403,3 +472,12 @@ export class MachineIdentity {
     }
   }
 }
+
+const JOIN_WHY: Record<JoinWhy, string> = {
+  none: "no client certificate yet: joining with the bootstrap credential",
+  expired: "the client certificate expired: joining again with the bootstrap credential",
+  refused:
+    "the client certificate is not accepted by the API server: joining again with the bootstrap credential",
+};
+
+const iso = (ms: number): string => new Date(ms).toISOString();

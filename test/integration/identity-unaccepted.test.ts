@@ -1,0 +1,180 @@
+// A machine whose certificate is still valid but no longer accepted (the cluster's client CA
+// rotated, the certificate revoked) joins again with the bootstrap credential by itself
+// (docs/machine.md, "Identity"; issue 38, 2.7). On the real control plane: the machine's
+// current certificate is signed by a CA the API server does not trust (made here with openssl),
+// valid for a day, so nothing about its dates asks for a renewal. The agent's client gets 401
+// for each request; after a few of them over some seconds the agent says so with a stable code
+// and files a request with the bootstrap credential; the real approver (as cluster-operator's
+// ServiceAccount) approves it, the agent proves the new certificate and switches its client to
+// it, all without a restart.
+import { CoreV1Api } from "@kubernetes/client-node";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadRestConfig, Rest } from "../../src/api/rest.js";
+import { isUnauthorized } from "../../src/api/errors.js";
+import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
+import { MachineIdentity } from "../../src/agent/identity/identity.js";
+import { CsrApprover } from "../../src/operator/csr/approver.js";
+import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
+import {
+  controlPlane,
+  kubeConfig,
+  serviceAccountKubeConfig,
+  uniqueName,
+  waitFor,
+} from "../support/kube.js";
+
+const LABEL = "liken.sh/test-unaccepted";
+const stop = new AbortController();
+const approvers: CsrApprover[] = [];
+let nodeName: string | undefined;
+afterAll(async () => {
+  stop.abort();
+  for (const a of approvers) await a.stop();
+  if (nodeName !== undefined)
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .deleteNode({ name: nodeName })
+      .catch(() => undefined);
+});
+
+async function whoAmI(rest: Rest): Promise<string | undefined> {
+  const r = await rest.request<{ status?: { userInfo?: { username?: string } } }>(
+    "POST",
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
+      op: { verb: "create", kind: "SelfSubjectReview" },
+    },
+  );
+  return r.status?.userInfo?.username;
+}
+
+/** A certificate for `user`, valid for a day, signed by a CA made here (no API server trusts it). */
+function untrustedCertificate(dir: string, user: string): { certPem: string; keyPem: string } {
+  const f = (n: string) => path.join(dir, n);
+  const ossl = (args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  const ca = ["-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=rogue"];
+  ossl(["req", "-x509", ...ec, ...ca]);
+  ossl(["req", ...ec, "-keyout", f("m.key"), "-out", f("m.csr"), "-subj", `/CN=${user}`]);
+  ossl([
+    "x509",
+    "-req",
+    "-in",
+    f("m.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-out",
+    f("m.crt"),
+  ]);
+  return { certPem: readFileSync(f("m.crt"), "utf8"), keyPem: readFileSync(f("m.key"), "utf8") };
+}
+
+describe("a machine whose valid certificate the API server no longer accepts", () => {
+  it("notices the 401s and joins again with the bootstrap credential, without a restart", async () => {
+    await installIdentityRbac();
+    const { kubeconfig: bootstrap } = await bootstrapToken();
+    const machine = uniqueName("unaccepted");
+    nodeName = machine;
+    await kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNode({ body: { metadata: { name: machine, labels: { [LABEL]: "true" } } } });
+    const approver = new CsrApprover(
+      await serviceAccountKubeConfig("liken-system", "cluster-operator"),
+      {
+        autoApprove: true,
+        nodeLabel: `${LABEL}=true`,
+        leading: () => true,
+        identity: "identity-unaccepted-test",
+        log: pino({ level: "warn" }),
+        intervalMs: 500,
+      },
+    );
+    approver.start();
+    approvers.push(approver);
+    const lines: string[] = [];
+    const log = pino(
+      { level: "info" },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    // The machine's identity as the agent keeps it, its certificate from the CA before the
+    // rotation: valid for a day, but no longer one the API server trusts.
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-unaccepted-"));
+    const kubeconfig = path.join(dir, "kubeconfig");
+    const user = `liken:machine:${machine}`;
+    const old = untrustedCertificate(mkdtempSync(path.join(tmpdir(), "liken-rogue-ca-")), user);
+    installIssued(dir, old.certPem, old.keyPem, Date.now());
+    const cp = controlPlane();
+    writeKubeconfig(kubeconfig, {
+      server: cp.server,
+      caData: readFileSync(cp.serverCaCert).toString("base64"),
+      user,
+    });
+    const identity = new MachineIdentity(
+      machine,
+      {
+        kubeconfig,
+        bootstrapKubeconfig: bootstrap,
+        expirationSeconds: 3600,
+        approvalWarnMs: 60_000,
+      },
+      log,
+    );
+    // The agent starts: its certificate is valid by its dates, so it is used as it is.
+    await identity.ensure(stop.signal);
+    expect(lines.join("")).not.toContain('"phase":"rejoin"');
+    const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
+    const refused = await whoAmI(rest).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isUnauthorized(refused)).toBe(true);
+
+    let changes = 0;
+    const renewing = identity.renewLoop(rest, stop.signal, () => changes++);
+    // The agent's own requests go on (a heartbeat a second here), each refused until it rejoined.
+    let who: string | undefined;
+    const beat = setInterval(() => {
+      whoAmI(rest).then(
+        (u) => (who = u),
+        () => undefined,
+      );
+    }, 1000);
+    try {
+      await waitFor(
+        "the machine back with a certificate the API server accepts",
+        async () => changes > 0 && who === user,
+        { timeoutMs: 120_000, intervalMs: 500 },
+      );
+    } finally {
+      clearInterval(beat);
+    }
+    const said = lines.join("");
+    expect(said).toContain("LIKEN_AGENT_IDENTITY_NOT_ACCEPTED");
+    expect(said).toContain("is not accepted by the API server");
+    expect(said).toContain('"phase":"rejoin"');
+    // One rejoin, not one per refused answer (refusals.ts bounds them).
+    expect(said.split("LIKEN_AGENT_IDENTITY_NOT_ACCEPTED").length - 1).toBe(1);
+    const s = identity.status(Date.now())!;
+    expect(s.condition).toMatchObject({ status: "True", reason: "Rejoined" });
+    expect(await whoAmI(rest)).toBe(user);
+    stop.abort();
+    await renewing;
+  }, 300_000);
+});
