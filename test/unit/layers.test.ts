@@ -42,6 +42,8 @@ const LAYER: Readonly<Record<string, number>> = {
   lab: 4,
   // Many clusters at once through kubeconfig contexts (`liken fleet status`, pause --contexts).
   fleet: 4,
+  // Promotion across rings of clusters on signed evidence (`liken promote`, docs/rings.md).
+  promote: 4,
   // Building what ships: the operator image and the Helm chart from config/.
   image: 4,
   deploy: 4,
@@ -64,6 +66,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "image -> cli", // the operator image carries the CLI's bundle
   "cli -> install", // `liken machine install|image`
   "cli -> fleet", // `liken fleet status`, `liken rollout pause|resume --contexts`
+  "cli -> promote", // `liken promote`
   "bootloader -> native", // efivarfs variables are immutable files: the addon's chattr
   "torture -> sim", // one seeded generator (sim/rng.ts) for both kinds of torture
   "controlplane -> api", // the local control plane hands out kubeconfigs in the API client's one format
