@@ -9,4 +9,6 @@ const pkg = await packageAgent({ out: path.resolve(values.out) });
 const mib = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MiB`;
 console.log(`tree:    ${pkg.tree}`);
 console.log(`tarball: ${pkg.tarball} (${mib(pkg.sizes.tarball)})`);
-console.log(`bundle ${mib(pkg.sizes.bundle)}, native addon ${mib(pkg.sizes.addon)}`);
+console.log(
+  `bundle ${mib(pkg.sizes.bundle)}, zstd.wasm ${mib(pkg.sizes.wasm)}, native addon ${mib(pkg.sizes.addon)}`,
+);

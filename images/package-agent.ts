@@ -2,6 +2,7 @@
 // a tree laid out from the filesystem root, and the same tree as a tarball.
 //   usr/bin/liken                         launcher: the distribution's node runs the bundle
 //   usr/lib/liken/dist/cli/liken.mjs      the whole CLI in one file, npm dependencies inlined
+//   usr/lib/liken/dist/cli/zstd.wasm      the zstd codec of release packs, read by the bundle
 //   usr/lib/liken/build/Release/liken_native.node   the native addon (N-API, ABI-stable)
 //   usr/lib/liken/package.json            name and version (`liken --version` reads it)
 //   usr/lib/systemd/system/liken-agent.service
@@ -44,6 +45,7 @@ export const MIN_NODE_MAJOR = 20;
 export const LAYOUT = {
   launcher: "usr/bin/liken",
   bundle: "usr/lib/liken/dist/cli/liken.mjs",
+  wasm: "usr/lib/liken/dist/cli/zstd.wasm",
   addon: "usr/lib/liken/build/Release/liken_native.node",
   manifest: "usr/lib/liken/package.json",
   unit: "usr/lib/systemd/system/liken-agent.service",
@@ -67,7 +69,8 @@ export interface AgentPackage {
   sizes: Record<keyof typeof LAYOUT, number> & { tarball: number };
 }
 
-export type PackageCode = "LIKEN_PACKAGE_ADDON_MISSING" | "LIKEN_PACKAGE_BARE_IMPORT";
+export type PackageCode =
+  "LIKEN_PACKAGE_ADDON_MISSING" | "LIKEN_PACKAGE_BARE_IMPORT" | "LIKEN_PACKAGE_CODEC_MISSING";
 
 export class PackageError extends LikenError {
   declare readonly code: PackageCode;
@@ -114,7 +117,25 @@ export function bareImports(meta: Metafile): string[] {
  */
 const ABSENT_ON_MACHINE = ["esbuild", "bufferutil", "utf-8-validate"];
 
-async function bundleCli(root: string, outfile: string): Promise<void> {
+/** The zstd codec's CommonJS entry, as the bundle's inputs name it. */
+const ZSTD_ENTRY =
+  /(^|[\\/])node_modules[\\/]@bokuweb[\\/]zstd-wasm[\\/]dist[\\/]common[\\/]index\.node\.js$/;
+
+/**
+ * The zstd.wasm of the codec the bundle inlined (src/verify/zstd.ts), to ship beside it: the
+ * one next to the entry esbuild read, so the bytes always match the glue code.
+ */
+export function zstdWasmOf(meta: Metafile, root: string): string {
+  const entry = Object.keys(meta.inputs).find((i) => ZSTD_ENTRY.test(i));
+  if (entry === undefined)
+    throw new PackageError(
+      "LIKEN_PACKAGE_CODEC_MISSING",
+      "the bundle does not inline @bokuweb/zstd-wasm, so a machine could not decode release packs; import it statically (src/verify/zstd.ts) and package again",
+    );
+  return path.join(path.resolve(root, path.dirname(entry)), "zstd.wasm");
+}
+
+async function bundleCli(root: string, outfile: string): Promise<Metafile> {
   const { build } = await import("esbuild");
   const result = await build({
     entryPoints: [path.join(root, "src", "cli", "main.ts")],
@@ -125,12 +146,28 @@ async function bundleCli(root: string, outfile: string): Promise<void> {
     external: ABSENT_ON_MACHINE,
     outfile,
     metafile: true,
+    // The metafile's inputs are then relative to the checkout (zstdWasmOf).
+    absWorkingDir: root,
     legalComments: "eof",
     logLevel: "error",
-    // The CommonJS dependencies inlined into an ES module call require() for Node's modules.
+    // The CommonJS dependencies inlined into an ES module call require() for Node's modules,
+    // and the zstd codec reads zstd.wasm from its `__dirname`, which an ES module lacks. In
+    // the bundle every inlined file's directory is the bundle's, so `__dirname` is that, and
+    // the wasm is shipped there (LAYOUT.wasm): the codec loads as its package wrote it. Chosen
+    // over patching the codec's source (one more pattern to keep matching, like node-fetch's)
+    // and over inlining the wasm as base64 (a third bigger, and still a patch of its init()).
+    // `define` touches only a free `__dirname`, never a module's own; pino's worker lookups,
+    // which liken never reaches (no transports), name the bundle's directory too.
     banner: {
-      js: 'import { createRequire as __likenRequire } from "node:module"; const require = __likenRequire(import.meta.url);',
+      js: [
+        'import { createRequire as __likenRequire } from "node:module";',
+        'import { dirname as __likenDirnameOf } from "node:path";',
+        'import { fileURLToPath as __likenPathOf } from "node:url";',
+        "const require = __likenRequire(import.meta.url);",
+        "const __likenDirname = __likenDirnameOf(__likenPathOf(import.meta.url));",
+      ].join(" "),
     },
+    define: { __dirname: "__likenDirname" },
     // Machines run Debian's nodejs, whose CVE-2026-48931 backport trips node-fetch's
     // premature-close check on every kept-alive answer: the same repair as the operator image's
     // (src/image/bundle.ts; docs/adr/node-fetch-premature-close.md).
@@ -143,6 +180,7 @@ async function bundleCli(root: string, outfile: string): Promise<void> {
       `the bundle still imports ${bare.join(", ")}, which a machine does not have; inline them (remove them from external) or drop the import`,
       { context: { imports: bare } },
     );
+  return result.metafile;
 }
 
 function copy(from: string, to: string, mode: number): void {
@@ -172,8 +210,9 @@ export async function packageAgent(opts: PackageOptions): Promise<AgentPackage> 
   rmSync(tree, { recursive: true, force: true });
   const at = (p: string): string => path.join(tree, p);
 
-  await bundleCli(root, at(LAYOUT.bundle));
+  const meta = await bundleCli(root, at(LAYOUT.bundle));
   chmodSync(at(LAYOUT.bundle), 0o644);
+  copy(zstdWasmOf(meta, root), at(LAYOUT.wasm), 0o644);
   copy(addon, at(LAYOUT.addon), 0o755);
   copy(path.join(root, "config", "systemd", "liken-agent.service"), at(LAYOUT.unit), 0o644);
   copy(path.join(root, "images", "agent.yaml.example"), at(LAYOUT.example), 0o644);

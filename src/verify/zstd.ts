@@ -3,7 +3,10 @@
 // A frame is decoded into at most the length its chunk has in the index: a frame that
 // declares more, or inflates past it, is refused there (a decompression bomb is cut at the
 // chunk's length, never allocated).
-import { createRequire } from "node:module";
+// A static import, so that the agent package's bundle inlines the codec (a machine has no
+// node_modules); its init() reads zstd.wasm beside its own file (`__dirname`), which the
+// package ships beside the bundle (images/package-agent.ts).
+import * as codec from "@bokuweb/zstd-wasm";
 import { VerifyError } from "./errors.js";
 
 interface Zstd {
@@ -14,10 +17,10 @@ interface Zstd {
 
 let loaded: Promise<Zstd> | undefined;
 
-/** The codec, initialised on first use (CommonJS package: loaded with require). */
+/** The codec, its WebAssembly instantiated on first use. */
 export function zstd(): Promise<Zstd> {
   loaded ??= (async () => {
-    const z = createRequire(import.meta.url)("@bokuweb/zstd-wasm") as Zstd;
+    const z: Zstd = codec;
     await z.init();
     return z;
   })();

@@ -2,7 +2,7 @@
 // the launcher running the packaged CLI and the packaged native addon with nothing of the
 // checkout reachable (no node_modules, no src/), and the tarball's list of files.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -12,8 +12,10 @@ import {
   truncateSync,
   writeFileSync,
 } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { parse, stringify } from "yaml";
 import {
   bareImports,
@@ -26,6 +28,12 @@ import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { initialEnvBlock } from "../../src/bootloader/grub.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
 import { PREMATURE_CLOSE_REPAIR } from "../../src/image/bundle.js";
+import { buildRelease } from "../../src/release/build.js";
+import { keptPages, keptTop } from "../../src/slots/paged-index.js";
+import { SlotStore } from "../../src/slots/store.js";
+import { INDEX_CHUNK } from "../../src/verify/chunk-index.js";
+import { fileSlots } from "../support/file-slots.js";
+import { startFaultServer } from "./fault-server.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..", "..");
 const version = (
@@ -56,6 +64,7 @@ describe("the agent package", () => {
     expect(modes).toEqual({
       launcher: 0o755,
       bundle: 0o644,
+      wasm: 0o644,
       addon: 0o755,
       manifest: 0o644,
       unit: 0o644,
@@ -208,6 +217,100 @@ describe("the agent package", () => {
     }
     expect(await exited).toBe(0);
   });
+
+  it("the packaged agent decodes a release's zstd pack: the changed chunks travel as frames", async () => {
+    // Release 2.0 changes 3 blocks of 1.0, which slot a runs as liken staged it (its index
+    // pages kept). The download child, run from the package with no node_modules, must load
+    // the inlined codec and the shipped zstd.wasm to use the pages and the pack; without them
+    // it logs "index pages refused" and fetches the plain index and chunks instead.
+    const dir = mkdtempSync(path.join(out, "packs-"));
+    const channel = path.join(dir, "channel");
+    const B = INDEX_CHUNK;
+    const v1 = Buffer.concat([
+      Buffer.from("a line of a config file that compresses well\n".repeat(512 * 100)).subarray(
+        0,
+        512 * B,
+      ),
+      randomBytes(512 * B),
+    ]);
+    const v2 = Buffer.from(v1);
+    Buffer.from("the second release changes these blocks\n".repeat(400)).copy(v2, 10 * B, 0, 3 * B);
+    const digests: Record<string, string> = {};
+    for (const [version, bytes] of [
+      ["1.0", v1],
+      ["2.0", v2],
+    ] as const) {
+      const file = path.join(dir, `${version}.img`);
+      writeFileSync(file, bytes);
+      const r = await buildRelease({
+        version,
+        out: channel,
+        artifacts: [{ name: "rootfs", file }],
+      });
+      digests[version] = r.digest;
+    }
+    const slotA = Buffer.alloc(8 * 1024 * 1024);
+    v1.copy(slotA);
+    const config = fileSlots(dir, { a: slotA, b: 8 * 1024 * 1024 });
+    writeFileSync(
+      path.join(dir, "agent.yaml"),
+      stringify({
+        slots: { a: { device: "a.img" }, b: { device: "b.img" } },
+        running: "a",
+        stateDir: "state",
+      }),
+    );
+    const store = new SlotStore(config);
+    mkdirSync(store.dir("a"), { recursive: true });
+    const rel = path.join(channel, "1.0");
+    await store.writeRelease("a", readFileSync(path.join(rel, "release.yaml")));
+    await store.keepIndex("a", "rootfs", readFileSync(path.join(rel, "1.0.img.lkidx")));
+    await store.keepIndex("a", keptTop("rootfs"), readFileSync(path.join(rel, "1.0.img.lktop")));
+    await store.keepIndex(
+      "a",
+      keptPages("rootfs"),
+      readFileSync(path.join(rel, "1.0.img.lkpages")),
+    );
+
+    const server = await startFaultServer(channel);
+    let r: { stdout: string; stderr: string };
+    try {
+      // Not execFileSync: the channel is served from this process.
+      r = await promisify(execFile)(
+        path.join(pkg.tree, LAYOUT.launcher),
+        [
+          "agent",
+          "download",
+          "--config",
+          path.join(dir, "agent.yaml"),
+          "--source",
+          server.url,
+          "--version",
+          "2.0",
+          "--digest",
+          digests["2.0"]!,
+        ],
+        {
+          cwd: dir,
+          encoding: "utf8",
+          env: { PATH: `${path.dirname(process.execPath)}:/usr/bin:/bin`, HOME: out },
+        },
+      );
+    } finally {
+      await server.close();
+    }
+    expect(r.stderr).not.toContain("index pages refused");
+    expect(r.stderr).toMatch(/artifact rootfs: index from \d+ kept and 1 fetched page\(s\)/);
+    expect(r.stdout).toContain("slot b: staged 2.0");
+    const got = (ext: string): number =>
+      server.log.filter((g) => g.path === `/2.0/2.0.img${ext}`).length;
+    expect({ pack: got(".lkpack") > 0, plainIndex: got(".lkidx"), plain: got("") }).toEqual({
+      pack: true,
+      plainIndex: 0,
+      plain: 0,
+    });
+    expect(readFileSync(path.join(dir, "b.img")).subarray(0, v2.length).equals(v2)).toBe(true);
+  }, 120_000);
 
   it("lists the expected files in the tarball, owned by root, and no directories", () => {
     const listing = execFileSync("tar", ["-tvzf", pkg.tarball], { encoding: "utf8" })
