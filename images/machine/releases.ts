@@ -160,19 +160,27 @@ function releaseContext(
   return { context, containerfile };
 }
 
-export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
-  const base = await baseRootfs(log);
-  const kpkg = kernelPackage();
+/**
+ * The releases' cache key: this recipe's files (the Containerfiles are written by this file),
+ * liken's whole src/ (the agent package, containerfile.ts, from-image), the base, the kernel
+ * package and the tools whose output lands in the images.
+ */
+export function slotsKey(baseDir: string): string {
   const h = hashFiles(newHash("slots"), [...SOURCES, ...agentInputs()]);
-  h.update(base.dir)
-    .update(kpkg)
+  h.update(baseDir)
+    .update(kernelPackage())
     .update(`busybox-static=${dpkgVersion("busybox-static")}`)
     .update(`buildah=${dpkgVersion("buildah")}`)
     .update(`e2fsprogs=${dpkgVersion("e2fsprogs")}`)
     .update(`umoci=${UMOCI_VERSION}`);
   h.update(RELEASE_VERSIONS.join(","));
+  return short(h);
+}
+
+export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
+  const base = await baseRootfs(log);
   const t0 = Date.now();
-  const stage = await cachedStage("slots", short(h), async (work) => {
+  const stage = await cachedStage("slots", slotsKey(base.dir), async (work) => {
     log(`machine: building the releases in ${work}`);
     const pkg = await packageAgent({ out: join(work, "agent") });
     const kernel = guestKernel(work);
