@@ -36,7 +36,7 @@ const log = (s: string): void => void process.stderr.write(`${s}\n`);
 const MiB = 1024 * 1024;
 const EPOCH = "1764547200"; // 2025-12-01: the images' and releases' time
 
-// buildah is not among the test tier's packages (images/setup-debian.sh): say so before any work.
+// buildah comes with images/setup-debian.sh; on a machine set up otherwise, say so before any work.
 try {
   execFileSync("buildah", ["--version"], { stdio: "ignore" });
 } catch {

@@ -3,9 +3,9 @@
 # systemd-boot-efi for the systemd-boot ESP), the bootloader golden
 # files and the operator image (mmdebstrap: its root filesystem) need, and releases from container
 # images (e2fsprogs' mke2fs and debugfs make the slot's ext4; erofs-utils the EROFS compared in
-# docs/adr/slot-filesystem-from-image.md), and only those that are missing. buildah, which
-# bench/image-pair.ts uses to build an image from a Containerfile, is not needed by any test and
-# is left to the bench (it says how to install it).
+# docs/adr/slot-filesystem-from-image.md; buildah and skopeo build and copy the OCI images those
+# releases come from: the machine scenario's and the lab's releases are Containerfiles built by
+# buildah, src/release/image/containerfile.ts), and only those that are missing.
 # Idempotent and fast when everything is present
 # (dpkg-query and a file test, no apt). `npm test` runs it first (the `pretest` script), so a
 # fresh Debian machine needs nothing but `npm ci` before it; `.ci/run` calls it too.
@@ -33,6 +33,8 @@ e2fsprogs
 busybox-static
 mmdebstrap
 erofs-utils
+buildah
+skopeo
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,15 +1,23 @@
-// buildMachineImages(): what the machine scenario boots (contract.ts). The slot images are
-// built once for both bootloaders (releases.ts); the disk, whose ESP differs, once per
-// bootloader. Both are cached under ~/.cache/liken/testbed/machine-*: a second build reads them.
+// buildMachineImages(): what the machine scenario boots (contract.ts). The releases are built
+// once for both bootloaders (releases.ts: Containerfiles, buildah, `--from-image`); the disk,
+// whose ESP differs, once per bootloader, by `liken machine image` (disk.ts). Both are cached
+// under ~/.cache/liken/testbed/machine-*: a second build reads them.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cachedStage, dpkgVersion, hashFiles, MiB, newHash, run, short } from "./cache.js";
+import {
+  cachedStage,
+  dpkgVersion,
+  filesUnder,
+  hashFiles,
+  MiB,
+  newHash,
+  run,
+  short,
+} from "./cache.js";
 import type { MachineBootloader, MachineImages } from "./contract.js";
-import { checkTable } from "../../src/install/install.js";
-import { assembleDisk, partitionTable, type PartitionTable } from "./disk.js";
-import { grubEsp } from "./esp-grub.js";
-import { systemdBootEsp } from "./esp-systemd-boot.js";
-import { buildSlots, type SlotSet } from "./releases.js";
+import type { PartitionTable } from "../../src/install/layout.js";
+import { machineImage } from "./disk.js";
+import { buildSlots, RELEASE_VERSIONS, type SlotSet } from "./releases.js";
 
 export interface BuiltMachine extends MachineImages {
   /** Bytes of the disk, the slot images, the kernel, the initrd. */
@@ -25,10 +33,7 @@ const SOURCES = [
   "images/machine/esp.ts",
   "images/machine/esp-grub.ts",
   "images/machine/esp-systemd-boot.ts",
-  "src/install/esp.ts",
-  "src/install/layout.ts",
-  "src/install/state.ts",
-  "src/install/tools.ts",
+  ...filesUnder("src/install"),
   "src/bootloader/boot-files.ts",
   "src/bootloader/grub-cfg.ts",
   "src/bootloader/grub.ts",
@@ -55,13 +60,14 @@ export async function buildMachineImages(
   const slots = await buildSlots(log);
   const h = hashFiles(newHash(`disk-${bootloader}`), SOURCES).update(slots.dir);
   h.update(`${ESP_PACKAGES[bootloader]}=${dpkgVersion(ESP_PACKAGES[bootloader])}`);
-  const parts = partitionTable(slotMiB(slots));
-  const stage = await cachedStage(bootloader, short(h), (work) => {
-    const esp = join(work, "esp.fat");
-    if (bootloader === "grub") grubEsp(work, esp);
-    else systemdBootEsp(work, esp, slots);
-    const disk = assembleDisk(work, parts, esp, slots.releases[0].slotImage);
-    checkTable(disk, parts);
+  const stage = await cachedStage(bootloader, short(h), async (work) => {
+    const parts = await machineImage({
+      disk: join(work, "disk.img"),
+      bootloader,
+      release: join(slots.channel, RELEASE_VERSIONS[0]),
+      slotMiB: slotMiB(slots),
+      log,
+    });
     writeFileSync(join(work, "parts.json"), JSON.stringify(parts));
   });
   const stored = JSON.parse(readFileSync(join(stage.dir, "parts.json"), "utf8")) as PartitionTable;

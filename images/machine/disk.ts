@@ -1,15 +1,15 @@
 // The machine's disk: a raw GPT with the partitions docs/machine.md names by label: esp,
-// liken-a (holding the installed release), liken-b (same size, empty) and liken-state (ext4 with
-// an empty etc/, the directory bound onto /etc/liken). The layout, the table and the state
-// filesystem are the installer's (src/install/): `liken machine image` makes disks the same way.
+// liken-a (holding the installed release), liken-b (same size, empty) and liken-state (ext4,
+// the directory bound onto /etc/liken), made by `liken machine image` (src/install/). The
+// scenario's state filesystem replaces the installer's before the first boot (state.ts).
 // Partitions are placed with dd conv=notrunc; no loop device, no mount.
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
-import { planLayout, sgdiskArgs, type PartitionTable } from "../../src/install/layout.js";
+import { installMachine } from "../../src/install/install.js";
+import { planLayout, type PartitionTable } from "../../src/install/layout.js";
 import { stateFilesystem, writeStateTree } from "../../src/install/state.js";
-import { place as placeFile, run } from "../../src/install/tools.js";
+import { place as placeFile } from "../../src/install/tools.js";
 import { MiB } from "./cache.js";
-import { ESP_MIB } from "./esp.js";
+import type { MachineBootloader } from "./contract.js";
+import { ESP_MIB, slotArgs, TRIAL_ARGS } from "./esp.js";
 import { NODE_STATE_DIRS } from "./node.js";
 
 /**
@@ -42,22 +42,45 @@ export function stateImage(img: string, dir: string): void {
   stateFilesystem(img, dir, STATE_MIB * MiB);
 }
 
-export function assembleDisk(
-  work: string,
-  parts: PartitionTable,
-  esp: string,
-  slotA: string,
-): string {
-  const disk = join(work, "disk.img");
-  const end = parts["liken-state"].offset + parts["liken-state"].size;
-  // 1 MiB after the last partition for the backup GPT.
-  run("truncate", ["-s", String(end + MiB), disk]);
-  run("sgdisk", [...sgdiskArgs(parts), disk]);
-  place(disk, esp, parts.esp.offset);
-  place(disk, slotA, parts["liken-a"].offset);
-  const state = join(work, "state.ext4");
-  mkdirSync(join(work, "state.d"), { recursive: true });
-  stateImage(state, join(work, "state.d"));
-  place(disk, state, parts["liken-state"].offset);
-  return disk;
+/**
+ * The machine's disk file, made by \`liken machine image\` (its code, installMachine) from the
+ * installed release's directory: the partition table, the ESP with the testbed's kernel
+ * arguments (a serial console; GRUB's trial adds TRIAL_ARGS, systemd-boot's entries carry
+ * panic=3), v1 into slot a through the verifying writer. Its state partition holds a placeholder
+ * identity: the scenario writes the real one before the first boot (state.ts).
+ */
+export async function machineImage(o: {
+  disk: string;
+  bootloader: MachineBootloader;
+  release: string;
+  slotMiB: number;
+  log: (s: string) => void;
+}): Promise<PartitionTable> {
+  const r = await installMachine({
+    target: o.disk,
+    mode: "image",
+    espMiB: ESP_MIB,
+    slotMiB: o.slotMiB,
+    stateMiB: STATE_MIB,
+    bootloader: o.bootloader,
+    release: { dir: o.release },
+    cluster: "liken-machine",
+    machine: "liken-machine",
+    credential: { kind: "bootstrap", kubeconfig: PLACEHOLDER_KUBECONFIG },
+    kernelArgs: slotArgs("%s"),
+    trialArgs: o.bootloader === "grub" ? TRIAL_ARGS : "panic=3",
+    serial: true,
+    wipe: false,
+    log: (l) => o.log(`machine image: ${l}`),
+  });
+  return r.layout;
 }
+
+/** The state partition's credential until the scenario writes its own (state.ts). */
+const PLACEHOLDER_KUBECONFIG = `# placeholder: the machine scenario writes the fleet's bootstrap kubeconfig here
+apiVersion: v1
+kind: Config
+clusters: []
+contexts: []
+users: []
+`;

@@ -1,19 +1,16 @@
-// The machine's three releases as ext4 slot images (mke2fs -d, no root mounts): one root
-// filesystem with the agent package, the kernel and the initrd under /boot, differing in
-// /etc/os-release's VERSION and in the initrd, which carries the release's version; the third
-// one's /sbin/init exits at once, so its boot panics (and the trial's panic=N reboots into the
-// default slot); the fourth one's kubelet unit is masked, so it boots but never rejoins. Each release's kernel and initrd are files too, for its `kernel` and `initrd`
-// artifacts (systemd-boot boots them from the ESP). Cached with everything they are made of.
-import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  mkdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+// The machine's four releases, each built as an image adopter builds one (docs/day-1.md): a
+// Containerfile built by buildah (src/release/image/containerfile.ts), then `liken release build
+// --from-image` (its code, buildReleaseFromImage). The base image is the configured root
+// filesystem (rootfs.ts's mmdebstrap tree with the agent package, guest.ts, and the node,
+// node.ts) imported as one OCI layer; v1 is `FROM` it plus the kernel and its initrd at bootc's
+// places (/usr/lib/modules/<version>/vmlinuz and initramfs.img) and /etc/os-release; each later
+// release is `FROM` the one it changes plus its own initrd (which prints its version) and
+// os-release. v3's /sbin/init exits at once, so its boot panics (and the trial's panic=N reboots
+// into the default slot); v4 (FROM v2) masks the kubelet's unit, so it boots but never rejoins.
+// Each release's rootfs, kernel and initrd artifacts are what the scenario publishes (GRUB boots
+// the slot's /boot links, systemd-boot the files from the ESP). Cached with everything they
+// are made of.
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { packageAgent } from "../package-agent.js";
 import type { MachineRelease } from "./contract.js";
@@ -33,7 +30,17 @@ import { configureGuest, maskUnit, writeOsRelease } from "./guest.js";
 import { configureNode, DRA_DRIVER_IMAGE, PAUSE_IMAGE, WORKLOAD_IMAGE } from "./node.js";
 import { buildNodeImages, workloadBinary } from "./node-images.js";
 import { ensureNodeBinaries } from "../../src/controlplane/node-tools.js";
+import { ensureTool } from "../../src/controlplane/tools.js";
+import { UMOCI_VERSION } from "../../src/controlplane/versions.js";
+import { importRootfs, withBuildah } from "../../src/release/image/containerfile.js";
+import { buildReleaseFromImage } from "../../src/release/image/from-image.js";
 import { baseRootfs } from "./rootfs.js";
+
+/** The OCI layout directory of the base and the releases' images, in the work directory. */
+const LAYOUT = "images";
+
+/** Every release's time (SOURCE_DATE_EPOCH): 2025-12-01. */
+const EPOCH = 1764547200;
 
 /** v1 (installed), v2 (good), v3 (its boot panics), v4 (its kubelet never starts). */
 export const RELEASE_VERSIONS = [
@@ -45,10 +52,9 @@ export const RELEASE_VERSIONS = [
 
 export interface SlotSet {
   dir: string;
+  /** The channel directory the releases were built into (<channel>/<version>/release.yaml). */
+  channel: string;
   releases: [MachineRelease, MachineRelease, MachineRelease, MachineRelease];
-  /** The installed release's (v1's) kernel and initrd, for the image's ESP. */
-  vmlinuz: string;
-  initrd: string;
   kernelPackage: string;
   /** Bytes: each slot image, the kernel, the initrd, the root filesystem's files. */
   sizes: Record<string, number>;
@@ -83,12 +89,6 @@ const SOURCES = [
   "images/machine/workload.c",
 ];
 
-/** A UUID made from a name, so one version's filesystem gets the same UUID on every build. */
-function uuidOf(name: string): string {
-  const h = createHash("sha256").update(name).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
 /**
  * Slot image size: the files, 15 % more for ext4's own blocks (inode tables, the journal) and
  * 24 MiB free. The release is the whole image, so every MiB here is downloaded and written.
@@ -107,21 +107,84 @@ exit 1
 `;
 }
 
+/** The kernel's version from its package (`linux-image-6.1.0-57-amd64=...` -> `6.1.0-57-amd64`). */
+function kernelVersion(pkg: string): string {
+  const m = /^linux-image-([^=]+)=/.exec(pkg);
+  if (m === null) throw new Error(`machine: cannot read a kernel version from package ${pkg}`);
+  return m[1]!;
+}
+
+/**
+ * Release i's Containerfile context: FROM the release it changes (v1: the base, v4: v2, the
+ * others: the one before), COPY of the files that change. bootc's places for the kernel and
+ * initrd (/usr/lib/modules/<version>/vmlinuz and initramfs.img); from-image links /boot/vmlinuz
+ * and /boot/initrd.img to them for GRUB.
+ */
+function releaseContext(
+  work: string,
+  i: number,
+  kver: string,
+  vmlinuz: Buffer,
+  initrd: Buffer,
+  /** The OCI layout, relative to `work`. */
+  layout: string,
+): { context: string; containerfile: string } {
+  const version = RELEASE_VERSIONS[i]!;
+  const from = i === 0 ? "base" : i === 3 ? RELEASE_VERSIONS[1] : RELEASE_VERSIONS[i - 1]!;
+  const context = join(work, "context", version);
+  const over = join(context, "over");
+  const modules = join(over, "usr/lib/modules", kver);
+  mkdirSync(modules, { recursive: true });
+  if (i === 0) writeFileSync(join(modules, "vmlinuz"), vmlinuz);
+  writeFileSync(join(modules, "initramfs.img"), initrd);
+  writeOsRelease(over, version);
+  if (i === 2) {
+    mkdirSync(join(over, "usr/sbin"), { recursive: true });
+    writeFileSync(join(over, "usr/sbin/init"), panicInit(version));
+    chmodSync(join(over, "usr/sbin/init"), 0o755);
+  }
+  // The kubelet-down release: it boots and its agent runs, but its unit is masked, so its
+  // Node never shows this boot (the trial gives up with NodeNotRejoined and falls back).
+  if (i === 3) {
+    mkdirSync(join(over, "etc/systemd/system"), { recursive: true });
+    maskUnit(over, "kubelet.service");
+  }
+  // FROM names the layout relative to the work directory, where buildah runs (containerfile.ts).
+  const containerfile = [
+    `FROM oci:${layout}:${from}`,
+    "COPY over/ /",
+    `LABEL org.opencontainers.image.version=${version}`,
+    "",
+  ].join("\n");
+  writeFileSync(join(context, "Containerfile"), containerfile);
+  return { context, containerfile };
+}
+
+/**
+ * The releases' cache key: this recipe's files (the Containerfiles are written by this file),
+ * liken's whole src/ (the agent package, containerfile.ts, from-image), the base, the kernel
+ * package and the tools whose output lands in the images.
+ */
+export function slotsKey(baseDir: string): string {
+  const h = hashFiles(newHash("slots"), [...SOURCES, ...agentInputs()]);
+  h.update(baseDir)
+    .update(kernelPackage())
+    .update(`busybox-static=${dpkgVersion("busybox-static")}`)
+    .update(`buildah=${dpkgVersion("buildah")}`)
+    .update(`e2fsprogs=${dpkgVersion("e2fsprogs")}`)
+    .update(`umoci=${UMOCI_VERSION}`);
+  h.update(RELEASE_VERSIONS.join(","));
+  return short(h);
+}
+
 export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
   const base = await baseRootfs(log);
-  const kpkg = kernelPackage();
-  const h = hashFiles(newHash("slots"), [...SOURCES, ...agentInputs()]);
-  h.update(base.dir)
-    .update(kpkg)
-    .update(`busybox-static=${dpkgVersion("busybox-static")}`);
-  h.update(RELEASE_VERSIONS.join(","));
   const t0 = Date.now();
-  const stage = await cachedStage("slots", short(h), async (work) => {
-    log(`machine: building the slot images in ${work}`);
+  const stage = await cachedStage("slots", slotsKey(base.dir), async (work) => {
+    log(`machine: building the releases in ${work}`);
     const pkg = await packageAgent({ out: join(work, "agent") });
     const kernel = guestKernel(work);
-    // One kernel binary for all releases; each its own initrd (the version it prints).
-    writeFileSync(join(work, "vmlinuz"), kernel.vmlinuz);
+    const kver = kernelVersion(kernel.package);
     const initrds = RELEASE_VERSIONS.map((v) => machineInitrd(kernel, v));
     const root = join(work, "root");
     run("cp", ["-a", "--reflink=auto", join(base.dir, "root"), root]);
@@ -137,73 +200,78 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
       log,
     );
     configureNode(root, nodeBin, images);
-    mkdirSync(join(root, "boot"), { recursive: true });
-    writeFileSync(join(root, "boot/vmlinuz"), kernel.vmlinuz);
-    writeFileSync(join(root, "boot/initrd.img"), initrds[0]!);
-    const size = imageMiB(root);
+    // A container image holds no device nodes (from-image refuses them): the initrd mounts
+    // devtmpfs on /dev, which stays as an empty directory.
+    run("find", [join(root, "dev"), "-mindepth", "1", "-delete"]);
+    // The slot: the root filesystem with room to spare, then the kernel and initrd after it.
+    const boot =
+      Math.ceil((kernel.vmlinuz.length + Math.max(...initrds.map((b) => b.length))) / MiB) + 2;
+    const slotBytes = (imageMiB(root) + boot) * MiB;
     const sizes: Record<string, number> = {
       rootFiles: Number(run("du", ["-sb", "--apparent-size", root]).split("\t")[0]),
       vmlinuz: kernel.vmlinuz.length,
       initrd: initrds[0]!.length,
       agentTarball: pkg.sizes.tarball,
     };
-    const init = join(root, "usr/sbin/init");
-    const systemdInit = readlinkSync(init);
-    const releases = RELEASE_VERSIONS.map((version, i): MachineRelease => {
-      const panics = i === 2;
-      const kubeletDown = i === 3;
-      writeOsRelease(root, version);
-      // The same bytes in the slot's /boot (GRUB's) and as the release's initrd artifact.
-      mkdirSync(join(work, version));
-      const initrd = join(work, version, "initrd.img");
-      writeFileSync(initrd, initrds[i]!);
-      writeFileSync(join(root, "boot/initrd.img"), initrds[i]!);
-      rmSync(init, { force: true });
-      if (panics) {
-        writeFileSync(init, panicInit(version));
-        chmodSync(init, 0o755);
-      } else {
-        symlinkSync(systemdInit, init);
-      }
-      // The kubelet-down release: it boots and its agent runs, but its unit is masked, so its
-      // Node never shows this boot (the trial gives up with NodeNotRejoined and falls back).
-      if (kubeletDown) maskUnit(root, "kubelet.service");
-      const img = join(work, `${version}.ext4`);
-      const uuid = uuidOf(`liken-machine-${version}`);
-      run("mke2fs", [
-        "-q",
-        "-t",
-        "ext4",
-        "-L",
-        "liken-root",
-        "-U",
-        uuid,
-        "-E",
-        `hash_seed=${uuid}`,
-        "-m",
-        "0",
-        // mke2fs.conf would make a filesystem this small "small": 1 KiB blocks and an inode
-        // per 4 KiB. The usual 4 KiB blocks and an inode per 16 KiB fit a root filesystem.
-        "-T",
-        "default",
-        "-b",
-        "4096",
-        "-d",
-        root,
-        img,
-        `${size}M`,
-      ]);
-      sizes[version] = size * MiB;
-      return {
-        version,
-        slotImage: img,
-        panics,
-        ...(kubeletDown ? { kubeletDown } : {}),
-        bootFiles: { kernel: join(work, "vmlinuz"), initrd },
-      };
+    // The base image: the configured root filesystem as one layer (an image builder's own
+    // base, made by mmdebstrap); every release is a Containerfile FROM it or a later one.
+    const layout = join(work, LAYOUT);
+    const t1 = Date.now();
+    await importRootfs({
+      rootfs: root,
+      layout,
+      name: "base",
+      umoci: await ensureTool("umoci", log),
+      sourceDateEpoch: EPOCH,
+      workDir: work,
     });
-    // The root filesystem is in the images now; the agent's tarball stays for reference.
     rmSync(root, { recursive: true, force: true });
+    log(`machine: base image in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    const channel = join(work, "channel");
+    const releases: MachineRelease[] = [];
+    await withBuildah({ workDir: work, sourceDateEpoch: EPOCH, log }, async (b) => {
+      for (let i = 0; i < RELEASE_VERSIONS.length; i++) {
+        const version = RELEASE_VERSIONS[i]!;
+        const t2 = Date.now();
+        const { context, containerfile } = releaseContext(
+          work,
+          i,
+          kver,
+          kernel.vmlinuz,
+          initrds[i]!,
+          LAYOUT,
+        );
+        const ref = await b.build({ containerfile, context, layout, name: version, cwd: work });
+        const t3 = Date.now();
+        // `liken release build --from-image <ref> --slot-size ...`, its code.
+        const r = await buildReleaseFromImage({
+          ref,
+          out: channel,
+          slotSizeBytes: slotBytes,
+          sourceDateEpoch: EPOCH,
+          workDir: work,
+          log,
+        });
+        log(
+          `machine: ${version}: buildah ${((t3 - t2) / 1000).toFixed(1)} s, from-image ${((Date.now() - t3) / 1000).toFixed(1)} s (${r.digest})`,
+        );
+        const file = (name: string): string => {
+          const a = r.release.artifacts.find((x) => x.name === name);
+          if (a === undefined) throw new Error(`machine: release ${version} has no ${name}`);
+          return join(r.dir, a.path);
+        };
+        sizes[version] = slotBytes;
+        releases.push({
+          version,
+          slotImage: file("rootfs"),
+          panics: i === 2,
+          ...(i === 3 ? { kubeletDown: true } : {}),
+          bootFiles: { kernel: file("kernel"), initrd: file("initrd") },
+        });
+      }
+    });
+    // The images are in the releases now; the agent's tarball stays for reference.
+    rmSync(layout, { recursive: true, force: true });
     rmSync(join(work, "agent", "tree"), { recursive: true, force: true });
     rmSync(join(work, "kernel"), { recursive: true, force: true });
     const local = (p: string): string => p.slice(work.length + 1);
@@ -217,7 +285,7 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
       sizes,
     };
     writeFileSync(join(work, "slots.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-    log(`machine: slot images in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    log(`machine: releases in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   });
   const m = JSON.parse(readFileSync(join(stage.dir, "slots.json"), "utf8")) as {
     releases: MachineRelease[];
@@ -234,8 +302,7 @@ export async function buildSlots(log: (s: string) => void): Promise<SlotSet> {
         initrd: join(stage.dir, r.bootFiles!.initrd),
       },
     })) as SlotSet["releases"],
-    vmlinuz: join(stage.dir, "vmlinuz"),
-    initrd: join(stage.dir, RELEASE_VERSIONS[0], "initrd.img"),
+    channel: join(stage.dir, "channel"),
     kernelPackage: m.kernelPackage,
     sizes: m.sizes,
     builtSeconds: stage.built ? (Date.now() - t0) / 1000 : 0,

@@ -23,7 +23,7 @@ import {
   type LabMachineSpec,
 } from "./fleet.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG } from "./paths.js";
-import { buildLabRelease, type LabRelease } from "./releases.js";
+import { buildLabImageRelease, buildLabRelease, type LabRelease } from "./releases.js";
 
 const run = promisify(execFile);
 
@@ -124,8 +124,11 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
     await installApi(binDir);
     const channelDir = path.join(LAB_DIR, "lab", "channel");
     const releases: LabRelease[] = [];
-    for (const v of LAB_VERSIONS)
-      releases.push(await buildLabRelease(channelDir, path.join(LAB_DIR, "lab"), v));
+    // The first release from plain artifacts (`liken release build -a`), the second from a
+    // Containerfile (buildah, then `liken release build --from-image`), as docs/day-1.md does.
+    const work = path.join(LAB_DIR, "lab");
+    releases.push(await buildLabRelease(channelDir, work, LAB_VERSIONS[0]));
+    releases.push(await buildLabImageRelease(channelDir, work, LAB_VERSIONS[1]));
     const channel = await serveChannel(channelDir);
     stoppers.push(() => channel.close());
     const kc = loadKubeConfig(LAB_KUBECONFIG);

@@ -27,6 +27,9 @@ function noise(n: number, seed: string): Buffer {
   return out;
 }
 
+/** struct vfs_cap_data, revision 2, effective: CAP_NET_RAW (13) and CAP_SETUID (7) permitted. */
+const PING_CAPS = Buffer.from([1, 0, 0, 2, 0x80, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+
 const base: TarEntry[] = [
   { name: "etc/", type: "directory" },
   { name: "etc/os-release", content: "ID=test\n" },
@@ -37,6 +40,16 @@ const base: TarEntry[] = [
   { name: "usr/bin/sh", content: noise(9_000, "sh"), mode: 0o755 },
   { name: "usr/bin/dash", type: "link", linkname: "usr/bin/sh" },
   { name: "bin", type: "symlink", linkname: "usr/bin" },
+  // File capabilities, as buildah writes them: a PAX record of raw bytes (0x80 is CAP_SETUID's).
+  {
+    name: "usr/bin/ping",
+    content: noise(5_000, "ping"),
+    mode: 0o755,
+    xattrs: { "security.capability": PING_CAPS, "user.note": Buffer.from("kept") },
+  },
+  // Absolute symlinks and symlinks pointing outside the root are entries like any other.
+  { name: "etc/resolv.conf", type: "symlink", linkname: "/run/systemd/resolve/stub-resolv.conf" },
+  { name: "etc/up", type: "symlink", linkname: "../../../.." },
   { name: "home/user/notes", content: "mine\n", uid: 1000, gid: 1000, mode: 0o600 },
   { name: "usr/share/data.bin", content: noise(1 * MiB, "data") },
   { name: 'usr/share/a name with "quotes" and spaces', content: "q\n" },
@@ -133,6 +146,15 @@ describe("liken release build --from-image", () => {
     expect(debugfs(img, "stat /boot/vmlinuz")).toContain(
       'Fast link dest: "../usr/lib/modules/6.12.9-test/vmlinuz"',
     );
+    // Extended attributes byte for byte; symlinks pointing anywhere kept as they are.
+    const caps = path.join(dir, "caps.bin");
+    debugfs(img, `ea_get -f ${caps} /usr/bin/ping security.capability`);
+    expect((await readFile(caps)).equals(PING_CAPS)).toBe(true);
+    expect(debugfs(img, "ea_list /usr/bin/ping")).toContain('user.note (4) = "kept"');
+    expect(debugfs(img, "stat /etc/resolv.conf")).toContain(
+      'Fast link dest: "/run/systemd/resolve/stub-resolv.conf"',
+    );
+    expect(debugfs(img, "stat /etc/up")).toContain('Fast link dest: "../../../.."');
     // The mtime in the future was clamped to the image's created time.
     expect(debugfs(img, "stat /etc/os-release")).toContain(
       `mtime: 0x${(Date.parse("2026-11-01T00:00:00Z") / 1000).toString(16)}:00000000`,

@@ -16,6 +16,20 @@ export interface TarEntry {
   gid?: number;
   /** Seconds. */
   mtime?: number;
+  /** Extended attributes, as GNU tar and Go's archive/tar write them: SCHILY.xattr.<name>=<bytes>. */
+  xattrs?: Record<string, Buffer>;
+}
+
+/** PAX records `<len> <key>=<value>\n` with raw byte values (tar-stream would write UTF-8). */
+export function paxRecords(records: Record<string, Buffer>): Buffer {
+  const out: Buffer[] = [];
+  for (const [k, v] of Object.entries(records)) {
+    const body = Buffer.concat([Buffer.from(` ${k}=`), v, Buffer.from("\n")]);
+    let len = body.length + 1;
+    while (String(len).length + body.length !== len) len = String(len).length + body.length;
+    out.push(Buffer.concat([Buffer.from(String(len)), body]));
+  }
+  return Buffer.concat(out);
 }
 
 export function tarOf(entries: TarEntry[]): Promise<Buffer> {
@@ -25,24 +39,63 @@ export function tarOf(entries: TarEntry[]): Promise<Buffer> {
   for (const e of entries) {
     const body = e.content === undefined ? undefined : Buffer.from(e.content);
     const type = e.type ?? "file";
-    const header: Partial<Header> & { name: string } = {
-      name: e.name,
-      type,
-      mode: e.mode ?? (type === "directory" ? 0o755 : 0o644),
-      uid: e.uid ?? 0,
-      gid: e.gid ?? 0,
-      mtime: new Date((e.mtime ?? 1_700_000_000) * 1000),
-      ...(e.linkname === undefined ? {} : { linkname: e.linkname }),
-      ...(type === "file" ? { size: body?.length ?? 0 } : {}),
-    };
+    const header = headerOf(e, type, body);
+    if (e.xattrs !== undefined) paxEntry(p, e.name, e.xattrs);
     if (type === "file") p.entry(header, body ?? Buffer.alloc(0));
     else p.entry(header, "");
   }
   p.finalize();
-  return new Promise((resolve, reject) => {
-    p.on("end", () => resolve(Buffer.concat(chunks)));
+  return new Promise<Buffer>((resolve, reject) => {
+    p.on("end", () => resolve(retypePax(Buffer.concat(chunks))));
     p.on("error", reject);
   });
+}
+
+function headerOf(
+  e: TarEntry,
+  type: NonNullable<Header["type"]>,
+  body: Buffer | undefined,
+): Partial<Header> & { name: string } {
+  return {
+    name: e.name,
+    type,
+    mode: e.mode ?? (type === "directory" ? 0o755 : 0o644),
+    uid: e.uid ?? 0,
+    gid: e.gid ?? 0,
+    mtime: new Date((e.mtime ?? 1_700_000_000) * 1000),
+    ...(e.linkname === undefined ? {} : { linkname: e.linkname }),
+    ...(type === "file" ? { size: body?.length ?? 0 } : {}),
+  };
+}
+
+const PAX_MARK = "PaxHeaders.test/";
+
+/**
+ * The PAX header of `name` with its xattrs. tar-stream takes no body for a pax-header entry:
+ * written as a file named PAX_MARK..., retyped by retypePax.
+ */
+function paxEntry(p: ReturnType<typeof pack>, name: string, xattrs: Record<string, Buffer>): void {
+  const pax = paxRecords(
+    Object.fromEntries(Object.entries(xattrs).map(([k, v]) => [`SCHILY.xattr.${k}`, v])),
+  );
+  p.entry({ name: `${PAX_MARK}${name}`.slice(0, 99), type: "file", size: pax.length }, pax);
+}
+
+/** Each header named PAX_MARK... becomes a PAX extended header (typeflag 'x'), checksum redone. */
+function retypePax(tar: Buffer): Buffer {
+  for (let off = 0; off + 512 <= tar.length;) {
+    const h = tar.subarray(off, off + 512);
+    if (h.every((b) => b === 0)) break;
+    const size = Number.parseInt(h.subarray(124, 136).toString("latin1").replace(/\0.*$/, ""), 8);
+    if (h.subarray(0, PAX_MARK.length).toString("latin1") === PAX_MARK) {
+      h[156] = "x".charCodeAt(0);
+      h.fill(0x20, 148, 156);
+      const sum = h.reduce((a, b) => a + b, 0);
+      h.write(`${sum.toString(8).padStart(6, "0")}\0 `, 148, "latin1");
+    }
+    off += 512 + Math.ceil(size / 512) * 512;
+  }
+  return tar;
 }
 
 const sha = (b: Buffer): string => `sha256:${createHash("sha256").update(b).digest("hex")}`;

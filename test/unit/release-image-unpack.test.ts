@@ -211,6 +211,21 @@ describe("unpackLayers", () => {
     ]);
   });
 
+  it("keeps extended attributes byte for byte, and symlinks pointing anywhere as entries", async () => {
+    const caps = Buffer.from([1, 0, 0, 2, 0x80, 0x20, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    const t = await unpack([
+      { name: "usr/bin/ping", content: "p", xattrs: { "security.capability": caps } },
+      { name: "etc/mtab", type: "symlink", linkname: "/proc/self/mounts" },
+      { name: "etc/far", type: "symlink", linkname: "../../../../outside" },
+      { name: "etc/far2", type: "link", linkname: "usr/bin/ping" },
+    ]);
+    expect(t.file("usr/bin/ping")!.meta.xattrs).toEqual([
+      { name: "security.capability", value: caps },
+    ]);
+    expect(t.paths.get("etc/mtab")).toMatchObject({ target: "/proc/self/mounts" });
+    expect(t.paths.get("etc/far")).toMatchObject({ target: "../../../../outside" });
+  });
+
   it("a symlink is replaced by an entry at its own path, not written through", async () => {
     const t = await unpack(
       [{ name: "etc/resolv.conf", type: "symlink", linkname: "/run/resolv.conf" }],

@@ -20,7 +20,8 @@ export type ImageErrorCode =
   | "LIKEN_IMAGE_NO_KERNEL"
   | "LIKEN_IMAGE_KERNEL_AMBIGUOUS"
   | "LIKEN_IMAGE_TOO_LARGE"
-  | "LIKEN_IMAGE_MKFS";
+  | "LIKEN_IMAGE_MKFS"
+  | "LIKEN_IMAGE_BUILD";
 
 export function imageError(
   code: ImageErrorCode,

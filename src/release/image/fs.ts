@@ -171,10 +171,14 @@ async function makeExt4(o: FilesystemImageOptions): Promise<void> {
       `its files need ${need.blocks} blocks of 4 KiB and ${need.inodes} inodes, an empty ext4 of that size has ${free.blocks} and ${free.inodes}`,
     );
   }
-  const script = ext4Script(o.tree);
   const file = path.join(o.workDir ?? path.dirname(o.out), `.${path.basename(o.out)}.debugfs`);
+  const xattrs = { dir: `${file}.xattrs`, values: [] as Buffer[] };
+  const script = ext4Script(o.tree, xattrs);
   await writeFile(file, script);
   try {
+    if (xattrs.values.length > 0) await mkdir(xattrs.dir, { recursive: true });
+    for (const [i, v] of xattrs.values.entries())
+      await writeFile(path.join(xattrs.dir, String(i)), v);
     const r = await run("debugfs", ["-w", "-f", file, o.out], env);
     const errors = r.stderr.split("\n").filter((l) => l.trim() !== "" && !/^debugfs \d/.test(l));
     if (r.code !== 0 || errors.length > 0) {
@@ -192,6 +196,7 @@ async function makeExt4(o: FilesystemImageOptions): Promise<void> {
     }
   } finally {
     await rm(file, { force: true });
+    await rm(xattrs.dir, { recursive: true, force: true });
   }
   // debugfs writes the superblock's write time from the clock: set it, and check the result.
   const fix = await run("e2fsck", ["-fy", o.out], {
@@ -220,8 +225,15 @@ async function ext4Free(img: string): Promise<{ blocks: number; inodes: number }
   return { blocks: num("Free blocks"), inodes: num("Free inodes") };
 }
 
-/** The debugfs script that fills an empty ext4 with the tree, in byte order. */
-export function ext4Script(tree: Tree): string {
+/**
+ * The debugfs script that fills an empty ext4 with the tree, in byte order. Each extended
+ * attribute is set by `ea_set -f <xattrs.dir>/<n>` (a binary value cannot be an argument);
+ * its value is pushed onto `xattrs.values` at index n, for the caller to write there.
+ */
+export function ext4Script(
+  tree: Tree,
+  xattrs: { dir: string; values: Buffer[] } = { dir: "", values: [] },
+): string {
   const lines: string[] = [];
   const firstPath = new Map<number, string>();
   const links = new Map<number, number>();
@@ -233,6 +245,10 @@ export function ext4Script(tree: Tree): string {
       `sif ${a} gid ${m.gid}`,
     );
     for (const t of ["atime", "mtime", "ctime", "crtime"]) lines.push(`sif ${a} ${t} @${m.mtime}`);
+    for (const x of m.xattrs ?? []) {
+      const file = path.join(xattrs.dir, String(xattrs.values.push(x.value) - 1));
+      lines.push(`ea_set -f ${q(file)} ${a} ${q(x.name)}`);
+    }
   };
   let cwd = "";
   const order = tree.creationOrder();
@@ -310,6 +326,15 @@ async function makeErofs(o: FilesystemImageOptions): Promise<void> {
       "EROFS images are made from a directory with the image's owners, which needs root here; use --fs ext4 (made without root)",
       {},
     );
+  }
+  for (const [p, e] of o.tree.paths) {
+    const m = e.kind === "file" ? o.tree.files.get(e.ino)!.meta : e.meta;
+    if ((m.xattrs?.length ?? 0) > 0)
+      throw imageError(
+        "LIKEN_IMAGE_MKFS",
+        `/${p} has extended attributes (${m.xattrs!.map((x) => x.name).join(", ")}), which liken's EROFS build does not write yet: use --fs ext4, which keeps them`,
+        { path: `/${p}` },
+      );
   }
   const dir = `${o.out}.tree`;
   await rm(dir, { recursive: true, force: true });

@@ -6,6 +6,7 @@
 import { lstat, readdir, readlink } from "node:fs/promises";
 import path from "node:path";
 import { imageError } from "./errors.js";
+import type { Xattr } from "./pax.js";
 
 export interface Meta {
   /** Permission bits with set-uid, set-gid and sticky (07777). */
@@ -14,6 +15,8 @@ export interface Meta {
   gid: number;
   /** Seconds since the epoch (clamped to SOURCE_DATE_EPOCH by the unpacker). */
   mtime: number;
+  /** Extended attributes (security.capability...), sorted by name; absent when none. */
+  xattrs?: Xattr[];
 }
 
 export type Entry =

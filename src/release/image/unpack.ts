@@ -1,7 +1,8 @@
 // Applies an image's layers, lowest first, to a Tree (./tree.ts) the way a container runtime
 // does (OCI image spec, "Applying changesets"): entries replace what is there, `.wh.<name>`
 // removes a lower layer's path, `.wh..wh..opq` hides everything a lower layer put in its
-// directory. What a slot's root filesystem must never get is refused, naming the layer and
+// directory. Extended attributes (the PAX records SCHILY.xattr.*: security.capability...) are
+// kept (./pax.ts). What a slot's root filesystem must never get is refused, naming the layer and
 // the entry: a path with `..`, a path that goes through a symlink (it could be written
 // through to anywhere), a device node or fifo, a hard link to what is not a file, a whiteout
 // of a path no lower layer has.
@@ -14,6 +15,7 @@ import zlib from "node:zlib";
 import { extract, type Header as Headers } from "tar-stream";
 import { imageError } from "./errors.js";
 import { MEDIA, type OciImage } from "./oci.js";
+import { installPaxDecoder, xattrsOf } from "./pax.js";
 import { Tree, type Meta } from "./tree.js";
 
 export interface LayerSource {
@@ -97,11 +99,13 @@ class Applier {
 
   meta(h: Headers): Meta {
     const mtime = Math.floor((h.mtime?.getTime() ?? 0) / 1000);
+    const xattrs = xattrsOf(h.pax as Record<string, string> | undefined);
     return {
       mode: (h.mode ?? 0o644) & 0o7777,
       uid: h.uid ?? 0,
       gid: h.gid ?? 0,
       mtime: Math.min(Math.max(mtime, 0), this.epoch),
+      ...(xattrs.length > 0 ? { xattrs } : {}),
     };
   }
 
@@ -261,6 +265,7 @@ class Applier {
 
 /** Applies `layers` in order into a new Tree whose file contents go to `o.contentDir`. */
 export async function unpackLayers(layers: LayerSource[], o: UnpackOptions): Promise<Tree> {
+  installPaxDecoder();
   await mkdir(o.contentDir, { recursive: true });
   const tree = new Tree(o.contentDir, { mode: 0o755, uid: 0, gid: 0, mtime: o.sourceDateEpoch });
   const apply = new Applier(tree, o.sourceDateEpoch);
