@@ -187,8 +187,6 @@ async function pagedIndex(
     await zstd();
     // The resume of an artifact begun adaptively needs the whole index: no sample then.
     const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
-      // With peers the seeded writer is the way to them, even when nothing is local.
-      if ((ctx.peers?.live().length ?? 0) > 0) return true;
       if ((await ctx.store.release(ctx.target)) !== undefined) return true;
       const seed = await seedOf(ctx);
       const found = chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
@@ -222,9 +220,14 @@ export async function fetchIndex(
 ): Promise<ChunkIndex | undefined> {
   if (a.index === undefined) return undefined;
   const what = `artifact ${a.name}: index ${a.index.path}`;
-  const paged = await pagedIndex(ctx, a, stats);
-  if (paged === "not-worth") return undefined;
-  if (paged !== undefined) return paged;
+  // With live peers the index comes from them, as the chunks do: the channel then sends
+  // release.yaml alone, and what no peer gives travels plain from the channel (docs/peers.md).
+  // Pages and packs are the channel's way of sending less, for a machine on its own.
+  if ((ctx.peers?.live().length ?? 0) === 0) {
+    const paged = await pagedIndex(ctx, a, stats);
+    if (paged === "not-worth") return undefined;
+    if (paged !== undefined) return paged;
+  }
   try {
     let bytes = await ctx.store.keptIndex(ctx.target, a.name);
     if (bytes === undefined || digestOf(bytes) !== a.index.digest) {

@@ -17,10 +17,11 @@
 // sends for PEER_SERVE_IDLE_MS is closed.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createHash } from "node:crypto";
-import { open } from "node:fs/promises";
+import { access, open } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { digestOf } from "../verify/digest.js";
+import { indexFromSlot } from "./index-from-slot.js";
 import { parseRelease } from "../verify/release.js";
 import type { SlotName } from "./config.js";
 import { checkPeerRate, PEER_PIECE } from "./peer-rate.js";
@@ -67,6 +68,8 @@ export function resolveFromStore(
   running: SlotName,
   trusted: (releaseDigest: string) => boolean,
 ): Resolve {
+  /** Indexes being made again from their slots, so that concurrent readers make each once. */
+  const remaking = new Map<string, Promise<void>>();
   return async (digest, artifact) => {
     if (!trusted(digest))
       return {
@@ -80,10 +83,31 @@ export function resolveFromStore(
       const a = parseRelease(doc).artifacts.find((x) => x.name === artifact);
       if (a === undefined)
         return { refused: "no-artifact", detail: `release ${digest} has no artifact ${artifact}` };
-      const index = async (): Promise<{ file: string; digest: string } | undefined> =>
-        a.index === undefined
-          ? undefined
-          : { file: store.keptIndexFile(slot, artifact), digest: a.index.digest };
+      const index = async (): Promise<{ file: string; digest: string } | undefined> => {
+        if (a.index === undefined) return undefined;
+        const file = store.keptIndexFile(slot, artifact);
+        if (
+          !(await access(file).then(
+            () => true,
+            () => false,
+          ))
+        ) {
+          // Written in full, the slot kept none: made again from its bytes once (./index-from-slot.ts).
+          const key = `${slot}/${digest}/${artifact}`;
+          let making = remaking.get(key);
+          if (making === undefined) {
+            const want = { device: store.device(slot), offset: a.offset, size: a.size };
+            making = indexFromSlot({ ...want, digest: a.index.digest })
+              .then(async (bytes) => {
+                if (bytes !== undefined) await store.keepIndex(slot, artifact, bytes);
+              })
+              .finally(() => remaking.delete(key));
+            remaking.set(key, making);
+          }
+          await making.catch(() => undefined);
+        }
+        return { file, digest: a.index.digest };
+      };
       return { device: store.device(slot), offset: a.offset, size: a.size, index };
     }
     return { refused: "not-held", detail: `no slot here holds release ${digest} verified` };
