@@ -4,7 +4,7 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MachineStep } from "../api/types.js";
-import type { Observation } from "../invariants/index.js";
+import type { Observation, Violation } from "../invariants/index.js";
 import type { Lab } from "../lab/lab.js";
 import type { Fleet } from "../lab/processes.js";
 import { LAB_CLUSTER, LAB_RUN_DIR } from "../lab/paths.js";
@@ -28,6 +28,11 @@ export interface FaultTargets {
   /** The good target the fleet must end on: a retarget moves it. */
   target: LabRelease;
 }
+
+/** The checker's violations, and the torture's own rules about a bad release. */
+export type TortureViolation = Omit<Violation, "rule"> & {
+  rule: Violation["rule"] | "bad-release-taken" | "bad-release-not-stopped";
+};
 
 /** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
 const STOPPED_POLL_MS = 500;
@@ -80,6 +85,8 @@ export class FaultInjector {
   /** Machines whose power cut is under way (a phase seen once is one machine's, once). */
   private readonly cutting = new Set<string>();
   readonly applied: string[] = [];
+  /** Rules a fault's own outcome broke (a bad release the fleet never stopped). */
+  readonly broken: TortureViolation[] = [];
 
   constructor(private readonly t: FaultTargets) {}
 
@@ -255,6 +262,12 @@ export class FaultInjector {
       }
       await this.setTarget(this.t.target);
       const s = ((Date.now() - from) / 1000).toFixed(1);
+      if (!stopped)
+        this.broken.push({
+          rule: "bad-release-not-stopped",
+          at: Date.now(),
+          message: `${this.t.releases.bad.version}, whose kernel panics on every trial boot, was the target for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
+        });
       return stopped
         ? `done (${this.t.releases.bad.version} stopped: ReleaseFailed after ${s} s; target set back to ${this.t.target.version})`
         : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;

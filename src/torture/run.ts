@@ -7,12 +7,14 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { START_GRACE_SECONDS } from "../api/types.js";
 import type { MachineStep } from "../api/types.js";
-import { checkHistory, type Observation, type Violation } from "../invariants/index.js";
+import { checkHistory, type Observation } from "../invariants/index.js";
 import { LAB_CLUSTER, LAB_DIR, startLab, stopLab, type Lab } from "../lab/lab.js";
 import { LAB_RUN_DIR } from "../lab/paths.js";
 import { startFleet, type Fleet } from "../lab/processes.js";
 import { buildLabRelease } from "../lab/releases.js";
-import { FaultInjector } from "./faults.js";
+import { FaultInjector, type TortureViolation } from "./faults.js";
+
+export type { TortureViolation } from "./faults.js";
 import { machineActs, parseAgentLog } from "./machine-records.js";
 import { describeFault, drawShape, OPERATOR_COPIES, type TortureShape } from "./schedule.js";
 import { TortureWatcher } from "./watcher.js";
@@ -25,11 +27,6 @@ export interface RunOptions {
   durationMs: number;
   log: (line: string) => void;
 }
-
-/** The checker's violations, and the torture's own rule (a bad release taken). */
-export type TortureViolation = Omit<Violation, "rule"> & {
-  rule: Violation["rule"] | "bad-release-taken";
-};
 
 export interface RunResult {
   shape: TortureShape;
@@ -161,6 +158,7 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     const violations = [
       ...checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 }),
       ...badReleaseTaken(history, releases.bad.version),
+      ...injector.broken,
     ];
     writeRecord(o.seed, { shape, applied: injector.applied, t0, violations, history });
     return {
