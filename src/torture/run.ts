@@ -130,19 +130,17 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     // The target the fleet must end on: a retarget moved it.
     const final = targets.target.version;
     const deadline = Math.max(Date.now(), endFaults) + convergeMs(shape);
-    let unconverged = await pending(lab, final);
+    // Every machine counts as not converged until the API server answers (a fault not undone
+    // may have left it without etcd): the run then says "not converged", not a crash.
+    let unconverged = await pending(lab, final).catch(() => lab.fleet.map((f) => f.name));
     while (unconverged.length > 0 && Date.now() < deadline) {
       await sleep(CONVERGE_POLL_MS);
       unconverged = await pending(lab, final).catch(() => unconverged);
     }
     // The final state, read once more, then the end.
-    extra.push({
-      kind: "cluster",
-      at: Date.now(),
-      cluster: await lab.api.clusters.get(LAB_CLUSTER),
-    });
-    for (const m of (await lab.api.machines.list()).items)
-      extra.push({ kind: "machine", at: Date.now(), machine: m });
+    await finalState(lab)
+      .then((o) => extra.push(...o))
+      .catch((e: unknown) => o.log(`  the final state could not be read: ${(e as Error).message}`));
     extra.push({ kind: "end", at: Date.now() });
     watcher.stop();
     await stopLab(lab);
@@ -210,6 +208,17 @@ export const TORTURE_DIR = path.join(LAB_DIR, "torture");
 function writeRecord(seed: number, record: object): void {
   mkdirSync(TORTURE_DIR, { recursive: true });
   writeFileSync(path.join(TORTURE_DIR, `seed-${seed}.json`), JSON.stringify(record, null, 1));
+}
+
+/** The Cluster and the Machines as read once more at the end. */
+async function finalState(lab: Lab): Promise<Observation[]> {
+  const cluster = await lab.api.clusters.get(LAB_CLUSTER);
+  const { items } = await lab.api.machines.list();
+  const at = Date.now();
+  return [
+    { kind: "cluster", at, cluster },
+    ...items.map((machine): Observation => ({ kind: "machine", at, machine })),
+  ];
 }
 
 /** Machines not yet Ready on the target. */
