@@ -4,10 +4,11 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { MachineStep } from "../api/types.js";
-import type { Observation } from "../invariants/index.js";
+import type { Observation, Violation } from "../invariants/index.js";
 import type { Lab } from "../lab/lab.js";
 import type { Fleet } from "../lab/processes.js";
-import { LAB_RUN_DIR } from "../lab/paths.js";
+import { LAB_CLUSTER, LAB_RUN_DIR } from "../lab/paths.js";
+import type { LabRelease } from "../lab/releases.js";
 import { describeFault, type CutWhen, type TortureFault } from "./schedule.js";
 import { imageOf, respawn, signal } from "./respawn.js";
 import type { Relay } from "./relay.js";
@@ -22,7 +23,19 @@ export interface FaultTargets {
   /** What the runner itself did that the checker must know (power cuts, operator starts). */
   record: (o: Observation) => void;
   log: (line: string) => void;
+  /** Built before the target is set: a newer good release (retarget) and one that panics. */
+  releases: { next: LabRelease; bad: LabRelease };
+  /** The good target the fleet must end on: a retarget moves it. */
+  target: LabRelease;
 }
+
+/** The checker's violations, and the torture's own rules about a bad release. */
+export type TortureViolation = Omit<Violation, "rule"> & {
+  rule: Violation["rule"] | "bad-release-taken" | "bad-release-not-stopped";
+};
+
+/** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
+const STOPPED_POLL_MS = 500;
 
 /** How often a power cut waiting for its step looks again: well under a download's length. */
 const STEP_POLL_MS = 100;
@@ -62,12 +75,18 @@ function saidSince(file: string, from: number, marker: string): { said: boolean;
 export class FaultInjector {
   /** Processes this run started again (operator copies, kube-apiserver): stopped at its end. */
   readonly respawned = new Set<number>();
-  private apiserverDown = false;
+  /** Control-plane processes being killed and started again (kube-apiserver, etcd). */
+  private readonly cpDown = new Set<string>();
+  /** A bad release is the target: a retarget meanwhile would be undone when it is set back. */
+  private badUnderWay = false;
+  private retargeted = false;
   /** Operator copies being killed and started again. */
   private readonly restarting = new Set<string>();
   /** Machines whose power cut is under way (a phase seen once is one machine's, once). */
   private readonly cutting = new Set<string>();
   readonly applied: string[] = [];
+  /** Rules a fault's own outcome broke (a bad release the fleet never stopped). */
+  readonly broken: TortureViolation[] = [];
 
   constructor(private readonly t: FaultTargets) {}
 
@@ -76,6 +95,7 @@ export class FaultInjector {
     await Promise.all(
       faults.map(async (f) => {
         await sleep(Math.max(0, t0 + f.at - Date.now()));
+        this.t.log(`  fault ${describeFault(f)}: applying`);
         const said = await this.apply(f, endAt).catch(
           (e: unknown) => `failed: ${(e as Error).message}`,
         );
@@ -96,7 +116,7 @@ export class FaultInjector {
   }
 
   private async apply(f: TortureFault, endAt: number): Promise<string> {
-    const { fleet, lab } = this.t;
+    const { fleet } = this.t;
     switch (f.kind) {
       case "agent-kill": {
         const m = fleet.machines.get(f.machine)!;
@@ -123,22 +143,14 @@ export class FaultInjector {
       }
       case "operator-kill":
         return this.restartCopy(f);
-      case "apiserver-restart": {
-        if (this.apiserverDown) return "skipped: kube-apiserver is already restarting";
-        const rec = lab.controlPlane.processes.find((p) => p.name === "kube-apiserver")!;
-        this.apiserverDown = true;
-        try {
-          const image = imageOf(rec.pid);
-          signal(rec.pid, "SIGKILL");
-          await sleep(f.ms);
-          const fresh = respawn(image, rec.log);
-          this.respawned.add(fresh);
-          rec.pid = fresh;
-          return `done (pid ${fresh})`;
-        } finally {
-          this.apiserverDown = false;
-        }
-      }
+      case "apiserver-restart":
+        return this.restartControlPlane("kube-apiserver", f.ms);
+      case "etcd-restart":
+        return this.restartControlPlane("etcd", f.ms);
+      case "retarget":
+        return this.retarget();
+      case "bad-release":
+        return this.badRelease(f.ms);
       case "relay-cut": {
         const relay = this.t.relays.get(f.machine)!;
         relay.sever();
@@ -146,37 +158,121 @@ export class FaultInjector {
         relay.heal();
         return "done";
       }
-      case "power-cut": {
-        // A cut drawn for a phase falls on the first machine to begin it: a phase lasts well
-        // under a second and each machine passes it once, so waiting for one machine's would
-        // mostly wait in vain.
-        const victim = f.when === "any" ? f.machine : await this.firstTo(f.when, endAt);
-        if (victim === undefined)
-          return `skipped: no machine began "${f.when}" in the fault window`;
-        // One cut of a machine at a time: two at once would power it on twice (two boots,
-        // two agents), which no machine does. (firstTo claims its machine itself.)
-        if (f.when === "any") {
-          if (this.cutting.has(victim)) return `skipped: a power cut of ${victim} is under way`;
-          this.cutting.add(victim);
-        }
-        this.t.record({
-          kind: "reboot",
-          at: Date.now(),
-          machine: victim,
-          bootId: this.bootIdOf(victim),
-          cause: "power",
-        });
-        try {
-          await fleet.machines.get(victim)!.powerCycle();
-        } finally {
-          this.cutting.delete(victim);
-        }
-        return `done (${victim})`;
-      }
+      case "power-cut":
+        return this.powerCut(f, endAt);
       default: {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
       }
+    }
+  }
+
+  private async powerCut(
+    f: Extract<TortureFault, { kind: "power-cut" }>,
+    endAt: number,
+  ): Promise<string> {
+    const { fleet } = this.t;
+    // A cut drawn for a phase falls on the first machine to begin it: a phase lasts well
+    // under a second and each machine passes it once, so waiting for one machine's would
+    // mostly wait in vain.
+    const victim = f.when === "any" ? f.machine : await this.firstTo(f.when, endAt);
+    if (victim === undefined) return `skipped: no machine began "${f.when}" in the fault window`;
+    // One cut of a machine at a time: two at once would power it on twice (two boots,
+    // two agents), which no machine does. (firstTo claims its machine itself.)
+    if (f.when === "any") {
+      if (this.cutting.has(victim)) return `skipped: a power cut of ${victim} is under way`;
+      this.cutting.add(victim);
+    }
+    this.t.record({
+      kind: "reboot",
+      at: Date.now(),
+      machine: victim,
+      bootId: this.bootIdOf(victim),
+      cause: "power",
+    });
+    try {
+      await fleet.machines.get(victim)!.powerCycle();
+    } finally {
+      this.cutting.delete(victim);
+    }
+    return `done (${victim})`;
+  }
+
+  /** SIGKILL of a control-plane process, started again after `ms` with what /proc showed. */
+  private async restartControlPlane(name: string, ms: number): Promise<string> {
+    if (this.cpDown.has(name)) return `skipped: ${name} is already restarting`;
+    const rec = this.t.lab.controlPlane.processes.find((p) => p.name === name)!;
+    this.cpDown.add(name);
+    try {
+      const image = imageOf(rec.pid);
+      signal(rec.pid, "SIGKILL");
+      await sleep(ms);
+      const fresh = respawn(image, rec.log);
+      this.respawned.add(fresh);
+      rec.pid = fresh;
+      return `done (pid ${fresh})`;
+    } finally {
+      this.cpDown.delete(name);
+    }
+  }
+
+  /** spec.version moved, once, to the newer good release: the fleet must end on it. */
+  private async retarget(): Promise<string> {
+    if (this.badUnderWay) return "skipped: a bad release is the target";
+    if (this.retargeted) return "skipped: already retargeted";
+    this.retargeted = true;
+    await this.setTarget(this.t.releases.next);
+    this.t.target = this.t.releases.next;
+    return `done (${this.t.releases.next.version})`;
+  }
+
+  /** Catalogs `r` (as a person would) and makes it `spec.version`. */
+  private async setTarget(r: LabRelease): Promise<void> {
+    const { api } = this.t.lab;
+    const c = await api.clusters.get(LAB_CLUSTER);
+    const catalog = c.spec.releases.catalog ?? [];
+    await api.clusters.patch(LAB_CLUSTER, {
+      spec: {
+        version: r.version,
+        releases: {
+          catalog: catalog.some((x) => x.version === r.version)
+            ? catalog
+            : [...catalog, { version: r.version, digest: r.digest }],
+        },
+      },
+    });
+  }
+
+  /**
+   * The bad release made the target; once the fleet stops it (the Cluster's Progressing reads
+   * ReleaseFailed) or `ms` has passed, the good target is set back, as a person would.
+   */
+  private async badRelease(ms: number): Promise<string> {
+    if (this.badUnderWay) return "skipped: a bad release is already the target";
+    this.badUnderWay = true;
+    const from = Date.now();
+    try {
+      await this.setTarget(this.t.releases.bad);
+      let stopped = false;
+      while (!stopped && Date.now() - from < ms) {
+        await sleep(STOPPED_POLL_MS);
+        const c = await this.t.lab.api.clusters.get(LAB_CLUSTER).catch(() => undefined);
+        const p = c?.status?.conditions?.find((x) => x.type === "Progressing");
+        stopped = p?.reason === "ReleaseFailed";
+      }
+      await this.setTarget(this.t.target);
+      const s = ((Date.now() - from) / 1000).toFixed(1);
+      if (!stopped)
+        this.broken.push({
+          rule: "bad-release-not-stopped",
+          at: Date.now(),
+          message: `${this.t.releases.bad.version}, whose kernel panics on every trial boot, was the target for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
+        });
+      return stopped
+        ? `done (${this.t.releases.bad.version} stopped: ReleaseFailed after ${s} s; target set back to ${this.t.target.version})`
+        : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;
+    } finally {
+      this.badUnderWay = false;
     }
   }
 

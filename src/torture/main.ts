@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { errorText } from "../errors.js";
 import { parseTortureArgs } from "./args.js";
 import { runTorture, violationReport } from "./run.js";
+import { FAULT_KINDS } from "./schedule.js";
 
 const say = (l: string): void => void process.stdout.write(`${l}\n`);
 
@@ -19,6 +20,7 @@ async function main(): Promise<number> {
   const t0 = performance.now();
   let violations = 0;
   let converged = 0;
+  const kinds = new Set<string>();
   for (let i = 0; i < a.runs; i++) {
     const seed = a.seed + i;
     say(
@@ -26,6 +28,7 @@ async function main(): Promise<number> {
     );
     const r = await runTorture({ seed, machines: a.machines, durationMs: a.durationMs, log: say });
     violations += r.violations.length;
+    for (const f of r.shape.faults) kinds.add(f.kind);
     if (r.unconverged.length === 0) converged++;
     for (const v of r.violations) violationReport(r, v).forEach(say);
     say(
@@ -35,7 +38,11 @@ async function main(): Promise<number> {
     );
   }
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
-  say(`torture: runs=${a.runs} violations=${violations} converged=${converged}/${a.runs} ${secs}s`);
+  // The last line: what was drawn (the kinds, in the schedule's order) and what broke.
+  const drawn = FAULT_KINDS.filter((k) => kinds.has(k)).join(",") || "none";
+  say(
+    `torture: runs=${a.runs} violations=${violations} converged=${converged}/${a.runs} kinds=${drawn} ${secs}s`,
+  );
   return violations > 0 || converged < a.runs ? 1 : 0;
 }
 

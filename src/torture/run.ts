@@ -7,10 +7,14 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { START_GRACE_SECONDS } from "../api/types.js";
 import type { MachineStep } from "../api/types.js";
-import { checkHistory, type Observation, type Violation } from "../invariants/index.js";
+import { checkHistory, type Observation } from "../invariants/index.js";
 import { LAB_CLUSTER, LAB_DIR, startLab, stopLab, type Lab } from "../lab/lab.js";
+import { LAB_RUN_DIR } from "../lab/paths.js";
 import { startFleet, type Fleet } from "../lab/processes.js";
-import { FaultInjector } from "./faults.js";
+import { buildLabRelease } from "../lab/releases.js";
+import { FaultInjector, type TortureViolation } from "./faults.js";
+
+export type { TortureViolation } from "./faults.js";
 import { machineActs, parseAgentLog } from "./machine-records.js";
 import { describeFault, drawShape, OPERATOR_COPIES, type TortureShape } from "./schedule.js";
 import { TortureWatcher } from "./watcher.js";
@@ -26,7 +30,7 @@ export interface RunOptions {
 
 export interface RunResult {
   shape: TortureShape;
-  violations: Violation[];
+  violations: TortureViolation[];
   /** Machines not on the target at the deadline (empty: converged). */
   unconverged: string[];
   applied: string[];
@@ -92,6 +96,11 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
       return h?.kind === "machine" ? h.machine.status?.step : undefined;
     };
     const target = lab.releases[1]!;
+    // What a retarget and a bad release set spec.version to: both newer than the target.
+    const releases = {
+      next: await buildLabRelease(lab.channelDir, LAB_RUN_DIR, RETARGET_VERSION),
+      bad: await buildLabRelease(lab.channelDir, LAB_RUN_DIR, BAD_VERSION, "panic"),
+    };
     const c = await lab.api.clusters.get(LAB_CLUSTER);
     await lab.api.clusters.patch(LAB_CLUSTER, {
       spec: {
@@ -106,40 +115,49 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     });
     const t0 = Date.now();
     const endFaults = t0 + shape.durationMs;
-    injector = new FaultInjector({
+    const targets = {
       lab,
+      releases,
+      target,
       fleet,
       relays: new Map([...relays].map(([n, r]) => [n, r.relay])),
       stepOf,
-      record: (x) => extra.push(x),
+      record: (x: Observation) => extra.push(x),
       log: o.log,
-    });
+    };
+    injector = new FaultInjector(targets);
     await injector.run(shape.faults, t0, endFaults);
+    // The target the fleet must end on: a retarget moved it.
+    const final = targets.target.version;
     const deadline = Math.max(Date.now(), endFaults) + convergeMs(shape);
-    let unconverged = await pending(lab, target.version);
+    // Every machine counts as not converged until the API server answers (a fault not undone
+    // may have left it without etcd): the run then says "not converged", not a crash.
+    let unconverged = await pending(lab, final).catch(() => lab.fleet.map((f) => f.name));
     while (unconverged.length > 0 && Date.now() < deadline) {
       await sleep(CONVERGE_POLL_MS);
-      unconverged = await pending(lab, target.version).catch(() => unconverged);
+      unconverged = await pending(lab, final).catch(() => unconverged);
     }
     // The final state, read once more, then the end.
-    extra.push({
-      kind: "cluster",
-      at: Date.now(),
-      cluster: await lab.api.clusters.get(LAB_CLUSTER),
-    });
-    for (const m of (await lab.api.machines.list()).items)
-      extra.push({ kind: "machine", at: Date.now(), machine: m });
+    await finalState(lab)
+      .then((o) => extra.push(...o))
+      .catch((e: unknown) => o.log(`  the final state could not be read: ${(e as Error).message}`));
     extra.push({ kind: "end", at: Date.now() });
     watcher.stop();
     await stopLab(lab);
     injector.stop();
-    const digests = new Map(lab.releases.map((r) => [r.version, r.digest]));
+    const digests = new Map(
+      [...lab.releases, releases.next, releases.bad].map((r) => [r.version, r.digest]),
+    );
     for (const [name, m] of machines) {
       const log = parseAgentLog(readFileSync(m.logFile, "utf8"));
       extra.push(...machineActs(name, m.boots, log, (v) => digests.get(v) ?? `unknown:${v}`));
     }
     const history = [...watcher.history, ...extra].sort((a, b) => a.at - b.at);
-    const violations = checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 });
+    const violations = [
+      ...checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 }),
+      ...badReleaseTaken(history, releases.bad.version),
+      ...injector.broken,
+    ];
     writeRecord(o.seed, { shape, applied: injector.applied, t0, violations, history });
     return {
       shape,
@@ -157,12 +175,50 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
   }
 }
 
+/** The version a retarget sets, and the one whose kernel panics on its trial boot. */
+export const RETARGET_VERSION = "2026.10.15-001";
+export const BAD_VERSION = "2026.10.16-001";
+
+/**
+ * The fleet stops a bad release: no machine reads Ready on it (its trial panics, so a machine
+ * Ready on it would be one the agent promoted on a boot that never came up).
+ */
+export function badReleaseTaken(history: readonly Observation[], bad: string): TortureViolation[] {
+  const seen = new Set<string>();
+  const out: TortureViolation[] = [];
+  for (const h of history) {
+    if (h.kind !== "machine") continue;
+    const m = h.machine;
+    const name = m.metadata.name;
+    if (m.status?.version !== bad || m.status.step !== "Ready" || seen.has(name)) continue;
+    seen.add(name);
+    out.push({
+      rule: "bad-release-taken",
+      at: h.at,
+      machine: name,
+      message: `${name} reads Ready on ${bad}, a release whose kernel panics on its trial boot: the fleet did not stop it`,
+    });
+  }
+  return out;
+}
+
 /** Where each run leaves its schedule, what was applied, and the history it was judged on. */
 export const TORTURE_DIR = path.join(LAB_DIR, "torture");
 
 function writeRecord(seed: number, record: object): void {
   mkdirSync(TORTURE_DIR, { recursive: true });
   writeFileSync(path.join(TORTURE_DIR, `seed-${seed}.json`), JSON.stringify(record, null, 1));
+}
+
+/** The Cluster and the Machines as read once more at the end. */
+async function finalState(lab: Lab): Promise<Observation[]> {
+  const cluster = await lab.api.clusters.get(LAB_CLUSTER);
+  const { items } = await lab.api.machines.list();
+  const at = Date.now();
+  return [
+    { kind: "cluster", at, cluster },
+    ...items.map((machine): Observation => ({ kind: "machine", at, machine })),
+  ];
 }
 
 /** Machines not yet Ready on the target. */
@@ -177,7 +233,7 @@ async function pending(lab: Lab, version: string): Promise<string[]> {
 }
 
 /** The lines a violation prints: seed, rule, instant, and the whole fault schedule. */
-export function violationReport(r: RunResult, v: Violation): string[] {
+export function violationReport(r: RunResult, v: TortureViolation): string[] {
   const t0 = r.t0;
   return [
     `torture: VIOLATION seed=${r.shape.seed} rule=${v.rule} at=${new Date(v.at).toISOString()} (+${((v.at - t0) / 1000).toFixed(1)}s)${v.machine ? ` machine=${v.machine}` : ""}: ${v.message}`,

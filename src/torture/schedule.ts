@@ -21,6 +21,19 @@ export type TortureFault =
   | { kind: "operator-kill"; at: number; copy: string; ms: number }
   /** SIGKILL of kube-apiserver, started again with the same command line after `ms`. */
   | { kind: "apiserver-restart"; at: number; ms: number }
+  /** SIGKILL of the control plane's etcd, started again on the same data directory after `ms`. */
+  | { kind: "etcd-restart"; at: number; ms: number }
+  /**
+   * `spec.version` changed mid-rollout: to a newer good release (built before the target is
+   * set), which the fleet must then converge on instead.
+   */
+  | { kind: "retarget"; at: number }
+  /**
+   * `spec.version` set mid-rollout to a release whose kernel panics on its trial boot: the
+   * fleet must stop it (ReleaseFailed, no machine promotes it); then a person sets the good
+   * target back, after at most `ms`.
+   */
+  | { kind: "bad-release"; at: number; ms: number }
   /** The machine's network to the API server cut (its relay resets and refuses), healed after `ms`. */
   | { kind: "relay-cut"; at: number; machine: string; ms: number }
   /**
@@ -30,6 +43,20 @@ export type TortureFault =
   | { kind: "power-cut"; at: number; machine: string; when: CutWhen };
 
 export type FaultKind = TortureFault["kind"];
+
+/** Every kind, in the order a run's last line names those drawn. */
+export const FAULT_KINDS: readonly FaultKind[] = [
+  "agent-kill",
+  "agent-pause",
+  "operator-pause",
+  "operator-kill",
+  "apiserver-restart",
+  "etcd-restart",
+  "relay-cut",
+  "power-cut",
+  "retarget",
+  "bad-release",
+];
 
 export interface TortureShape {
   seed: number;
@@ -94,6 +121,29 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
   }
 }
 
+/**
+ * The kinds issue 38 added, each drawn with this chance per run from a stream of its own, so
+ * that a seed keeps the faults it drew before they existed.
+ */
+export const LATE_KINDS = ["etcd-restart", "retarget", "bad-release"] as const;
+const LATE_CHANCE = 0.5;
+/** How long a bad release may take to be stopped before the good target is set back. */
+const BAD_RELEASE_MS = { min: 60_000, max: 90_000 } as const;
+
+function drawLate(seed: number, durationMs: number): TortureFault[] {
+  const rng = rngOf(seed ^ 0x7a7e);
+  const out: TortureFault[] = [];
+  for (const kind of LATE_KINDS) {
+    if (!rng.chance(LATE_CHANCE)) continue;
+    const at = rng.int(0, durationMs - 1);
+    if (kind === "etcd-restart")
+      out.push({ kind, at, ms: rng.int(RESTART_MS.min, RESTART_MS.max) });
+    else if (kind === "retarget") out.push({ kind, at });
+    else out.push({ kind, at, ms: rng.int(BAD_RELEASE_MS.min, BAD_RELEASE_MS.max) });
+  }
+  return out;
+}
+
 export function machineNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `node-${i + 1}`);
 }
@@ -106,9 +156,10 @@ export function drawShape(seed: number, machines: number, durationMs: number): T
   const maxUnavailable = rng.int(1, 2);
   // About one fault per 15 s of the fault window: a few minutes carry 5-15 faults.
   const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
-  const faults = Array.from({ length: count }, () =>
-    drawFault(rng, rng.int(0, durationMs - 1), names),
-  ).sort((a, b) => a.at - b.at);
+  const faults = [
+    ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
+    ...drawLate(seed, durationMs),
+  ].sort((a, b) => a.at - b.at);
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
 }
 
@@ -131,6 +182,12 @@ export function describeFault(f: TortureFault): string {
       return `${t} SIGKILL ${f.copy}, restarted after ${f.ms} ms`;
     case "apiserver-restart":
       return `${t} SIGKILL kube-apiserver, restarted after ${f.ms} ms`;
+    case "etcd-restart":
+      return `${t} SIGKILL etcd, restarted after ${f.ms} ms`;
+    case "retarget":
+      return `${t} spec.version set to a newer release mid-rollout`;
+    case "bad-release":
+      return `${t} spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most ${f.ms} ms)`;
     case "relay-cut":
       return `${t} network of ${f.machine} cut for ${f.ms} ms`;
     case "power-cut":

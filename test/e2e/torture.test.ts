@@ -1,17 +1,20 @@
 // The slice of `npm run torture` in `npm test`: one short run of real processes (the lab's
 // control plane, two operator copies, four agents with file slots, each behind its relay)
-// under seed 9's faults: two power cuts of a machine whose agent begins the read-back before
-// the arm, a kill and restart of kube-apiserver, an operator copy paused for 30 s. The independent watcher's history must pass every rule
-// of the invariant checker, and the fleet must converge on the target.
+// under seed 51's faults: an operator copy killed and restarted, etcd killed and restarted, an
+// agent killed, spec.version retargeted to a newer release mid-rollout, then set to a release
+// whose kernel panics on its trial (the fleet must stop it before the good target is set back).
+// The independent watcher's history must pass every rule of the invariant checker and the
+// torture's own (no machine Ready on the bad release, the bad release stopped), and the fleet
+// must converge on the retargeted release.
 import { describe, expect, it } from "vitest";
-import { describeFault } from "../../src/torture/schedule.js";
+import { describeFault, LATE_KINDS } from "../../src/torture/schedule.js";
 import { runTorture, violationReport } from "../../src/torture/run.js";
 
-/** Seed 9 with four machines: budget 1 (a broken budget check shows at once), three fault kinds. */
-const SEED = 9;
+/** Seed 51 with four machines: budget 1 (a broken budget check shows at once), every late kind. */
+const SEED = 51;
 
 describe("npm run torture (one short run)", () => {
-  it("keeps every safety rule under seed 9's faults and converges", async () => {
+  it("keeps every safety rule under seed 51's faults and converges", async () => {
     const lines: string[] = [];
     const r = await runTorture({
       seed: SEED,
@@ -19,12 +22,18 @@ describe("npm run torture (one short run)", () => {
       durationMs: 40_000,
       log: (l) => lines.push(l),
     });
+    expect(r.shape.maxUnavailable).toBe(1);
     expect(r.shape.faults.map(describeFault)).toEqual([
-      "+5.7s power cut of the first machine whose agent begins the read-back before the arm",
-      "+10.5s power cut of the first machine whose agent begins the read-back before the arm",
-      "+27.9s SIGKILL kube-apiserver, restarted after 1775 ms",
-      "+37.5s SIGSTOP operator-2 for 29605 ms",
+      "+11.1s SIGKILL operator-1, restarted after 4638 ms",
+      "+12.5s SIGKILL etcd, restarted after 1444 ms",
+      "+16.5s SIGKILL agent node-2",
+      "+27.1s spec.version set to a newer release mid-rollout",
+      "+29.3s spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most 84942 ms)",
     ]);
+    // Every kind issue 38 added is drawn by this seed.
+    expect(LATE_KINDS.filter((k) => !r.shape.faults.some((f) => f.kind === k))).toEqual([]);
+    // And each was applied, not skipped: etcd came back, the bad release was stopped.
+    expect(r.applied.filter((l) => /etcd|spec\.version/.test(l) && !/: done/.test(l))).toEqual([]);
     const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
     expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
     expect(r.unconverged, "machines not Ready on the target at the deadline").toEqual([]);
