@@ -93,10 +93,10 @@ describe("kubectl get clusters", () => {
   it("-o wide adds TURNS naming the machine that holds a turn, then TRUST and FRESHNESS", async () => {
     const r = await kubectl(["get", "clusters", name, "-o", "wide"]);
     const [header, row] = table(r.stdout);
-    // The page's listing, column for column; then LKG, the last known good release, and the signed channel's TRUST and FRESHNESS (issue 27,
-    // docs/revert.md), after the page's last column so the page's columns keep their places.
+    // The page's listing, column for column; then LKG, the last known good release, the signed channel's TRUST and FRESHNESS (issue 27,
+    // docs/revert.md), and EVIDENCE (docs/rings.md), after the page's last column so the page's columns keep their places.
     expect(header).toEqual(
-      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS".split(
+      "NAME STATUS MACHINES VERSION NEWEST AVAILABLE LEADERS ENDPOINT AGE TURNS LKG TRUST FRESHNESS EVIDENCE".split(
         " ",
       ),
     );

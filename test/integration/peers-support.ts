@@ -85,7 +85,9 @@ export async function assignmentOf(
         (s) => s.machine === machine && s.digest === release.digest,
       );
     },
-    { timeoutMs: 60_000 },
+    // As long as the other waits here: with the integration files in parallel, a new Machine's
+    // kwok Node and its address can take most of a minute to reach the operator.
+    { timeoutMs: 120_000 },
   );
 }
 
