@@ -7,12 +7,15 @@
 //     and the namespaces it created and left are named in a warning (not deleted: the next file
 //     on this control plane may create the same shared one, liken-system, and a namespace being
 //     deleted refuses new objects);
+//   - it deletes the Machines and Clusters left on the control plane (also before the file
+//     starts: a worker killed mid-file leaves them), so that the next file's operator does not
+//     inherit another file's fleet;
 //   - it gives the control plane back.
 // The lease is a file in the control plane's data directory holding the worker's pid: a worker
 // that died without giving it back holds it no longer.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, inject } from "vitest";
 import type { ControlPlaneState } from "../../src/controlplane/instance.js";
 import { loadKubeConfig } from "../../src/api/kubeconfig.js";
@@ -78,8 +81,24 @@ async function namespaces(plane: ControlPlaneState): Promise<Set<string>> {
   return new Set(list.items.map((n) => n.metadata?.name ?? ""));
 }
 
+/**
+ * Deletes every Machine and Cluster on the control plane. Each file's cluster-operator
+ * reconciles every Cluster it finds, so one a file left behind (Lost machines, a channel whose
+ * server is gone) would be the next file's operator's work too, and delay or mark what that
+ * file waits for. They are cluster-scoped and carry no finalizer: deleted at once.
+ */
+async function clearLiken(plane: ControlPlaneState): Promise<void> {
+  const api = loadKubeConfig(plane.kubeconfig).makeApiClient(CustomObjectsApi);
+  for (const plural of ["machines", "clusters"]) {
+    await api
+      .deleteCollectionClusterCustomObject({ group: "liken.sh", version: "v1alpha1", plural })
+      .catch(() => undefined); // no CRD yet: nothing to delete
+  }
+}
+
 const held = await lease();
 useControlPlane(held?.plane);
+if (held !== undefined) await clearLiken(held.plane);
 const namespacesBefore = held === undefined ? undefined : await namespaces(held.plane);
 const testPath = expect.getState().testPath;
 const file = testPath === undefined ? "this test file" : path.relative(process.cwd(), testPath);
@@ -95,6 +114,7 @@ afterAll(async () => {
   try {
     await noProcessLeft();
     if (held !== undefined && namespacesBefore !== undefined) await namespacesLeft(held.plane);
+    if (held !== undefined) await clearLiken(held.plane);
   } finally {
     if (held !== undefined) rmSync(held.file, { force: true });
     useControlPlane(undefined);
