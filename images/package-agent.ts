@@ -83,7 +83,8 @@ export class PackageError extends LikenError {
 export function launcherScript(): string {
   return `#!/bin/sh
 # liken, from the liken-agent package (docs/machine.md). The distribution's Node.js runs the
-# bundled CLI; LIKEN_NODE names another node binary.
+# bundled CLI; LIKEN_NODE names another node binary. LIKEN_NODE_FLAGS (the agent's unit sets
+# them) go on node's command line, where V8 flags that NODE_OPTIONS refuses are taken.
 node="\${LIKEN_NODE:-node}"
 here=$(dirname "$(readlink -f "$0")")
 bundle="$here/../lib/liken/dist/cli/liken.mjs"
@@ -95,7 +96,8 @@ if [ "$verdict" != ok ]; then
   echo "liken: Node.js $verdict is not supported; liken needs ${NODE_ENGINES} (Debian 13's nodejs, or NodeSource's)" >&2
   exit 1
 fi
-exec "$node" "$bundle" "$@"
+# shellcheck disable=SC2086 # the flags are words
+exec "$node" \${LIKEN_NODE_FLAGS:-} "$bundle" "$@"
 `;
 }
 

@@ -1,5 +1,7 @@
-// The V8 flags of the agent's own process, given by its systemd unit (NODE_OPTIONS in
-// config/systemd/liken-agent.service) and by the lab to its agents (src/lab/machine.ts).
+// The V8 flags of the agent's own process, given by its systemd unit (LIKEN_NODE_FLAGS in
+// config/systemd/liken-agent.service, which the launcher puts on node's command line: node
+// refuses --no-opt and --optimize-for-size in NODE_OPTIONS) and by the lab to its agents
+// (src/lab/machine.ts).
 //
 // --max-semi-space-size=1 (MiB): V8's young generation grows from 1 MiB to 16 MiB per
 // semi-space while a process allocates fast, which the agent does only while it starts

@@ -294,7 +294,7 @@ export class SimulatedMachine {
     const log = await open(this.logFile, "a");
     const child = spawn(
       process.execPath,
-      // The flags its systemd unit gives it (NODE_OPTIONS), so the lab measures the same agent.
+      // The flags its systemd unit gives it (LIKEN_NODE_FLAGS), so the lab measures the same agent.
       [...AGENT_NODE_OPTIONS, likenEntry(), "agent", "run", "--config", config],
       {
         stdio: ["ignore", log.fd, log.fd],
