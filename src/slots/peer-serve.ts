@@ -178,6 +178,8 @@ export interface PeerServer {
   url: string;
   /** Bytes sent in bodies since start. */
   served(): number;
+  /** The connections open now (the idle timer and the connection cap are seen by it). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -340,6 +342,8 @@ export async function startPeerServer(o: PeerServerOptions): Promise<PeerServer>
   return {
     url: `http://${o.host === undefined || o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host}:${port}/`,
     served: () => pacer.sent,
+    connections: () =>
+      new Promise<number>((res, rej) => server.getConnections((e, n) => (e ? rej(e) : res(n)))),
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { digestOf } from "../../src/verify/digest.js";
+import { waitFor } from "../support/kube.js";
 import {
   PEER_SERVE_IDLE_MS,
   startPeerServer,
@@ -117,8 +118,16 @@ describe("the peer server's bounds", () => {
     const s = await stalled(server.url, `/v1/releases/${HEX}/root`);
     const silent = await raw(server.url);
     await closed(silent);
-    // The stalled reader's socket was cut: reading it now ends before the whole body.
-    await new Promise((r) => setTimeout(r, 1500));
+    // The stalled reader's socket was cut (the server holds no connection any more): reading
+    // it now ends before the whole body.
+    await waitFor(
+      "the server closed both idle sockets",
+      async () => (await server!.connections()) === 0,
+      {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      },
+    );
     let got = 0;
     s.on("data", (b: Buffer) => (got += b.length));
     s.on("error", () => {});
