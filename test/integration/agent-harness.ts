@@ -3,6 +3,7 @@
 // (src/lab/machine.ts: the real `liken agent run`, file-backed slots, the firmware model),
 // a stand-in for cluster-operator that follows the turn protocol of docs/agent.md, and an
 // independent recorder of every Machine and Cluster status the API server sends.
+import { closeSync, openSync } from "node:fs";
 import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -89,6 +90,9 @@ export class Fleet {
   private operatorBusy = false;
   private operator: ChildProcess | undefined;
   private operatorExit: Promise<void> | undefined;
+  private stopping = false;
+  /** How the real operator ended, when it ended before stop() (a test then fails at once). */
+  private operatorEnded: string | undefined;
   /** Every error the stand-in operator met (conflicts are expected and retried). */
   readonly operatorErrors: string[] = [];
 
@@ -234,8 +238,38 @@ export class Fleet {
     args.push("--identity", "agent-test-operator", "--no-leader-elect", "--turn-deadline", "10m");
     // Parallel test files each run an operator: never the default :8080.
     args.push("--metrics-address", "127.0.0.1:0", ...extraArgs);
-    this.operator = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "ignore"] });
-    this.operatorExit = new Promise((resolve) => this.operator!.on("exit", () => resolve()));
+    // Its log is kept in the fleet's directory: a test that waits on it in vain names its tail.
+    const log = openSync(this.operatorLog(), "a");
+    this.operator = spawn(process.execPath, args, { stdio: ["ignore", log, log] });
+    closeSync(log);
+    this.operatorExit = new Promise((resolve) =>
+      this.operator!.on("exit", (code, signal) => {
+        if (!this.stopping) this.operatorEnded = `exited (code ${code}, signal ${signal})`;
+        resolve();
+      }),
+    );
+  }
+
+  /** Where the real operator's output goes. */
+  operatorLog(): string {
+    return path.join(this.dir, "operator.log");
+  }
+
+  /**
+   * Throws when the real operator ended before stop(): a wait on its work would otherwise run
+   * out its whole deadline and say only "timed out".
+   */
+  async assertOperatorRuns(): Promise<void> {
+    if (this.operatorEnded === undefined) return;
+    throw new Error(
+      `the real operator ${this.operatorEnded}; the end of ${this.operatorLog()}:\n${await this.operatorLogTail()}`,
+    );
+  }
+
+  /** The last lines of the real operator's log (empty when it has none). */
+  async operatorLogTail(lines = 30): Promise<string> {
+    const text = await readFile(this.operatorLog(), "utf8").catch(() => "");
+    return text.trimEnd().split("\n").slice(-lines).join("\n");
   }
 
   startOperatorStandIn(intervalMs = 300): void {
@@ -311,6 +345,7 @@ export class Fleet {
 
   async stop(): Promise<void> {
     clearInterval(this.operatorTimer);
+    this.stopping = true;
     this.operator?.kill("SIGTERM");
     await this.operatorExit;
     await Promise.all([...this.machines.values()].map((m) => m.stop()));

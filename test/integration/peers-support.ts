@@ -11,7 +11,8 @@ import type { SimulatedMachine } from "../../src/lab/machine.js";
 import { filler } from "../../src/lab/releases.js";
 import { buildRelease } from "../../src/release/build.js";
 import { parseRelease, type Release } from "../../src/verify/release.js";
-import { eventsWhere, waitFor, type EventSeen } from "../support/kube.js";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { eventsWhere, kubeConfig, waitFor, type EventSeen } from "../support/kube.js";
 import { metricsUrlIn, scrape, type Sample } from "../support/metrics.js";
 import { Fleet, type FleetMachine } from "./agent-harness.js";
 
@@ -77,18 +78,64 @@ export async function assignmentOf(
   machine: string,
   release: ReleaseRef,
 ): Promise<PeerSource> {
-  return waitFor(
-    `the operator assigns peers to ${machine}`,
-    async () => {
-      const c: Cluster = await fleet.api.clusters.get(fleet.cluster);
-      return c.status?.peerSources?.find(
-        (s) => s.machine === machine && s.digest === release.digest,
-      );
-    },
-    // As long as the other waits here: with the integration files in parallel, a new Machine's
-    // kwok Node and its address can take most of a minute to reach the operator.
-    { timeoutMs: 120_000 },
+  try {
+    return await waitFor(
+      `the operator assigns peers to ${machine}`,
+      async () => {
+        await fleet.assertOperatorRuns();
+        const c: Cluster = await fleet.api.clusters.get(fleet.cluster);
+        return c.status?.peerSources?.find(
+          (s) => s.machine === machine && s.digest === release.digest,
+        );
+      },
+      // As long as the other waits here: with the integration files in parallel, a new
+      // Machine's kwok Node and its address can take most of a minute to reach the operator.
+      { timeoutMs: 120_000 },
+    );
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n${await whatTheOperatorSaw(fleet)}`, { cause: e });
+  }
+}
+
+/**
+ * What an assignment rests on, for a failure's message: each Machine's step and what it
+ * serves, its Node's addresses, the Cluster's peerSources, and the operator's last lines.
+ */
+async function whatTheOperatorSaw(fleet: Fleet): Promise<string> {
+  const lines: string[] = [];
+  const core = kubeConfig().makeApiClient(CoreV1Api);
+  for (const name of fleet.machines.keys()) {
+    const m = await fleet.api.machines.get(name).catch((e: unknown) => String(e));
+    const node = await core.readNode({ name }).catch((e: unknown) => String(e));
+    lines.push(
+      `machine ${name}: ${
+        typeof m === "string"
+          ? m
+          : JSON.stringify({
+              step: m.status?.step,
+              stage: m.status?.updateStage,
+              peers: m.status?.peers,
+            })
+      }; node addresses: ${
+        typeof node === "string" ? node : JSON.stringify(node.status?.addresses ?? [])
+      }`,
+    );
+  }
+  const c = await fleet.api.clusters.get(fleet.cluster).catch((e: unknown) => String(e));
+  lines.push(
+    `cluster ${fleet.cluster}: ${
+      typeof c === "string"
+        ? c
+        : JSON.stringify({
+            phase: c.status?.phase,
+            peerSources: c.status?.peerSources,
+            conditions: c.status?.conditions,
+          })
+    }`,
   );
+  lines.push(`the operator's log (${fleet.operatorLog()}), last lines:`);
+  lines.push(await fleet.operatorLogTail());
+  return lines.join("\n");
 }
 
 /** Until `machine` has staged `release`. */
