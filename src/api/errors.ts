@@ -192,7 +192,11 @@ export function toApiError(e: unknown, op: ApiOperation): ApiError {
   const httpStatus = httpStatusOf(e);
   const context = { ...op } as Record<string, unknown>;
   if (httpStatus === undefined) {
-    const why = errorText(e);
+    // An abort here is the request deadline (kubeconfig.ts REQUEST_TIMEOUT_MS) or a caller's.
+    const why =
+      (e as { name?: unknown } | null)?.name === "AbortError"
+        ? "no whole answer before the request's deadline; the connection is given up"
+        : errorText(e);
     return new ApiError(
       API_ERROR_CODES.unavailable,
       `${describe(op)}: no answer from the API server (${why}); retry later`,

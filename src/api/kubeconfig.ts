@@ -34,6 +34,16 @@ const REUSING = Symbol("liken.reusesConnections");
  */
 export const IDLE_TIMEOUT_MS = 30_000;
 
+/**
+ * A request (not a watch) that has had no whole answer this long is aborted, and fails as
+ * LIKEN_API_UNAVAILABLE like any request the server did not answer. kube-apiserver ends every
+ * request that is not long-running at 60 s itself (`--request-timeout`, default 1m0s), so past
+ * that no answer is coming: the connection died under it (a half-open socket, a relay that
+ * dropped it). Without a deadline such a request waits forever, and whatever waits on it with
+ * it: one status write hung that way would stop every later pass of cluster-operator.
+ */
+export const REQUEST_TIMEOUT_MS = 70_000;
+
 export interface ReuseOptions {
   /** Close a kept connection after this long unused (ms); default IDLE_TIMEOUT_MS. */
   idleTimeoutMs?: number;
@@ -44,7 +54,16 @@ export interface ReuseOptions {
    * end makes by the hundred at once. Default: no cap.
    */
   maxSockets?: number;
+  /** Abort a request (not a watch) unanswered after this long (ms); default REQUEST_TIMEOUT_MS. */
+  requestTimeoutMs?: number;
 }
+
+/** What client-node calls on its authentication method before each request of an API class. */
+interface SignalContext {
+  getSignal(): AbortSignal | undefined;
+  setSignal(signal: AbortSignal): void;
+}
+type ApplyAuthentication = (context: SignalContext) => Promise<void>;
 
 /** The fields of an agent's options that decide which connections may be shared. */
 function identity(server: string | undefined, o: https.AgentOptions): string {
@@ -57,7 +76,7 @@ function identity(server: string | undefined, o: https.AgentOptions): string {
 
 /**
  * Makes every client built from `kc` (API classes, watches, informers) reuse keep-alive
- * connections. Idempotent; returns `kc`.
+ * connections, and gives each request of an API class a deadline. Idempotent; returns `kc`.
  */
 export function reuseConnections(kc: KubeConfig, opts: ReuseOptions = {}): KubeConfig {
   const target = kc as unknown as { createAgent: CreateAgent; [REUSING]?: true };
@@ -91,6 +110,18 @@ export function reuseConnections(kc: KubeConfig, opts: ReuseOptions = {}): KubeC
       agents.set(key, agent);
     }
     return agent;
+  };
+  // Every request of an API class gets a deadline, unless its caller gave it a signal of its
+  // own (a middleware's signal replaces this one: it is applied after). Watches do not pass
+  // here (client-node's Watch builds its request from applyToFetchOptions).
+  const requestTimeoutMs = opts.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  const auth = kc as unknown as { applySecurityAuthentication: ApplyAuthentication };
+  const authenticate = auth.applySecurityAuthentication.bind(kc);
+  auth.applySecurityAuthentication = async (context) => {
+    await authenticate(context);
+    if (context.getSignal() === undefined) {
+      context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+    }
   };
   target[REUSING] = true;
   return kc;

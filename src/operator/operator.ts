@@ -53,6 +53,7 @@ import { servingNodes } from "./peer-sources-status.js";
 import { rfc3339 } from "../api/time.js";
 import { RefusalBackoff, refusalCondition, withoutRefusal } from "../api/status-refusal.js";
 import type { ApiError } from "../api/errors.js";
+import { REQUEST_TIMEOUT_MS } from "../api/kubeconfig.js";
 
 // The log the operator's parts write to lives in ./logger.ts (./hold.ts takes it from there).
 import type { Logger } from "./logger.js";
@@ -217,6 +218,11 @@ export class Operator {
         this.timings.passWait.add(waitMs);
         this.timings.pass.add(passMs);
       },
+      onSlow: (name, runningMs) =>
+        opts.log.warn(
+          { cluster: name, runningMs: Math.round(runningMs) },
+          `the pass over Cluster ${name} has run for ${Math.round(runningMs / 1000)} s and every later pass waits for it; it waits on the API server (each request gives up after ${REQUEST_TIMEOUT_MS / 1000} s)`,
+        ),
     });
     this.clocks = opts.clocks ?? SYSTEM_CLOCKS;
     this.settings = {

@@ -30,7 +30,19 @@ export interface PassOptions {
    * to start (ms), and how long the pass took (ms).
    */
   onPass?: (key: string, waitMs: number, passMs: number) => void;
+  /**
+   * A pass still running after slowMs (default SLOW_PASS_MS): every later pass waits for it,
+   * so a hung one would stop the operator without a word. Called once per such pass.
+   */
+  onSlow?: (key: string, runningMs: number) => void;
+  slowMs?: number;
 }
+
+/**
+ * A pass this long is named in the log: a pass is a decision and a few API requests, done in
+ * well under a second even at 5,000 Machines (docs/operator-profile.md).
+ */
+export const SLOW_PASS_MS = 30_000;
 
 /** Runs `pass` for each dirty key, one pass at a time, one per burst of events. */
 export class PassScheduler {
@@ -80,12 +92,19 @@ export class PassScheduler {
         this.dirty.delete(key);
         this.passes++;
         const began = performance.now();
+        const slow = setTimeout(
+          () => this.opts.onSlow?.(key, performance.now() - began),
+          this.opts.slowMs ?? SLOW_PASS_MS,
+        );
+        slow.unref();
         try {
           await this.pass(key);
           this.opts.onPass?.(key, began - since, performance.now() - began);
         } catch (e) {
           this.opts.onError(key, e);
           setTimeout(() => this.schedule(key), this.opts.retryMs ?? 1000).unref();
+        } finally {
+          clearTimeout(slow);
         }
         // Events that reached the socket while the pass ran (a status write's round trip is
         // most of it) are handed to their handlers in this turn's poll phase: let them land

@@ -133,3 +133,22 @@ describe("passes: one decision per burst of events", () => {
     expect(reports[0]!.took).toBeGreaterThanOrEqual(40);
   });
 });
+
+describe("passes: a pass that does not end is named", () => {
+  it("onSlow names the key once the pass has run slowMs, and not a pass that ended in time", async () => {
+    const slow: { key: string; ms: number }[] = [];
+    let open: () => void = () => {};
+    const scheduler = new PassScheduler(
+      async (key) => {
+        if (key === "hung") await new Promise<void>((r) => (open = r));
+      },
+      { onError: () => {}, slowMs: 50, onSlow: (key, ms) => slow.push({ key, ms }) },
+    );
+    scheduler.schedule("quick");
+    scheduler.schedule("hung");
+    await until(() => slow.length === 1);
+    expect(slow[0]!.key).toBe("hung");
+    expect(slow[0]!.ms).toBeGreaterThanOrEqual(49);
+    open();
+  });
+});
