@@ -12,6 +12,7 @@ import type { LabRelease } from "../lab/releases.js";
 import { describeFault, type CutWhen, type TortureFault } from "./schedule.js";
 import { imageOf, respawn, signal } from "./respawn.js";
 import type { Relay } from "./relay.js";
+import { rotateAway } from "./ca-rotation.js";
 
 export interface FaultTargets {
   lab: Lab;
@@ -31,11 +32,22 @@ export interface FaultTargets {
 
 /** The checker's violations, and the torture's own rules about a bad release. */
 export type TortureViolation = Omit<Violation, "rule"> & {
-  rule: Violation["rule"] | "bad-release-taken" | "bad-release-not-stopped";
+  rule:
+    | Violation["rule"]
+    | "bad-release-taken"
+    | "bad-release-not-stopped"
+    | "ca-rotation-not-rejoined";
 };
 
 /** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
 const STOPPED_POLL_MS = 500;
+
+/**
+ * How long a machine whose CA rotated has to rejoin: 3 refused answers over at least 10 s
+ * (src/agent/identity/refusals.ts), the approver's round (2 s), the status write; with room for
+ * a paused leader's lease (15 s) and an etcd restart drawn at the same time.
+ */
+const CA_ROTATED_REJOIN_MS = 120_000;
 
 /** How often a power cut waiting for its step looks again: well under a download's length. */
 const STEP_POLL_MS = 100;
@@ -160,6 +172,8 @@ export class FaultInjector {
       }
       case "power-cut":
         return this.powerCut(f, endAt);
+      case "ca-rotated":
+        return this.caRotated(f.machine);
       default: {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
@@ -273,6 +287,36 @@ export class FaultInjector {
         : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;
     } finally {
       this.badUnderWay = false;
+    }
+  }
+
+  /**
+   * The machine's certificate rotated away (./ca-rotation.ts) and its agent restarted on it;
+   * then the machine must rejoin by itself within CA_ROTATED_REJOIN_MS: its Machine reports a
+   * new key, a write only an identity the API server accepts can make.
+   */
+  private async caRotated(machine: string): Promise<string> {
+    const m = this.t.fleet.machines.get(machine)!;
+    const before = rotateAway(path.dirname(m.identityKubeconfig), machine);
+    if (before === undefined) return "skipped: the machine holds no certificate yet";
+    m.crashAgent();
+    const from = Date.now();
+    for (;;) {
+      const seen = await this.t.lab.api.machines.get(machine).catch(() => undefined);
+      const now = seen?.status?.certificateKeyDigest;
+      const s = ((Date.now() - from) / 1000).toFixed(1);
+      if (now !== undefined && now !== before)
+        return `done (${machine} rejoined, proving its key, after ${s} s)`;
+      if (Date.now() - from > CA_ROTATED_REJOIN_MS) {
+        this.broken.push({
+          rule: "ca-rotation-not-rejoined",
+          at: Date.now(),
+          machine,
+          message: `${machine}'s certificate was re-signed by a CA the API server does not trust ${s} s ago and its Machine still reports key ${now ?? "(none)"}: it did not rejoin by itself`,
+        });
+        return `failed: ${machine} not rejoined within ${CA_ROTATED_REJOIN_MS} ms`;
+      }
+      await sleep(STOPPED_POLL_MS);
     }
   }
 

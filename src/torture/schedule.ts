@@ -40,7 +40,13 @@ export type TortureFault =
    * A machine's power cut and on again: a fresh boot of the file-slot machine. `machine` is
    * cut at once ("any"); otherwise the first machine to reach `when` after `at` is.
    */
-  | { kind: "power-cut"; at: number; machine: string; when: CutWhen };
+  | { kind: "power-cut"; at: number; machine: string; when: CutWhen }
+  /**
+   * The cluster's client CA rotated, as one machine meets it: its certificate re-signed, same
+   * name and key, by a CA the API server does not trust, and its agent restarted on it
+   * (./ca-rotation.ts). It must rejoin by itself, proving its key.
+   */
+  | { kind: "ca-rotated"; at: number; machine: string };
 
 export type FaultKind = TortureFault["kind"];
 
@@ -56,6 +62,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "power-cut",
   "retarget",
   "bad-release",
+  "ca-rotated",
 ];
 
 export interface TortureShape {
@@ -125,12 +132,12 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
  * The kinds issue 38 added, each drawn with this chance per run from a stream of its own, so
  * that a seed keeps the faults it drew before they existed.
  */
-export const LATE_KINDS = ["etcd-restart", "retarget", "bad-release"] as const;
+export const LATE_KINDS = ["etcd-restart", "retarget", "bad-release", "ca-rotated"] as const;
 const LATE_CHANCE = 0.5;
 /** How long a bad release may take to be stopped before the good target is set back. */
 const BAD_RELEASE_MS = { min: 60_000, max: 90_000 } as const;
 
-function drawLate(seed: number, durationMs: number): TortureFault[] {
+function drawLate(seed: number, durationMs: number, machines: readonly string[]): TortureFault[] {
   const rng = rngOf(seed ^ 0x7a7e);
   const out: TortureFault[] = [];
   for (const kind of LATE_KINDS) {
@@ -139,6 +146,7 @@ function drawLate(seed: number, durationMs: number): TortureFault[] {
     if (kind === "etcd-restart")
       out.push({ kind, at, ms: rng.int(RESTART_MS.min, RESTART_MS.max) });
     else if (kind === "retarget") out.push({ kind, at });
+    else if (kind === "ca-rotated") out.push({ kind, at, machine: rng.pick(machines) });
     else out.push({ kind, at, ms: rng.int(BAD_RELEASE_MS.min, BAD_RELEASE_MS.max) });
   }
   return out;
@@ -158,7 +166,7 @@ export function drawShape(seed: number, machines: number, durationMs: number): T
   const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
   const faults = [
     ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
-    ...drawLate(seed, durationMs),
+    ...drawLate(seed, durationMs, names),
   ].sort((a, b) => a.at - b.at);
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
 }
@@ -188,6 +196,8 @@ export function describeFault(f: TortureFault): string {
       return `${t} spec.version set to a newer release mid-rollout`;
     case "bad-release":
       return `${t} spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+    case "ca-rotated":
+      return `${t} client CA rotated for ${f.machine}: its certificate re-signed by an untrusted CA, its agent restarted`;
     case "relay-cut":
       return `${t} network of ${f.machine} cut for ${f.ms} ms`;
     case "power-cut":
