@@ -46,7 +46,13 @@ export type TortureFault =
    * name and key, by a CA the API server does not trust, and its agent restarted on it
    * (./ca-rotation.ts). It must rejoin by itself, proving its key.
    */
-  | { kind: "ca-rotated"; at: number; machine: string };
+  | { kind: "ca-rotated"; at: number; machine: string }
+  /**
+   * A machine's certificate lapses mid-rollout: its network to the API server cut from `at`
+   * until its current certificate has expired (drawn only with `--cert-seconds`, short
+   * certificates). Healed, it must join again with the bootstrap credential by itself.
+   */
+  | { kind: "cert-lapse"; at: number; machine: string };
 
 export type FaultKind = TortureFault["kind"];
 
@@ -63,6 +69,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "retarget",
   "bad-release",
   "ca-rotated",
+  "cert-lapse",
 ];
 
 export interface TortureShape {
@@ -156,8 +163,22 @@ export function machineNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `node-${i + 1}`);
 }
 
+/**
+ * With short certificates (`--cert-seconds`), one lapse per run, from a stream of its own: the
+ * seed's other faults stay what they are without it.
+ */
+function drawLapse(seed: number, durationMs: number, machines: readonly string[]): TortureFault {
+  const rng = rngOf(seed ^ 0xce27);
+  return { kind: "cert-lapse", at: rng.int(0, durationMs - 1), machine: rng.pick(machines) };
+}
+
 /** The run's shape and faults, from the seed and the sizes a person asked for. */
-export function drawShape(seed: number, machines: number, durationMs: number): TortureShape {
+export function drawShape(
+  seed: number,
+  machines: number,
+  durationMs: number,
+  opts: { certLapse?: boolean } = {},
+): TortureShape {
   const rng = rngOf(seed);
   const names = machineNames(machines);
   const leaders = Math.min(3, machines);
@@ -167,6 +188,7 @@ export function drawShape(seed: number, machines: number, durationMs: number): T
   const faults = [
     ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
     ...drawLate(seed, durationMs, names),
+    ...(opts.certLapse === true ? [drawLapse(seed, durationMs, names)] : []),
   ].sort((a, b) => a.at - b.at);
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
 }
@@ -198,6 +220,8 @@ export function describeFault(f: TortureFault): string {
       return `${t} spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most ${f.ms} ms)`;
     case "ca-rotated":
       return `${t} client CA rotated for ${f.machine}: its certificate re-signed by an untrusted CA, its agent restarted`;
+    case "cert-lapse":
+      return `${t} network of ${f.machine} cut until its certificate has expired`;
     case "relay-cut":
       return `${t} network of ${f.machine} cut for ${f.ms} ms`;
     case "power-cut":
