@@ -36,7 +36,7 @@ export interface StatusExtras {
   /** The last failure on the way to the target (download, drain, slot check, reboot), with its code. */
   problem?: Problem;
   /** The client certificate: its notAfter and the IdentityCurrent condition (identity/). */
-  identity?: { certificateExpiry: string; condition: NewCondition };
+  identity?: { certificateExpiry: string; certificateKeyDigest?: string; condition: NewCondition };
   /** Where this machine serves its peers and what (peer-serving-run.ts); absent: nothing. */
   peers?: PeerServing;
   /** Where the role of the Machine this agent registered came from (registration.ts); kept after. */
@@ -176,6 +176,15 @@ function optional<K extends keyof MachineStatus>(
   return v === undefined ? {} : ({ [key]: v } as Partial<MachineStatus>);
 }
 
+/** The client certificate's notAfter and key digest (identity/), when the agent knows them. */
+function identityFields(i: StatusExtras["identity"]): Partial<MachineStatus> {
+  if (i === undefined) return {};
+  return {
+    certificateExpiry: i.certificateExpiry,
+    ...optional("certificateKeyDigest", i.certificateKeyDigest),
+  };
+}
+
 /** Where the Machine's role came from: said once at registration, kept in every later status. */
 function registrationOf(
   x: StatusExtras,
@@ -230,7 +239,7 @@ export function machineStatus(
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
     ...optional("peers", x.peers),
-    ...optional("certificateExpiry", x.identity?.certificateExpiry),
+    ...identityFields(x.identity),
     ...optional("registration", registrationOf(x, prev)),
     conditions: conditions(prev, o, dec, mem, x, now),
   } satisfies MachineStatus).status;

@@ -144,6 +144,7 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   "peers.releases[].version": text(64),
   "peers.releases[].digest": text(71),
   certificateExpiry: text(64),
+  certificateKeyDigest: text(71),
   "registration.at": text(64),
   ...CONDITION_BOUNDS("conditions"),
 };

@@ -1064,6 +1064,11 @@ export interface MachineStatus {
   peers?: PeerServing;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */
   certificateExpiry?: Time;
+  /**
+   * "sha256:<hex>" of that certificate's public key (its SubjectPublicKeyInfo): the key that
+   * proves the machine when it joins again after a CA rotation (src/api/rejoin-proof.ts).
+   */
+  certificateKeyDigest?: string;
   /** Where the role and reboot policy the agent registered the Machine with came from (Role-From). */
   registration?: Registration;
   /** When the agent last wrote this status; the live heartbeat is its Lease. */

@@ -34,6 +34,8 @@ export const LAB_VERSIONS = ["2026.10.10-001", "2026.10.12-001"] as const;
 export interface LabOptions {
   machines?: number;
   log?: (line: string) => void;
+  /** How long the signer's certificates last (default LAB_SIGNING_DURATION_SECONDS). */
+  signingDurationSeconds?: number;
 }
 
 export interface Lab {
@@ -116,7 +118,7 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   const cp = await up({
     name: LAB_CLUSTER,
     log,
-    signingDurationSeconds: LAB_SIGNING_DURATION_SECONDS,
+    signingDurationSeconds: opts.signingDurationSeconds ?? LAB_SIGNING_DURATION_SECONDS,
   });
   copyFileSync(cp.kubeconfig, LAB_KUBECONFIG);
   const stoppers: Lab["stoppers"] = [async () => void (await down(LAB_CLUSTER))];

@@ -3,7 +3,7 @@
 import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { MachineStep } from "../api/types.js";
+import type { Machine, MachineStep } from "../api/types.js";
 import type { Observation, Violation } from "../invariants/index.js";
 import type { Lab } from "../lab/lab.js";
 import type { Fleet } from "../lab/processes.js";
@@ -12,6 +12,8 @@ import type { LabRelease } from "../lab/releases.js";
 import { describeFault, type CutWhen, type TortureFault } from "./schedule.js";
 import { imageOf, respawn, signal } from "./respawn.js";
 import type { Relay } from "./relay.js";
+import { rotateAway } from "./ca-rotation.js";
+import { readHeld } from "../agent/identity/files.js";
 
 export interface FaultTargets {
   lab: Lab;
@@ -31,11 +33,27 @@ export interface FaultTargets {
 
 /** The checker's violations, and the torture's own rules about a bad release. */
 export type TortureViolation = Omit<Violation, "rule"> & {
-  rule: Violation["rule"] | "bad-release-taken" | "bad-release-not-stopped";
+  rule:
+    | Violation["rule"]
+    | "bad-release-taken"
+    | "bad-release-not-stopped"
+    | "ca-rotation-not-rejoined"
+    | "lapse-not-rejoined";
 };
 
 /** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
 const STOPPED_POLL_MS = 500;
+
+/**
+ * How long a machine whose CA rotated has to rejoin: 3 refused answers over at least 10 s
+ * (src/agent/identity/refusals.ts), the approver's round (2 s), the status write; with room for
+ * a paused leader's lease (15 s) and an etcd restart drawn at the same time.
+ */
+const CA_ROTATED_REJOIN_MS = 120_000;
+/** How long setting the target is tried again while the API server is busy or starting. */
+const SET_TARGET_RETRY_MS = 30_000;
+/** A lapse's cut lasts this long past the certificate's end: the agent's clock has seen it. */
+const LAPSE_MARGIN_MS = 3_000;
 
 /** How often a power cut waiting for its step looks again: well under a download's length. */
 const STEP_POLL_MS = 100;
@@ -160,6 +178,10 @@ export class FaultInjector {
       }
       case "power-cut":
         return this.powerCut(f, endAt);
+      case "ca-rotated":
+        return this.caRotated(f.machine);
+      case "cert-lapse":
+        return this.certLapse(f.machine);
       default: {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
@@ -227,7 +249,25 @@ export class FaultInjector {
   }
 
   /** Catalogs `r` (as a person would) and makes it `spec.version`. */
+  /**
+   * Sets the target as a person would, who tries again while the API server answers that it is
+   * busy or starting (503 after a restart drawn just before: seen in seed 2's run), for up to
+   * SET_TARGET_RETRY_MS; any other error, or one that lasts, fails the fault.
+   */
   private async setTarget(r: LabRelease): Promise<void> {
+    const from = Date.now();
+    for (;;) {
+      try {
+        return await this.setTargetOnce(r);
+      } catch (e) {
+        const retryable = (e as { retryable?: boolean }).retryable === true;
+        if (!retryable || Date.now() - from > SET_TARGET_RETRY_MS) throw e;
+        await sleep(STOPPED_POLL_MS);
+      }
+    }
+  }
+
+  private async setTargetOnce(r: LabRelease): Promise<void> {
     const { api } = this.t.lab;
     const c = await api.clusters.get(LAB_CLUSTER);
     const catalog = c.spec.releases.catalog ?? [];
@@ -274,6 +314,82 @@ export class FaultInjector {
     } finally {
       this.badUnderWay = false;
     }
+  }
+
+  /**
+   * The machine's certificate rotated away (./ca-rotation.ts) and its agent restarted on it;
+   * then the machine must rejoin by itself within CA_ROTATED_REJOIN_MS: its Machine reports a
+   * new key, a write only an identity the API server accepts can make.
+   */
+  private async caRotated(machine: string): Promise<string> {
+    const m = this.t.fleet.machines.get(machine)!;
+    const before = rotateAway(path.dirname(m.identityKubeconfig), machine);
+    if (before === undefined) return "skipped: the machine holds no certificate yet";
+    m.crashAgent();
+    const w = await this.untilRejoined(machine, (st) => st?.certificateKeyDigest !== before);
+    if (w.ok) return `done (${machine} rejoined, proving its key, after ${w.s} s)`;
+    this.broken.push({
+      rule: "ca-rotation-not-rejoined",
+      at: Date.now(),
+      machine,
+      message: `${machine}'s certificate was re-signed by a CA the API server does not trust ${w.s} s ago and its Machine still reports key ${w.key ?? "(none)"}: it did not rejoin by itself`,
+    });
+    return `failed: ${machine} not rejoined within ${CA_ROTATED_REJOIN_MS} ms`;
+  }
+
+  /**
+   * Reads the Machine until `rejoined` holds of its status (it carries a key digest, which only
+   * an accepted identity writes) or CA_ROTATED_REJOIN_MS has passed.
+   */
+  private async untilRejoined(
+    machine: string,
+    rejoined: (status: Machine["status"]) => boolean,
+  ): Promise<{ ok: boolean; s: string; key: string | undefined }> {
+    const from = Date.now();
+    for (;;) {
+      const st = (await this.t.lab.api.machines.get(machine).catch(() => undefined))?.status;
+      const s = ((Date.now() - from) / 1000).toFixed(1);
+      const key = st?.certificateKeyDigest;
+      if (key !== undefined && rejoined(st)) return { ok: true, s, key };
+      if (Date.now() - from > CA_ROTATED_REJOIN_MS) return { ok: false, s, key };
+      await sleep(STOPPED_POLL_MS);
+    }
+  }
+
+  /**
+   * The machine's network cut until its certificate has expired (and LAPSE_MARGIN_MS more),
+   * then healed: it must join again with the bootstrap credential by itself, within
+   * CA_ROTATED_REJOIN_MS (a new key on its Machine, written with the new identity).
+   */
+  private async certLapse(machine: string): Promise<string> {
+    const m = this.t.fleet.machines.get(machine)!;
+    const held = readHeld(path.dirname(m.identityKubeconfig));
+    if (held === undefined) return "skipped: the machine holds no certificate yet";
+    const relay = this.t.relays.get(machine)!;
+    relay.sever();
+    // A renewal that raced the cut gives a later end: the cut lasts until the one held then.
+    let end = held.notAfterMs;
+    while (Date.now() < end + LAPSE_MARGIN_MS) {
+      await sleep(Math.max(0, end + LAPSE_MARGIN_MS - Date.now()));
+      end = readHeld(path.dirname(m.identityKubeconfig))?.notAfterMs ?? end;
+    }
+    relay.heal();
+    const before = readHeld(path.dirname(m.identityKubeconfig))?.keyDigest;
+    // A certificate issued after the lapse: a new key, ending after the lapsed one.
+    const w = await this.untilRejoined(
+      machine,
+      (st) => st?.certificateKeyDigest !== before && Date.parse(st?.certificateExpiry ?? "") > end,
+    );
+    const lapsedAt = new Date(end).toISOString();
+    if (w.ok)
+      return `done (${machine}'s certificate lapsed at ${lapsedAt}; it joined again ${w.s} s after the network healed)`;
+    this.broken.push({
+      rule: "lapse-not-rejoined",
+      at: Date.now(),
+      machine,
+      message: `${machine}'s certificate lapsed at ${lapsedAt} while its network was cut; healed ${w.s} s ago, its Machine still reports key ${w.key ?? "(none)"}: it did not join again by itself`,
+    });
+    return `failed: ${machine} not joined again within ${CA_ROTATED_REJOIN_MS} ms of the heal`;
   }
 
   /** SIGKILL of an operator copy, and its start again after `f.ms` (as its Deployment would). */

@@ -1,4 +1,5 @@
-// npm run torture -- --runs N --seed S [--machines M] [--duration D]: wiring only (run.ts).
+// npm run torture -- --runs N --seed S [--machines M] [--duration D] [--cert-seconds C]:
+// wiring only (run.ts).
 import { parseArgs } from "node:util";
 import { errorText } from "../errors.js";
 import { parseTortureArgs } from "./args.js";
@@ -14,6 +15,7 @@ async function main(): Promise<number> {
       seed: { type: "string", default: "1" },
       machines: { type: "string", default: "5" },
       duration: { type: "string", default: "90" },
+      "cert-seconds": { type: "string" },
     },
   });
   const a = parseTortureArgs(values);
@@ -26,7 +28,13 @@ async function main(): Promise<number> {
     say(
       `torture: seed ${seed}: starting (${a.machines} machines, ${a.durationMs / 1000} s of faults)`,
     );
-    const r = await runTorture({ seed, machines: a.machines, durationMs: a.durationMs, log: say });
+    const r = await runTorture({
+      seed,
+      machines: a.machines,
+      durationMs: a.durationMs,
+      log: say,
+      ...(a.certSeconds === undefined ? {} : { certSeconds: a.certSeconds }),
+    });
     violations += r.violations.length;
     for (const f of r.shape.faults) kinds.add(f.kind);
     if (r.unconverged.length === 0) converged++;
@@ -34,7 +42,7 @@ async function main(): Promise<number> {
     say(
       `torture: seed ${seed}: faults=${r.shape.faults.length} budget=${r.shape.maxUnavailable} violations=${r.violations.length} ${
         r.unconverged.length === 0 ? "converged" : `not converged (${r.unconverged.join(", ")})`
-      } ${(r.ms / 1000).toFixed(1)}s; replay: npm run torture -- --seed ${seed} --machines ${a.machines} --duration ${a.durationMs / 1000}`,
+      } ${(r.ms / 1000).toFixed(1)}s; replay: npm run torture -- --seed ${seed} --machines ${a.machines} --duration ${a.durationMs / 1000}${a.certSeconds === undefined ? "" : ` --cert-seconds ${a.certSeconds}`}`,
     );
   }
   const secs = ((performance.now() - t0) / 1000).toFixed(1);

@@ -26,6 +26,8 @@ export interface RunOptions {
   /** The fault window, from the moment the target is set. */
   durationMs: number;
   log: (line: string) => void;
+  /** The signer's certificate lifetime; given, one `cert-lapse` is drawn (args.ts). */
+  certSeconds?: number;
 }
 
 export interface RunResult {
@@ -52,8 +54,13 @@ const CONVERGE_POLL_MS = 500;
 
 export async function runTorture(o: RunOptions): Promise<RunResult> {
   const started = Date.now();
-  const shape = drawShape(o.seed, o.machines, o.durationMs);
-  const lab = await startLab({ machines: o.machines });
+  const shape = drawShape(o.seed, o.machines, o.durationMs, {
+    certLapse: o.certSeconds !== undefined,
+  });
+  const lab = await startLab({
+    machines: o.machines,
+    ...(o.certSeconds === undefined ? {} : { signingDurationSeconds: o.certSeconds }),
+  });
   const extra: Observation[] = [];
   let injector: FaultInjector | undefined;
   let watcher: TortureWatcher | undefined;

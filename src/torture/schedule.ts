@@ -40,7 +40,19 @@ export type TortureFault =
    * A machine's power cut and on again: a fresh boot of the file-slot machine. `machine` is
    * cut at once ("any"); otherwise the first machine to reach `when` after `at` is.
    */
-  | { kind: "power-cut"; at: number; machine: string; when: CutWhen };
+  | { kind: "power-cut"; at: number; machine: string; when: CutWhen }
+  /**
+   * The cluster's client CA rotated, as one machine meets it: its certificate re-signed, same
+   * name and key, by a CA the API server does not trust, and its agent restarted on it
+   * (./ca-rotation.ts). It must rejoin by itself, proving its key.
+   */
+  | { kind: "ca-rotated"; at: number; machine: string }
+  /**
+   * A machine's certificate lapses mid-rollout: its network to the API server cut from `at`
+   * until its current certificate has expired (drawn only with `--cert-seconds`, short
+   * certificates). Healed, it must join again with the bootstrap credential by itself.
+   */
+  | { kind: "cert-lapse"; at: number; machine: string };
 
 export type FaultKind = TortureFault["kind"];
 
@@ -56,6 +68,8 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "power-cut",
   "retarget",
   "bad-release",
+  "ca-rotated",
+  "cert-lapse",
 ];
 
 export interface TortureShape {
@@ -125,12 +139,12 @@ function drawFault(rng: Rng, at: number, machines: readonly string[]): TortureFa
  * The kinds issue 38 added, each drawn with this chance per run from a stream of its own, so
  * that a seed keeps the faults it drew before they existed.
  */
-export const LATE_KINDS = ["etcd-restart", "retarget", "bad-release"] as const;
+export const LATE_KINDS = ["etcd-restart", "retarget", "bad-release", "ca-rotated"] as const;
 const LATE_CHANCE = 0.5;
 /** How long a bad release may take to be stopped before the good target is set back. */
 const BAD_RELEASE_MS = { min: 60_000, max: 90_000 } as const;
 
-function drawLate(seed: number, durationMs: number): TortureFault[] {
+function drawLate(seed: number, durationMs: number, machines: readonly string[]): TortureFault[] {
   const rng = rngOf(seed ^ 0x7a7e);
   const out: TortureFault[] = [];
   for (const kind of LATE_KINDS) {
@@ -139,6 +153,7 @@ function drawLate(seed: number, durationMs: number): TortureFault[] {
     if (kind === "etcd-restart")
       out.push({ kind, at, ms: rng.int(RESTART_MS.min, RESTART_MS.max) });
     else if (kind === "retarget") out.push({ kind, at });
+    else if (kind === "ca-rotated") out.push({ kind, at, machine: rng.pick(machines) });
     else out.push({ kind, at, ms: rng.int(BAD_RELEASE_MS.min, BAD_RELEASE_MS.max) });
   }
   return out;
@@ -148,8 +163,22 @@ export function machineNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `node-${i + 1}`);
 }
 
+/**
+ * With short certificates (`--cert-seconds`), one lapse per run, from a stream of its own: the
+ * seed's other faults stay what they are without it.
+ */
+function drawLapse(seed: number, durationMs: number, machines: readonly string[]): TortureFault {
+  const rng = rngOf(seed ^ 0xce27);
+  return { kind: "cert-lapse", at: rng.int(0, durationMs - 1), machine: rng.pick(machines) };
+}
+
 /** The run's shape and faults, from the seed and the sizes a person asked for. */
-export function drawShape(seed: number, machines: number, durationMs: number): TortureShape {
+export function drawShape(
+  seed: number,
+  machines: number,
+  durationMs: number,
+  opts: { certLapse?: boolean } = {},
+): TortureShape {
   const rng = rngOf(seed);
   const names = machineNames(machines);
   const leaders = Math.min(3, machines);
@@ -158,7 +187,8 @@ export function drawShape(seed: number, machines: number, durationMs: number): T
   const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
   const faults = [
     ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
-    ...drawLate(seed, durationMs),
+    ...drawLate(seed, durationMs, names),
+    ...(opts.certLapse === true ? [drawLapse(seed, durationMs, names)] : []),
   ].sort((a, b) => a.at - b.at);
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
 }
@@ -188,6 +218,10 @@ export function describeFault(f: TortureFault): string {
       return `${t} spec.version set to a newer release mid-rollout`;
     case "bad-release":
       return `${t} spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+    case "ca-rotated":
+      return `${t} client CA rotated for ${f.machine}: its certificate re-signed by an untrusted CA, its agent restarted`;
+    case "cert-lapse":
+      return `${t} network of ${f.machine} cut until its certificate has expired`;
     case "relay-cut":
       return `${t} network of ${f.machine} cut for ${f.ms} ms`;
     case "power-cut":

@@ -8,7 +8,6 @@
 // ServiceAccount) approves it, the agent proves the new certificate and switches its client to
 // it, all without a restart.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -20,7 +19,7 @@ import { isUnauthorized } from "../../src/api/errors.js";
 import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CsrApprover } from "../../src/operator/csr/approver.js";
-import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
+import { bootstrapToken, installIdentityRbac, untrustedCertificate } from "../support/identity.js";
 import {
   controlPlane,
   kubeConfig,
@@ -53,32 +52,6 @@ async function whoAmI(rest: Rest): Promise<string | undefined> {
     },
   );
   return r.status?.userInfo?.username;
-}
-
-/** A certificate for `user`, valid for a day, signed by a CA made here (no API server trusts it). */
-function untrustedCertificate(dir: string, user: string): { certPem: string; keyPem: string } {
-  const f = (n: string) => path.join(dir, n);
-  const ossl = (args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-  const ca = ["-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=rogue"];
-  ossl(["req", "-x509", ...ec, ...ca]);
-  ossl(["req", ...ec, "-keyout", f("m.key"), "-out", f("m.csr"), "-subj", `/CN=${user}`]);
-  ossl([
-    "x509",
-    "-req",
-    "-in",
-    f("m.csr"),
-    "-CA",
-    f("ca.crt"),
-    "-CAkey",
-    f("ca.key"),
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-out",
-    f("m.crt"),
-  ]);
-  return { certPem: readFileSync(f("m.crt"), "utf8"), keyPem: readFileSync(f("m.key"), "utf8") };
 }
 
 describe("a machine whose valid certificate the API server no longer accepts", () => {

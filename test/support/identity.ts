@@ -127,3 +127,32 @@ export async function csrEventReasons(name: string): Promise<string[]> {
   );
   return events.map((e) => e.reason);
 }
+
+/** A certificate for `user`, valid for a day, signed by a CA made here (no API server trusts it). */
+export function untrustedCertificate(
+  dir: string,
+  user: string,
+): { certPem: string; keyPem: string } {
+  const f = (n: string) => path.join(dir, n);
+  const ossl = (args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  const ca = ["-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=rogue"];
+  ossl(["req", "-x509", ...ec, ...ca]);
+  ossl(["req", ...ec, "-keyout", f("m.key"), "-out", f("m.csr"), "-subj", `/CN=${user}`]);
+  ossl([
+    "x509",
+    "-req",
+    "-in",
+    f("m.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-out",
+    f("m.crt"),
+  ]);
+  return { certPem: readFileSync(f("m.crt"), "utf8"), keyPem: readFileSync(f("m.key"), "utf8") };
+}

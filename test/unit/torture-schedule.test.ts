@@ -25,11 +25,21 @@ describe("torture schedule", () => {
     }
   });
 
-  it("draws every kind of fault over a few seeds", () => {
+  it("draws every kind of fault over a few seeds (a lapse with short certificates)", () => {
     const kinds = new Set<string>();
     for (let seed = 1; seed <= 20; seed++)
-      for (const f of drawShape(seed, 5, 90_000).faults) kinds.add(f.kind);
+      for (const f of drawShape(seed, 5, 90_000, { certLapse: true }).faults) kinds.add(f.kind);
     expect([...kinds].sort()).toEqual([...FAULT_KINDS].sort());
+  });
+
+  it("draws one lapse only with short certificates, keeping the seed's other faults", () => {
+    for (let seed = 1; seed <= 50; seed++) {
+      const plain = drawShape(seed, 5, 90_000);
+      const lapse = drawShape(seed, 5, 90_000, { certLapse: true });
+      expect(plain.faults.filter((f) => f.kind === "cert-lapse")).toEqual([]);
+      expect(lapse.faults.filter((f) => f.kind === "cert-lapse")).toHaveLength(1);
+      expect(lapse.faults.filter((f) => f.kind !== "cert-lapse")).toEqual(plain.faults);
+    }
   });
 
   it("keeps a seed's earlier faults: the kinds issue 38 added come from a stream of their own", () => {
@@ -67,6 +77,7 @@ describe("torture arguments", () => {
   const ok = { runs: "2", seed: "7", machines: "5", duration: "90" };
   it("reads whole numbers in range", () => {
     expect(parseTortureArgs(ok)).toEqual({ runs: 2, seed: 7, machines: 5, durationMs: 90_000 });
+    expect(parseTortureArgs({ ...ok, "cert-seconds": "60" })).toMatchObject({ certSeconds: 60 });
   });
   it.each([
     ["runs", "0"],
@@ -74,6 +85,8 @@ describe("torture arguments", () => {
     ["machines", "11"],
     ["machines", "five"],
     ["duration", "5"],
+    ["cert-seconds", "10"],
+    ["cert-seconds", "301"],
   ])("refuses --%s %s with LIKEN_TORTURE_USAGE", (name, raw) => {
     expect(() => parseTortureArgs({ ...ok, [name]: raw })).toThrow(
       expect.objectContaining({ code: "LIKEN_TORTURE_USAGE" }),

@@ -27,6 +27,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { kubeconfigYaml } from "../../api/kubeconfig-doc.js";
+import { keyDigest } from "../../api/rejoin-proof.js";
 import type { CertTimes } from "./renewal.js";
 
 export const CURRENT = "liken-client-current.pem";
@@ -60,6 +61,8 @@ export function writeAtomically(file: string, text: string): void {
 export interface Held extends CertTimes {
   file: string;
   subject: string;
+  /** "sha256:<hex>" of the certificate's public key (status.certificateKeyDigest). */
+  keyDigest: string;
 }
 
 export function readHeld(dir: string): Held | undefined {
@@ -72,6 +75,7 @@ export function readHeld(dir: string): Held | undefined {
   return {
     file: target,
     subject: cert.subject,
+    keyDigest: keyDigest(cert.publicKey),
     notBeforeMs: Date.parse(cert.validFrom),
     notAfterMs: Date.parse(cert.validTo),
     issuedMs: issued ? Number(issued[1]) : lstatSync(target).mtimeMs,

@@ -13,6 +13,7 @@ import type { Logger } from "pino";
 import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
 import { isUnauthorized } from "../../api/errors.js";
 import { rfc3339 } from "../../api/time.js";
+import { rejoinAnnotations } from "../../api/rejoin-proof.js";
 import { agentUserName } from "../../api/types.js";
 import { errorCode, errorText } from "../../errors.js";
 import { sdNotify } from "../../native/index.js";
@@ -102,13 +103,18 @@ export class MachineIdentity {
   }
 
   /** The Machine's certificateExpiry and IdentityCurrent, as of `nowMs`. */
-  status(
-    nowMs: number,
-  ): { certificateExpiry: string; condition: ReturnType<typeof identityCondition> } | undefined {
+  status(nowMs: number):
+    | {
+        certificateExpiry: string;
+        certificateKeyDigest?: string;
+        condition: ReturnType<typeof identityCondition>;
+      }
+    | undefined {
     const h = this.held;
     if (h === undefined) return undefined;
     return {
       certificateExpiry: rfc3339(new Date(h.notAfterMs)),
+      certificateKeyDigest: h.keyDigest,
       condition: identityCondition(h, this.source, nowMs),
     };
   }
@@ -382,7 +388,9 @@ export class MachineIdentity {
         writeAtomically(keyFile, keyPem);
       }
       try {
+        const proof = by === "bootstrap" ? this.rejoinProof(keyPem) : undefined;
         const certPem = await requestCertificate(client(), {
+          ...(proof === undefined ? {} : { annotations: proof }),
           machine: this.machine,
           keyPem,
           expirationSeconds: this.s.expirationSeconds,
@@ -428,6 +436,27 @@ export class MachineIdentity {
         );
         await sleep(pause, undefined, { signal });
       }
+    }
+  }
+
+  /**
+   * When the machine joins again while its certificate is valid by its dates (the API server
+   * refuses it: the client CA rotated), that certificate's key signs the new request: the
+   * approver takes the name back only for the key the Machine last reported
+   * (docs/adr/rejoin-after-ca-rotation.md). Undefined when there is no such certificate.
+   */
+  private rejoinProof(keyPem: string): Record<string, string> | undefined {
+    const h = this.held;
+    if (h === undefined || h.notAfterMs <= Date.now()) return undefined;
+    try {
+      return rejoinAnnotations(this.machine, keyPem, readFileSync(h.file), new Date());
+    } catch (e) {
+      // Without a proof the approver leaves the request to a person (AlreadyJoined): said here.
+      this.log.warn(
+        { err: errorText(e), file: h.file },
+        "the current certificate's key cannot sign the rejoin proof; the request goes without it",
+      );
+      return undefined;
     }
   }
 

@@ -61,6 +61,8 @@ export interface RequestOptions {
   signal: AbortSignal;
   /** Told once when the wait passes warnAfterMs (the Machine, when the agent can write it). */
   onSlow?: (message: string) => void;
+  /** Annotations of the request: a rejoin's proof (src/api/rejoin-proof.ts). */
+  annotations?: Record<string, string>;
 }
 
 /** Files (or finds again) the request and returns the issued certificate's PEM. */
@@ -70,7 +72,8 @@ export async function requestCertificate(rest: Rest, o: RequestOptions): Promise
   const body = {
     apiVersion: "certificates.k8s.io/v1",
     kind: "CertificateSigningRequest",
-    metadata: { name },
+    // JSON leaves out annotations when there are none.
+    metadata: { name, annotations: o.annotations },
     spec: {
       request: await buildRequest(o.machine, o.keyPem),
       signerName: MACHINE_SIGNER,

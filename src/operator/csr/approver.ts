@@ -21,7 +21,8 @@ import {
   type CsrView,
   type Target,
 } from "./decide.js";
-import { readRequest } from "./request.js";
+import { readRejoinProof } from "../../api/rejoin-proof.js";
+import { readRequest, requestSpki } from "./request.js";
 
 /**
  * How often the requests are read again. A machine waits at most this long for its identity
@@ -68,9 +69,24 @@ function notAfterOf(cert: string | undefined): number | undefined {
   }
 }
 
+/** The rejoin proof a pending request carries, checked against its own key (decide.ts). */
+function rejoinOf(
+  csr: V1CertificateSigningRequest,
+  request: CsrView["request"],
+): Pick<CsrView, "rejoin"> {
+  const annotations = csr.metadata?.annotations;
+  if (annotations === undefined || "unreadable" in request) return {};
+  const machine = requestedMachine({ request } as CsrView);
+  const spki = requestSpki(csr.spec.request);
+  if (machine === undefined || spki === undefined) return {};
+  const rejoin = readRejoinProof(annotations, machine, spki);
+  return rejoin === undefined ? {} : { rejoin };
+}
+
 export function viewOf(csr: V1CertificateSigningRequest): CsrView {
   const issuedNotAfterMs = notAfterOf(csr.status?.certificate);
   const state = stateOf(csr);
+  const request = readRequest(csr.spec.request);
   return {
     name: csr.metadata?.name ?? "",
     createdMs: csr.metadata?.creationTimestamp?.getTime() ?? 0,
@@ -80,7 +96,8 @@ export function viewOf(csr: V1CertificateSigningRequest): CsrView {
     groups: csr.spec.groups ?? [],
     state,
     ...(issuedNotAfterMs === undefined ? {} : { issuedNotAfterMs }),
-    request: readRequest(csr.spec.request),
+    request,
+    ...(state === "Pending" ? rejoinOf(csr, request) : {}),
   };
 }
 
@@ -180,11 +197,13 @@ export class CsrApprover {
       this.liken.machines.find(machine),
     ]);
     const expiry = m?.status?.certificateExpiry;
+    const key = m?.status?.certificateKeyDigest;
     return {
       node: node !== undefined,
       nodeLabelled: node !== undefined && carries(node, this.opts.nodeLabel),
       machine: m !== undefined,
       ...(expiry === undefined ? {} : { certificateExpiryMs: Date.parse(expiry) }),
+      ...(key === undefined ? {} : { certificateKeyDigest: key }),
     };
   }
 
@@ -226,6 +245,8 @@ export class CsrApprover {
         );
         if (!approve)
           this.event(csr, "Warning", `CertificateRequest${d.reason}`, `denied: ${d.message}`);
+        else if (d.rejoined === true)
+          this.event(csr, "Normal", "CertificateRequestRejoined", `approved: ${d.message}`);
         return;
       }
       case "leave":

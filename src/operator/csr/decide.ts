@@ -3,6 +3,7 @@
 // A request is approved only when it is exactly what a liken agent files for itself; whatever
 // could be a mistake or an attack is denied (nothing can be issued) or left for a person, and
 // said in an Event either way. Wiring: ./approver.ts.
+import type { RejoinProof } from "../../api/rejoin-proof.js";
 import {
   AGENT_GROUP,
   AGENT_USER_PREFIX,
@@ -43,6 +44,11 @@ export interface CsrView {
   /** The issued certificate's notAfter, once the signer issued one. */
   issuedNotAfterMs?: number;
   request: RequestFacts | { unreadable: string };
+  /**
+   * The proof of a machine joining again while its certificate is valid but no longer
+   * accepted (src/api/rejoin-proof.ts), its signature already checked; absent when it has none.
+   */
+  rejoin?: RejoinProof | { invalid: string };
 }
 
 /** What the cluster holds for the requested machine name (looked up by the wiring). */
@@ -57,6 +63,8 @@ export interface Target {
   machine: boolean;
   /** status.certificateExpiry of that Machine, as its agent last reported it. */
   certificateExpiryMs?: number;
+  /** status.certificateKeyDigest of that Machine: the key of that certificate ("sha256:<hex>"). */
+  certificateKeyDigest?: string;
 }
 
 export interface CsrWorld {
@@ -82,13 +90,17 @@ export type CsrRefusal =
   | "NoSuchMachine"
   | "UnexpectedNode"
   | "AlreadyJoined"
+  | "RejoinProofInvalid"
+  | "RejoinProofStale"
+  | "RejoinKeyUnknown"
   | "RequestFlood"
   | "AlreadyPending"
   | "AutoApprovalOff";
 
 export type CsrDecision =
   | { kind: "ignore" }
-  | { kind: "approve"; machine: string; message: string }
+  /** `rejoined`: a machine proved itself after a CA rotation (said in a Normal Event). */
+  | { kind: "approve"; machine: string; message: string; rejoined?: boolean }
   /** Denied: the Denied condition carries the reason; the signer will never issue it. */
   | { kind: "deny"; reason: CsrRefusal; message: string }
   /** Left pending for a person (`kubectl certificate approve|deny`). */
@@ -110,6 +122,14 @@ export const ACCEPTED_CURVES: ReadonlySet<string> = new Set([
   "secp384r1",
   "secp521r1",
 ]);
+
+/**
+ * How far apart the moment a rejoin proof was signed (the machine's clock) and the moment the
+ * API server created its request may be. The agent signs right before it files, so the gap is
+ * the two clocks' skew: chrony keeps a machine within a second; ten minutes lets a machine
+ * whose clock drifted a while rejoin, and still refuses a proof kept from long ago.
+ */
+export const REJOIN_PROOF_SKEW_MS = 10 * 60_000;
 
 /** A DNS-1123 subdomain: the names a Machine and a Node can have. */
 const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -291,21 +311,10 @@ function clusterRefusal(
   const refusal = expectedRefusal(machine, requester, w);
   if (refusal !== undefined) return refusal;
   if (requester.kind === "bootstrap") {
-    const live = w.all.find(
-      (c) =>
-        c.name !== csr.name &&
-        requestedMachine(c) === machine &&
-        c.issuedNotAfterMs !== undefined &&
-        c.issuedNotAfterMs > w.nowMs,
-    );
-    const expiry = w.target.certificateExpiryMs;
-    if (live !== undefined || (expiry !== undefined && expiry > w.nowMs)) {
-      const until = new Date(Math.max(expiry ?? 0, live?.issuedNotAfterMs ?? 0)).toISOString();
-      return {
-        kind: "leave",
-        reason: "AlreadyJoined",
-        message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until} and renews with it; a reinstalled machine needs a person: ${PERSON}`,
-      };
+    const until = validUntil(csr, machine, w);
+    if (until !== undefined) {
+      const unproven = rejoinRefusal(csr, machine, until, w);
+      if (unproven !== undefined) return unproven;
     }
   }
   const pending = w.all.find(
@@ -319,6 +328,105 @@ function clusterRefusal(
     };
   }
   return undefined;
+}
+
+/**
+ * Until when `machine` holds a valid certificate (RFC 3339), by its Machine's report or an
+ * issued request; undefined when it holds none.
+ */
+function validUntil(csr: CsrView, machine: string, w: CsrWorld): string | undefined {
+  const live = w.all.find(
+    (c) =>
+      c.name !== csr.name &&
+      requestedMachine(c) === machine &&
+      c.issuedNotAfterMs !== undefined &&
+      c.issuedNotAfterMs > w.nowMs,
+  );
+  const expiry = w.target.certificateExpiryMs;
+  if (live === undefined && (expiry === undefined || expiry <= w.nowMs)) return undefined;
+  return new Date(Math.max(expiry ?? 0, live?.issuedNotAfterMs ?? 0)).toISOString();
+}
+
+/**
+ * A bootstrap request for a name that holds a valid certificate: approved only when the
+ * machine proves it is the same one (docs/adr/rejoin-after-ca-rotation.md). Its agent joins
+ * again this way when the API server refuses that certificate (the client CA rotated); the
+ * proof is a signature by the key of that certificate, the key its Machine last reported
+ * (status.certificateKeyDigest), over the new request's key, its name and the signing time.
+ * The bootstrap credential alone, in every machine image, never takes over a machine.
+ */
+function rejoinRefusal(
+  csr: CsrView,
+  machine: string,
+  until: string,
+  w: CsrWorld,
+): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
+  const proof = csr.rejoin;
+  if (proof === undefined) {
+    return {
+      kind: "leave",
+      reason: "AlreadyJoined",
+      message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until} and renews with it, and the request carries no proof by that certificate's key (an agent whose certificate the API server no longer accepts proves itself by it); a reinstalled machine needs a person: ${PERSON}`,
+    };
+  }
+  if ("invalid" in proof) {
+    return {
+      kind: "deny",
+      reason: "RejoinProofInvalid",
+      message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until}, with a proof that does not hold: ${proof.invalid}; only the key of that certificate can take the name back; ${AGAIN}`,
+    };
+  }
+  const signed = new Date(proof.signedAtMs).toISOString();
+  const created = new Date(csr.createdMs).toISOString();
+  if (Math.abs(proof.signedAtMs - csr.createdMs) > REJOIN_PROOF_SKEW_MS) {
+    return {
+      kind: "deny",
+      reason: "RejoinProofStale",
+      message: `machine ${machine}'s rejoin proof was signed at ${signed}, but its request was created at ${created}, more than ${REJOIN_PROOF_SKEW_MS / 60_000} min apart: an old proof is not taken; if the machine's clock is wrong, fix it (chrony, timedatectl); ${AGAIN}`,
+    };
+  }
+  const reported = w.target.certificateKeyDigest;
+  const expiry = w.target.certificateExpiryMs;
+  if (reported === undefined || reported !== proof.keyDigest) {
+    const why =
+      reported === undefined
+        ? `its Machine reports no status.certificateKeyDigest (an agent older than the field, or a person cleared it to shut that key out)`
+        : `its Machine last reported key ${reported} (a certificate renewed just before the rotation and not yet reported, or a key that is not the machine's)`;
+    return {
+      kind: "leave",
+      reason: "RejoinKeyUnknown",
+      message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until}, with a proof by key ${proof.keyDigest}, but ${why}; ${PERSON}`,
+    };
+  }
+  if (expiry === undefined || expiry <= w.nowMs) {
+    return {
+      kind: "leave",
+      reason: "RejoinKeyUnknown",
+      message: `machine ${machine} proves key ${proof.keyDigest}, but the certificate its Machine reports for that key expired at ${expiry === undefined ? "(no status.certificateExpiry)" : new Date(expiry).toISOString()}; ${PERSON}`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * What an approvable request does, for the message: a join, a renewal, or a rejoin proven by
+ * the key of a certificate still valid (it passed rejoinRefusal to get here).
+ */
+function howItJoins(
+  csr: CsrView,
+  machine: string,
+  requester: Requester,
+  w: CsrWorld,
+): { by: string; rejoined: boolean } {
+  if (requester.kind === "itself") return { by: "renews", rejoined: false };
+  const proof = csr.rejoin;
+  if (proof === undefined || "invalid" in proof || validUntil(csr, machine, w) === undefined) {
+    return { by: "joins with the bootstrap credential", rejoined: false };
+  }
+  return {
+    by: `joins again with the bootstrap credential, proving with the key ${proof.keyDigest} its Machine reports that it is the same machine (the API server no longer accepts its certificate: the client CA rotated)`,
+    rejoined: true,
+  };
 }
 
 /** The approver's verdict on one request. */
@@ -338,7 +446,7 @@ export function decideCsr(csr: CsrView, w: CsrWorld): CsrDecision {
   if ("reason" in requester) return requester;
   const refusal = clusterRefusal(csr, machine, requester, w);
   if (refusal !== undefined) return refusal;
-  const by = requester.kind === "bootstrap" ? "joins with the bootstrap credential" : "renews";
+  const { by, rejoined } = howItJoins(csr, machine, requester, w);
   if (!w.autoApprove) {
     return {
       kind: "leave",
@@ -346,5 +454,10 @@ export function decideCsr(csr: CsrView, w: CsrWorld): CsrDecision {
       message: `machine ${machine} ${by}; automatic approval is off: ${PERSON}`,
     };
   }
-  return { kind: "approve", machine, message: `machine ${machine} ${by}` };
+  return {
+    kind: "approve",
+    machine,
+    message: `machine ${machine} ${by}`,
+    ...(rejoined ? { rejoined } : {}),
+  };
 }

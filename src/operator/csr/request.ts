@@ -46,3 +46,13 @@ export function readRequest(base64Pem: string): RequestFacts | { unreadable: str
     return { unreadable: (e as Error).message };
   }
 }
+
+/** The request's public key as DER SubjectPublicKeyInfo; undefined when it cannot be read. */
+export function requestSpki(base64Pem: string): Buffer | undefined {
+  try {
+    const pem = Buffer.from(base64Pem, "base64").toString("utf8");
+    return Buffer.from(new x509.Pkcs10CertificateRequest(pem).publicKey.rawData);
+  } catch {
+    return undefined;
+  }
+}
