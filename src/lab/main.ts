@@ -153,13 +153,24 @@ const program = new Command("lab")
       "(threshold: spec.rollout.revert by itself; command: liken rollout revert), then exit",
   )
   .option("--machines <n>", "number of machines (3 leaders, the rest workers)", (v) => Number(v), 5)
+  .option(
+    "--start-grace <seconds>",
+    "cluster-operator's start-up grace, whole seconds (default: the shipped 40; the lab's end-to-end tests shorten it)",
+    startGraceOf,
+  )
   .exitOverride();
 
 /** Signals this close to the first are the same keypress, relayed (see stop()). */
 const SAME_KEYPRESS_MS = 1_000;
 
 program.action(
-  async (o: { demo?: boolean; follow?: boolean; revert?: string | true; machines: number }) => {
+  async (o: {
+    demo?: boolean;
+    follow?: boolean;
+    revert?: string | true;
+    machines: number;
+    startGrace?: number;
+  }) => {
     const started = Date.now();
     const revert = revertHowOf(o.revert);
     /** Set once started; a signal before that only exits (the reaper does the rest). */
@@ -196,7 +207,13 @@ program.action(
     const lab = await startLab({ machines: o.machines, log: err });
     running.lab = lab;
     try {
-      const fleet = await startFleet(lab, err);
+      const fleet = await startFleet(
+        lab,
+        err,
+        {},
+        {},
+        o.startGrace === undefined ? {} : { startGraceSeconds: o.startGrace },
+      );
       lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));
     } catch (e) {
       await stopLab(lab);
@@ -225,6 +242,18 @@ program.action(
     await new Promise(() => {}); // foreground until Ctrl-C
   },
 );
+
+/** --start-grace's value: whole seconds, 0 or more. */
+function startGraceOf(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n)) {
+    throw new LikenError(
+      "LIKEN_LAB_USAGE",
+      `--start-grace takes whole seconds, 0 or more: got "${v}"; e.g. --start-grace 5 (without it, the shipped 40 s)`,
+    );
+  }
+  return n;
+}
 
 /** --revert's value: threshold (the default) or command. */
 function revertHowOf(v: string | true | undefined): RevertHow | undefined {

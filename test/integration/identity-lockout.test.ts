@@ -1,6 +1,7 @@
 // A machine whose certificate expires while its renewal waits for approval rejoins by itself
-// (docs/machine.md, "Identity"). On the real control plane, whose signer issues 90 s
-// certificates: the machine joins (the real approver, as cluster-operator's ServiceAccount),
+// (docs/machine.md, "Identity"). On a real control plane of this file's own, whose signer
+// issues 30 s certificates (test/support/short-certificates.ts; the tier's issue 90 s, and
+// this test waits for one to expire): the machine joins (the real approver, as cluster-operator's ServiceAccount),
 // then the approver stops (an operator down) while the renewal is filed and waits; the
 // certificate expires; the agent stops asking with it and falls back to the bootstrap
 // credential, which finds the same request; the approver comes back and approves it; the agent
@@ -12,17 +13,27 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CsrApprover } from "../../src/operator/csr/approver.js";
 import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
 import { kubeConfig, serviceAccountKubeConfig, uniqueName, waitFor } from "../support/kube.js";
+import {
+  shortCertificateControlPlane,
+  type ShortCertificates,
+} from "../support/short-certificates.js";
 
 const LABEL = "liken.sh/test-lockout";
+/** The certificates' lifetime here: the renewal is filed at 21-27 s, the expiry at 30 s. */
+const LIFETIME_SECONDS = 30;
 const stop = new AbortController();
 const approvers: CsrApprover[] = [];
 let nodeName: string | undefined;
+let plane: ShortCertificates | undefined;
+beforeAll(async () => {
+  plane = await shortCertificateControlPlane(LIFETIME_SECONDS, "lockout");
+}, 120_000);
 afterAll(async () => {
   stop.abort();
   for (const a of approvers) await a.stop();
@@ -31,7 +42,8 @@ afterAll(async () => {
       .makeApiClient(CoreV1Api)
       .deleteNode({ name: nodeName })
       .catch(() => undefined);
-});
+  await plane?.stop();
+}, 60_000);
 
 async function approver(): Promise<CsrApprover> {
   const a = new CsrApprover(await serviceAccountKubeConfig("liken-system", "cluster-operator"), {
@@ -95,6 +107,8 @@ describe("a machine locked out while its renewal waits", () => {
     const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
     expect(await whoAmI(rest)).toBe(`liken:machine:${machine}`);
     const joinedUntil = Date.parse(identity.status(Date.now())!.certificateExpiry);
+    // The signer's lifetime, not the one asked (3600 s): the expiry below is a real one.
+    expect(joinedUntil - Date.now()).toBeLessThanOrEqual(LIFETIME_SECONDS * 1000);
 
     // The operator goes down: nothing approves the renewal the agent files at 70-90 %.
     await first.stop();

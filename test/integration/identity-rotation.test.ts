@@ -3,7 +3,12 @@
 // certificate of its own (approved by the real `liken operator`), then renews it at 70-90 %
 // of each lifetime while a rollout runs. Every machine must renew at least twice during the
 // rollout, never lose a heartbeat long enough to read Lost, never be refused by the API
-// server (no 401 on a request, a watch or a heartbeat), and finish the rollout.
+// server (no 401 on a request, a watch or a heartbeat), and finish the rollout. A third
+// machine, in a Cluster of its own (a machine off in the rollout's Cluster would hold its
+// disruption budget), joins with the others and is powered off at once: its certificate
+// expires while the rollout runs, and it is powered on after it to join again with the
+// bootstrap credential (its wait for the expiry overlaps the rollout's two renewals instead
+// of following them).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CoordinationV1Api } from "@kubernetes/client-node";
@@ -22,6 +27,8 @@ const suffix = Date.now().toString(36);
 const L1 = `rot-l1-${suffix}`;
 const W1 = `rot-w1-${suffix}`;
 const NAMES = [L1, W1];
+/** Powered off right after it joined, on until the last test: it rejoins after its expiry. */
+const OFF = `rot-off-${suffix}`;
 
 function runs(r: ReleaseRef) {
   return (m: Machine): boolean => m.status?.step === "Ready" && m.status.version === r.version;
@@ -29,6 +36,10 @@ function runs(r: ReleaseRef) {
 
 describe("machine certificates rotate during a rollout", () => {
   const fleet = new Fleet();
+  /** OFF's Cluster: the same control plane and operator, no rollout. */
+  const away = new Fleet();
+  let offSince = 0;
+  let offExpiry = 0;
   let v1: ReleaseRef, v2: ReleaseRef;
   const renewals = new Map<string, number[]>();
   let leaseTimer: NodeJS.Timeout | undefined;
@@ -47,13 +58,27 @@ describe("machine certificates rotate during a rollout", () => {
     ] as const) {
       await fleet.addMachine({ name, role, rebootPolicy: "Auto" }, {}, undefined, bootstrap);
     }
+    await away.start(["2026.10.10-001"]);
+    await away.addMachine(
+      { name: OFF, role: "Worker", rebootPolicy: "Auto" },
+      {},
+      undefined,
+      bootstrap,
+    );
+    // One cluster-operator for the control plane: it reconciles both Clusters and approves
+    // every machine's request.
     await fleet.startRealOperator();
     fleet.powerOnAll();
+    away.powerOnAll();
     await fleet.waitAll(
       "every machine joined and reports Ready on the first release",
       runs(v1),
       240_000,
     );
+    await away.waitAll(`${OFF} joined and reports Ready`, runs(away.releases[0]!), 240_000);
+    await away.machines.get(OFF)!.stop();
+    offSince = Date.now();
+    offExpiry = Date.parse((await away.api.machines.get(OFF)).status!.certificateExpiry!);
     // Every renewal of each heartbeat Lease, as the API server holds it.
     const leases = kubeConfig().makeApiClient(CoordinationV1Api);
     leaseTimer = setInterval(() => {
@@ -74,6 +99,7 @@ describe("machine certificates rotate during a rollout", () => {
   afterAll(async () => {
     clearInterval(leaseTimer);
     await fleet.stop();
+    await away.stop();
   }, 60_000);
 
   it("each machine starts from the bootstrap credential and holds a certificate of its own", async () => {
@@ -142,13 +168,12 @@ describe("machine certificates rotate during a rollout", () => {
   }, 480_000);
 
   it("a machine powered off past its certificate's expiry joins again with the bootstrap credential, and says so", async () => {
-    const sim = fleet.machines.get(W1)!;
-    await sim.stop();
-    const before = await fleet.api.machines.get(W1);
-    const expiry = Date.parse(before.status!.certificateExpiry!);
+    const sim = away.machines.get(OFF)!;
+    // It was off before its certificate expired, and stays off until past it.
+    expect(offSince, `${OFF} powered off before its certificate's expiry`).toBeLessThan(offExpiry);
     await waitFor(
       "the stopped machine's certificate to expire",
-      async () => Date.now() > expiry + 2000,
+      async () => Date.now() > offExpiry + 2000,
       {
         timeoutMs: 180_000,
         intervalMs: 1000,
@@ -156,9 +181,9 @@ describe("machine certificates rotate during a rollout", () => {
     );
     sim.powerOn();
     await waitFor(
-      `${W1} back with a new certificate from the bootstrap credential (IdentityCurrent Rejoined)`,
+      `${OFF} back with a new certificate from the bootstrap credential (IdentityCurrent Rejoined)`,
       async () => {
-        const m = await fleet.api.machines.get(W1);
+        const m = await away.api.machines.get(OFF);
         const c = m.status?.conditions?.find((x) => x.type === "IdentityCurrent");
         return (
           c?.status === "True" &&

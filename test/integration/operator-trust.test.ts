@@ -3,7 +3,10 @@
 // cluster-operator runs in this process (its wall clock is the test's to move, for the clock
 // attacks). Each hostile channel: ChannelTrusted=False with the reason and the role, an Event,
 // the refusal metric, no turn for the machine that asks for the offered release; then the good
-// channel served again and the machine gets its turn.
+// channel served again and the machine gets its turn. Each test has a channel, a Cluster and a
+// machine of its own, and the operator reconciles every Cluster: the tests run side by side
+// (describe.concurrent, vitest's maxConcurrency at a time), since each mostly waits on channel
+// reads; the clock attacks, which move the operator's clock for every Cluster, run alone last.
 import { readFile, rm, writeFile, cp } from "node:fs/promises";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
@@ -226,7 +229,7 @@ async function readsSince(s: Scene, n: number): Promise<void> {
   );
 }
 
-describe("trust mode channel", () => {
+describe.concurrent("trust mode channel", () => {
   it("a release the signed channel names is trusted without a catalog entry; a recalled one gets no turn, and the Cluster says why", async () => {
     const s = await scene({ follow: undefined }, {}, { version: V1 });
     try {
@@ -509,7 +512,7 @@ describe("trust mode channel", () => {
   }, 120_000);
 });
 
-describe("the API server's rules for spec.releases.trust", () => {
+describe.concurrent("the API server's rules for spec.releases.trust", () => {
   const create = (name: string, spec: Record<string, unknown>) =>
     api.clusters.create({
       apiVersion: "liken.sh/v1alpha1",
@@ -675,77 +678,98 @@ const HOSTILE: {
   },
 ];
 
-describe("hostile channels: the fleet does not move, the condition names the fault, the good channel is followed again", () => {
-  it.each(HOSTILE.map((h) => [h.name, h] as const))(
-    "%s",
-    async (_name, { scene: args = [], attack }) => {
-      const s = await scene(...args);
+describe.concurrent(
+  "hostile channels: the fleet does not move, the condition names the fault, the good channel is followed again",
+  () => {
+    it.each(HOSTILE.map((h) => [h.name, h] as const))(
+      "%s",
+      async (_name, { scene: args = [], attack }) => {
+        const s = await scene(...args);
+        try {
+          const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+          await attack(s, d1);
+          await followed(s, V2);
+        } finally {
+          await s.close();
+        }
+      },
+      120_000,
+    );
+
+    it("a digest changed under the same version (signed with the right keys)", async () => {
+      // An hour's delay: the Cluster trusts V2's metadata without taking it.
+      const s = await scene({ follow: { delaySeconds: 3600 } });
       try {
-        const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
-        await attack(s, d1);
-        await followed(s, V2);
+        await trusted(s, undefined);
+        const d2 = await s.ch.publish(V2);
+        await readsSince(s, 1);
+        const before = await s.ch.save();
+        const keys = await s.ch.keysOf("targets");
+        const rebuilt = await s.ch.publishSignedBy(V2, keys, "another build\n");
+        expect(rebuilt).not.toBe(d2);
+        await asks(s, V2, rebuilt, `sha256:${"0".repeat(64)}`);
+        await refused(s, "DigestChanged", "targets");
+        await s.ch.serveSaved(before);
+        const d3 = await s.ch.publish(V3, "stable", { now: new Date(Date.now() - 2 * 3600_000) });
+        await asks(s, V3, d3, `sha256:${"0".repeat(64)}`);
+        await followed(s, V3);
       } finally {
         await s.close();
       }
-    },
-    120_000,
-  );
+    }, 120_000);
 
-  it("a digest changed under the same version (signed with the right keys)", async () => {
-    // An hour's delay: the Cluster trusts V2's metadata without taking it.
-    const s = await scene({ follow: { delaySeconds: 3600 } });
-    try {
-      await trusted(s, undefined);
-      const d2 = await s.ch.publish(V2);
-      await readsSince(s, 1);
-      const before = await s.ch.save();
-      const keys = await s.ch.keysOf("targets");
-      const rebuilt = await s.ch.publishSignedBy(V2, keys, "another build\n");
-      expect(rebuilt).not.toBe(d2);
-      await asks(s, V2, rebuilt, `sha256:${"0".repeat(64)}`);
-      await refused(s, "DigestChanged", "targets");
-      await s.ch.serveSaved(before);
-      const d3 = await s.ch.publish(V3, "stable", { now: new Date(Date.now() - 2 * 3600_000) });
-      await asks(s, V3, d3, `sha256:${"0".repeat(64)}`);
-      await followed(s, V3);
-    } finally {
-      await s.close();
-    }
-  }, 120_000);
+    it("a recall replayed as a release", async () => {
+      // V2 waits out an hour's delay, so the Cluster reads it, then its recall, without taking it.
+      const hourAgo = () => new Date(Date.now() - 2 * 3600_000);
+      const t = await scene({ follow: { delaySeconds: 3600 } });
+      try {
+        // V1 was published now: with the delay it is not taken either; the Cluster trusts nothing yet.
+        await trusted(t, undefined);
+        const d2 = await t.ch.publish(V2);
+        await readsSince(t, 1);
+        const beforeRecall = await t.ch.save();
+        await recallRelease({
+          repo: t.ch.repo,
+          keys: t.ch.keys,
+          channel: "stable",
+          version: V2,
+          reason: "bad build",
+        });
+        await readsSince(t, 1);
+        const recalled = await t.ch.save();
+        const d1 = `sha256:${"0".repeat(64)}`;
+        await asks(t, V2, d2, d1);
+        await t.ch.serveSaved(beforeRecall);
+        await refused(t, "MetadataRollback", "timestamp");
+        await t.ch.serveSaved(recalled);
+        const d3 = await t.ch.publish(V3, "stable", { now: hourAgo() });
+        await asks(t, V3, d3, d1);
+        await followed(t, V3);
+        expect((await api.clusters.get(t.cluster)).status?.trust?.newest?.version).toBe(V3);
+      } finally {
+        await t.close();
+      }
+    }, 120_000);
 
-  it("a recall replayed as a release", async () => {
-    // V2 waits out an hour's delay, so the Cluster reads it, then its recall, without taking it.
-    const hourAgo = () => new Date(Date.now() - 2 * 3600_000);
-    const t = await scene({ follow: { delaySeconds: 3600 } });
-    try {
-      // V1 was published now: with the delay it is not taken either; the Cluster trusts nothing yet.
-      await trusted(t, undefined);
-      const d2 = await t.ch.publish(V2);
-      await readsSince(t, 1);
-      const beforeRecall = await t.ch.save();
-      await recallRelease({
-        repo: t.ch.repo,
-        keys: t.ch.keys,
-        channel: "stable",
-        version: V2,
-        reason: "bad build",
-      });
-      await readsSince(t, 1);
-      const recalled = await t.ch.save();
-      const d1 = `sha256:${"0".repeat(64)}`;
-      await asks(t, V2, d2, d1);
-      await t.ch.serveSaved(beforeRecall);
-      await refused(t, "MetadataRollback", "timestamp");
-      await t.ch.serveSaved(recalled);
-      const d3 = await t.ch.publish(V3, "stable", { now: hourAgo() });
-      await asks(t, V3, d3, d1);
-      await followed(t, V3);
-      expect((await api.clusters.get(t.cluster)).status?.trust?.newest?.version).toBe(V3);
-    } finally {
-      await t.close();
-    }
-  }, 120_000);
+    it("an air-gapped fleet accepts expired metadata up to its bound, and says so", async () => {
+      const s = await scene({ acceptExpiredSeconds: 7 * 24 * 3600 });
+      try {
+        const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
+        const d2 = await s.ch.publish(V2, "stable", { now: new Date(Date.now() - 3 * DAY_MS) });
+        await asks(s, V2, d2, d1);
+        await followed(s, V2);
+        const c = await api.clusters.get(s.cluster);
+        expect(c.status?.trust?.freshness).toMatch(/^expired .* accepted$/);
+      } finally {
+        await s.close();
+      }
+    }, 120_000);
+  },
+);
 
+// The clock attacks move the operator's wall clock (`offset`), which every Cluster's trust read
+// uses: they run one at a time, after every test above has ended.
+describe("the operator's clock", () => {
   it("a clock far in the future, then far in the past", async () => {
     const s = await scene();
     try {
@@ -855,20 +879,6 @@ describe("hostile channels: the fleet does not move, the condition names the fau
       } else {
         await s.close();
       }
-    }
-  }, 120_000);
-
-  it("an air-gapped fleet accepts expired metadata up to its bound, and says so", async () => {
-    const s = await scene({ acceptExpiredSeconds: 7 * 24 * 3600 });
-    try {
-      const d1 = (await trusted(s, V1)).status!.trust!.target!.digest;
-      const d2 = await s.ch.publish(V2, "stable", { now: new Date(Date.now() - 3 * DAY_MS) });
-      await asks(s, V2, d2, d1);
-      await followed(s, V2);
-      const c = await api.clusters.get(s.cluster);
-      expect(c.status?.trust?.freshness).toMatch(/^expired .* accepted$/);
-    } finally {
-      await s.close();
     }
   }, 120_000);
 });

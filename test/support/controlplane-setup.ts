@@ -29,7 +29,8 @@ declare module "vitest" {
  * The controller manager's longest certificate in this tier: machine certificates live 90 s,
  * so an agent renews at 63-81 s (70-90 %) and a test sees it rotate twice in under three
  * minutes, with 9 s or more left for a renewal on a busy machine (test/integration/
- * identity-rotation.test.ts). Nothing else in the tier uses the CSR signers.
+ * identity-rotation.test.ts). identity-lockout.test.ts, which waits for a certificate to
+ * expire, starts a control plane of its own that signs 30 s ones (short-certificates.ts).
  */
 export const TEST_SIGNING_DURATION_SECONDS = 90;
 

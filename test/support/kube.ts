@@ -33,6 +33,11 @@ export function useControlPlane(s: ControlPlaneState | undefined): void {
   leased = s;
 }
 
+/** The control plane useControlPlane set last (undefined: the run's first, by inject). */
+export function usedControlPlane(): ControlPlaneState | undefined {
+  return leased;
+}
+
 export function controlPlane(): ControlPlaneInfo {
   const s = leased ?? inject("controlPlane");
   return {
