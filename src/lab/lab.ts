@@ -22,7 +22,7 @@ import {
   defaultFleet,
   type LabMachineSpec,
 } from "./fleet.js";
-import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG } from "./paths.js";
+import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_RING_KUBECONFIG } from "./paths.js";
 import { buildLabImageRelease, buildLabRelease, type LabRelease } from "./releases.js";
 
 const run = promisify(execFile);
@@ -104,6 +104,7 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
     releaseClaim();
     stopReaper();
     rmSync(LAB_KUBECONFIG, { force: true });
+    rmSync(LAB_RING_KUBECONFIG, { force: true });
   };
   // A lab from an earlier run that was not stopped cleanly: its agents, operators and
   // control plane go, then its files.
