@@ -335,7 +335,18 @@ export async function runRings(lab: Lab, log: (l: string) => void): Promise<stri
         );
     };
     /** The ring's machines all run `version` Ready, the Cluster Ready, and its evidence soaked. */
-    const proven = (r: Ring, version: string) =>
+    const proven = (r: Ring, version: string) => stalled(r, proving(r, version));
+    /** A stalled wait says where the ring's Cluster stands (its Progressing condition). */
+    const stalled = <T>(r: Ring, p: Promise<T>): Promise<T> =>
+      p.catch((e: unknown) => {
+        const c = clusterOf(r)?.status?.conditions?.find((x) => x.type === "Progressing");
+        throw new LikenError(
+          "LIKEN_LAB_RINGS",
+          `${(e as Error).message}; Cluster ${r.cluster} Progressing ${c === undefined ? "not yet written" : `${c.reason}: ${c.message}`}`,
+          { cause: e },
+        );
+      });
+    const proving = (r: Ring, version: string) =>
       until(`ring ${r.name} proves ${version}`, deadline(), async () => {
         const { cluster, machines } = r.observer.current();
         const ready = machines.filter(
