@@ -65,7 +65,7 @@ const RINGS_DEADLINE_MS = 12 * 60_000;
 /** One step (a ring's rollout, the failed trial): about 20 s each on 2 cores at load 20. */
 const STEP_DEADLINE_MS = 3 * 60_000;
 /** How long each counted cluster must have run a release without a revert (`--soak`). */
-const SOAK_SECONDS = 5;
+const SOAK_SECONDS = 3;
 const SOAK = `${SOAK_SECONDS}s`;
 /** What the followers require of the signed evidence: the ring before's, promoted. */
 const REQUIRE: RequireEvidence = { clusters: 1, machines: 1 };
@@ -335,7 +335,9 @@ export async function runRings(lab: Lab, log: (l: string) => void): Promise<stri
         );
     };
     /** The ring's machines all run `version` Ready, the Cluster Ready, and its evidence soaked. */
-    const proven = (r: Ring, version: string) => stalled(r, proving(r, version));
+    /** `soaked`: long enough for `liken promote --soak` too (the last ring is promoted from by none). */
+    const proven = (r: Ring, version: string, soaked = true) =>
+      stalled(r, proving(r, version, soaked));
     /** A stalled wait says where the ring's Cluster stands (its Progressing condition). */
     const stalled = <T>(r: Ring, p: Promise<T>): Promise<T> =>
       p.catch((e: unknown) => {
@@ -346,7 +348,7 @@ export async function runRings(lab: Lab, log: (l: string) => void): Promise<stri
           { cause: e },
         );
       });
-    const proving = (r: Ring, version: string) =>
+    const proving = (r: Ring, version: string, soaked: boolean) =>
       until(`ring ${r.name} proves ${version}`, deadline(), async () => {
         const { cluster, machines } = r.observer.current();
         const ready = machines.filter(
@@ -359,7 +361,7 @@ export async function runRings(lab: Lab, log: (l: string) => void): Promise<stri
           e?.provenMachines === r.machines.length &&
           since !== undefined &&
           // firstProvenAt has whole seconds: one more, so that promote reads the soak.
-          Date.now() - since > (SOAK_SECONDS + 1) * 1000
+          (!soaked || Date.now() - since > (SOAK_SECONDS + 1) * 1000)
           ? true
           : undefined;
       });
@@ -451,7 +453,7 @@ export async function runRings(lab: Lab, log: (l: string) => void): Promise<stri
         `liken promote signed ${bad.version}, which failed its trial: ${refusal.out}`,
       );
 
-    await proven(stable, good.version);
+    await proven(stable, good.version, false);
     say(`stable proved ${good.version}`);
     // The later rings never took the bad release: not in their channel, not their target.
     for (const r of [early, stable]) {
