@@ -109,6 +109,9 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   // A lab from an earlier run that was not stopped cleanly: its agents, operators and
   // control plane go, then its files.
   await reapLab(log);
+  // The rings scene's second kubeconfig, left by a lab that was killed: its API server is gone,
+  // and a watcher waiting for the file (test/e2e/lab-support.ts) must wait for the new one.
+  rmSync(LAB_RING_KUBECONFIG, { force: true });
   const binDir = await ensureBinaries(log);
   // The machines, their downloads and the operators run from one bundle of the CLI.
   await useCliBundle();
