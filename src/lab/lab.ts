@@ -22,7 +22,7 @@ import {
   defaultFleet,
   type LabMachineSpec,
 } from "./fleet.js";
-import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG } from "./paths.js";
+import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, LAB_RING_KUBECONFIG } from "./paths.js";
 import { buildLabImageRelease, buildLabRelease, type LabRelease } from "./releases.js";
 
 const run = promisify(execFile);
@@ -106,10 +106,14 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
     releaseClaim();
     stopReaper();
     rmSync(LAB_KUBECONFIG, { force: true });
+    rmSync(LAB_RING_KUBECONFIG, { force: true });
   };
   // A lab from an earlier run that was not stopped cleanly: its agents, operators and
   // control plane go, then its files.
   await reapLab(log);
+  // The rings scene's second kubeconfig, left by a lab that was killed: its API server is gone,
+  // and a watcher waiting for the file (test/e2e/lab-support.ts) must wait for the new one.
+  rmSync(LAB_RING_KUBECONFIG, { force: true });
   const binDir = await ensureBinaries(log);
   // The machines, their downloads and the operators run from one bundle of the CLI.
   await useCliBundle();

@@ -1,8 +1,9 @@
-// `npm run lab [-- --demo | --follow] [-- --machines N]`: wiring only (see lab.ts and demo.ts).
+// `npm run lab [-- --demo | --follow | --revert | --rings] [-- --machines N]`: wiring only (see lab.ts and demo.ts).
 import { Command } from "commander";
 import { errorText, LikenError } from "../errors.js";
 import { runDemo } from "./demo.js";
 import { runFollow } from "./follow.js";
+import { runRings } from "./rings.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { LAB_CLUSTER, LAB_DIR, LAB_KUBECONFIG, startLab, stopLab, type Lab } from "./lab.js";
 import path from "node:path";
@@ -152,7 +153,16 @@ const program = new Command("lab")
     "a release proves, is promoted, and goes bad an hour later on the lab's clock: the fleet goes back " +
       "(threshold: spec.rollout.revert by itself; command: liken rollout revert), then exit",
   )
-  .option("--machines <n>", "number of machines (3 leaders, the rest workers)", (v) => Number(v), 5)
+  .option(
+    "--rings",
+    "three rings of clusters (canary: the lab's; early: on a control plane of its own; stable): a release " +
+      "proves itself in canary and liken promote carries it on signed evidence; a bad one is refused; then exit",
+  )
+  .option(
+    "--machines <n>",
+    "number of machines (3 leaders, the rest workers; default 5, with --rings 2 in canary)",
+    (v) => Number(v),
+  )
   .option(
     "--start-grace <seconds>",
     "cluster-operator's start-up grace, whole seconds (default: the shipped 40; the lab's end-to-end tests shorten it)",
@@ -168,7 +178,8 @@ program.action(
     demo?: boolean;
     follow?: boolean;
     revert?: string | true;
-    machines: number;
+    rings?: boolean;
+    machines?: number;
     startGrace?: number;
   }) => {
     const started = Date.now();
@@ -204,23 +215,21 @@ program.action(
         void stop(e.code === "EPIPE" ? 141 : 1);
       });
     }
-    const lab = await startLab({ machines: o.machines, log: err });
+    // The rings scene's canary ring is the lab's Cluster: two machines prove a release there
+    // (each more is one more turn on every release the scene rolls).
+    const machines = o.machines ?? (o.rings === true ? 2 : 5);
+    const lab = await startLab({ machines, log: err });
+    const operatorOptions = o.startGrace === undefined ? {} : { startGraceSeconds: o.startGrace };
     running.lab = lab;
     try {
-      const fleet = await startFleet(
-        lab,
-        err,
-        {},
-        {},
-        o.startGrace === undefined ? {} : { startGraceSeconds: o.startGrace },
-      );
+      const fleet = await startFleet(lab, err, {}, {}, operatorOptions);
       lab.stoppers.push(await serveControl(path.join(LAB_DIR, "lab"), fleet));
     } catch (e) {
       await stopLab(lab);
       throw e;
     }
     err(`liken lab: ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    if (o.demo || o.follow || revert !== undefined) {
+    if (o.demo || o.follow || o.rings || revert !== undefined) {
       let code = 0;
       try {
         const run =
@@ -229,7 +238,9 @@ program.action(
                 revertSummary(await runRevert(l, log, revert))
             : o.follow
               ? runFollow
-              : runDemo;
+              : o.rings
+                ? (l: Lab, log: (x: string) => void) => runRings(l, log, operatorOptions)
+                : runDemo;
         process.stdout.write(`${await run(lab, err)}\n`);
       } catch (e) {
         err(`lab: ${(e as Error).message}`);

@@ -9,7 +9,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { LikenError } from "../errors.js";
 import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import type { Slot } from "../bootloader/types.js";
-import { bootstrapKubeconfig } from "./fleet.js";
+import { bootstrapKubeconfig, type LabMachineSpec } from "./fleet.js";
+import type { LikenApi } from "../api/client.js";
+import type { ControlPlaneState } from "../controlplane/instance.js";
+import type { LabRelease } from "./releases.js";
 import { LAB_CLUSTER, LAB_DIR, type Lab } from "./lab.js";
 import { SimulatedMachine, type LabFault, type SimulatedMachineOptions } from "./machine.js";
 import { kernelBehaviour } from "./releases.js";
@@ -160,18 +163,26 @@ const OPERATOR_COPIES = ["operator-1", "operator-2"];
 /** How long simulated machines get to boot and report their release (2 busy cores). */
 const FLEET_REPORT_TIMEOUT_MS = 180_000;
 
-async function waitForReports(lab: Lab, version: string): Promise<void> {
+/**
+ * Waits until every machine named runs `version` by its Machine status. Exported for the rings
+ * scene (rings.ts), whose clusters' machines join after the lab's.
+ */
+export async function waitForReports(
+  api: LikenApi,
+  names: readonly string[],
+  version: string,
+): Promise<void> {
   const deadline = Date.now() + FLEET_REPORT_TIMEOUT_MS;
   for (;;) {
-    const { items } = await lab.api.machines.list();
-    const silent = lab.fleet.filter(
-      (f) => items.find((m) => m.metadata.name === f.name)?.status?.version !== version,
+    const { items } = await api.machines.list();
+    const silent = names.filter(
+      (n) => items.find((m) => m.metadata.name === n)?.status?.version !== version,
     );
     if (silent.length === 0) return;
     if (Date.now() > deadline) {
       throw new LikenError(
         "LIKEN_LAB_FLEET_SILENT",
-        `machines ${silent.map((f) => f.name).join(", ")} did not report ${version} within ${FLEET_REPORT_TIMEOUT_MS / 1000} s; see .lab/lab/machines/<name>/agent.log`,
+        `machines ${silent.join(", ")} did not report ${version} within ${FLEET_REPORT_TIMEOUT_MS / 1000} s; see .lab/lab/machines/<name>/agent.log`,
       );
     }
     await sleep(500);
@@ -193,6 +204,68 @@ export interface FleetNetwork {
 }
 
 /**
+ * Where simulated machines join: a control plane, the Cluster they belong to, their fleet's
+ * bootstrap credential. The lab's own fleet is one; the rings scene adds a Cluster beside it
+ * and one on a control plane of its own (rings.ts).
+ */
+export interface MachinePlace {
+  controlPlane: ControlPlaneState;
+  cluster: string;
+  /** The fleet's shared bootstrap kubeconfig (bootstrapKubeconfig in fleet.ts). */
+  bootstrap: string;
+}
+
+/**
+ * Creates one SimulatedMachine per spec and installs `release` into its slot a (the factory
+ * image); powered off. The caller powers them on once an operator runs to approve their joins.
+ */
+export async function prepareMachines(
+  place: MachinePlace,
+  specs: readonly LabMachineSpec[],
+  channelUrl: string,
+  release: LabRelease,
+  machineOptions: FleetMachineOptions = {},
+  network: FleetNetwork = {},
+): Promise<SimulatedMachine[]> {
+  const machines: SimulatedMachine[] = [];
+  for (const spec of specs) {
+    const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
+    mkdirSync(dir, { recursive: true });
+    const server = network.serverOf?.(spec.name);
+    const ownBootstrap = path.join(dir, "bootstrap.kubeconfig");
+    if (server !== undefined) {
+      const text = readFileSync(place.bootstrap, "utf8").replace(place.controlPlane.server, server);
+      writeFileSync(ownBootstrap, text, { mode: 0o600 });
+    }
+    const m = new SimulatedMachine({
+      ...machineOptions,
+      name: spec.name,
+      dir,
+      cluster: place.cluster,
+      // Only the fleet's bootstrap credential: each agent joins for its own certificate.
+      bootstrapKubeconfig: server === undefined ? place.bootstrap : ownBootstrap,
+      // The stand-in kubelet writes Node status, which the agents' own identity may not.
+      kubeletKubeconfig: place.controlPlane.kubeconfig,
+      healthCommands: [labServiceGate(dir)],
+    });
+    await m.create();
+    m.faults = faultsFromSlotBytes(m);
+    machines.push(m);
+  }
+  // The factory image: every machine starts on the first release, verified into slot a.
+  await Promise.all(machines.map((m) => m.install(channelUrl, release.version, release.digest)));
+  return machines;
+}
+
+/** Powers the machines on; the lab stops each on its way out. */
+export function powerOn(lab: Pick<Lab, "stoppers">, machines: readonly SimulatedMachine[]): void {
+  for (const m of machines) {
+    m.powerOn();
+    lab.stoppers.push(() => m.stop());
+  }
+}
+
+/**
  * The operator copies' settings. startGraceSeconds: `npm run lab -- --start-grace N`, for the
  * lab's end-to-end tests, which need not wait the page's 40 s before each scenario's first turn
  * (test/integration/operator-grace.test.ts proves the shipped grace); absent, the shipped one.
@@ -209,39 +282,18 @@ export async function startFleet(
   operatorOptions: FleetOperatorOptions = {},
 ): Promise<Fleet> {
   const current = lab.releases[0]!;
-  const machines: SimulatedMachine[] = [];
   const bootstrap = await bootstrapKubeconfig(
     lab.controlPlane,
     lab.kubeConfig,
     path.join(LAB_DIR, "lab", "bootstrap.kubeconfig"),
   );
-  for (const spec of lab.fleet) {
-    const dir = path.join(LAB_DIR, "lab", "machines", spec.name);
-    mkdirSync(dir, { recursive: true });
-    const server = network.serverOf?.(spec.name);
-    const ownBootstrap = path.join(dir, "bootstrap.kubeconfig");
-    if (server !== undefined) {
-      const text = readFileSync(bootstrap, "utf8").replace(lab.controlPlane.server, server);
-      writeFileSync(ownBootstrap, text, { mode: 0o600 });
-    }
-    const m = new SimulatedMachine({
-      ...machineOptions,
-      name: spec.name,
-      dir,
-      cluster: LAB_CLUSTER,
-      // Only the fleet's bootstrap credential: each agent joins for its own certificate.
-      bootstrapKubeconfig: server === undefined ? bootstrap : ownBootstrap,
-      // The stand-in kubelet writes Node status, which the agents' own identity may not.
-      kubeletKubeconfig: lab.controlPlane.kubeconfig,
-      healthCommands: [labServiceGate(dir)],
-    });
-    await m.create();
-    m.faults = faultsFromSlotBytes(m);
-    machines.push(m);
-  }
-  // The factory image: every machine starts on the first release, verified into slot a.
-  await Promise.all(
-    machines.map((m) => m.install(lab.channel.url, current.version, current.digest)),
+  const machines = await prepareMachines(
+    { controlPlane: lab.controlPlane, cluster: LAB_CLUSTER, bootstrap },
+    lab.fleet,
+    lab.channel.url,
+    current,
+    machineOptions,
+    network,
   );
   // The operators start before the machines: their approver turns each machine's bootstrap
   // request into its certificate. A machine joins within seconds of its power-on, well inside
@@ -256,11 +308,12 @@ export async function startFleet(
       startOperator(lab, opKubeconfig, id, { port: service.backends[i]!, url }, operatorOptions),
     ]),
   );
-  for (const m of machines) {
-    m.powerOn();
-    lab.stoppers.push(() => m.stop());
-  }
-  await waitForReports(lab, current.version);
+  powerOn(lab, machines);
+  await waitForReports(
+    lab.api,
+    lab.fleet.map((f) => f.name),
+    current.version,
+  );
   log(`  ${machines.length} machines powered on and joined, running ${current.version}`);
   const grace = operatorOptions.startGraceSeconds;
   log(

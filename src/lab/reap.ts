@@ -16,7 +16,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { down } from "../controlplane/instance.js";
 import { REPO_ROOT } from "../controlplane/paths.js";
 import { LikenError } from "../errors.js";
-import { LAB_CLUSTER, LAB_PID_FILE, labMarks } from "./paths.js";
+import { LAB_CLUSTER, LAB_PID_FILE, LAB_RING_PLANE, labMarks } from "./paths.js";
 
 /** A process, told apart from a later one with the same pid by its kernel start time. */
 export interface ProcessStamp {
@@ -120,6 +120,7 @@ const GONE_DEADLINE_MS = 10_000;
  */
 export async function reapLab(log: (l: string) => void = () => {}): Promise<number> {
   await down(LAB_CLUSTER);
+  await down(LAB_RING_PLANE);
   const pids = labProcesses();
   for (const pid of pids) {
     try {

@@ -104,6 +104,8 @@ export async function startLab(): Promise<StartedLab> {
 export interface LabWatch {
   kind: string;
   onObject: (o: never) => void;
+  /** The API server's kubeconfig (default the lab's); watched once the lab has written it. */
+  kubeconfig?: string;
 }
 
 export interface LabRun {
@@ -129,15 +131,22 @@ export async function runLab(args: string[], watches: readonly LabWatch[]): Prom
   lab.stdout!.on("data", (d: Buffer) => (stdout += d.toString()));
   lab.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const watchers: ChildProcess[] = [];
-  const watch = ({ kind, onObject }: LabWatch): void => {
-    const w = spawn(binaryPath("kubectl"), ["get", kind, "-w", "-o", "json"], {
-      env: { ...process.env, KUBECONFIG: LAB_KUBECONFIG },
+  const watch = (spec: LabWatch): void => {
+    if (lab.exitCode !== null) return;
+    const kubeconfig = spec.kubeconfig ?? LAB_KUBECONFIG;
+    // A control plane the lab starts later (the rings scene's second): not there yet.
+    if (!existsSync(kubeconfig)) {
+      setTimeout(() => watch(spec), 500);
+      return;
+    }
+    const w = spawn(binaryPath("kubectl"), ["get", spec.kind, "-w", "-o", "json"], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
       stdio: ["ignore", "pipe", "ignore"],
     });
     watchers.push(w);
-    w.stdout!.on("data", jsonObjects(onObject as (o: unknown) => void));
+    w.stdout!.on("data", jsonObjects(spec.onObject as (o: unknown) => void));
     w.on("exit", () => {
-      if (lab.exitCode === null) setTimeout(() => watch({ kind, onObject }), 500);
+      if (lab.exitCode === null) setTimeout(() => watch(spec), 500);
     });
   };
   let watching = false;

@@ -21,7 +21,7 @@ import { Operator } from "../../src/operator/operator.js";
 import { promote } from "../../src/promote/promote.js";
 import type { Policy } from "../../src/promote/policy.js";
 import { parseContextRef } from "../../src/promote/read.js";
-import { tufDir } from "../../src/release/tuf.js";
+import { recallRelease, tufDir } from "../../src/release/tuf.js";
 import { applyManifests } from "../support/apply.js";
 import { upOwned, type OwnedControlPlane } from "../support/controlplane-owned.js";
 import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
@@ -29,6 +29,12 @@ import { testChannel, type TestChannel } from "../support/tuf-channel.js";
 import { ensureNamespaces, tempDir } from "./operator-fleet.js";
 
 const V = "2026.12.01-001";
+/**
+ * The operators' channel interval. Every Cluster here is created after what it must read is
+ * signed (its first read comes at once), so only the recall waits on the interval: long enough
+ * that "within one interval" means something beside the read and the status write.
+ */
+const INTERVAL_MS = 5_000;
 const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 interface Plane {
@@ -52,7 +58,7 @@ function operatorOn(kc: KubeConfig): Operator {
     identity: uniqueName("op-rings"),
     startGraceSeconds: 1,
     leaderElection: false,
-    channelIntervalMs: 1000,
+    channelIntervalMs: INTERVAL_MS,
     log: quiet,
     clocks: { wall: () => Date.now(), mono: () => performance.now() },
   });
@@ -203,6 +209,8 @@ const run = (ctx: string[], p: Partial<Policy> = {}) =>
   });
 
 let ringA: string;
+/** The stable ring's Clusters that trusted the promoted release (filled by the promote test). */
+const followers: [Plane, string][] = [];
 let ringB: string;
 
 beforeAll(async () => {
@@ -266,7 +274,7 @@ describe("liken promote across two control planes", () => {
     );
   });
 
-  it("refuses with the context: one that can write, one unreachable, an unmeetable policy", async () => {
+  it("refuses with the context: one that can write, one unreachable, an unmeetable policy, another channel, another digest, short evidence", async () => {
     const w = await refusal(run([`ring-a/${ringA}`, `admin-b/${ringB}`]));
     expect(w.code).toBe("LIKEN_PROMOTE_CONTEXT_CAN_WRITE");
     expect(w.message).toContain("context admin-b");
@@ -279,6 +287,34 @@ describe("liken promote across two control planes", () => {
     const c = await refusal(run([`ring-a/${other}`, `ring-b/${ringB}`]));
     expect(c.code).toBe("LIKEN_PROMOTE_WRONG_CHANNEL");
     expect(c.message).toContain(`context ring-a, Cluster ${other} follows channel beta`);
+    // A canary Cluster whose machine ran another build under the same version.
+    const odd = await follower(B, "canary");
+    const oddMachine = uniqueName(`${odd}-m`);
+    await B.api.machines.create({
+      apiVersion: "liken.sh/v1alpha1",
+      kind: "Machine",
+      metadata: { name: oddMachine, labels: { "liken.sh/cluster": odd } },
+      spec: { cluster: odd, nodeName: oddMachine, role: "Worker", rebootPolicy: "Auto" },
+    });
+    made.push({ plane: B, kind: "machines", name: oddMachine });
+    const otherDigest = `sha256:${"0".repeat(64)}`;
+    await B.api.machines.updateStatus(oddMachine, (cur) => ({
+      ...cur,
+      status: { version: V, digest: otherDigest, step: "Ready" },
+    }));
+    await waitFor(
+      `${odd} records evidence about ${V} under another digest`,
+      async () =>
+        (await B.api.clusters.get(odd)).status?.evidence?.some(
+          (e) => e.version === V && e.digest === otherDigest,
+        ) === true,
+      { timeoutMs: 120_000 },
+    );
+    const d = await refusal(run([`ring-a/${ringA}`, `ring-b/${odd}`]));
+    expect(d.code).toBe("LIKEN_PROMOTE_OTHER_DIGEST");
+    expect(d.message).toContain(
+      `context ring-b, Cluster ${odd} shows evidence about ${V} with digest ${otherDigest}`,
+    );
     const short = await refusal(run([`ring-a/${ringA}`, `ring-b/${ringB}`], { machines: 4 }));
     expect(short.code).toBe("LIKEN_PROMOTE_EVIDENCE_SHORT");
     expect(short.message).toContain(
@@ -319,7 +355,8 @@ describe("liken promote across two control planes", () => {
     );
     // A mirror raises the evidence without the keys: the whole channel is refused.
     const file = path.join(tufDir(ch.repo), "targets.json");
-    const doc = JSON.parse(await readFile(file, "utf8"));
+    const signedBytes = await readFile(file);
+    const doc = JSON.parse(signedBytes.toString("utf8"));
     const t = doc.signed.targets[`stable/${V}/release.yaml`];
     t.custom.liken.evidence.clusters.push({
       ...t.custom.liken.evidence.clusters[0],
@@ -348,5 +385,54 @@ describe("liken promote across two control planes", () => {
     );
     // The Cluster that trusted the signed evidence never sees the forged third cluster.
     expect((await A.api.clusters.get(wants)).status?.trust?.evidence?.clusters).toBe(2);
+    // The mirror serves the signed file again (the next test signs on top of it).
+    await writeFile(file, signedBytes);
+    followers.push([A, enough], [A, wants]);
   }, 400_000);
+
+  // Issue 41, 5: a signed recall stops every following cluster, of every ring and on both
+  // control planes, within one channel interval: each operator reads each Cluster's channel on
+  // its own interval, whatever the others do. Measured by the read that first saw the recall
+  // (status.trust.verifiedAt is that read's time), not by when this test happened to look.
+  it("a signed recall reaches every ring's Clusters, on both control planes, within one interval", async () => {
+    const rings: [Plane, string, string][] = [
+      [A, ringA, "canary"],
+      [B, ringB, "canary"],
+      ...followers.map(([p, c]): [Plane, string, string] => [p, c, "stable"]),
+    ];
+    expect(rings).toHaveLength(4);
+    // Every follower has read the channel since it was made: the recall waits on the interval.
+    for (const [p, c] of rings)
+      expect((await p.api.clusters.get(c)).status?.trust?.verifiedAt, c).toBeDefined();
+    for (const channel of ["canary", "stable"])
+      await recallRelease({ repo: ch.repo, keys: ch.keys, channel, version: V, reason: "rings" });
+    const signedAt = Date.now();
+    const seen = await Promise.all(
+      rings.map(([p, c, channel]) =>
+        waitFor(
+          `${c} (channel ${channel}) sees ${V} recalled`,
+          async () => {
+            const t = (await p.api.clusters.get(c)).status?.trust;
+            return t?.recalls?.some((r) => r.version === V) === true ? t.verifiedAt : undefined;
+          },
+          { timeoutMs: 4 * INTERVAL_MS + 60_000, intervalMs: 200 },
+        ),
+      ),
+    );
+    // verifiedAt has whole seconds: one more for its rounding, one for the read itself.
+    const late = rings.flatMap(([, c], i) => {
+      const after = Date.parse(seen[i]!) - signedAt;
+      return after > INTERVAL_MS + 2_000 ? [`${c}: ${after} ms after the recall was signed`] : [];
+    });
+    console.log(
+      `recall: read by ${rings.length} Clusters at ${seen.map((s) => `${Date.parse(s!) - signedAt} ms`).join(", ")} after it was signed (interval ${INTERVAL_MS} ms)`,
+    );
+    expect(late.join("; "), `the recall took longer than one interval (${INTERVAL_MS} ms)`).toBe(
+      "",
+    );
+    const canary = (await A.api.clusters.get(ringA)).status?.conditions?.find(
+      (x) => x.type === "ChannelTrusted",
+    );
+    expect(canary?.reason).toBe("ReleaseRecalled");
+  }, 300_000);
 });
