@@ -51,9 +51,11 @@ export function machinePlan(scope: MachineScope, cutApi = true): MachinePlan {
 
 /**
  * The QEMU tier's split, so that the two runs side by side end close together: GRUB runs the
- * kubelet-down release (6 boots; its 180 s prove deadline and two more boots are the longest
- * single part, about 300 s), systemd-boot the v2 turn's host-side proofs (4 boots; the workload,
- * the DRA driver and the 30 s cut, about 100 s). Before, GRUB ran both (917 s against 486 s).
+ * kubelet-down release (6 boots; its download, trial boot, prove deadline and fallback boot are
+ * the longest single part: 320 s at load average 1-8, 455 s at 13-22, with a 180 s deadline),
+ * systemd-boot the v2 turn's host-side proofs (4 boots; the workload and the DRA driver placed,
+ * the 30 s cut, the drain: about 100 s, 150 s at 13-22). Before, GRUB ran both (917 s against
+ * 486 s); on 2026-12-05, split so, at load 13-22: 1,434 s and 1,099 s from each host's start.
  */
 export function tierScope(bootloader: MachineBootloader): MachineScope {
   return bootloader === "grub" ? "kubelet-down" : "turn";
