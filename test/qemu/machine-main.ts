@@ -1,5 +1,6 @@
 // `npm run testbed -- --scenario machine --bootloader grub|systemd-boot [--guest qemu|lab]
-// [--scope whole|bootloader] [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
+// [--scope whole|bootloader|turn|kubelet-down] [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
+import { accelerator, acceleratorLine } from "../../images/accelerator.js";
 import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../images/machine/contract.js";
 import { cleanUp, LAB_GUEST, runMachineScenario, type GuestStarter } from "./machine.js";
 import { qemuGuest } from "./machine-qemu.js";
@@ -23,7 +24,7 @@ export async function machineMain(argv: string[]): Promise<number> {
   const scope = value(argv, "--scope") ?? "whole";
   if (!MACHINE_SCOPES.includes(scope as MachineScope)) {
     console.error(
-      `--scope must be one of ${MACHINE_SCOPES.join(", ")} (got ${scope}): whole is every proof, bootloader only the trial, its promotion and the fallback (docs/machine-scenario.md, "What each run proves")`,
+      `--scope must be one of ${MACHINE_SCOPES.join(", ")} (got ${scope}): whole is every proof, bootloader only the trial, its promotion and the fallback, turn adds the v2 turn's drain, DRA order, API cut and adaptive download, kubelet-down the release whose kubelet never starts (docs/machine-scenario.md, "What each run proves")`,
     );
     return 2;
   }
@@ -47,12 +48,16 @@ export async function machineMain(argv: string[]): Promise<number> {
     run.problems.push(`still running after the scenario:\n    ${left.join("\n    ")}`);
   const ok = run.problems.length === 0;
   cleanUp(run, argv.includes("--keep"));
+  // The last line names the accelerator, as the tier's does (machine.test.ts).
+  const accel = acceleratorLine(await accelerator());
   if (!ok) {
-    console.log(`machine scenario FAILED in ${run.seconds.toFixed(1)} s; files in ${run.dir}`);
     for (const p of run.problems) console.log(`  ${p}`);
+    console.log(
+      `machine scenario FAILED in ${run.seconds.toFixed(1)} s; files in ${run.dir}; ${accel}`,
+    );
     return 1;
   }
   if (argv.includes("--keep")) console.log(`files kept in ${run.dir}`);
-  console.log(run.summary);
+  console.log(`${run.summary}; ${accel}`);
   return 0;
 }

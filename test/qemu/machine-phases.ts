@@ -41,7 +41,7 @@ const CUT_MS = 30_000;
 const NO_RETRY_MS = 20_000;
 /**
  * The kubelet-down release: its download and turn (as TURN_GRANTED_MS), its trial boot, the
- * agent's prove deadline (GUEST_PROVE_MS, 180 s) and the fallback boot.
+ * agent's prove deadline (GUEST_PROVE_MS, 120 s) and the fallback boot.
  */
 const KUBELET_DOWN_MS = 1_200_000;
 /** The guest's kubelet registering its Node and reporting Ready, after the agent's first report. */

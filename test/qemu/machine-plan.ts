@@ -1,8 +1,9 @@
 // What one run of the machine scenario proves (docs/machine-scenario.md, "What each run
 // proves"). The QEMU tier runs the scenario once per bootloader; what does not depend on the
-// bootloader (the real kubelet's drain and its grace, the DRA order, the API cut, a kubelet that
-// never comes back) runs on one of them only, and each bootloader keeps what only it can prove:
-// its own trial armed, booted and promoted, and its own fallback from a panicking release.
+// bootloader (the v2 turn's host-side proofs: the adaptive download, the API cut, the real
+// kubelet's drain and its grace, the DRA order; and a kubelet that never comes back) runs on one
+// of them only, and each bootloader keeps what only it can prove: its own trial armed, booted
+// and promoted, and its own fallback from a panicking release.
 
 import type { MachineBootloader } from "../../images/machine/contract.js";
 
@@ -10,9 +11,17 @@ import type { MachineBootloader } from "../../images/machine/contract.js";
  * `whole`: everything the scenario knows (the command line's default, one bootloader).
  * `bootloader`: what only the bootloader can prove: v1, the v2 trial promoted on the real
  * Node's new bootID, the v3 trial falling back, each boot on its own release's initrd.
+ * `turn`: `bootloader` and the v2 turn's host-side proofs (the adaptive download, the API cut,
+ * the workload's drain, the DRA order).
+ * `kubelet-down`: `bootloader` and the v4 release whose kubelet never starts (two boots more).
  */
-export type MachineScope = "whole" | "bootloader";
-export const MACHINE_SCOPES: readonly MachineScope[] = ["whole", "bootloader"];
+export type MachineScope = "whole" | "bootloader" | "turn" | "kubelet-down";
+export const MACHINE_SCOPES: readonly MachineScope[] = [
+  "whole",
+  "bootloader",
+  "turn",
+  "kubelet-down",
+];
 
 export interface MachinePlan {
   scope: MachineScope;
@@ -29,23 +38,27 @@ export interface MachinePlan {
 }
 
 export function machinePlan(scope: MachineScope, cutApi = true): MachinePlan {
-  const whole = scope === "whole";
+  const turn = scope === "whole" || scope === "turn";
   return {
     scope,
-    workload: whole,
-    dra: whole,
-    cutApi: whole && cutApi,
-    kubeletDown: whole,
-    adaptive: whole,
+    workload: turn,
+    dra: turn,
+    cutApi: turn && cutApi,
+    kubeletDown: scope === "whole" || scope === "kubelet-down",
+    adaptive: turn,
   };
 }
 
 /**
- * The QEMU tier's split: GRUB runs the whole scenario, systemd-boot what only it can prove
- * (two boots fewer: no v4 trial and its fallback).
+ * The QEMU tier's split, so that the two runs side by side end close together: GRUB runs the
+ * kubelet-down release (6 boots; its download, trial boot, prove deadline and fallback boot are
+ * the longest single part: 320 s at load average 1-8, 455 s at 13-22, with a 180 s deadline),
+ * systemd-boot the v2 turn's host-side proofs (4 boots; the workload and the DRA driver placed,
+ * the 30 s cut, the drain: about 100 s, 150 s at 13-22). Before, GRUB ran both (917 s against
+ * 486 s); on 2026-12-05, split so, at load 13-22: 1,434 s and 1,099 s from each host's start.
  */
 export function tierScope(bootloader: MachineBootloader): MachineScope {
-  return bootloader === "grub" ? "whole" : "bootloader";
+  return bootloader === "grub" ? "kubelet-down" : "turn";
 }
 
 /**

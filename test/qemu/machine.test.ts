@@ -1,12 +1,13 @@
 // The machine scenario (issues 13, 25 and 39): liken-agent under systemd in a QEMU guest that is
 // a real Kubernetes node (its kubelet registers the Node), rolled by the real control plane and
-// cluster-operator. GRUB runs the whole scenario: v2 (a trial that proves itself on the Node's
-// new bootID, with the way to the API server cut during the turn, the drain's pods stopped by
-// the kubelet and a DRA claim holder removed before its driver), v3 (a trial that panics and
-// falls back) and v4 (its kubelet never starts: NodeNotRejoined). systemd-boot runs what only
-// the bootloader proves: its own trial of v2 promoted, its own fallback from v3
-// (machine-plan.ts; docs/machine-scenario.md, "What each run proves"). The two run side by side
-// when the host has a core for each guest. Nothing a run started may still run afterwards.
+// cluster-operator. Each bootloader proves its own: v2, a trial that proves itself on the
+// Node's new bootID and is promoted, and v3, a trial that panics and falls back. The parts that
+// do not depend on the bootloader run once, split so that the two runs end close together
+// (machine-plan.ts, tierScope; docs/machine-scenario.md, "What each run proves"): GRUB also
+// rolls to v4, whose kubelet never starts (NodeNotRejoined); systemd-boot's v2 turn also has the
+// way to the API server cut, the drain's pods stopped by the kubelet, a DRA claim holder removed
+// before its driver, and the adaptive download checked. The two run side by side when the host
+// has a core for each guest. Nothing a run started may still run afterwards.
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { accelerator, acceleratorLine } from "../../images/accelerator.js";

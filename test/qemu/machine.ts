@@ -96,8 +96,8 @@ export interface MachineRun {
 }
 
 /**
- * `machine: backend=... scope=whole|bootloader node=real|kwok promoted=... fell-back-from=...
- * <proofs> boots=N S s`.
+ * `machine: backend=... scope=whole|bootloader|turn|kubelet-down node=real|kwok promoted=...
+ * fell-back-from=... <proofs> boots=N S s`.
  */
 function summaryLine(
   bootloader: MachineBootloader,
@@ -133,7 +133,7 @@ export async function runMachineScenario(o: {
   guest: GuestStarter;
   /** What this run proves (machine-plan.ts; default whole). */
   scope?: MachineScope;
-  /** Cut the way to the API server during the v2 turn (default true; whole scope only). */
+  /** Cut the way to the API server during the v2 turn (default true; scopes whole and turn). */
   cutApi?: boolean;
   out: (l: string) => void;
 }): Promise<MachineRun> {

@@ -18,6 +18,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { accelerator, acceleratorLine } from "../../images/accelerator.js";
 import { buildTestbed, type Manifest } from "../../images/build.js";
 import { OVMF_VARS } from "../../images/qemu.js";
 import { ImageEnvStore } from "../../src/bootloader/envstore.js";
@@ -252,16 +253,18 @@ async function main(): Promise<number> {
     console.log(`scenario ${name}:`);
     const run = await runOnQemu(name, m, (l) => console.log(`  ${l}`));
     const problems = await checkRun(run);
+    // Each scenario's last line names the accelerator, as the tier's do (testbed.test.ts).
+    const accel = acceleratorLine(await accelerator());
     if (problems.length === 0) {
-      console.log(`scenario ${name}: ok in ${run.seconds.toFixed(1)} s (model agrees)`);
       if (keep) console.log(`  serial log and timeline kept in ${run.dir}`);
       else rmSync(run.dir, { recursive: true, force: true });
+      console.log(`scenario ${name}: ok in ${run.seconds.toFixed(1)} s (model agrees); ${accel}`);
     } else {
       failed++;
-      console.log(
-        `scenario ${name}: FAILED in ${run.seconds.toFixed(1)} s; serial log in ${run.dir}`,
-      );
       for (const p of problems) console.log(`  ${p}`);
+      console.log(
+        `scenario ${name}: FAILED in ${run.seconds.toFixed(1)} s; serial log in ${run.dir}; ${accel}`,
+      );
     }
   }
   return failed === 0 ? 0 : 1;

@@ -1,6 +1,7 @@
 // The machine scenario's split between the bootloaders (test/qemu/machine-plan.ts): every proof
-// that does not depend on the bootloader runs on exactly one of them, and the side-by-side
-// decision follows the host's cores.
+// that does not depend on the bootloader runs on exactly one of them (the kubelet-down release
+// on GRUB, the v2 turn's host-side proofs on systemd-boot), and the side-by-side decision
+// follows the host's cores.
 import { describe, expect, it } from "vitest";
 import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
 import { machinePlan, sideBySide, tierScope } from "../qemu/machine-plan.js";
@@ -18,6 +19,17 @@ describe("machine plan", () => {
       true,
       { workload: false, dra: false, cutApi: false, kubeletDown: false, adaptive: false },
     ],
+    ["turn", true, { workload: true, dra: true, cutApi: true, kubeletDown: false, adaptive: true }],
+    [
+      "turn",
+      false,
+      { workload: true, dra: true, cutApi: false, kubeletDown: false, adaptive: true },
+    ],
+    [
+      "kubelet-down",
+      true,
+      { workload: false, dra: false, cutApi: false, kubeletDown: true, adaptive: false },
+    ],
   ] as const)("scope %s (cut %s)", (scope, cut, want) => {
     expect(machinePlan(scope, cut)).toEqual({ scope, ...want });
   });
@@ -26,6 +38,13 @@ describe("machine plan", () => {
     const plans = MACHINE_BOOTLOADERS.map((b) => machinePlan(tierScope(b)));
     for (const k of ["workload", "dra", "cutApi", "kubeletDown", "adaptive"] as const)
       expect(plans.filter((p) => p[k]).length, k).toBe(1);
+  });
+
+  it("the QEMU tier balances the runs: the kubelet-down release and the turn's proofs on different bootloaders", () => {
+    expect(Object.fromEntries(MACHINE_BOOTLOADERS.map((b) => [b, tierScope(b)]))).toEqual({
+      grub: "kubelet-down",
+      "systemd-boot": "turn",
+    });
   });
 
   it.each([
