@@ -25,7 +25,11 @@
 //   limit     the bytes of the new image's 4 KiB chunks found nowhere in the old one
 // One line per case, then the last line (the small case) with the goal over every case:
 //   liken's bytes, index included, at most desync's in every case (and at most 1.05 x limit +
-//   index); fewer requests than desync in the large case; time <= full when nothing is reused.
+//   index); fewer requests than desync in the large case; time <= full when nothing is reused
+//   (within 1.1: time-vs-full is the median of the ratios of each full run and the liken run
+//   right after it, which share the machine's load; cpu-vs-full the same for the process's
+//   CPU time, server included; decided-in how long liken took to decide to download in full;
+//   load the 1-minute load average when the case ended).
 // "index" is what liken fetched of it (top index, pages, or the plain index), from the server's
 // count.
 import { execFile, execFileSync } from "node:child_process";
@@ -42,7 +46,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { buildSlots } from "../images/machine/releases.js";
@@ -134,6 +138,16 @@ function largeChange(v2: Buffer): Buffer {
   return out;
 }
 
+/** One timed download. */
+interface Run {
+  s: number;
+  /** The process's CPU seconds over it (user + system, every thread, the server included). */
+  cpu: number;
+  /** Seconds until liken logged that it downloads the artifact in full (when it did). */
+  decided?: number;
+  served: Served;
+}
+
 interface Served {
   bytes: number;
   requests: number;
@@ -150,8 +164,13 @@ function goalMisses(m: {
   limit: number;
   indexBytes: number;
   missing: boolean[];
-  liken: { s: number; served: Served };
-  full: { s: number; served: Served };
+  liken: Run;
+  full: Run;
+  /** Paired medians: liken's wall and CPU time over the full run's just before it. */
+  timeRatio: number;
+  cpuRatio: number;
+  /** The full runs' shortest and longest wall times (the load's spread). */
+  fullRange: [number, number];
   desync: Served;
   desyncIndex: number;
 }): string[] {
@@ -176,8 +195,47 @@ function goalMisses(m: {
       `requests: fewer than desync's ${m.desync.requests} would fetch ${(need / m.limit).toFixed(2)} x the limit (the changes lie in ${m.liken.served.requests}+ separate runs)`,
     );
   }
-  if (m.name === "nothing" && m.liken.s > m.full.s * 1.1) misses.push("slower than full");
+  if (m.name === "nothing" && m.timeRatio > 1.1) {
+    // The measured reason: what liken did beyond the full download, against the load's spread.
+    const decided =
+      m.liken.decided === undefined
+        ? "it did not decide to download in full"
+        : `it decided to download in full after ${m.liken.decided.toFixed(2)} s`;
+    misses.push(
+      `slower than full: ${m.timeRatio.toFixed(2)} x its wall time with ${m.cpuRatio.toFixed(2)} x its CPU time; ${decided}; ` +
+        `the full runs took ${m.fullRange[0].toFixed(2)}-${m.fullRange[1].toFixed(2)} s at load ${loadavg()[0]!.toFixed(1)}`,
+    );
+  }
   return misses;
+}
+
+/** When liken decided to download in full (the "nothing" case), as the line says it. */
+const decidedField = (r: Run): string =>
+  r.decided === undefined ? "" : ` decided-in=${r.decided.toFixed(2)}s`;
+
+/** The medians of alternating full and liken runs. */
+function compared(
+  fulls: Run[],
+  likens: Run[],
+): {
+  full: Run;
+  liken: Run;
+  timeRatio: number;
+  cpuRatio: number;
+  fullRange: [number, number];
+} {
+  const median = (r: Run[]) => [...r].sort((a, b) => a.s - b.s)[Math.floor(r.length / 2)]!;
+  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const fullTimes = fulls.map((f) => f.s);
+  return {
+    full: median(fulls),
+    liken: median(likens),
+    // Each liken run against the full run just before it: the two share the load of the
+    // moment, which moves a run's time on this shared machine by more than liken's own work.
+    timeRatio: middle(likens.map((l, i) => l.s / fulls[i]!.s)),
+    cpuRatio: middle(likens.map((l, i) => l.cpu / fulls[i]!.cpu)),
+    fullRange: [Math.min(...fullTimes), Math.max(...fullTimes)],
+  };
 }
 
 async function main(): Promise<void> {
@@ -233,10 +291,7 @@ async function main(): Promise<void> {
       });
       const missing = missingOf(v1, next);
       const limit = missing.filter(Boolean).length * INDEX_CHUNK;
-      const run = async (
-        mode: "full" | "liken",
-        i: number,
-      ): Promise<{ s: number; served: Served }> => {
+      const run = async (mode: "full" | "liken", i: number): Promise<Run> => {
         const m = path.join(work, `${name}-${mode}-${i}`);
         mkdirSync(m);
         const config = fileSlots(m, { a: { copyOf: oldImg }, b: next.length + MiB });
@@ -262,6 +317,8 @@ async function main(): Promise<void> {
           readFileSync(path.join(v1Dir, "v1.img.lkpages")),
         );
         counting = `${name}-${mode}-${i}`;
+        let decided: number | undefined;
+        const cpu0 = process.cpuUsage();
         const t = performance.now();
         await downloadRelease({
           config,
@@ -269,22 +326,28 @@ async function main(): Promise<void> {
           version: name,
           digest: built.digest,
           adaptive: mode === "liken",
+          log: (line) => {
+            if (/downloading in full/.test(line)) decided ??= (performance.now() - t) / 1000;
+          },
         });
         const s = (performance.now() - t) / 1000;
+        const cpu = process.cpuUsage(cpu0);
         rmSync(m, { recursive: true, force: true });
-        return { s, served: served[counting]! };
+        return {
+          s,
+          cpu: (cpu.user + cpu.system) / 1e6,
+          ...(decided !== undefined ? { decided } : {}),
+          served: served[counting]!,
+        };
       };
       // Alternating runs, medians: the machine's load moves the times, not the bytes.
-      const fulls: { s: number; served: Served }[] = [];
-      const likens: { s: number; served: Served }[] = [];
+      const fulls: Run[] = [];
+      const likens: Run[] = [];
       for (let i = 0; i < repeat; i++) {
         fulls.push(await run("full", i));
         likens.push(await run("liken", i));
       }
-      const median = (r: { s: number; served: Served }[]) =>
-        [...r].sort((a, b) => a.s - b.s)[Math.floor(r.length / 2)]!;
-      const full = median(fulls);
-      const liken = median(likens);
+      const { full, liken, timeRatio, cpuRatio, fullRange } = compared(fulls, likens);
       const indexBytes = liken.served.index;
       // desync: a chunk store of the new image under the channel, extracted with v1 as seed.
       const store = path.join(channel, `${name}-store`);
@@ -322,6 +385,9 @@ async function main(): Promise<void> {
         missing,
         liken,
         full,
+        timeRatio,
+        cpuRatio,
+        fullRange,
         desync: d,
         desyncIndex: readFileSync(caibx).length,
       });
@@ -330,8 +396,9 @@ async function main(): Promise<void> {
       lines.push(
         `delta: case=${name} size=${mb(next.length)} new-content=${mb(limit)} liken=${mb(liken.served.bytes)} ` +
           `(${ofLimit} of limit, index ${mb(indexBytes)}) desync=${mb(d.bytes)} full=${mb(full.served.bytes)} ` +
-          `requests=${liken.served.requests}/${d.requests} time-vs-full=${(liken.s / full.s).toFixed(2)} ` +
-          `time: liken=${liken.s.toFixed(2)}s desync=${desyncS.toFixed(2)}s full=${full.s.toFixed(2)}s goal=${goal}`,
+          `requests=${liken.served.requests}/${d.requests} time-vs-full=${timeRatio.toFixed(2)} cpu-vs-full=${cpuRatio.toFixed(2)} ` +
+          `time: liken=${liken.s.toFixed(2)}s desync=${desyncS.toFixed(2)}s full=${full.s.toFixed(2)}s` +
+          `${decidedField(liken)} load=${loadavg()[0]!.toFixed(1)} goal=${goal}`,
       );
       log(lines[lines.length - 1]!);
     }

@@ -18,7 +18,7 @@ import { fetchPaged } from "./paged-index.js";
 import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
 import type { SlotName } from "./config.js";
 import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
-import { hashRegion, SeedMap } from "./seed-map.js";
+import { countHeld, hashRegion, SeedMap } from "./seed-map.js";
 import type { PeerSet } from "./peer-sources.js";
 import {
   PEER_IDLE_TIMEOUT_MS,
@@ -39,6 +39,12 @@ export const MIN_REUSE = 0.02;
 /** Target-slot reads for the in-place check: 1 MiB windows. */
 const WINDOW = 1024 * 1024;
 
+/** A kept index of the running slot and where its artifact starts on the device. */
+interface Kept {
+  index: ChunkIndex;
+  offset: number;
+}
+
 export interface SeedContext {
   store: SlotStore;
   running: SlotName;
@@ -53,6 +59,8 @@ export interface SeedContext {
   /** Each packed artifact's frames (./paged-index.ts), by artifact name: its chunks come
    * compressed from the pack. */
   frames?: Map<string, FrameTable>;
+  /** The running release's kept indexes, read once (see runningKept). */
+  kept?: Promise<Kept[] | undefined>;
 }
 
 async function keptIndex(
@@ -100,6 +108,64 @@ async function deviceSeed(ctx: SeedContext, map: SeedMap, span: number): Promise
 }
 
 /**
+ * The running release's kept indexes, one per artifact, when it left one for each (else
+ * undefined: the slot must be hashed, which only the full map does). Read once, and begun
+ * before the index pages are fetched, so that the disk and the network overlap.
+ */
+function runningKept(ctx: SeedContext): Promise<Kept[] | undefined> {
+  // A read that fails answers undefined here; the map's build then meets the fault and says it.
+  ctx.kept ??= readKept(ctx).catch(() => undefined);
+  return ctx.kept;
+}
+
+async function readKept(ctx: SeedContext): Promise<Kept[] | undefined> {
+  const doc = await ctx.store.release(ctx.running);
+  if (doc === undefined) return undefined;
+  let running: Release;
+  try {
+    running = parseRelease(doc);
+  } catch {
+    return undefined;
+  }
+  const out: Kept[] = [];
+  for (const a of running.artifacts) {
+    const index = await keptIndex(ctx, ctx.running, a);
+    if (index === undefined) return undefined;
+    out.push({ index, offset: a.offset });
+  }
+  return out;
+}
+
+/**
+ * How many of a sample's chunks the running slot holds. Before the map is built, one pass over
+ * the running release's kept indexes answers (./seed-map.ts, countHeld): when nothing is
+ * reused (a new image), the download goes on in full without the map's build and sort ever
+ * taking the core (bench:delta's "nothing" case). A slot that left no index is hashed into
+ * the map, which the plan then uses.
+ */
+async function heldOf(
+  ctx: SeedContext,
+  chunks: readonly { hash: Uint8Array; length: number }[],
+): Promise<number> {
+  if (ctx.seed === undefined) {
+    const t = Date.now();
+    const kept = await runningKept(ctx);
+    if (kept !== undefined) {
+      const n = countHeld(
+        chunks,
+        kept.map((k) => k.index),
+      );
+      ctx.log?.(
+        `adaptive: ${n} of a sample of ${chunks.length} chunks in the running slot ${ctx.running}'s kept indexes (${Date.now() - t} ms, no map built)`,
+      );
+      return n;
+    }
+  }
+  const seed = await seedOf(ctx);
+  return chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
+}
+
+/**
  * What the running slot holds: the indexes kept when its release was staged, else its bytes
  * hashed (its release's artifacts, or as much of the device as the new release spans when the
  * slot was installed by other means, that index then kept for the next download).
@@ -117,10 +183,14 @@ async function seedOf(ctx: SeedContext): Promise<SeedMap> {
   }
   const t = Date.now();
   let how = "";
-  if (running) {
+  const kept = running ? await runningKept(ctx) : undefined;
+  if (kept) {
+    for (const k of kept) map.addIndex(k.index, k.offset);
+    how = `release ${running!.version}, its kept indexes`;
+  } else if (running) {
     for (const a of running.artifacts) {
-      const kept = await keptIndex(ctx, ctx.running, a);
-      if (kept) map.addIndex(kept, a.offset);
+      const index = await keptIndex(ctx, ctx.running, a);
+      if (index) map.addIndex(index, a.offset);
       else await hashRegion(device, a.offset, a.offset + a.size, map);
     }
     how = `release ${running.version}`;
@@ -183,14 +253,12 @@ async function pagedIndex(
 ): Promise<ChunkIndex | "not-worth" | undefined> {
   if (a.indexTop === undefined || a.pack === undefined) return undefined;
   try {
-    // Without the codec (a build that does not carry zstd.wasm) the pages are of no use.
-    await zstd();
+    // Read while the top index and the sample travel.
+    void runningKept(ctx);
     // The resume of an artifact begun adaptively needs the whole index: no sample then.
     const paged = await fetchPaged(ctx, a, stats, async (chunks) => {
       if ((await ctx.store.release(ctx.target)) !== undefined) return true;
-      const seed = await seedOf(ctx);
-      const found = chunks.filter((c) => seed.find(c.hash, c.length) !== undefined).length;
-      return found >= (MIN_REUSE / 2) * chunks.length;
+      return (await heldOf(ctx, chunks)) >= (MIN_REUSE / 2) * chunks.length;
     });
     if (paged === "not-worth") {
       ctx.log?.(
@@ -198,6 +266,10 @@ async function pagedIndex(
       );
       return "not-worth";
     }
+    // Without the codec (a build that does not carry zstd.wasm) the frames are of no use: the
+    // plain index then. Loaded only here, once the download is adaptive (a full download
+    // does not pay for instantiating the WebAssembly).
+    await zstd();
     (ctx.frames ??= new Map()).set(a.name, paged.frames);
     ctx.log?.(
       `artifact ${a.name}: index from ${paged.reusedPages} kept and ${paged.fetchedPages} fetched page(s)`,
@@ -367,14 +439,10 @@ const SAMPLE = 64;
  */
 async function worthLooking(ctx: SeedContext, index: ChunkIndex, start: number): Promise<boolean> {
   if ((await ctx.store.release(ctx.target)) !== undefined) return true;
-  const seed = await seedOf(ctx);
-  let found = 0;
-  let seen = 0;
-  for (let i = index.chunkAt(start); i < index.count; i += SAMPLE) {
-    seen++;
-    if (seed.find(index.hash(i), index.length(i)) !== undefined) found++;
-  }
-  return seen === 0 || found >= (MIN_REUSE / 2) * seen;
+  const sample: { hash: Uint8Array; length: number }[] = [];
+  for (let i = index.chunkAt(start); i < index.count; i += SAMPLE)
+    sample.push({ hash: index.hash(i), length: index.length(i) });
+  return sample.length === 0 || (await heldOf(ctx, sample)) >= (MIN_REUSE / 2) * sample.length;
 }
 
 /** Writes the plan with the seeded writer; on SeedFallback goes on in full. */

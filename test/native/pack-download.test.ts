@@ -313,6 +313,12 @@ describe("packs and index pages", () => {
     expect(m.messages.join("\n")).toContain(
       "a sample of its index pages finds almost nothing of it locally; downloading in full",
     );
+    // The sample is counted against the running slot's kept index, no map of the slot built
+    // (its build and sort made the download of nothing reused slower than a full one).
+    expect(m.messages.join("\n")).toMatch(
+      /adaptive: 0 of a sample of 256 chunks in the running slot a's kept indexes \(\d+ ms, no map built\)/,
+    );
+    expect(m.messages.join("\n")).not.toMatch(/chunks of the running slot a known/);
     // Page 0 of eight (one in 32), not the other seven, nor the plain index.
     expect(server.log.filter((g) => g.path === "/new/new.img.lkpages").map((g) => g.range)).toEqual(
       [`bytes=0-${PAGE_CHUNKS * 40 - 1}`],
