@@ -503,6 +503,13 @@ async function startAll(
     `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION.key}=${KWOK_NODE_ANNOTATION.value}`,
     `--server-address=127.0.0.1:${ports.kwok}`,
     "--node-lease-duration-seconds=40",
+    // The address kwok writes for its Nodes: the machines of the lab and the tests all run on
+    // this host, so loopback, the one addressKwokNode writes too. Without it kwok's stages have
+    // no address to give, and a node-initialize or heartbeat written from a view older than
+    // addressKwokNode's patch wrote `addresses: null`: the Node lost its address for good, and
+    // cluster-operator rightly handed its machine to no downloader (NoNodeAddress). CI saw it
+    // as a peer assignment that never came (test/integration/agent-peers-*.test.ts).
+    "--node-ip=127.0.0.1",
     ...kwokStageFiles().map((f) => `--config=${f}`),
   ]);
   await waitReady(

@@ -13,6 +13,7 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { KUBERNETES_VERSION } from "../../src/controlplane/versions.js";
+import { kwokNode } from "../../src/controlplane/kwok.js";
 import {
   createKwokNode,
   createNamespace,
@@ -38,6 +39,33 @@ describe("the test control plane", () => {
     expect(parsed.clientVersion.gitVersion).toBe(`v${KUBERNETES_VERSION}`);
     const ready = await kubectl(["get", "--raw", "/readyz"]);
     expect(ready.stdout.trim()).toBe("ok");
+  });
+});
+
+describe("kwok's Nodes", () => {
+  it("get the host's loopback address from kwok itself, not only from liken's patch", async () => {
+    // kwok's own stages write a Node's addresses (node-initialize, the heartbeat) from its view
+    // of the Node; a view older than addressKwokNode's patch once wrote `addresses: null`, and
+    // the machine's peer server was handed out to nobody. kwok now has an address to write.
+    const name = uniqueName("kwok-addr");
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    await core.createNode({
+      body: kwokNode(name, { capacity: { cpu: "1", memory: "1Gi", pods: "10" } }),
+    });
+    try {
+      const addresses = await waitFor(
+        `kwok gives Node ${name} an address`,
+        async () => {
+          const n = await core.readNode({ name });
+          const a = n.status?.addresses ?? [];
+          return a.length > 0 ? a : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
+      expect(addresses).toContainEqual({ type: "InternalIP", address: "127.0.0.1" });
+    } finally {
+      await core.deleteNode({ name });
+    }
   });
 });
 
