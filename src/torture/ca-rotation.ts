@@ -22,45 +22,51 @@ export function rotateAway(identityDir: string, machine: string): string | undef
   if (held === undefined) return undefined;
   const work = mkdtempSync(path.join(tmpdir(), "liken-torture-ca-"));
   try {
-    const f = (n: string): string => path.join(work, n);
     const pem = readFileSync(held.file, "utf8");
     const key = pem.slice(pem.indexOf("-----BEGIN PRIVATE KEY-----"));
-    writeFileSync(f("m.key"), key, { mode: 0o600 });
-    const ossl = (args: string[]): void => void execFileSync("openssl", args, { stdio: "pipe" });
-    const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-    ossl([
-      "req",
-      "-x509",
-      ...ec,
-      "-keyout",
-      f("ca.key"),
-      "-out",
-      f("ca.crt"),
-      "-days",
-      "2",
-      "-subj",
-      "/CN=rotated-away",
-    ]);
+    const keyFile = path.join(work, "held.key");
+    writeFileSync(keyFile, key, { mode: 0o600 });
     const subject = `/O=${AGENT_GROUP}/CN=${agentUserName(machine)}`;
-    ossl(["req", "-new", "-key", f("m.key"), "-subj", subject, "-out", f("m.csr")]);
-    ossl([
-      "x509",
-      "-req",
-      "-in",
-      f("m.csr"),
-      "-CA",
-      f("ca.crt"),
-      "-CAkey",
-      f("ca.key"),
-      "-CAcreateserial",
-      "-days",
-      "1",
-      "-out",
-      f("m.crt"),
-    ]);
-    installIssued(identityDir, readFileSync(f("m.crt"), "utf8"), key, Date.now());
+    const { certPem } = untrustedCertificate(work, subject, keyFile);
+    installIssued(identityDir, certPem, key, Date.now());
     return held.keyDigest;
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * A certificate for `subject` (an openssl -subj, e.g. /O=group/CN=user), valid for a day, signed
+ * by a CA made in `dir` that no API server trusts; for the key in `keyFile` when given (the same
+ * machine, another CA), else for a new P-256 key. Files are written to `dir`.
+ */
+export function untrustedCertificate(
+  dir: string,
+  subject: string,
+  keyFile?: string,
+): { certPem: string; keyPem: string } {
+  const f = (n: string): string => path.join(dir, n);
+  const ossl = (args: string[]): void => void execFileSync("openssl", args, { stdio: "pipe" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  const ca = ["-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=rogue"];
+  ossl(["req", "-x509", ...ec, ...ca]);
+  const key = keyFile ?? f("m.key");
+  const request = keyFile === undefined ? [...ec, "-keyout", key] : ["-key", key];
+  ossl(["req", "-new", ...request, "-subj", subject, "-out", f("m.csr")]);
+  ossl([
+    "x509",
+    "-req",
+    "-in",
+    f("m.csr"),
+    "-CA",
+    f("ca.crt"),
+    "-CAkey",
+    f("ca.key"),
+    "-CAcreateserial",
+    "-days",
+    "1",
+    "-out",
+    f("m.crt"),
+  ]);
+  return { certPem: readFileSync(f("m.crt"), "utf8"), keyPem: readFileSync(key, "utf8") };
 }

@@ -10,6 +10,7 @@ import { bootstrapTokenSecret, newBootstrapToken } from "../../src/api/bootstrap
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { controlPlane, eventsWhere, kubeConfig, kubectl } from "./kube.js";
+import { untrustedCertificate as signedByUntrustedCa } from "../../src/torture/ca-rotation.js";
 
 const CONFIG = fileURLToPath(new URL("../../config/", import.meta.url));
 export const CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
@@ -133,26 +134,5 @@ export function untrustedCertificate(
   dir: string,
   user: string,
 ): { certPem: string; keyPem: string } {
-  const f = (n: string) => path.join(dir, n);
-  const ossl = (args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-  const ca = ["-keyout", f("ca.key"), "-out", f("ca.crt"), "-days", "2", "-subj", "/CN=rogue"];
-  ossl(["req", "-x509", ...ec, ...ca]);
-  ossl(["req", ...ec, "-keyout", f("m.key"), "-out", f("m.csr"), "-subj", `/CN=${user}`]);
-  ossl([
-    "x509",
-    "-req",
-    "-in",
-    f("m.csr"),
-    "-CA",
-    f("ca.crt"),
-    "-CAkey",
-    f("ca.key"),
-    "-CAcreateserial",
-    "-days",
-    "1",
-    "-out",
-    f("m.crt"),
-  ]);
-  return { certPem: readFileSync(f("m.crt"), "utf8"), keyPem: readFileSync(f("m.key"), "utf8") };
+  return signedByUntrustedCa(dir, `/CN=${user}`);
 }
