@@ -5,11 +5,12 @@
 // request and went silent; the deadline is shortened for the test.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { LikenApi } from "../../src/api/client.js";
 import { reuseConnections } from "../../src/api/kubeconfig.js";
 import { API_ERROR_CODES, ApiError } from "../../src/api/errors.js";
+import { plainKubeConfig } from "../support/plain-kubeconfig.js";
 
 let server: http.Server | undefined;
 afterEach(async () => {
@@ -33,14 +34,7 @@ async function silentServer(): Promise<{ url: string; requests: () => number }> 
 }
 
 function kubeConfigFor(url: string, requestTimeoutMs: number): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
-    users: [{ name: "u", token: "t" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return reuseConnections(kc, { requestTimeoutMs });
+  return reuseConnections(plainKubeConfig(url), { requestTimeoutMs });
 }
 
 describe("a request the API server never answers", () => {

@@ -4,11 +4,11 @@
 // ephemeral port stands for the API server: the test counts the connections it accepts.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Cluster } from "../../src/api/index.js";
 import { KubeEvents } from "../../src/operator/events.js";
 import { EVENT_CONNECTIONS, eventsConfig } from "../../src/operator/operator.js";
+import { plainKubeConfig } from "../support/plain-kubeconfig.js";
 
 let server: http.Server | undefined;
 afterEach(async () => {
@@ -46,17 +46,6 @@ async function apiServer(): Promise<{
   return { url: `http://127.0.0.1:${port}`, connections: () => connections, events: () => events };
 }
 
-function kubeConfig(url: string): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
-    users: [{ name: "u", token: "t" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
-  return kc;
-}
-
 const cluster = { metadata: { name: "bench", uid: "u-1" } } as Cluster;
 
 describe("operator Events: a burst rides a few kept connections", () => {
@@ -64,7 +53,7 @@ describe("operator Events: a burst rides a few kept connections", () => {
     const api = await apiServer();
     const errors: unknown[] = [];
     const sink = new KubeEvents(
-      eventsConfig(kubeConfig(api.url)),
+      eventsConfig(plainKubeConfig(api.url)),
       "cluster-operator",
       "op-1",
       (e) => errors.push(e),
