@@ -52,7 +52,8 @@ export default defineConfig({
         // design (it reconciles every Cluster and Machine, holds the one leader Lease in
         // liken-system, writes the one eviction webhook, approves every machine certificate
         // request), so two files' operators on one control plane would act on each other's
-        // fleets. Each file ends failing if a process it started still runs.
+        // fleets. Each file ends failing if a process it started still runs or a namespace it
+        // created is left (liken-system and liken-heartbeats are the setup's, made once).
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts"],

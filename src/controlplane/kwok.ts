@@ -37,16 +37,30 @@ export function kwokNode(name: string, opts: KwokNodeOptions): V1Node {
 }
 
 /**
- * Gives a kwok Node the address a kubelet would report: the lab's and the tests' machines all
- * run on this host, and their peer servers listen on its loopback, the address cluster-operator
- * then hands out for them (docs/peers.md, "Which address is handed out"). The API server drops
- * a Node's status.addresses on create, so it is written after.
+ * Gives a kwok Node the addresses a kubelet would report: its InternalIP and its Hostname. The
+ * lab's and the tests' machines all run on this host, and their peer servers listen on its
+ * loopback, the address cluster-operator then hands out for them (docs/peers.md, "Which
+ * address is handed out"). The API server drops a Node's status.addresses on create, so they
+ * are written after.
+ *
+ * Both, as a kubelet writes them: kwok's node-initialize stage rewrites `addresses` whenever
+ * either type is missing, and it has no Hostname to give (its NodeName is its own --node-name,
+ * unset here), so a Node with an InternalIP alone had its addresses written as nothing at all
+ * when kwok initialized it after this patch. CI saw it as a peer assignment that never came.
  */
 export async function addressKwokNode(kc: KubeConfig, name: string): Promise<void> {
-  await kc
-    .makeApiClient(CoreV1Api)
-    .patchNodeStatus(
-      { name, body: { status: { addresses: [{ type: "InternalIP", address: "127.0.0.1" }] } } },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-    );
+  await kc.makeApiClient(CoreV1Api).patchNodeStatus(
+    {
+      name,
+      body: {
+        status: {
+          addresses: [
+            { type: "InternalIP", address: "127.0.0.1" },
+            { type: "Hostname", address: name },
+          ],
+        },
+      },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
 }

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
-import { ensureTool } from "../../src/controlplane/tools.js";
 import { alertNames, ruleGroups, rulesFile } from "../../src/deploy/monitoring.js";
 
 const exec = promisify(execFile);
@@ -19,12 +19,12 @@ const UNIT_TESTS = path.join(REPO_ROOT, "test", "promtool", "alerts.test.yaml");
 let promtool = "";
 let dir = "";
 
+needsTool("promtool", (bin) => (promtool = bin));
 beforeAll(async () => {
-  promtool = await ensureTool("promtool");
   dir = mkdtempSync(path.join(tmpdir(), "liken-alert-rules-"));
   writeFileSync(path.join(dir, "rules.yaml"), rulesFile(ruleGroups()));
   copyFileSync(UNIT_TESTS, path.join(dir, "alerts.test.yaml"));
-}, 1_800_000);
+});
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function run(args: string[]): Promise<{ code: number; out: string }> {

@@ -163,6 +163,17 @@ describe("an agent (CN=liken:machine:<name>, O=liken:machines)", () => {
       return err.message.includes("the spec belongs to people") ? err : undefined;
     });
     expect(e3.message).toContain(`but not UPDATE machines ${self}: the spec belongs to people`);
+    // Metadata too: a person's liken.sh/rejoin mark (docs/machine.md, "Identity") stays.
+    await admin.machines.patch(self, {
+      metadata: { annotations: { "liken.sh/rejoin": "manual" } },
+    });
+    const e5 = await refused(
+      agent.machines.patch(self, { metadata: { annotations: { "liken.sh/rejoin": null } } }),
+    );
+    expect(e5.message).toContain(`but not UPDATE machines ${self}`);
+    expect((await admin.machines.get(self)).metadata.annotations?.["liken.sh/rejoin"]).toBe(
+      "manual",
+    );
     const e4 = await refused(agent.machines.delete(self));
     expect(e4.message).toContain(`but not DELETE machines ${self}`);
     expect((await admin.machines.get(self)).spec).toMatchObject({ rebootPolicy: "Manual" });

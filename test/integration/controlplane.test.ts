@@ -1,7 +1,7 @@
 // Proof that the control plane under every integration test is the real thing: the real
 // scheduler places pods, the real disruption controller computes PDB status, the Eviction
 // API refuses what the PDB forbids, and the API server enforces optimistic concurrency.
-import { describe, expect, it, beforeAll } from "vitest";
+import { afterAll, describe, expect, it, beforeAll } from "vitest";
 import {
   ApiException,
   AppsV1Api,
@@ -13,7 +13,7 @@ import {
   setHeaderOptions,
 } from "@kubernetes/client-node";
 import { KUBERNETES_VERSION } from "../../src/controlplane/versions.js";
-import { kwokNode } from "../../src/controlplane/kwok.js";
+import { addressKwokNode, kwokNode } from "../../src/controlplane/kwok.js";
 import {
   createKwokNode,
   createNamespace,
@@ -21,7 +21,12 @@ import {
   kubectl,
   uniqueName,
   waitFor,
+  deleteNamespaces,
 } from "../support/kube.js";
+
+// Registered first, so it runs last (afterAll hooks run in reverse): the namespaces this file
+// made go once what ran in them has stopped.
+afterAll(deleteNamespaces);
 
 function status(e: unknown): number | undefined {
   return e instanceof ApiException ? e.code : undefined;
@@ -63,6 +68,39 @@ describe("kwok's Nodes", () => {
         { timeoutMs: 60_000 },
       );
       expect(addresses).toContainEqual({ type: "InternalIP", address: "127.0.0.1" });
+    } finally {
+      await core.deleteNode({ name });
+    }
+  });
+
+  it("keep the addresses liken wrote when kwok initializes them after", async () => {
+    // The order CI met by chance, made certain: liken's patch is on the Node when kwok's
+    // node-initialize stage runs (it runs on any Node not Ready: here made not Ready again).
+    const name = uniqueName("kwok-first");
+    const core = kubeConfig().makeApiClient(CoreV1Api);
+    const readyIs = (want: string) => async () => {
+      const n = await core.readNode({ name });
+      const r = n.status?.conditions?.find((c) => c.type === "Ready");
+      return r?.status === want ? n : undefined;
+    };
+    await core.createNode({
+      body: kwokNode(name, { capacity: { cpu: "1", memory: "1Gi", pods: "10" } }),
+    });
+    try {
+      await waitFor(`kwok initializes Node ${name}`, readyIs("True"), { timeoutMs: 60_000 });
+      await addressKwokNode(kubeConfig(), name);
+      const notReady = { type: "Ready", status: "False", reason: "Test", message: "again" };
+      await core.patchNodeStatus(
+        { name, body: { status: { conditions: [notReady] } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      const again = await waitFor(`kwok initializes Node ${name} again`, readyIs("True"), {
+        timeoutMs: 60_000,
+      });
+      expect(again.status?.addresses ?? []).toContainEqual({
+        type: "InternalIP",
+        address: "127.0.0.1",
+      });
     } finally {
       await core.deleteNode({ name });
     }

@@ -35,7 +35,12 @@ import {
   mintClientCert,
   uniqueName,
   waitFor,
+  deleteNamespaces,
 } from "../support/kube.js";
+
+// Registered first, so it runs last (afterAll hooks run in reverse): the namespaces this file
+// made go once what ran in them has stopped.
+afterAll(deleteNamespaces);
 
 const admin = new LikenApi(kubeConfig());
 const core = kubeConfig().makeApiClient(CoreV1Api);

@@ -9,11 +9,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import { LABEL_RING, LikenApi, loadKubeConfig, type Cluster } from "../../src/api/index.js";
 import { likenEntry } from "../../src/cli/entry.js";
 import { freePort } from "../../src/controlplane/ports.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
-import { ensureTool } from "../../src/controlplane/tools.js";
 import { dashboardQueries, ruleGroups, rulesFile } from "../../src/deploy/monitoring.js";
 import { applyManifests } from "../support/apply.js";
 import { clusterObject } from "../support/clusters.js";
@@ -68,8 +68,8 @@ describe("the fleet page and per-cluster alerts over two operators", () => {
     return `127.0.0.1:${port}`;
   }
 
+  needsTool("prometheus");
   beforeAll(async () => {
-    await ensureTool("prometheus");
     second = await upOwned(`fleet-prom-${process.pid}-${suffix}`, () => undefined);
     await applyManifests(second.state, path.join(REPO_ROOT, "config", "crd"));
     const east = new LikenApi(loadKubeConfig(kubeconfigPath()));

@@ -7,19 +7,17 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import { parseAllDocuments } from "yaml";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
-import { ensureTool } from "../../src/controlplane/tools.js";
 import { CHART_DIR, generateChart } from "../../src/deploy/chart.js";
 import { kubectl, waitFor } from "../support/kube.js";
 
 const exec = promisify(execFile);
 let helmBin = "";
 
-beforeAll(async () => {
-  helmBin = await ensureTool("helm");
-}, 1_800_000);
+needsTool("helm", (bin) => (helmBin = bin));
 
 async function helm(args: string[]): Promise<string> {
   const r = await exec(helmBin, args, { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024 });

@@ -8,8 +8,7 @@
 // An independent observer records, at every instant this process sees, the turns recorded,
 // the machines actually down (acting on a turn) and the leaders among them.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import {
@@ -483,9 +482,7 @@ export function adminKubeconfig(): string {
   return kubeconfigPath();
 }
 
-export function tempDir(prefix: string): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
-}
+export { tempDir } from "../support/temp-dir.js";
 
 export function writeChannel(dir: string, versions: string[]): void {
   const body = [

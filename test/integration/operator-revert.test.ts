@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import type { Cluster, MachineStatus, ReleaseRef } from "../../src/api/types.js";
 import { buildRelease } from "../../src/release/build.js";
 import { serveChannel, type ChannelServer } from "../../src/release/serve.js";
@@ -386,6 +387,7 @@ describe("after promotion: the Prometheus check", () => {
   let dropRatio = 0;
   let op: OperatorProcess;
 
+  needsTool("prometheus");
   beforeAll(async () => {
     metrics = http.createServer((_req, res) => {
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });

@@ -10,9 +10,9 @@
 // durations). Cold, the setup builds the Prometheus server (about 3 minutes on two cores).
 import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import type { ReleaseRef } from "../../src/api/types.js";
 import { freePort } from "../../src/controlplane/ports.js";
-import { ensureTool } from "../../src/controlplane/tools.js";
 import { dashboardQueries, ruleGroups, rulesFile } from "../../src/deploy/monitoring.js";
 import { waitFor } from "../support/kube.js";
 import { PrometheusServer, type PromAlert } from "../support/prometheus.js";
@@ -47,8 +47,8 @@ describe("alerts and dashboard on a real Prometheus", () => {
     return out;
   }
 
+  needsTool("prometheus");
   beforeAll(async () => {
-    await ensureTool("prometheus");
     // Both the failed trial and the stalled turn must happen: the failure brake is off.
     await fleet.start(["2026.10.10-001", "2026.10.12-001"], { rollout: { maxFailedTrials: 0 } });
     v2 = fleet.releases[1]!;

@@ -5,10 +5,10 @@
 // --timestamp); buildah's storage is gone afterwards; a failing build says which step, which
 // command and what buildah said, and leaves no storage behind either.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { needsTool } from "../support/tool-build.js";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ensureTool } from "../../src/controlplane/tools.js";
 import { importRootfs, withBuildah } from "../../src/release/image/containerfile.js";
 import { buildReleaseFromImage } from "../../src/release/image/from-image.js";
 import { readOciLayout } from "../../src/release/image/oci.js";
@@ -18,9 +18,9 @@ const EPOCH = 1_764_547_200;
 let dir: string;
 let umoci: string;
 
+needsTool("umoci", (bin) => (umoci = bin));
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "liken-containerfile-"));
-  umoci = await ensureTool("umoci", () => undefined);
   const root = path.join(dir, "rootfs");
   await mkdir(path.join(root, "usr/lib/modules/6.1.0-test"), { recursive: true });
   await mkdir(path.join(root, "etc"), { recursive: true });

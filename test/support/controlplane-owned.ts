@@ -25,7 +25,7 @@ export interface OwnedControlPlane {
 export async function upOwned(
   name: string,
   log: (line: string) => void,
-  opts: Pick<UpOptions, "signingDurationSeconds"> = {},
+  opts: Pick<UpOptions, "signingDurationSeconds" | "rotatableClientCa"> = {},
 ): Promise<OwnedControlPlane> {
   const stopReaper = startReaper(name);
   const stop = async (): Promise<void> => {

@@ -5,8 +5,10 @@
 // leader Lease, writes its one eviction webhook and approves its certificate requests. They are
 // owned by this process: a reaper tears each down if the runner is killed
 // (controlplane-owned.ts), and the next run sweeps whatever a killed run left behind.
+import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { ensureBinaries } from "../../src/controlplane/build.js";
 import { sweepOrphans, type ControlPlaneState } from "../../src/controlplane/instance.js";
@@ -15,6 +17,8 @@ import { useCliBundle } from "../../src/cli/entry.js";
 import { applyManifests } from "./apply.js";
 import { upOwned } from "./controlplane-owned.js";
 import { startPrebuild } from "./prebuild.js";
+
+const run = promisify(execFile);
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -37,6 +41,23 @@ export const TEST_SIGNING_DURATION_SECONDS = 90;
 const log = (l: string): void => {
   process.stderr.write(`${l}\n`);
 };
+
+/**
+ * The product's own namespaces (config/rbac/namespaces.yaml: liken-system, liken-heartbeats),
+ * created once per control plane, as an install creates them, and never by a test file. Many
+ * files need them, at the fixed names the product uses (the operator's leader Lease and webhook
+ * Secret, the agents' heartbeat Leases), and no file may delete them when it ends: a namespace
+ * being deleted refuses new objects, so the next file on that control plane could not create
+ * its Lease or Secret there until the namespace controller had emptied it. Made here, they are
+ * no file's leftover, and controlplane-lease.ts can fail a file that leaves any other namespace.
+ */
+async function applySharedNamespaces(state: ControlPlaneState): Promise<void> {
+  await run(
+    path.join(state.binDir, "kubectl"),
+    ["apply", "--server-side", "-f", path.join(REPO_ROOT, "config", "rbac", "namespaces.yaml")],
+    { env: { ...process.env, KUBECONFIG: state.kubeconfig } },
+  );
+}
 
 /**
  * One control plane per worker; fewer when the command line names fewer test files (a run of
@@ -78,6 +99,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (existsSync(crdDir) && readdirSync(crdDir).some((f) => f.endsWith(".yaml"))) {
       for (const p of up) await applyManifests(p.state, crdDir);
     }
+    for (const p of up) await applySharedNamespaces(p.state);
   } catch (e) {
     await stopAll();
     throw e;

@@ -12,13 +12,17 @@ import type { ControlPlaneState } from "../../src/controlplane/instance.js";
 import { mintClientCert as mint } from "../../src/controlplane/certs.js";
 import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
 import { addressKwokNode, kwokNode } from "../../src/controlplane/kwok.js";
+import { deleteNamespaces as deleteAll } from "./namespaces.js";
 
 export interface ControlPlaneInfo {
   server: string;
   kubeconfig: string;
   binDir: string;
   dataDir: string;
-  /** CA that the API server trusts for client certificates (it also signed the serving cert). */
+  /**
+   * CA that the API server trusts for client certificates (the local CA, which also signed the
+   * serving certificate; the current signers' CA on a control plane whose client CA rotates).
+   */
   clientCaCert: string;
   clientCaKey: string;
   /** CA that signed the API server's serving certificate. */
@@ -45,8 +49,8 @@ export function controlPlane(): ControlPlaneInfo {
     kubeconfig: s.kubeconfig,
     binDir: s.binDir,
     dataDir: s.dataDir,
-    clientCaCert: s.certs.caCert,
-    clientCaKey: s.certs.caKey,
+    clientCaCert: s.clientCa?.signerCert ?? s.certs.caCert,
+    clientCaKey: s.clientCa?.signerKey ?? s.certs.caKey,
     serverCaCert: s.certs.caCert,
   };
 }
@@ -155,11 +159,19 @@ export async function waitFor<T>(
   }
 }
 
-/** A fresh namespace, ready for pods: its default ServiceAccount exists (admission needs it). */
+/** The namespaces createNamespace made in this test file, until deleteNamespaces. */
+const madeNamespaces = new Set<string>();
+
+/**
+ * A fresh namespace, ready for pods: its default ServiceAccount exists (admission needs it).
+ * The file deletes it with `afterAll(deleteNamespaces)`: the integration tier fails a file that
+ * leaves a namespace (controlplane-lease.ts).
+ */
 export async function createNamespace(prefix: string): Promise<string> {
   const core = kubeConfig().makeApiClient(CoreV1Api);
   const name = uniqueName(prefix);
   await core.createNamespace({ body: { metadata: { name } } });
+  madeNamespaces.add(name);
   await waitFor(`the default ServiceAccount in namespace ${name}`, async () => {
     try {
       return await core.readNamespacedServiceAccount({ name: "default", namespace: name });
@@ -168,6 +180,19 @@ export async function createNamespace(prefix: string): Promise<string> {
     }
   });
   return name;
+}
+
+/**
+ * Deletes every namespace createNamespace made in this file (the namespace controller then
+ * empties and removes each, not waited for: test/support/namespaces.ts), so that the file
+ * leaves none behind. A file calls it last: `afterAll(deleteNamespaces)` registered at the top
+ * level before any other hook runs after them all (afterAll hooks run in reverse), once what
+ * ran in those namespaces has stopped.
+ */
+export async function deleteNamespaces(): Promise<void> {
+  const names = [...madeNamespaces];
+  await deleteAll(kubeConfig().makeApiClient(CoreV1Api), names);
+  for (const n of names) madeNamespaces.delete(n);
 }
 
 /**
