@@ -29,6 +29,18 @@ export const ANNOTATION_CHECK_RELEASES = "liken.sh/check-releases";
  * status.failedReleases and try the target again. Set by a person, never by the agent.
  */
 export const ANNOTATION_RETRY = "liken.sh/retry";
+/**
+ * On a Machine: set by a person before rotating the client CA because this machine's key
+ * leaked (`liken.sh/rejoin: manual`). While it is there cluster-operator approves no request
+ * of the bootstrap credential for this machine, a rejoin proven by its old key included: a
+ * person approves by hand and removes it afterwards (docs/machine.md, "Identity"). On
+ * metadata, not status: the machine's own identity may write only its Machine's status
+ * (config/rbac/agent.yaml, config/admission/), and a write of status keeps metadata as it was,
+ * so a leaked machine key cannot remove it.
+ */
+export const ANNOTATION_REJOIN = "liken.sh/rejoin";
+/** The value of liken.sh/rejoin that docs/machine.md gives; any value is read as it. */
+export const REJOIN_MANUAL = "manual";
 
 /**
  * Convenience label on Machines and heartbeat Leases naming the Cluster. The truth is

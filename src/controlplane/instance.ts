@@ -22,7 +22,12 @@ import { randomBytes } from "node:crypto";
 import { kwokStageFiles } from "./build.js";
 import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import { KWOK_NODE_ANNOTATION } from "./kwok.js";
-import { makeCerts, type ControlPlaneCerts } from "./certs.js";
+import {
+  makeCerts,
+  separateClientCa,
+  type ClientCaFiles,
+  type ControlPlaneCerts,
+} from "./certs.js";
 import { isLikenError } from "../errors.js";
 import { ControlPlaneError } from "./errors.js";
 import { pidAlive } from "./lock.js";
@@ -58,6 +63,11 @@ export interface ControlPlaneState {
   startedAt: string;
   /** UpOptions.signingDurationSeconds, as the controller manager was started with it. */
   signingDurationSeconds?: number;
+  /**
+   * With UpOptions.rotatableClientCa: the client CA bundle and the signers' CA, files of their
+   * own (certs.ts rotateClientCa replaces them); otherwise both are certs.caCert.
+   */
+  clientCa?: ClientCaFiles;
 }
 
 export interface UpOptions {
@@ -72,6 +82,12 @@ export interface UpOptions {
    * machine certificates rotate while one watches (docs/machine.md, "Identity").
    */
   signingDurationSeconds?: number;
+  /**
+   * The API server's client CA and the signers' CA in files of their own, so that a test can
+   * rotate them under running clients (certs.ts rotateClientCa) while the serving certificate
+   * and the tokens stay: what a person who rotates a cluster's client CA does.
+   */
+  rotatableClientCa?: boolean;
 }
 
 /** Readiness deadline for each component; a cold kube-apiserver on 2 busy cores needs ~20 s. */
@@ -407,6 +423,9 @@ async function startOnce(
     ...(opts.signingDurationSeconds === undefined
       ? {}
       : { signingDurationSeconds: opts.signingDurationSeconds }),
+    ...(opts.rotatableClientCa === true
+      ? { clientCa: separateClientCa(certs, path.join(dataDir, "pki")) }
+      : {}),
   };
   writeState(s);
   await startAll(s, token, log);
@@ -446,7 +465,7 @@ async function startAll(
     `--cert-dir=${path.join(d, "pki")}`,
     `--tls-cert-file=${certs.servingCert}`,
     `--tls-private-key-file=${certs.servingKey}`,
-    `--client-ca-file=${certs.caCert}`,
+    `--client-ca-file=${s.clientCa?.bundle ?? certs.caCert}`,
     `--token-auth-file=${path.join(d, "pki", "tokens.csv")}`,
     "--authorization-mode=RBAC",
     // Machines join with a shared bootstrap token (docs/adr/machine-bootstrap-token.md), as
@@ -479,8 +498,8 @@ async function startAll(
     "--leader-elect=false",
     `--service-account-private-key-file=${certs.saKey}`,
     `--root-ca-file=${certs.caCert}`,
-    `--cluster-signing-cert-file=${certs.caCert}`,
-    `--cluster-signing-key-file=${certs.caKey}`,
+    `--cluster-signing-cert-file=${s.clientCa?.signerCert ?? certs.caCert}`,
+    `--cluster-signing-key-file=${s.clientCa?.signerKey ?? certs.caKey}`,
     ...(s.signingDurationSeconds === undefined
       ? []
       : [`--cluster-signing-duration=${s.signingDurationSeconds}s`]),
@@ -508,7 +527,8 @@ async function startAll(
     // no address to give, and a node-initialize or heartbeat written from a view older than
     // addressKwokNode's patch wrote `addresses: null`: the Node lost its address for good, and
     // cluster-operator rightly handed its machine to no downloader (NoNodeAddress). CI saw it
-    // as a peer assignment that never came (test/integration/agent-peers-*.test.ts).
+    // as a peer assignment that never came (test/integration/agent-peers-*.test.ts); the
+    // other order, liken's patch first, is addressKwokNode's to handle (kwok.ts).
     "--node-ip=127.0.0.1",
     ...kwokStageFiles().map((f) => `--config=${f}`),
   ]);

@@ -4,12 +4,12 @@
 // agent's MachineIdentity files its request with the fleet's bootstrap token, and the admin
 // writes another key's certificate (minted by the cluster's client CA, for the right name)
 // into the request's status, as a wrong signer or a hostile approver with that right could.
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CURRENT } from "../../src/agent/identity/files.js";
@@ -24,7 +24,7 @@ describe("the first join", () => {
     await installIdentityRbac();
     const { kubeconfig: bootstrap } = await bootstrapToken();
     const machine = uniqueName("proof");
-    const dir = mkdtempSync(path.join(tmpdir(), "liken-join-proof-"));
+    const dir = tempDir("liken-join-proof-");
     const lines: string[] = [];
     const log = pino(
       { level: "info" },

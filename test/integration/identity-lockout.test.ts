@@ -8,12 +8,12 @@
 // reads that approval, proves the certificate and switches its client to it, all without a
 // restart.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authenticatedUser } from "../../src/api/self-review.js";
+import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CsrApprover } from "../../src/operator/csr/approver.js";
@@ -59,18 +59,6 @@ async function approver(): Promise<CsrApprover> {
   return a;
 }
 
-async function whoAmI(rest: Rest): Promise<string | undefined> {
-  const r = await rest.request<{ status?: { userInfo?: { username?: string } } }>(
-    "POST",
-    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    {
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-      op: { verb: "create", kind: "SelfSubjectReview" },
-    },
-  );
-  return r.status?.userInfo?.username;
-}
-
 describe("a machine locked out while its renewal waits", () => {
   it("falls back to the bootstrap credential and reads the approval that comes later", async () => {
     await installIdentityRbac();
@@ -90,7 +78,7 @@ describe("a machine locked out while its renewal waits", () => {
         },
       }),
     );
-    const dir = mkdtempSync(path.join(tmpdir(), "liken-lockout-"));
+    const dir = tempDir("liken-lockout-");
     const kubeconfig = path.join(dir, "kubeconfig");
     const identity = new MachineIdentity(
       machine,
@@ -105,7 +93,7 @@ describe("a machine locked out while its renewal waits", () => {
     const first = await approver();
     await identity.ensure(stop.signal);
     const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
-    expect(await whoAmI(rest)).toBe(`liken:machine:${machine}`);
+    expect(await authenticatedUser(rest)).toBe(`liken:machine:${machine}`);
     const joinedUntil = Date.parse(identity.status(Date.now())!.certificateExpiry);
     // The signer's lifetime, not the one asked (3600 s): the expiry below is a real one.
     expect(joinedUntil - Date.now()).toBeLessThanOrEqual(LIFETIME_SECONDS * 1000);
@@ -141,7 +129,7 @@ describe("a machine locked out while its renewal waits", () => {
     const s = identity.status(now)!;
     expect(Date.parse(s.certificateExpiry)).toBeGreaterThan(now);
     expect(s.condition).toMatchObject({ status: "True", reason: "Rejoined" });
-    expect(await whoAmI(rest)).toBe(`liken:machine:${machine}`);
+    expect(await authenticatedUser(rest)).toBe(`liken:machine:${machine}`);
     stop.abort();
     await renewing;
   }, 400_000);

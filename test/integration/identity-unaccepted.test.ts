@@ -8,12 +8,13 @@
 // ServiceAccount) approves it, the agent proves the new certificate and switches its client to
 // it, all without a restart.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
+import { authenticatedUser } from "../../src/api/self-review.js";
+import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { isUnauthorized } from "../../src/api/errors.js";
 import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
@@ -41,18 +42,6 @@ afterAll(async () => {
       .deleteNode({ name: nodeName })
       .catch(() => undefined);
 });
-
-async function whoAmI(rest: Rest): Promise<string | undefined> {
-  const r = await rest.request<{ status?: { userInfo?: { username?: string } } }>(
-    "POST",
-    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    {
-      body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-      op: { verb: "create", kind: "SelfSubjectReview" },
-    },
-  );
-  return r.status?.userInfo?.username;
-}
 
 describe("a machine whose valid certificate the API server no longer accepts", () => {
   it("notices the 401s and joins again with the bootstrap credential, without a restart", async () => {
@@ -88,10 +77,10 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     );
     // The machine's identity as the agent keeps it, its certificate from the CA before the
     // rotation: valid for a day, but no longer one the API server trusts.
-    const dir = mkdtempSync(path.join(tmpdir(), "liken-unaccepted-"));
+    const dir = tempDir("liken-unaccepted-");
     const kubeconfig = path.join(dir, "kubeconfig");
     const user = `liken:machine:${machine}`;
-    const old = untrustedCertificate(mkdtempSync(path.join(tmpdir(), "liken-rogue-ca-")), user);
+    const old = untrustedCertificate(tempDir("liken-rogue-ca-"), user);
     installIssued(dir, old.certPem, old.keyPem, Date.now());
     const cp = controlPlane();
     writeKubeconfig(kubeconfig, {
@@ -113,7 +102,7 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     await identity.ensure(stop.signal);
     expect(lines.join("")).not.toContain('"phase":"rejoin"');
     const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
-    const refused = await whoAmI(rest).then(
+    const refused = await authenticatedUser(rest).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -124,7 +113,7 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     // The agent's own requests go on (a heartbeat a second here), each refused until it rejoined.
     let who: string | undefined;
     const beat = setInterval(() => {
-      whoAmI(rest).then(
+      authenticatedUser(rest).then(
         (u) => (who = u),
         () => undefined,
       );
@@ -146,7 +135,7 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     expect(said.split("LIKEN_AGENT_IDENTITY_NOT_ACCEPTED").length - 1).toBe(1);
     const s = identity.status(Date.now())!;
     expect(s.condition).toMatchObject({ status: "True", reason: "Rejoined" });
-    expect(await whoAmI(rest)).toBe(user);
+    expect(await authenticatedUser(rest)).toBe(user);
     stop.abort();
     await renewing;
   }, 300_000);

@@ -9,8 +9,10 @@
 // lease's control plane stays the file's, idle, and is given back as usual. Started in about
 // 4 s on a quiet machine (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)
 // with liken's CRDs applied; stopped, with its reaper, by the returned function.
+// ownControlPlane is the same for the other options a leased control plane cannot have (a
+// client CA the test rotates: test/integration/identity-ca-rotation-live.test.ts).
 import path from "node:path";
-import type { ControlPlaneState } from "../../src/controlplane/instance.js";
+import type { ControlPlaneState, UpOptions } from "../../src/controlplane/instance.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { applyManifests } from "./apply.js";
 import { upOwned } from "./controlplane-owned.js";
@@ -26,6 +28,23 @@ export async function shortCertificateControlPlane(
   seconds: number,
   label: string,
 ): Promise<ShortCertificates> {
+  return ownControlPlane(
+    label,
+    { signingDurationSeconds: seconds },
+    `signs ${seconds} s certificates`,
+  );
+}
+
+/**
+ * A control plane of the test file's own, started with `opts` (what the leased ones cannot
+ * have: a signer's duration, a client CA the test rotates), with liken's CRDs applied; the
+ * file's helpers talk to it until stop().
+ */
+export async function ownControlPlane(
+  label: string,
+  opts: Pick<UpOptions, "signingDurationSeconds" | "rotatableClientCa">,
+  why: string,
+): Promise<ShortCertificates> {
   const back = usedControlPlane();
   const name = `test-${process.pid}-${label}`;
   const owned = await upOwned(
@@ -33,7 +52,7 @@ export async function shortCertificateControlPlane(
     (l) => {
       process.stderr.write(`${l}\n`);
     },
-    { signingDurationSeconds: seconds },
+    opts,
   );
   try {
     await applyManifests(owned.state, path.join(REPO_ROOT, "config", "crd"));
@@ -42,9 +61,7 @@ export async function shortCertificateControlPlane(
     throw e;
   }
   useControlPlane(owned.state);
-  console.log(
-    `liken: ${name} (${owned.state.server}) signs ${seconds} s certificates for this file`,
-  );
+  console.log(`liken: ${name} (${owned.state.server}) ${why} for this file`);
   return {
     state: owned.state,
     async stop() {

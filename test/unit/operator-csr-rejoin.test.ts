@@ -212,10 +212,60 @@ describe("decideCsr after a CA rotation", () => {
       "RejoinKeyUnknown",
       "expired at",
     ],
+    [
+      "a proof that holds, while a person marked the Machine liken.sh/rejoin: manual (its key leaked)",
+      csr(PROOF),
+      world({ ...JOINED, rejoinMarker: "manual" }),
+      "leave",
+      "RejoinLeftForPerson",
+      "kubectl annotate machine m1 liken.sh/rejoin-",
+    ],
+    [
+      "a proof that holds, the Machine's key reported, the marker with another value",
+      csr(PROOF),
+      world({ ...JOINED, rejoinMarker: "auto" }),
+      "leave",
+      "RejoinLeftForPerson",
+      'value "auto", not "manual"',
+    ],
+    [
+      "no proof, while the Machine is marked",
+      csr(undefined),
+      world({ ...JOINED, rejoinMarker: "manual" }),
+      "leave",
+      "RejoinLeftForPerson",
+      "carries the annotation liken.sh/rejoin",
+    ],
+    [
+      "a join while the marked Machine reports no valid certificate (its status written by the key's holder)",
+      csr(undefined),
+      world({ node: true, nodeLabelled: false, machine: true, rejoinMarker: "manual" }),
+      "leave",
+      "RejoinLeftForPerson",
+      "carries the annotation liken.sh/rejoin",
+    ],
+    [
+      "a proof whose signature does not hold, while the Machine is marked: still denied",
+      csr({ invalid: "the signature does not verify" }),
+      world({ ...JOINED, rejoinMarker: "manual" }),
+      "deny",
+      "RejoinProofInvalid",
+      "the signature does not verify",
+    ],
   ])("%s", (_, c, w, kind, reason, said) => {
     const d = decideCsr(c, w);
     expect(d).toMatchObject({ kind, reason });
     expect((d as { message: string }).message).toContain(said);
+  });
+
+  it("leaves a marked Machine's own renewal alone: the rotation withdraws what it issues", () => {
+    const renewal = csr(undefined, {
+      username: "liken:machine:m1",
+      groups: ["liken:machines", "system:authenticated"],
+    });
+    expect(decideCsr(renewal, world({ ...JOINED, rejoinMarker: "manual" }))).toMatchObject({
+      kind: "approve",
+    });
   });
 
   it("with automatic approval off, still leaves a proven rejoin to a person", () => {

@@ -11,6 +11,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { loadRestConfig, Rest, type RestConfig } from "../../api/rest.js";
+import { authenticatedUser } from "../../api/self-review.js";
 import { isUnauthorized } from "../../api/errors.js";
 import { rfc3339 } from "../../api/time.js";
 import { rejoinAnnotations } from "../../api/rejoin-proof.js";
@@ -343,15 +344,7 @@ export class MachineIdentity {
     });
     let user: string | undefined;
     try {
-      const review = await probe.request<{ status?: { userInfo?: { username?: string } } }>(
-        "POST",
-        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        {
-          body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" },
-          op: { verb: "create", kind: "SelfSubjectReview" },
-        },
-      );
-      user = review.status?.userInfo?.username;
+      user = await authenticatedUser(probe);
     } catch (e) {
       if (!isUnauthorized(e)) throw e;
       return `the certificate issued for machine ${this.machine} is not accepted by the API server (401); ${keep}`;

@@ -10,7 +10,7 @@ import {
   type V1CertificateSigningRequest,
 } from "@kubernetes/client-node";
 import { X509Certificate } from "node:crypto";
-import { isNotFound, LikenApi } from "../../api/index.js";
+import { ANNOTATION_REJOIN, isNotFound, LikenApi } from "../../api/index.js";
 import { EVENT_NAMESPACE } from "../events.js";
 import type { Logger } from "../logger.js";
 import {
@@ -198,12 +198,14 @@ export class CsrApprover {
     ]);
     const expiry = m?.status?.certificateExpiry;
     const key = m?.status?.certificateKeyDigest;
+    const marker = m?.metadata?.annotations?.[ANNOTATION_REJOIN];
     return {
       node: node !== undefined,
       nodeLabelled: node !== undefined && carries(node, this.opts.nodeLabel),
       machine: m !== undefined,
       ...(expiry === undefined ? {} : { certificateExpiryMs: Date.parse(expiry) }),
       ...(key === undefined ? {} : { certificateKeyDigest: key }),
+      ...(marker === undefined ? {} : { rejoinMarker: marker }),
     };
   }
 

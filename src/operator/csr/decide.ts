@@ -7,9 +7,11 @@ import type { RejoinProof } from "../../api/rejoin-proof.js";
 import {
   AGENT_GROUP,
   AGENT_USER_PREFIX,
+  ANNOTATION_REJOIN,
   BOOTSTRAP_GROUP,
   MACHINE_CSR_USAGES,
   MACHINE_SIGNER,
+  REJOIN_MANUAL,
 } from "../../api/types.js";
 
 /** The public key of a request, as its SubjectPublicKeyInfo says. */
@@ -65,6 +67,11 @@ export interface Target {
   certificateExpiryMs?: number;
   /** status.certificateKeyDigest of that Machine: the key of that certificate ("sha256:<hex>"). */
   certificateKeyDigest?: string;
+  /**
+   * The value of that Machine's liken.sh/rejoin annotation, set by a person before a CA
+   * rotation: no request of the bootstrap credential for it is approved automatically.
+   */
+  rejoinMarker?: string;
 }
 
 export interface CsrWorld {
@@ -93,6 +100,7 @@ export type CsrRefusal =
   | "RejoinProofInvalid"
   | "RejoinProofStale"
   | "RejoinKeyUnknown"
+  | "RejoinLeftForPerson"
   | "RequestFlood"
   | "AlreadyPending"
   | "AutoApprovalOff";
@@ -312,10 +320,9 @@ function clusterRefusal(
   if (refusal !== undefined) return refusal;
   if (requester.kind === "bootstrap") {
     const until = validUntil(csr, machine, w);
-    if (until !== undefined) {
-      const unproven = rejoinRefusal(csr, machine, until, w);
-      if (unproven !== undefined) return unproven;
-    }
+    const unproven =
+      until === undefined ? markedRefusal(machine, w) : rejoinRefusal(csr, machine, until, w);
+    if (unproven !== undefined) return unproven;
   }
   const pending = w.all.find(
     (c) => c.name !== csr.name && c.state === "Pending" && requestedMachine(c) === machine,
@@ -348,6 +355,29 @@ function validUntil(csr: CsrView, machine: string, w: CsrWorld): string | undefi
 }
 
 /**
+ * A person marked the Machine (liken.sh/rejoin) before rotating the CA because its key leaked:
+ * every request of the bootstrap credential for it is theirs, a valid rejoin proof included
+ * (the leaked key signs one as well as the machine does), and a join while no certificate is
+ * known valid (whoever held the machine's identity could have written its status).
+ */
+function markedRefusal(
+  machine: string,
+  w: CsrWorld,
+): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
+  const marker = w.target.rejoinMarker;
+  if (marker === undefined) return undefined;
+  const value =
+    marker === REJOIN_MANUAL
+      ? ""
+      : ` (value "${marker.slice(0, 64)}", not "${REJOIN_MANUAL}": any value is read as ${REJOIN_MANUAL})`;
+  return {
+    kind: "leave",
+    reason: "RejoinLeftForPerson",
+    message: `the bootstrap credential asks for ${machine}, whose Machine carries the annotation ${ANNOTATION_REJOIN}${value}: a person set it to take this machine's next identity by hand (its key may have leaked); check that this request is the machine's own (kubectl certificate approve|deny), then remove it: kubectl annotate machine ${machine} ${ANNOTATION_REJOIN}-`,
+  };
+}
+
+/**
  * A bootstrap request for a name that holds a valid certificate: approved only when the
  * machine proves it is the same one (docs/adr/rejoin-after-ca-rotation.md). Its agent joins
  * again this way when the API server refuses that certificate (the client CA rotated); the
@@ -363,11 +393,13 @@ function rejoinRefusal(
 ): Exclude<CsrDecision, { kind: "ignore" | "approve" }> | undefined {
   const proof = csr.rejoin;
   if (proof === undefined) {
-    return {
-      kind: "leave",
-      reason: "AlreadyJoined",
-      message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until} and renews with it, and the request carries no proof by that certificate's key (an agent whose certificate the API server no longer accepts proves itself by it); a reinstalled machine needs a person: ${PERSON}`,
-    };
+    return (
+      markedRefusal(machine, w) ?? {
+        kind: "leave",
+        reason: "AlreadyJoined",
+        message: `the bootstrap credential asks for ${machine}, which holds a certificate valid until ${until} and renews with it, and the request carries no proof by that certificate's key (an agent whose certificate the API server no longer accepts proves itself by it); a reinstalled machine needs a person: ${PERSON}`,
+      }
+    );
   }
   if ("invalid" in proof) {
     return {
@@ -385,6 +417,9 @@ function rejoinRefusal(
       message: `machine ${machine}'s rejoin proof was signed at ${signed}, but its request was created at ${created}, more than ${REJOIN_PROOF_SKEW_MS / 60_000} min apart: an old proof is not taken; if the machine's clock is wrong, fix it (chrony, timedatectl); ${AGAIN}`,
     };
   }
+  // After the proof's own checks: a proof that does not hold is denied, marker or not.
+  const marked = markedRefusal(machine, w);
+  if (marked !== undefined) return marked;
   const reported = w.target.certificateKeyDigest;
   const expiry = w.target.certificateExpiryMs;
   if (reported === undefined || reported !== proof.keyDigest) {
