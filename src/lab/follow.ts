@@ -5,7 +5,7 @@
 // rolls, Manual ones approved as they ask.
 import { cp, rm } from "node:fs/promises";
 import path from "node:path";
-import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../api/types.js";
+import { ANNOTATION_CHECK_RELEASES, type Cluster, type FollowSpec } from "../api/types.js";
 import { addRelease, initChannel, refreshChannel, tufDir } from "../release/tuf.js";
 import { LAB_CLUSTER, type Lab } from "./lab.js";
 import { RolloutObserver } from "./observer.js";
@@ -16,6 +16,20 @@ import { until, watchRollout } from "./demo.js";
 const FOLLOW_DEADLINE_MS = 6 * 60_000;
 
 const trustOf = (c: Cluster) => c.status?.conditions?.find((x) => x.type === "ChannelTrusted");
+
+/**
+ * The patch a person applies to make a Cluster follow the signed `channel`: spec.version goes
+ * (null removes it in a merge patch), and follow picks the release.
+ */
+export function followPatch(
+  channel: string,
+  rootDigest: string,
+  follow: FollowSpec = {},
+): Partial<Cluster> {
+  return {
+    spec: { version: null, releases: { trust: { mode: "channel", channel, rootDigest, follow } } },
+  } as unknown as Partial<Cluster>;
+}
 
 export async function runFollow(lab: Lab, log: (l: string) => void): Promise<string> {
   const started = Date.now();
@@ -42,12 +56,7 @@ export async function runFollow(lab: Lab, log: (l: string) => void): Promise<str
 
   // 2. The Cluster trusts the channel and follows it (spec.version goes: follow picks).
   log("follow: kubectl patch cluster: spec.releases.trust {mode: channel, follow: {}}");
-  await lab.api.clusters.patch(LAB_CLUSTER, {
-    spec: {
-      version: null,
-      releases: { trust: { mode: "channel", channel: "stable", rootDigest, follow: {} } },
-    },
-  } as unknown as Partial<Cluster>);
+  await lab.api.clusters.patch(LAB_CLUSTER, followPatch("stable", rootDigest));
   await check();
   await verdict(`ChannelTrusted True with target ${current.version}`, (c) => {
     return trustOf(c)?.status === "True" && c.status?.trust?.target?.version === current.version;

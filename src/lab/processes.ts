@@ -100,6 +100,8 @@ export interface OperatorProcessOptions {
   env?: Record<string, string>;
   /** `--start-grace` in seconds; absent: the shipped 40 s (START_GRACE_SECONDS). */
   startGraceSeconds?: number;
+  /** `--channel-interval` in seconds; absent: the shipped 5 minutes. */
+  channelIntervalSeconds?: number;
 }
 
 export function startOperator(
@@ -136,6 +138,9 @@ export function startOperator(
       ...(opts.startGraceSeconds === undefined
         ? []
         : ["--start-grace", `${opts.startGraceSeconds}s`]),
+      ...(opts.channelIntervalSeconds === undefined
+        ? []
+        : ["--channel-interval", `${opts.channelIntervalSeconds}s`]),
     ],
     {
       stdio: ["ignore", fd, fd],
@@ -272,6 +277,8 @@ export function powerOn(lab: Pick<Lab, "stoppers">, machines: readonly Simulated
  */
 export interface FleetOperatorOptions {
   startGraceSeconds?: number;
+  /** How often each copy reads the channel (the torture's recall: a bound it can judge by). */
+  channelIntervalSeconds?: number;
 }
 
 export async function startFleet(

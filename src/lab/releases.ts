@@ -69,6 +69,8 @@ export async function buildLabRelease(
   version: string,
   behaviour: LabKernelBehaviour = "ok",
   rootfsSize = 1024 * 1024,
+  /** release.yaml revertFloor: the oldest release a revert of this one may go back to. */
+  revertFloor?: string,
 ): Promise<LabRelease> {
   const src = path.join(workDir, "artifacts", version);
   mkdirSync(src, { recursive: true });
@@ -83,6 +85,7 @@ export async function buildLabRelease(
       { name: "kernel", file: kernel },
       { name: "rootfs", file: rootfs },
     ],
+    ...(revertFloor === undefined ? {} : { revertFloor }),
   });
   return { version, digest: built.digest, behaviour };
 }

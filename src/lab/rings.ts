@@ -20,11 +20,12 @@ import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { LikenApi } from "../api/client.js";
 import { loadKubeConfig } from "../api/kubeconfig.js";
-import { ANNOTATION_CHECK_RELEASES, type Cluster, type RequireEvidence } from "../api/types.js";
+import { ANNOTATION_CHECK_RELEASES, type RequireEvidence } from "../api/types.js";
 import { likenEntry } from "../cli/entry.js";
 import { down, up, type ControlPlaneState } from "../controlplane/instance.js";
 import { LikenError } from "../errors.js";
 import { EVICTION_PATH } from "../operator/webhook/names.js";
+import { followPatch } from "./follow.js";
 import { addRelease, initChannel } from "../release/tuf.js";
 import { until } from "./demo.js";
 import {
@@ -379,19 +380,10 @@ export async function runRings(
           : undefined;
       });
     const follow = async (r: Ring, rootDigest: string, require?: RequireEvidence) => {
-      await r.api.clusters.patch(r.cluster, {
-        spec: {
-          version: null,
-          releases: {
-            trust: {
-              mode: "channel",
-              channel: r.name,
-              rootDigest,
-              follow: require === undefined ? {} : { requireEvidence: require },
-            },
-          },
-        },
-      } as unknown as Partial<Cluster>);
+      await r.api.clusters.patch(
+        r.cluster,
+        followPatch(r.name, rootDigest, require === undefined ? {} : { requireEvidence: require }),
+      );
       await check(r);
       await until(`${r.name} follows ${first.version}`, deadline(), async () =>
         target(r) === first.version ? true : undefined,

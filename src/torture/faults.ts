@@ -3,8 +3,9 @@
 import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Machine, MachineStep } from "../api/types.js";
-import type { Observation, Violation } from "../invariants/index.js";
+import type { Machine, MachineStep, ReleaseRef, RevertPolicy } from "../api/types.js";
+import type { Observation } from "../invariants/index.js";
+import type { TortureViolation } from "./violation.js";
 import type { Lab } from "../lab/lab.js";
 import type { Fleet } from "../lab/processes.js";
 import { LAB_CLUSTER, LAB_RUN_DIR } from "../lab/paths.js";
@@ -14,6 +15,8 @@ import { imageOf, respawn, signal } from "./respawn.js";
 import type { Relay } from "./relay.js";
 import { rotateAway } from "./ca-rotation.js";
 import { readHeld } from "../agent/identity/files.js";
+import type { SignedChannel } from "./channel.js";
+import { RECALL_SLACK_MS, showsRecall, type RecallMark, type Stall } from "./recall-rules.js";
 
 export interface FaultTargets {
   lab: Lab;
@@ -25,21 +28,20 @@ export interface FaultTargets {
   /** What the runner itself did that the checker must know (power cuts, operator starts). */
   record: (o: Observation) => void;
   log: (line: string) => void;
-  /** Built before the target is set: a newer good release (retarget) and one that panics. */
-  releases: { next: LabRelease; bad: LabRelease };
-  /** The good target the fleet must end on: a retarget moves it. */
+  /**
+   * Built before the target is set: a newer good release (retarget), one that panics (its
+   * revertFloor the lab's first release), and the fix a publisher ships after a recall.
+   */
+  releases: { next: LabRelease; bad: LabRelease; fix: LabRelease };
+  /** The good target the fleet must end on: a retarget, a recall's fix move it. */
   target: LabRelease;
+  /** Set when the Cluster follows the signed channel (a run that drew a recall). */
+  channel?: { signed: SignedChannel; intervalMs: number };
+  /** How long a revert has to bring every machine back (the run's convergence time). */
+  revertEndMs: number;
 }
 
-/** The checker's violations, and the torture's own rules about a bad release. */
-export type TortureViolation = Omit<Violation, "rule"> & {
-  rule:
-    | Violation["rule"]
-    | "bad-release-taken"
-    | "bad-release-not-stopped"
-    | "ca-rotation-not-rejoined"
-    | "lapse-not-rejoined";
-};
+export type { TortureViolation } from "./violation.js";
 
 /** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
 const STOPPED_POLL_MS = 500;
@@ -50,6 +52,8 @@ const STOPPED_POLL_MS = 500;
  * a paused leader's lease (15 s) and an etcd restart drawn at the same time.
  */
 const CA_ROTATED_REJOIN_MS = 120_000;
+/** The bad release's revert threshold: its first failed machine reverts the fleet. */
+const BAD_MAX_FAILURES = 1;
 /** How long setting the target is tried again while the API server is busy or starting. */
 const SET_TARGET_RETRY_MS = 30_000;
 /** A lapse's cut lasts this long past the certificate's end: the agent's clock has seen it. */
@@ -105,6 +109,12 @@ export class FaultInjector {
   readonly applied: string[] = [];
   /** Rules a fault's own outcome broke (a bad release the fleet never stopped). */
   readonly broken: TortureViolation[] = [];
+  /** The recall this run signed, for the recall rules (recall-rules.ts). */
+  recallMark: RecallMark | undefined;
+  /** Agents' pauses (SIGSTOP windows): an agent paused cannot see a recall. */
+  readonly stalls: Stall[] = [];
+  /** When the bad release became the target (the floor rule counts from here). */
+  badSetAt: number | undefined;
 
   constructor(private readonly t: FaultTargets) {}
 
@@ -142,15 +152,8 @@ export class FaultInjector {
         m.crashAgent();
         return "done";
       }
-      case "agent-pause": {
-        const pid = fleet.machines.get(f.machine)!.agentPid;
-        if (pid === undefined) return "skipped: no agent running";
-        // The agent's group: the agent and its download child stop together.
-        signal(pid, "SIGSTOP", true);
-        await sleep(f.ms);
-        signal(pid, "SIGCONT", true);
-        return "done";
-      }
+      case "agent-pause":
+        return this.pauseAgent(f.machine, f.ms);
       case "operator-pause": {
         const pid = fleet.operators.get(f.copy)!;
         signal(pid, "SIGSTOP");
@@ -182,11 +185,25 @@ export class FaultInjector {
         return this.caRotated(f.machine);
       case "cert-lapse":
         return this.certLapse(f.machine);
+      case "recall":
+        return this.recall(f.ms);
       default: {
         const never: never = f;
         throw new Error(`unknown fault ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /** SIGSTOP of the agent's group (the agent and its download child), SIGCONT after `ms`. */
+  private async pauseAgent(machine: string, ms: number): Promise<string> {
+    const pid = this.t.fleet.machines.get(machine)!.agentPid;
+    if (pid === undefined) return "skipped: no agent running";
+    const from = Date.now();
+    signal(pid, "SIGSTOP", true);
+    await sleep(ms);
+    signal(pid, "SIGCONT", true);
+    this.stalls.push({ machine, from, to: Date.now() });
+    return "done";
   }
 
   private async powerCut(
@@ -243,9 +260,46 @@ export class FaultInjector {
     if (this.badUnderWay) return "skipped: a bad release is the target";
     if (this.retargeted) return "skipped: already retargeted";
     this.retargeted = true;
-    await this.setTarget(this.t.releases.next);
-    this.t.target = this.t.releases.next;
-    return `done (${this.t.releases.next.version})`;
+    const next = this.t.releases.next;
+    if (this.t.channel !== undefined) {
+      // A follower's retarget: the newer release published in the channel. After a recall's
+      // fix (newer still) the fleet stays on the fix: a follower never goes down.
+      await this.t.channel.signed.publish(next.version);
+      if (this.recallMark === undefined) this.t.target = next;
+      return `done (${next.version} published in the signed channel; the target is ${this.t.target.version})`;
+    }
+    await this.setTarget(next);
+    this.t.target = next;
+    return `done (${next.version})`;
+  }
+
+  /**
+   * A signed recall of the release the fleet follows now; then, once the operator shows it
+   * (status.trust.recalls) or its bound passed (the interval and RECALL_SLACK_MS after it was
+   * signed), and `fixMs` more, the publisher's fix is published: the fleet must end on it.
+   */
+  private async recall(fixMs: number): Promise<string> {
+    const ch = this.t.channel;
+    if (ch === undefined) return "skipped: the Cluster does not follow a signed channel";
+    const r = this.t.target;
+    await ch.signed.recall(r.version, "the torture's recall, mid-rollout");
+    const signedAt = Date.now();
+    const boundAt = signedAt + ch.intervalMs + RECALL_SLACK_MS;
+    this.recallMark = { release: { version: r.version, digest: r.digest }, signedAt, boundAt };
+    let shown = false;
+    while (!shown && Date.now() < boundAt) {
+      await sleep(STOPPED_POLL_MS);
+      const c = await this.t.lab.api.clusters.get(LAB_CLUSTER).catch(() => undefined);
+      shown = c !== undefined && showsRecall(c, { version: r.version, digest: r.digest });
+    }
+    const s = ((Date.now() - signedAt) / 1000).toFixed(1);
+    await sleep(fixMs);
+    const fix = this.t.releases.fix;
+    await ch.signed.publish(fix.version);
+    this.t.target = fix;
+    return shown
+      ? `done (${r.version} recalled; shown on the Cluster after ${s} s; fix ${fix.version} published)`
+      : `failed: ${r.version} recalled and not shown on the Cluster within ${s} s (fix ${fix.version} published)`;
   }
 
   /** Catalogs `r` (as a person would) and makes it `spec.version`. */
@@ -254,11 +308,11 @@ export class FaultInjector {
    * busy or starting (503 after a restart drawn just before: seen in seed 2's run), for up to
    * SET_TARGET_RETRY_MS; any other error, or one that lasts, fails the fault.
    */
-  private async setTarget(r: LabRelease): Promise<void> {
+  private async setTarget(r: LabRelease, revert?: RevertPolicy | null): Promise<void> {
     const from = Date.now();
     for (;;) {
       try {
-        return await this.setTargetOnce(r);
+        return await this.setTargetOnce(r, revert);
       } catch (e) {
         const retryable = (e as { retryable?: boolean }).retryable === true;
         if (!retryable || Date.now() - from > SET_TARGET_RETRY_MS) throw e;
@@ -267,12 +321,14 @@ export class FaultInjector {
     }
   }
 
-  private async setTargetOnce(r: LabRelease): Promise<void> {
+  /** `revert`: spec.rollout.revert set with the target (null: taken away; undefined: kept). */
+  private async setTargetOnce(r: LabRelease, revert?: RevertPolicy | null): Promise<void> {
     const { api } = this.t.lab;
     const c = await api.clusters.get(LAB_CLUSTER);
     const catalog = c.spec.releases.catalog ?? [];
     await api.clusters.patch(LAB_CLUSTER, {
       spec: {
+        ...(revert === undefined ? {} : { rollout: { revert } }),
         version: r.version,
         releases: {
           catalog: catalog.some((x) => x.version === r.version)
@@ -289,19 +345,18 @@ export class FaultInjector {
    */
   private async badRelease(ms: number): Promise<string> {
     if (this.badUnderWay) return "skipped: a bad release is already the target";
+    if (this.t.channel !== undefined) return "skipped: the Cluster follows a signed channel";
     this.badUnderWay = true;
     const from = Date.now();
+    this.badSetAt = from;
+    const bad = this.t.releases.bad;
     try {
-      await this.setTarget(this.t.releases.bad);
-      let stopped = false;
-      while (!stopped && Date.now() - from < ms) {
-        await sleep(STOPPED_POLL_MS);
-        const c = await this.t.lab.api.clusters.get(LAB_CLUSTER).catch(() => undefined);
-        const p = c?.status?.conditions?.find((x) => x.type === "Progressing");
-        stopped = p?.reason === "ReleaseFailed";
-      }
-      await this.setTarget(this.t.target);
+      // With the revert threshold a person sets for a release they doubt: one failed machine.
+      await this.setTarget(bad, { maxFailures: BAD_MAX_FAILURES });
+      const { stopped, revert } = await this.untilStopped(from + ms);
       const s = ((Date.now() - from) / 1000).toFixed(1);
+      const reverted = revert === undefined ? "" : await this.revertEnds(revert);
+      await this.setTarget(this.t.target, null);
       if (!stopped)
         this.broken.push({
           rule: "bad-release-not-stopped",
@@ -309,10 +364,56 @@ export class FaultInjector {
           message: `${this.t.releases.bad.version}, whose kernel panics on every trial boot, was the target for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
         });
       return stopped
-        ? `done (${this.t.releases.bad.version} stopped: ReleaseFailed after ${s} s; target set back to ${this.t.target.version})`
+        ? `done (${this.t.releases.bad.version} stopped: ${revert === undefined ? "ReleaseFailed" : "reverted automatically"} after ${s} s${reverted}; target set back to ${this.t.target.version})`
         : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;
     } finally {
       this.badUnderWay = false;
+    }
+  }
+
+  /**
+   * Reads the Cluster until the bad release is stopped (Progressing ReleaseFailed, or a revert
+   * of it recorded: `revert`, its target) or `until` has passed.
+   */
+  private async untilStopped(
+    until: number,
+  ): Promise<{ stopped: boolean; revert: ReleaseRef | undefined }> {
+    const bad = this.t.releases.bad.version;
+    for (;;) {
+      await sleep(STOPPED_POLL_MS);
+      const c = await this.t.lab.api.clusters.get(LAB_CLUSTER).catch(() => undefined);
+      const r = c?.status?.revert;
+      if (r !== undefined && r.from.version === bad) return { stopped: true, revert: r.to };
+      const p = c?.status?.conditions?.find((x) => x.type === "Progressing");
+      if (p?.reason === "ReleaseFailed") return { stopped: true, revert: undefined };
+      if (Date.now() >= until) return { stopped: false, revert: undefined };
+    }
+  }
+
+  /**
+   * A revert that starts ends: every Machine Ready on its target within revertEndMs. Says how
+   * it went (for the fault's line); a revert that did not end is a violation.
+   */
+  private async revertEnds(to: ReleaseRef): Promise<string> {
+    const from = Date.now();
+    for (;;) {
+      const list = await this.t.lab.api.machines.list().catch(() => undefined);
+      const back = list?.items.filter(
+        (m) => m.status?.version === to.version && m.status.step === "Ready",
+      );
+      const s = ((Date.now() - from) / 1000).toFixed(1);
+      if (back !== undefined && back.length === this.t.lab.fleet.length)
+        return `; every machine back on ${to.version} ${s} s later`;
+      if (Date.now() - from > this.t.revertEndMs) {
+        const n = back?.length ?? 0;
+        this.broken.push({
+          rule: "revert-not-ended",
+          at: Date.now(),
+          message: `the automatic revert of ${this.t.releases.bad.version} to ${to.version} started ${s} s ago and ${n} of ${this.t.lab.fleet.length} machines are Ready on ${to.version}: the revert did not end`,
+        });
+        return `; the revert did not end: ${n}/${this.t.lab.fleet.length} machines back on ${to.version} after ${s} s`;
+      }
+      await sleep(STOPPED_POLL_MS);
     }
   }
 

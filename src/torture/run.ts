@@ -16,7 +16,16 @@ import { FaultInjector, type TortureViolation } from "./faults.js";
 
 export type { TortureViolation } from "./faults.js";
 import { machineActs, parseAgentLog } from "./machine-records.js";
-import { describeFault, drawShape, OPERATOR_COPIES, type TortureShape } from "./schedule.js";
+import {
+  describeFault,
+  drawShape,
+  followsChannel,
+  OPERATOR_COPIES,
+  type TortureShape,
+} from "./schedule.js";
+import { followChannel, SignedChannel } from "./channel.js";
+import { recallViolations } from "./recall-rules.js";
+import { belowFloor } from "./revert-rules.js";
 import { TortureWatcher } from "./watcher.js";
 import { Relay } from "./relay.js";
 
@@ -80,7 +89,13 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
       relays.set(f.name, { relay, url: await relay.listen() });
     }
     const copiesFrom = Date.now();
-    fleet = await startFleet(lab, () => undefined, {}, { serverOf: (n) => relays.get(n)?.url });
+    fleet = await startFleet(
+      lab,
+      () => undefined,
+      {},
+      { serverOf: (n) => relays.get(n)?.url },
+      { channelIntervalSeconds: CHANNEL_INTERVAL_S },
+    );
     for (const copy of OPERATOR_COPIES)
       extra.push({ kind: "operator-start", at: copiesFrom, copy });
     const machines = fleet.machines;
@@ -103,23 +118,24 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
       return h?.kind === "machine" ? h.machine.status?.step : undefined;
     };
     const target = lab.releases[1]!;
-    // What a retarget and a bad release set spec.version to: both newer than the target.
+    // What a retarget and a bad release set spec.version to, and a recall's fix: all newer
+    // than the target. The bad release's revert floor: the lab's first release.
+    const floor = lab.releases[0]!.version;
     const releases = {
       next: await buildLabRelease(lab.channelDir, LAB_RUN_DIR, RETARGET_VERSION),
-      bad: await buildLabRelease(lab.channelDir, LAB_RUN_DIR, BAD_VERSION, "panic"),
+      bad: await buildLabRelease(
+        lab.channelDir,
+        LAB_RUN_DIR,
+        BAD_VERSION,
+        "panic",
+        undefined,
+        floor,
+      ),
+      fix: await buildLabRelease(lab.channelDir, LAB_RUN_DIR, FIX_VERSION),
     };
-    const c = await lab.api.clusters.get(LAB_CLUSTER);
-    await lab.api.clusters.patch(LAB_CLUSTER, {
-      spec: {
-        version: target.version,
-        releases: {
-          catalog: [
-            ...(c.spec.releases.catalog ?? []),
-            { version: target.version, digest: target.digest },
-          ],
-        },
-      },
-    });
+    const channel = followsChannel(shape) ? await signChannel(lab) : undefined;
+    if (channel === undefined) await pinTarget(lab, target);
+    else await followChannel(lab, channel.rootDigest);
     const t0 = Date.now();
     const endFaults = t0 + shape.durationMs;
     const targets = {
@@ -131,6 +147,10 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
       stepOf,
       record: (x: Observation) => extra.push(x),
       log: o.log,
+      revertEndMs: convergeMs(shape),
+      ...(channel === undefined
+        ? {}
+        : { channel: { signed: channel.signed, intervalMs: CHANNEL_INTERVAL_S * 1000 } }),
     };
     injector = new FaultInjector(targets);
     await injector.run(shape.faults, t0, endFaults);
@@ -153,18 +173,17 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
     await stopLab(lab);
     injector.stop();
     const digests = new Map(
-      [...lab.releases, releases.next, releases.bad].map((r) => [r.version, r.digest]),
+      [...lab.releases, releases.next, releases.bad, releases.fix].map((r) => [
+        r.version,
+        r.digest,
+      ]),
     );
     for (const [name, m] of machines) {
       const log = parseAgentLog(readFileSync(m.logFile, "utf8"));
       extra.push(...machineActs(name, m.boots, log, (v) => digests.get(v) ?? `unknown:${v}`));
     }
     const history = [...watcher.history, ...extra].sort((a, b) => a.at - b.at);
-    const violations = [
-      ...checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 }),
-      ...badReleaseTaken(history, releases.bad.version),
-      ...injector.broken,
-    ];
+    const violations = judge(history, injector, releases.bad.version, floor);
     writeRecord(o.seed, { shape, applied: injector.applied, t0, violations, history });
     return {
       shape,
@@ -182,9 +201,45 @@ export async function runTorture(o: RunOptions): Promise<RunResult> {
   }
 }
 
-/** The version a retarget sets, and the one whose kernel panics on its trial boot. */
+/**
+ * The version a retarget sets, the one whose kernel panics on its trial boot, and the fix a
+ * publisher ships after a recall (the newest).
+ */
 export const RETARGET_VERSION = "2026.10.15-001";
 export const BAD_VERSION = "2026.10.16-001";
+export const FIX_VERSION = "2026.10.17-001";
+/**
+ * How often each operator copy reads the channel (--channel-interval): a recall's bound is
+ * this after it was signed (recall-rules.ts), so short enough for a run of minutes.
+ */
+export const CHANNEL_INTERVAL_S = 5;
+
+/** A pinned run's target: spec.version and its catalog entry, as a person sets them. */
+async function pinTarget(lab: Lab, target: { version: string; digest: string }): Promise<void> {
+  const c = await lab.api.clusters.get(LAB_CLUSTER);
+  await lab.api.clusters.patch(LAB_CLUSTER, {
+    spec: {
+      version: target.version,
+      releases: {
+        catalog: [
+          ...(c.spec.releases.catalog ?? []),
+          { version: target.version, digest: target.digest },
+        ],
+      },
+    },
+  });
+}
+
+/**
+ * A run that follows a channel: the lab's channel signed, the fleet's release and the target
+ * published in it (follow then takes the target, the newest).
+ */
+async function signChannel(lab: Lab): Promise<{ signed: SignedChannel; rootDigest: string }> {
+  const signed = new SignedChannel(lab.channelDir);
+  const rootDigest = await signed.init();
+  for (const r of lab.releases.slice(0, 2)) await signed.publish(r.version);
+  return { signed, rootDigest };
+}
 
 /**
  * The fleet stops a bad release: no machine reads Ready on it (its trial panics, so a machine
@@ -207,6 +262,23 @@ export function badReleaseTaken(history: readonly Observation[], bad: string): T
     });
   }
   return out;
+}
+
+/** Every rule on the run's history: the checker's, and the torture's own. */
+function judge(
+  history: readonly Observation[],
+  injector: FaultInjector,
+  bad: string,
+  floor: string,
+): TortureViolation[] {
+  const { recallMark, badSetAt } = injector;
+  return [
+    ...checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 }),
+    ...badReleaseTaken(history, bad),
+    ...injector.broken,
+    ...(recallMark === undefined ? [] : recallViolations(history, recallMark, injector.stalls)),
+    ...(badSetAt === undefined ? [] : belowFloor(history, floor, badSetAt)),
+  ];
 }
 
 /** Where each run leaves its schedule, what was applied, and the history it was judged on. */

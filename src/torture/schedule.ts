@@ -24,14 +24,16 @@ export type TortureFault =
   /** SIGKILL of the control plane's etcd, started again on the same data directory after `ms`. */
   | { kind: "etcd-restart"; at: number; ms: number }
   /**
-   * `spec.version` changed mid-rollout: to a newer good release (built before the target is
-   * set), which the fleet must then converge on instead.
+   * A newer good release (built before the target is set) made the target mid-rollout:
+   * `spec.version`, or, when the Cluster follows the signed channel, published in it. The fleet
+   * must then converge on it instead.
    */
   | { kind: "retarget"; at: number }
   /**
-   * `spec.version` set mid-rollout to a release whose kernel panics on its trial boot: the
-   * fleet must stop it (ReleaseFailed, no machine promotes it); then a person sets the good
-   * target back, after at most `ms`.
+   * `spec.version` set mid-rollout to a release whose kernel panics on its trial boot, with
+   * spec.rollout.revert's threshold at one failed machine: the fleet must stop it (ReleaseFailed,
+   * or the operator reverts by itself to the last known good, and that revert ends), and no
+   * machine promotes it; then a person sets the good target back, after at most `ms`.
    */
   | { kind: "bad-release"; at: number; ms: number }
   /** The machine's network to the API server cut (its relay resets and refuses), healed after `ms`. */
@@ -52,7 +54,14 @@ export type TortureFault =
    * until its current certificate has expired (drawn only with `--cert-seconds`, short
    * certificates). Healed, it must join again with the bootstrap credential by itself.
    */
-  | { kind: "cert-lapse"; at: number; machine: string };
+  | { kind: "cert-lapse"; at: number; machine: string }
+  /**
+   * A signed recall, mid-rollout, of the release the fleet is moving to: drawn only in a run
+   * whose Cluster follows the lab's signed channel (a run without a bad release: that one is set
+   * as spec.version). The publisher's fix, a newer good release, is published `ms` after the
+   * operator showed the recall (or its bound passed); the fleet must end on it.
+   */
+  | { kind: "recall"; at: number; ms: number };
 
 export type FaultKind = TortureFault["kind"];
 
@@ -70,6 +79,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   "bad-release",
   "ca-rotated",
   "cert-lapse",
+  "recall",
 ];
 
 export interface TortureShape {
@@ -159,6 +169,25 @@ function drawLate(seed: number, durationMs: number, machines: readonly string[])
   return out;
 }
 
+/**
+ * A recall, drawn with this chance from a stream of its own in a run that drew no bad release
+ * (the two choose the fleet's target two different ways: a channel it follows, spec.version).
+ */
+const RECALL_CHANCE = 0.5;
+/** How long the publisher takes to publish the fix after the recall is shown. */
+const FIX_MS = { min: 15_000, max: 30_000 } as const;
+
+function drawRecall(seed: number, durationMs: number): TortureFault[] {
+  const rng = rngOf(seed ^ 0x4ec1);
+  if (!rng.chance(RECALL_CHANCE)) return [];
+  return [{ kind: "recall", at: rng.int(0, durationMs - 1), ms: rng.int(FIX_MS.min, FIX_MS.max) }];
+}
+
+/** Whether a run's Cluster follows the lab's signed channel: it drew a recall. */
+export function followsChannel(shape: TortureShape): boolean {
+  return shape.faults.some((f) => f.kind === "recall");
+}
+
 export function machineNames(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `node-${i + 1}`);
 }
@@ -185,9 +214,11 @@ export function drawShape(
   const maxUnavailable = rng.int(1, 2);
   // About one fault per 15 s of the fault window: a few minutes carry 5-15 faults.
   const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
+  const late = drawLate(seed, durationMs, names);
   const faults = [
     ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
-    ...drawLate(seed, durationMs, names),
+    ...late,
+    ...(late.some((f) => f.kind === "bad-release") ? [] : drawRecall(seed, durationMs)),
     ...(opts.certLapse === true ? [drawLapse(seed, durationMs, names)] : []),
   ].sort((a, b) => a.at - b.at);
   return { seed, machines, leaders, maxUnavailable, durationMs, faults };
@@ -215,9 +246,11 @@ export function describeFault(f: TortureFault): string {
     case "etcd-restart":
       return `${t} SIGKILL etcd, restarted after ${f.ms} ms`;
     case "retarget":
-      return `${t} spec.version set to a newer release mid-rollout`;
+      return `${t} a newer release made the target mid-rollout (spec.version, or published in the followed channel)`;
     case "bad-release":
-      return `${t} spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+      return `${t} spec.version set to a release that panics on its trial, with a revert threshold of one failed machine, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+    case "recall":
+      return `${t} the release the fleet follows recalled by a signed recall, its fix published ${f.ms} ms after the recall shows`;
     case "ca-rotated":
       return `${t} client CA rotated for ${f.machine}: its certificate re-signed by an untrusted CA, its agent restarted`;
     case "cert-lapse":

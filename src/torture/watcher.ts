@@ -3,7 +3,9 @@
 // it sees as observations of the invariant checker's History (src/invariants/history.ts):
 //   - every Cluster and Machine as read;
 //   - a Node's Ready and bootID (a watch too: a rejoin is seen within milliseconds, as the
-//     agent sees it), and a rejoin once the Node shows the machine's current boot;
+//     agent sees it), and a rejoin once the Node shows the machine's current boot, or once it
+//     is uncordoned, Ready in the current boot (a drain that stopped without a reboot, its
+//     target changed or recalled: back in service, as the operator counts it);
 //   - a turn read: the machine's turn record present in the Cluster during the machine's
 //     current boot (what the agent must have read before it reboots; from outside, that a
 //     record existed for this boot is the evidence there is).
@@ -27,6 +29,8 @@ export class TortureWatcher {
   private readonly nodeWatch: ResourceWatcher<NodeView>;
   private readonly nodes = new Map<string, string>();
   private readonly rejoined = new Set<string>();
+  /** Whether each Node was last seen cordoned (spec.unschedulable). */
+  private readonly cordoned = new Map<string, boolean>();
   private readonly turnsRead = new Set<string>();
   private cluster: Cluster | undefined;
 
@@ -116,7 +120,7 @@ export class TortureWatcher {
     this.history.push({ kind: "machine", at: Date.now(), machine: m });
   }
 
-  private onNode(at: number, n: NodeView): void {
+  private onNode(at: number, n: NodeView & { spec?: { unschedulable?: boolean } }): void {
     const name = n.metadata.name;
     const bootId = n.status?.nodeInfo?.bootID ?? "";
     const conditions = n.status?.conditions ?? [];
@@ -126,13 +130,25 @@ export class TortureWatcher {
       this.nodes.set(name, seen);
       this.history.push({ kind: "node", at, name, ready, bootId });
     }
+    const uncordoned = this.uncordoned(name, n.spec?.unschedulable === true);
     // A rejoin: the Node Ready with the machine's current boot (what the agent's proof reads).
-    const boot = this.boots.current(name);
-    if (ready && boot?.bootId === bootId && !this.rejoined.has(bootId)) {
+    const current = ready && this.boots.current(name)?.bootId === bootId;
+    if (current && !this.rejoined.has(bootId)) {
       this.rejoined.add(bootId);
+      this.history.push({ kind: "rejoin", at, machine: name, bootId });
+    } else if (current && uncordoned) {
+      // Uncordoned in the same boot: a drain undone without a reboot (seed 636: a recall
+      // stopped node-3's drain; the checker had it down for the rest of the run).
       this.history.push({ kind: "rejoin", at, machine: name, bootId });
     }
     // A turn read in a boot the Node just showed begun.
     this.noteTurns(at);
+  }
+
+  /** Whether the Node went from cordoned to schedulable with this read. */
+  private uncordoned(name: string, cordoned: boolean): boolean {
+    const was = this.cordoned.get(name) === true;
+    this.cordoned.set(name, cordoned);
+    return was && !cordoned;
   }
 }

@@ -7,10 +7,16 @@
 // trial (the fleet must stop it before the good target is set back), an agent killed.
 // The independent watcher's history must pass every rule of the invariant checker and the
 // torture's own (no machine Ready on the bad release, the bad release stopped), and the fleet
-// must converge on the retargeted release.
+// must converge on the retargeted release. With the bad release comes spec.rollout.revert's
+// threshold of one failed machine, so the operator may revert by itself; a revert that starts
+// must end.
+// A second short run, seed 636 with three machines, follows the lab's signed channel: a power
+// cut, a newer release published mid-rollout, then a signed recall of it (the operator must
+// show it within its channel interval and grant nothing for it after), then the publisher's fix,
+// which the fleet must end on; and a network cut.
 import { describe, expect, it } from "vitest";
-import { describeFault, LATE_KINDS } from "../../src/torture/schedule.js";
-import { runTorture, violationReport } from "../../src/torture/run.js";
+import { describeFault, followsChannel, LATE_KINDS } from "../../src/torture/schedule.js";
+import { FIX_VERSION, runTorture, violationReport } from "../../src/torture/run.js";
 
 /** Seed 282 with four machines: budget 1 (a broken budget check shows at once), every late kind. */
 const SEED = 282;
@@ -29,8 +35,8 @@ describe("npm run torture (one short run)", () => {
       "+4.8s SIGSTOP operator-1 for 25465 ms",
       "+13.5s SIGKILL etcd, restarted after 515 ms",
       "+20.9s client CA rotated for node-3: its certificate re-signed by an untrusted CA, its agent restarted",
-      "+31.8s spec.version set to a newer release mid-rollout",
-      "+31.9s spec.version set to a release that panics on its trial, the target set back once the fleet stops it (at most 79922 ms)",
+      "+31.8s a newer release made the target mid-rollout (spec.version, or published in the followed channel)",
+      "+31.9s spec.version set to a release that panics on its trial, with a revert threshold of one failed machine, the target set back once the fleet stops it (at most 79922 ms)",
       "+36.9s SIGKILL agent node-4",
     ]);
     // Every kind issue 38 added is drawn by this seed.
@@ -42,5 +48,31 @@ describe("npm run torture (one short run)", () => {
     const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
     expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
     expect(r.unconverged, "machines not Ready on the target at the deadline").toEqual([]);
+  });
+
+  it("keeps every rule under seed 636's faults, a signed recall among them, and ends on the fix", async () => {
+    const lines: string[] = [];
+    const r = await runTorture({
+      seed: 636,
+      machines: 3,
+      durationMs: 40_000,
+      log: (l) => lines.push(l),
+    });
+    expect(followsChannel(r.shape)).toBe(true);
+    expect(r.shape.faults.map((f) => f.kind)).toEqual([
+      "power-cut",
+      "retarget",
+      "recall",
+      "relay-cut",
+    ]);
+    // The retarget was a publish into the channel, and the recall was shown on the Cluster.
+    const retarget = r.applied.find((l) => l.includes("newer release")) ?? "";
+    expect(retarget).toContain(": done (2026.10.15-001 published in the signed channel");
+    const recall = r.applied.find((l) => l.includes("recalled")) ?? "";
+    expect(recall).toContain(": done (2026.10.15-001 recalled; shown on the Cluster after ");
+    expect(recall).toContain(`fix ${FIX_VERSION} published)`);
+    const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
+    expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
+    expect(r.unconverged, `machines not Ready on ${FIX_VERSION} at the deadline`).toEqual([]);
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { parseTortureArgs } from "../../src/torture/args.js";
-import { describeFault, drawShape, FAULT_KINDS, LATE_KINDS } from "../../src/torture/schedule.js";
+import {
+  describeFault,
+  drawShape,
+  FAULT_KINDS,
+  followsChannel,
+  LATE_KINDS,
+} from "../../src/torture/schedule.js";
 
 describe("torture schedule", () => {
   it("is the same for the same seed (a seed replays its schedule)", () => {
@@ -70,6 +76,24 @@ describe("torture schedule", () => {
       expect(drawn).toBeGreaterThan(runs * 0.4);
       expect(drawn).toBeLessThan(runs * 0.6);
     }
+  });
+});
+
+describe("torture schedule: the recall", () => {
+  it("is drawn only in a run without a bad release, about every other such run, once", () => {
+    let without = 0;
+    let recalls = 0;
+    for (let seed = 1; seed <= 400; seed++) {
+      const s = drawShape(seed, 5, 90_000);
+      const n = s.faults.filter((f) => f.kind === "recall").length;
+      expect(n).toBeLessThanOrEqual(1);
+      expect(followsChannel(s)).toBe(n === 1);
+      if (s.faults.some((f) => f.kind === "bad-release")) expect(n).toBe(0);
+      else without++;
+      recalls += n;
+    }
+    expect(recalls).toBeGreaterThan(without * 0.4);
+    expect(recalls).toBeLessThan(without * 0.6);
   });
 });
 
