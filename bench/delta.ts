@@ -29,7 +29,11 @@
 //   (within 1.1: time-vs-full is the median of the ratios of each full run and the liken run
 //   right after it, which share the machine's load; cpu-vs-full the same for the process's
 //   CPU time, server included; decided-in how long liken took to decide to download in full;
-//   load the 1-minute load average when the case ended).
+//   phases-ms-full/liken the median of each phase of downloadRelease, full runs / liken runs:
+//   release, withdraw, write (liken's decision is at its start), verify, stage; each run's own
+//   line goes to stderr; load the 1-minute load average when the case ended). A case whose
+//   goal is not met says why on its line and again in the last line's "cases:"; for the
+//   nothing case that is the phase that took the time (paired medians, liken minus full).
 // "index" is what liken fetched of it (top index, pages, or the plain index), from the server's
 // count.
 import { execFile, execFileSync } from "node:child_process";
@@ -145,6 +149,8 @@ interface Run {
   cpu: number;
   /** Seconds until liken logged that it downloads the artifact in full (when it did). */
   decided?: number;
+  /** Each phase of downloadRelease (release, withdraw, write, verify, stage), in ms. */
+  phases: Record<string, number>;
   served: Served;
 }
 
@@ -171,6 +177,8 @@ function goalMisses(m: {
   cpuRatio: number;
   /** The full runs' shortest and longest wall times (the load's spread). */
   fullRange: [number, number];
+  /** Each phase's median of the paired differences, liken's run minus the full run's, ms. */
+  phaseDelta: Record<string, number>;
   desync: Served;
   desyncIndex: number;
 }): string[] {
@@ -203,10 +211,39 @@ function goalMisses(m: {
         : `it decided to download in full after ${m.liken.decided.toFixed(2)} s`;
     misses.push(
       `slower than full: ${m.timeRatio.toFixed(2)} x its wall time with ${m.cpuRatio.toFixed(2)} x its CPU time; ${decided}; ` +
+        `by phase (median of liken's minus the full run's): ${Object.entries(m.phaseDelta)
+          .map(([k, v]) => `${k} ${v >= 0 ? "+" : ""}${v} ms`)
+          .join(", ")}; ` +
         `the full runs took ${m.fullRange[0].toFixed(2)}-${m.fullRange[1].toFixed(2)} s at load ${loadavg()[0]!.toFixed(1)}`,
     );
   }
   return misses;
+}
+
+/** The phases of a run, in ms: "release=3 write=640 verify=150 stage=4". */
+const phaseField = (phases: Record<string, number>): string =>
+  Object.entries(phases)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+
+/** Each phase's median over the full runs and over the liken runs, in ms: "write 574/869". */
+function phaseMedians(fulls: Run[], likens: Run[]): string {
+  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const names = [...new Set([...fulls, ...likens].flatMap((r) => Object.keys(r.phases)))];
+  const of = (runs: Run[], n: string) => middle(runs.map((r) => r.phases[n] ?? 0));
+  return names.map((n) => `${n}=${of(fulls, n)}/${of(likens, n)}`).join(",");
+}
+
+/** Each phase's median of the paired differences (liken run i minus full run i), in ms. */
+function phaseDeltas(fulls: Run[], likens: Run[]): Record<string, number> {
+  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const names = [...new Set([...fulls, ...likens].flatMap((r) => Object.keys(r.phases)))];
+  return Object.fromEntries(
+    names.map((n) => [
+      n,
+      middle(likens.map((l, i) => (l.phases[n] ?? 0) - (fulls[i]!.phases[n] ?? 0))),
+    ]),
+  );
 }
 
 /** When liken decided to download in full (the "nothing" case), as the line says it. */
@@ -318,6 +355,7 @@ async function main(): Promise<void> {
         );
         counting = `${name}-${mode}-${i}`;
         let decided: number | undefined;
+        const phases: Record<string, number> = {};
         const cpu0 = process.cpuUsage();
         const t = performance.now();
         await downloadRelease({
@@ -328,13 +366,20 @@ async function main(): Promise<void> {
           adaptive: mode === "liken",
           log: (line) => {
             if (/downloading in full/.test(line)) decided ??= (performance.now() - t) / 1000;
+            const done = /^(\w+): done in (\d+) ms$/.exec(line);
+            if (done) phases[done[1]!] = Number(done[2]);
           },
         });
         const s = (performance.now() - t) / 1000;
         const cpu = process.cpuUsage(cpu0);
         rmSync(m, { recursive: true, force: true });
+        log(
+          `delta: ${counting} ${s.toFixed(3)} s cpu ${((cpu.user + cpu.system) / 1e6).toFixed(3)} s ${phaseField(phases)}` +
+            (decided !== undefined ? ` decided ${(decided * 1000).toFixed(0)} ms` : ""),
+        );
         return {
           s,
+          phases,
           cpu: (cpu.user + cpu.system) / 1e6,
           ...(decided !== undefined ? { decided } : {}),
           served: served[counting]!,
@@ -388,17 +433,19 @@ async function main(): Promise<void> {
         timeRatio,
         cpuRatio,
         fullRange,
+        phaseDelta: phaseDeltas(fulls, likens),
         desync: d,
         desyncIndex: readFileSync(caibx).length,
       });
       const goal = misses.length === 0 ? "met" : `not met: ${misses.join("; ")}`;
-      goals.push(`${name}=${misses.length === 0 ? "met" : "not met"}`);
+      // The last line carries each miss's measured reason, not only its verdict.
+      goals.push(`${name}=${misses.length === 0 ? "met" : `not met (${misses.join("; ")})`}`);
       lines.push(
         `delta: case=${name} size=${mb(next.length)} new-content=${mb(limit)} liken=${mb(liken.served.bytes)} ` +
           `(${ofLimit} of limit, index ${mb(indexBytes)}) desync=${mb(d.bytes)} full=${mb(full.served.bytes)} ` +
           `requests=${liken.served.requests}/${d.requests} time-vs-full=${timeRatio.toFixed(2)} cpu-vs-full=${cpuRatio.toFixed(2)} ` +
           `time: liken=${liken.s.toFixed(2)}s desync=${desyncS.toFixed(2)}s full=${full.s.toFixed(2)}s` +
-          `${decidedField(liken)} load=${loadavg()[0]!.toFixed(1)} goal=${goal}`,
+          `${decidedField(liken)} phases-ms-full/liken=${phaseMedians(fulls, likens)} load=${loadavg()[0]!.toFixed(1)} goal=${goal}`,
       );
       log(lines[lines.length - 1]!);
     }

@@ -36,7 +36,11 @@ export class ChunkIndex {
   ) {}
 
   offset(i: number): number {
-    return Number(this.bytes.readBigUInt64BE(INDEX_HEADER + i * INDEX_ENTRY));
+    // Two 32-bit reads, not readBigUInt64BE: no BigInt a call (the index is read per chunk, and
+    // parse() reads every offset before a download decides). The sum rounds as Number(BigInt)
+    // does: hi * 2^32 is exact and one addition rounds to nearest.
+    const at = INDEX_HEADER + i * INDEX_ENTRY;
+    return this.bytes.readUInt32BE(at) * 0x1_0000_0000 + this.bytes.readUInt32BE(at + 4);
   }
   length(i: number): number {
     return this.bytes.readUInt32BE(INDEX_HEADER + i * INDEX_ENTRY + 8);

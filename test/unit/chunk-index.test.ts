@@ -53,6 +53,22 @@ describe("chunk index", () => {
     expect(ChunkIndex.parse(new IndexWriter().finish(), 0, "t").count).toBe(0);
   });
 
+  it("reads offsets past 4 GiB exactly (both 32-bit halves of the u64)", () => {
+    const big = 4 * 1024 * 1024; // the largest chunk: 1,025 of them pass 2^32 bytes
+    const c = Array.from({ length: 1025 }, (_, i) => ({
+      offset: i * big,
+      length: big,
+      hash: Buffer.alloc(32, i % 251),
+    }));
+    const idx = ChunkIndex.parse(encodeIndex(1025 * big, c), 1025 * big, "t");
+    expect(idx.offset(1024)).toBe(2 ** 32);
+    expect(idx.chunkAt(2 ** 32)).toBe(1024);
+    c[1024]!.offset += 1;
+    expect(() => ChunkIndex.parse(encodeIndex(1025 * big, c), 1025 * big, "t")).toThrow(
+      /chunk 1024 starts at 4294967297, leaving bytes 4294967296-4294967296 in no chunk/,
+    );
+  });
+
   type Spoil = (c: ReturnType<typeof chunks>) => void;
   it.each<[string, Spoil, string, RegExp]>([
     [

@@ -71,6 +71,14 @@ describe("countHeld", () => {
     expect(countHeld([{ hash: near, length: 4096 }], [one])).toBe(0);
   });
 
+  it("a 24-bit prefix hit (the prefilter's) is confirmed on the 48-bit prefix and the hash", () => {
+    // The indexed chunk's hash with its fourth byte changed: past the prefilter, not held.
+    const near = Buffer.from(h("c"));
+    near[3] = near[3]! ^ 0xff;
+    expect(countHeld([{ hash: near, length: 4096 }], [one])).toBe(0);
+    expect(countHeld([{ hash: h("c"), length: 4096 }], [one])).toBe(1);
+  });
+
   it("agrees with the SeedMap over a large index", () => {
     const names = Array.from({ length: 5000 }, (_, i) => `block ${i}`);
     const big = indexOf(names);
