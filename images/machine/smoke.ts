@@ -28,7 +28,8 @@ export interface SmokeResult {
   firstAgentLogSeconds: number;
   /** Seconds the agent was then watched serving, with no restart or reboot. */
   servedSeconds: number;
-  serialLog: string;
+  /** The console's log, when the run kept its folder (opts.keep); else removed with it. */
+  serialLog?: string;
   agentLines: string[];
 }
 
@@ -79,7 +80,26 @@ interface Guest {
   s: () => number;
   /** Throws when the console shows `bad` or QEMU exited. */
   check: (bad: RegExp | null) => void;
-  stop: () => Promise<void>;
+  /** Stops QEMU and cleans its folder (cleanGuestDir). */
+  stop: (outcome: GuestOutcome) => Promise<void>;
+}
+
+/** How a smoke guest ended: its folder is removed, or kept whole, or only its logs kept. */
+export type GuestOutcome = "passed" | "failed" | "keep";
+
+/**
+ * Cleans a smoke guest's folder (/tmp/liken-machine-smoke-*) once QEMU stopped. Passed: the
+ * folder goes, so that a run leaves nothing behind. Failed: its logs stay (serial.log,
+ * qemu.stderr, which the error names) and the disk copy and the firmware variables go (gigabytes
+ * and a copy). Keep: all of it stays, for a person who asked to look.
+ */
+export function cleanGuestDir(dir: string, outcome: GuestOutcome): void {
+  if (outcome === "keep") return;
+  if (outcome === "passed") {
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  for (const big of ["disk.img", "vars.fd"]) rmSync(join(dir, big), { force: true });
 }
 
 /** A copy of the disk with a dummy identity (and `slotA` written into liken-a), booting. */
@@ -119,9 +139,9 @@ function startGuest(images: MachineImages, accel: AcceleratorName, slotA?: strin
         throw new Error(`smoke boot: the serial console says: ${m[0]} (${serialLog})`);
       if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
     },
-    stop: async () => {
+    stop: async (outcome) => {
       await stopQemu(child);
-      rmSync(disk, { force: true });
+      cleanGuestDir(dir, outcome);
     },
   };
 }
@@ -129,11 +149,13 @@ function startGuest(images: MachineImages, accel: AcceleratorName, slotA?: strin
 export async function smokeBoot(
   images: MachineImages,
   log: (s: string) => void,
-  opts: { bootDeadlineMs?: number; serveDeadlineMs?: number } = {},
+  /** keep: leave the guest's folder (disk copy, serial log) for a person to look at. */
+  opts: { bootDeadlineMs?: number; serveDeadlineMs?: number; keep?: boolean } = {},
 ): Promise<SmokeResult> {
   const g = startGuest(images, (await accelerator()).name);
   const { s, serialLog } = g;
   const check = (): void => g.check(BAD);
+  let outcome: GuestOutcome = "failed";
   try {
     const deadline = opts.bootDeadlineMs ?? 300_000;
     const boot = await until("LIKEN-BOOT line", deadline, () => {
@@ -178,17 +200,20 @@ export async function smokeBoot(
     );
     const text = serial(serialLog);
     const agentLines = text.split("\n").filter((l) => /liken-agent|liken\[\d+\]: /.test(l));
+    outcome = opts.keep === true ? "keep" : "passed";
     return {
       bootloader: images.bootloader,
       initrdSeconds,
       agentReadySeconds,
       firstAgentLogSeconds,
       servedSeconds: proof.seconds - first.seconds,
-      serialLog,
+      ...(outcome === "keep" ? { serialLog } : {}),
       agentLines,
     };
   } finally {
-    await g.stop();
+    await g.stop(outcome);
+    if (outcome !== "passed")
+      log(`smoke: kept ${g.dir} (${outcome === "keep" ? "asked" : "its logs"})`);
   }
 }
 
@@ -197,12 +222,17 @@ export async function smokeBoot(
  * panic=3): its init's line, the kernel's panic, and the reboot that follows (a second boot).
  * Returns the seconds from the panic line to the next boot's LIKEN-BOOT line.
  */
-export async function panicBoot(images: MachineImages, log: (s: string) => void): Promise<number> {
+export async function panicBoot(
+  images: MachineImages,
+  log: (s: string) => void,
+  opts: { keep?: boolean } = {},
+): Promise<number> {
   const bad = images.releases.find((r) => r.panics);
   if (bad === undefined || images.bootloader !== "systemd-boot") {
     throw new Error("panicBoot needs the systemd-boot disk and a release that panics");
   }
   const g = startGuest(images, (await accelerator()).name, bad.slotImage);
+  let outcome: GuestOutcome = "failed";
   try {
     const text = (): string => serial(g.serialLog);
     await until("the release's panic line", 300_000, () => {
@@ -221,9 +251,12 @@ export async function panicBoot(images: MachineImages, log: (s: string) => void)
     log(
       `smoke: rebooted by panic=3: ${[...text().matchAll(BOOT)][1]?.[0]} at ${g.s().toFixed(1)} s`,
     );
+    outcome = opts.keep === true ? "keep" : "passed";
     return g.s() - at;
   } finally {
-    await g.stop();
+    await g.stop(outcome);
+    if (outcome !== "passed")
+      log(`smoke: kept ${g.dir} (${outcome === "keep" ? "asked" : "its logs"})`);
   }
 }
 

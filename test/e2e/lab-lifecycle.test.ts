@@ -6,10 +6,10 @@
 // The pids are taken while the lab runs: its agents (and their download children), its two
 // operator copies, its control plane (state.json), its reaper, and the lab itself.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { tempDir } from "../support/temp-dir.js";
 import { clustersDir, REPO_ROOT } from "../../src/controlplane/paths.js";
 import { LAB_CLUSTER } from "../../src/lab/lab.js";
 import { LAB_PID_FILE, LAB_REAPER_LOG } from "../../src/lab/paths.js";
@@ -122,7 +122,7 @@ function reaped(labPid: number): boolean {
   return readFileSync(LAB_REAPER_LOG, "utf8").includes(`lab pid ${labPid} ended without stopping`);
 }
 
-const dir = mkdtempSync(path.join(tmpdir(), "liken-lab-lifecycle-"));
+const dir = tempDir("liken-lab-lifecycle-");
 
 describe("the lab leaves nothing running", () => {
   it("after Ctrl-C through a pipe (`npm run lab 2>&1 | tee lab.log`)", async () => {
