@@ -109,8 +109,10 @@ export class FaultInjector {
   readonly applied: string[] = [];
   /** Rules a fault's own outcome broke (a bad release the fleet never stopped). */
   readonly broken: TortureViolation[] = [];
-  /** The recall this run signed, for the recall rules (recall-rules.ts). */
-  recallMark: RecallMark | undefined;
+  /** The recalls this run signed, for the recall rules (recall-rules.ts). */
+  readonly recallMarks: RecallMark[] = [];
+  /** The publisher's fix is out (after a recall): the fleet follows it, whatever is older. */
+  private fixPublished = false;
   /** Agents' pauses (SIGSTOP windows): an agent paused cannot see a recall. */
   readonly stalls: Stall[] = [];
   /** When the bad release became the target (the floor rule counts from here). */
@@ -265,7 +267,7 @@ export class FaultInjector {
       // A follower's retarget: the newer release published in the channel. After a recall's
       // fix (newer still) the fleet stays on the fix: a follower never goes down.
       await this.t.channel.signed.publish(next.version);
-      if (this.recallMark === undefined) this.t.target = next;
+      if (!this.fixPublished) this.t.target = next;
       return `done (${next.version} published in the signed channel; the target is ${this.t.target.version})`;
     }
     await this.setTarget(next);
@@ -281,25 +283,48 @@ export class FaultInjector {
   private async recall(fixMs: number): Promise<string> {
     const ch = this.t.channel;
     if (ch === undefined) return "skipped: the Cluster does not follow a signed channel";
+    if (this.badUnderWay) return "skipped: a bad release is under way";
+    if (this.fixPublished) return "skipped: the fix is published already";
     const r = this.t.target;
-    await ch.signed.recall(r.version, "the torture's recall, mid-rollout");
+    const { shown, s } = await this.signRecall(ch, r, "the torture's recall, mid-rollout");
+    await sleep(fixMs);
+    const fix = await this.publishFix(ch);
+    return shown
+      ? `done (${r.version} recalled; shown on the Cluster after ${s} s; fix ${fix} published)`
+      : `failed: ${r.version} recalled and not shown on the Cluster within ${s} s (fix ${fix} published)`;
+  }
+
+  /**
+   * Signs a recall of `r` and marks it for the recall rules; waits until the operator shows it
+   * (status.trust.recalls) or its bound passed (the interval and RECALL_SLACK_MS after it was
+   * signed).
+   */
+  private async signRecall(
+    ch: NonNullable<FaultTargets["channel"]>,
+    r: LabRelease,
+    reason: string,
+  ): Promise<{ shown: boolean; s: string }> {
+    await ch.signed.recall(r.version, reason);
     const signedAt = Date.now();
     const boundAt = signedAt + ch.intervalMs + RECALL_SLACK_MS;
-    this.recallMark = { release: { version: r.version, digest: r.digest }, signedAt, boundAt };
+    const release = { version: r.version, digest: r.digest };
+    this.recallMarks.push({ release, signedAt, boundAt });
     let shown = false;
     while (!shown && Date.now() < boundAt) {
       await sleep(STOPPED_POLL_MS);
       const c = await this.t.lab.api.clusters.get(LAB_CLUSTER).catch(() => undefined);
-      shown = c !== undefined && showsRecall(c, { version: r.version, digest: r.digest });
+      shown = c !== undefined && showsRecall(c, release);
     }
-    const s = ((Date.now() - signedAt) / 1000).toFixed(1);
-    await sleep(fixMs);
+    return { shown, s: ((Date.now() - signedAt) / 1000).toFixed(1) };
+  }
+
+  /** The publisher's fix, the newest release, published: the target the fleet must end on. */
+  private async publishFix(ch: NonNullable<FaultTargets["channel"]>): Promise<string> {
     const fix = this.t.releases.fix;
     await ch.signed.publish(fix.version);
+    this.fixPublished = true;
     this.t.target = fix;
-    return shown
-      ? `done (${r.version} recalled; shown on the Cluster after ${s} s; fix ${fix.version} published)`
-      : `failed: ${r.version} recalled and not shown on the Cluster within ${s} s (fix ${fix.version} published)`;
+    return fix.version;
   }
 
   /** Catalogs `r` (as a person would) and makes it `spec.version`. */
@@ -309,10 +334,23 @@ export class FaultInjector {
    * SET_TARGET_RETRY_MS; any other error, or one that lasts, fails the fault.
    */
   private async setTarget(r: LabRelease, revert?: RevertPolicy | null): Promise<void> {
+    await this.asPerson(() => this.setTargetOnce(r, revert));
+  }
+
+  /** spec.rollout.revert set (null: taken away) as a person would, tried again as setTarget. */
+  private async setRevertPolicy(revert: RevertPolicy | null): Promise<void> {
+    await this.asPerson(() =>
+      this.t.lab.api.clusters.patch(LAB_CLUSTER, { spec: { rollout: { revert } } }),
+    );
+  }
+
+  /** A person's write, tried again while the API server is busy or starting (setTarget). */
+  private async asPerson(write: () => Promise<unknown>): Promise<void> {
     const from = Date.now();
     for (;;) {
       try {
-        return await this.setTargetOnce(r, revert);
+        await write();
+        return;
       } catch (e) {
         const retryable = (e as { retryable?: boolean }).retryable === true;
         if (!retryable || Date.now() - from > SET_TARGET_RETRY_MS) throw e;
@@ -340,12 +378,12 @@ export class FaultInjector {
   }
 
   /**
-   * The bad release made the target; once the fleet stops it (the Cluster's Progressing reads
+   * A pinned run's bad release made the target; once the fleet stops it (the Cluster's Progressing reads
    * ReleaseFailed) or `ms` has passed, the good target is set back, as a person would.
    */
   private async badRelease(ms: number): Promise<string> {
+    if (this.t.channel !== undefined) return this.badReleasePublished(ms, this.t.channel);
     if (this.badUnderWay) return "skipped: a bad release is already the target";
-    if (this.t.channel !== undefined) return "skipped: the Cluster follows a signed channel";
     this.badUnderWay = true;
     const from = Date.now();
     this.badSetAt = from;
@@ -366,6 +404,51 @@ export class FaultInjector {
       return stopped
         ? `done (${this.t.releases.bad.version} stopped: ${revert === undefined ? "ReleaseFailed" : "reverted automatically"} after ${s} s${reverted}; target set back to ${this.t.target.version})`
         : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;
+    } finally {
+      this.badUnderWay = false;
+    }
+  }
+
+  /**
+   * A following run's bad release: published in the signed channel (spec.rollout.revert's
+   * threshold set first, as a person would for a channel they doubt). Once the fleet stopped it,
+   * its publisher recalls it, as a publisher would: a revert under way must still end (a recall
+   * stops turns for a release, not the way back from it: issue 38's first scenario, under real
+   * faults), and the recall rules judge it too. Then the publisher's fix is published, and the
+   * threshold taken away.
+   */
+  private async badReleasePublished(
+    ms: number,
+    ch: NonNullable<FaultTargets["channel"]>,
+  ): Promise<string> {
+    if (this.badUnderWay) return "skipped: a bad release is already the target";
+    const bad = this.t.releases.bad;
+    if (this.fixPublished) return `skipped: the fix, newer than ${bad.version}, is published`;
+    this.badUnderWay = true;
+    const from = Date.now();
+    this.badSetAt = from;
+    try {
+      await this.setRevertPolicy({ maxFailures: BAD_MAX_FAILURES });
+      await ch.signed.publish(bad.version);
+      const { stopped, revert } = await this.untilStopped(from + ms);
+      const s = ((Date.now() - from) / 1000).toFixed(1);
+      const recall = await this.signRecall(ch, bad, "the torture's bad release, stopped");
+      const recalled = recall.shown
+        ? `recalled, shown ${recall.s} s after`
+        : `recalled, NOT shown within ${recall.s} s`;
+      const reverted = revert === undefined ? "" : await this.revertEnds(revert);
+      const fix = await this.publishFix(ch);
+      await this.setRevertPolicy(null);
+      if (!stopped)
+        this.broken.push({
+          rule: "bad-release-not-stopped",
+          at: Date.now(),
+          message: `${bad.version}, whose kernel panics on every trial boot, was published in the followed channel for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
+        });
+      const how = revert === undefined ? "ReleaseFailed" : "reverted automatically";
+      return stopped
+        ? `done (${bad.version} published and stopped: ${how} after ${s} s; ${recalled}${reverted}; fix ${fix} published)`
+        : `failed: ${bad.version} not stopped within ${ms} ms (${recalled}; fix ${fix} published)`;
     } finally {
       this.badUnderWay = false;
     }

@@ -271,12 +271,12 @@ function judge(
   bad: string,
   floor: string,
 ): TortureViolation[] {
-  const { recallMark, badSetAt } = injector;
+  const { recallMarks, badSetAt } = injector;
   return [
     ...checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 }),
     ...badReleaseTaken(history, bad),
     ...injector.broken,
-    ...(recallMark === undefined ? [] : recallViolations(history, recallMark, injector.stalls)),
+    ...recallMarks.flatMap((m) => recallViolations(history, m, injector.stalls)),
     ...(badSetAt === undefined ? [] : belowFloor(history, floor, badSetAt)),
   ];
 }

@@ -30,12 +30,16 @@ export type TortureFault =
    */
   | { kind: "retarget"; at: number }
   /**
-   * `spec.version` set mid-rollout to a release whose kernel panics on its trial boot, with
+   * A release whose kernel panics on its trial boot made the target mid-rollout, with
    * spec.rollout.revert's threshold at one failed machine: the fleet must stop it (ReleaseFailed,
    * or the operator reverts by itself to the last known good, and that revert ends), and no
-   * machine promotes it; then a person sets the good target back, after at most `ms`.
+   * machine promotes it. Pinned (`published` unset): `spec.version` set to it, then a person sets
+   * the good target back, after at most `ms`. `published`: the Cluster follows the signed
+   * channel, the release is published in it, and once the fleet stopped it its publisher recalls
+   * it (a revert under way must still end: a recall stops turns for a release, not the way back
+   * from it) and publishes a fix, which the fleet must end on.
    */
-  | { kind: "bad-release"; at: number; ms: number }
+  | { kind: "bad-release"; at: number; ms: number; published?: true }
   /** The machine's network to the API server cut (its relay resets and refuses), healed after `ms`. */
   | { kind: "relay-cut"; at: number; machine: string; ms: number }
   /**
@@ -57,9 +61,9 @@ export type TortureFault =
   | { kind: "cert-lapse"; at: number; machine: string }
   /**
    * A signed recall, mid-rollout, of the release the fleet is moving to: drawn only in a run
-   * whose Cluster follows the lab's signed channel (a run without a bad release: that one is set
-   * as spec.version). The publisher's fix, a newer good release, is published `ms` after the
-   * operator showed the recall (or its bound passed); the fleet must end on it.
+   * without a bad release (a published bad release brings its own recall), whose Cluster then
+   * follows the lab's signed channel. The publisher's fix, a newer good release, is published
+   * `ms` after the operator showed the recall (or its bound passed); the fleet must end on it.
    */
   | { kind: "recall"; at: number; ms: number };
 
@@ -183,9 +187,26 @@ function drawRecall(seed: number, durationMs: number): TortureFault[] {
   return [{ kind: "recall", at: rng.int(0, durationMs - 1), ms: rng.int(FIX_MS.min, FIX_MS.max) }];
 }
 
-/** Whether a run's Cluster follows the lab's signed channel: it drew a recall. */
+/**
+ * Whether a run that drew a bad release has the Cluster follow the signed channel (the bad
+ * release published, recalled after it is stopped), from a stream of its own: a seed drawn
+ * before keeps its other faults, and seed 282 of `npm test` stays pinned.
+ */
+const BAD_PUBLISHED_CHANCE = 0.5;
+
+function publishedBad(seed: number, f: TortureFault): TortureFault {
+  if (f.kind !== "bad-release" || !rngOf(seed ^ 0xf011).chance(BAD_PUBLISHED_CHANCE)) return f;
+  return { ...f, published: true };
+}
+
+/**
+ * Whether a run's Cluster follows the lab's signed channel: it drew a recall, or a bad release
+ * published in the channel.
+ */
 export function followsChannel(shape: TortureShape): boolean {
-  return shape.faults.some((f) => f.kind === "recall");
+  return shape.faults.some(
+    (f) => f.kind === "recall" || (f.kind === "bad-release" && f.published === true),
+  );
 }
 
 export function machineNames(count: number): string[] {
@@ -214,7 +235,7 @@ export function drawShape(
   const maxUnavailable = rng.int(1, 2);
   // About one fault per 15 s of the fault window: a few minutes carry 5-15 faults.
   const count = rng.int(Math.ceil(durationMs / 30_000), Math.ceil(durationMs / 12_000));
-  const late = drawLate(seed, durationMs, names);
+  const late = drawLate(seed, durationMs, names).map((f) => publishedBad(seed, f));
   const faults = [
     ...Array.from({ length: count }, () => drawFault(rng, rng.int(0, durationMs - 1), names)),
     ...late,
@@ -229,6 +250,12 @@ const CUT_WORDS: Record<Exclude<CutWhen, "any">, string> = {
   "check slot": "whose agent begins the read-back before the arm",
   "arm trial": "whose agent begins the arm",
 };
+
+function badWords(f: Extract<TortureFault, { kind: "bad-release" }>): string {
+  return f.published === true
+    ? `a release that panics on its trial published in the followed channel, with a revert threshold of one failed machine; once the fleet stops it (at most ${f.ms} ms) its publisher recalls it and publishes a fix`
+    : `spec.version set to a release that panics on its trial, with a revert threshold of one failed machine, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+}
 
 export function describeFault(f: TortureFault): string {
   const t = `+${(f.at / 1000).toFixed(1)}s`;
@@ -248,7 +275,7 @@ export function describeFault(f: TortureFault): string {
     case "retarget":
       return `${t} a newer release made the target mid-rollout (spec.version, or published in the followed channel)`;
     case "bad-release":
-      return `${t} spec.version set to a release that panics on its trial, with a revert threshold of one failed machine, the target set back once the fleet stops it (at most ${f.ms} ms)`;
+      return `${t} ${badWords(f)}`;
     case "recall":
       return `${t} the release the fleet follows recalled by a signed recall, its fix published ${f.ms} ms after the recall shows`;
     case "ca-rotated":

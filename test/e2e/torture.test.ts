@@ -14,9 +14,15 @@
 // cut, a newer release published mid-rollout, then a signed recall of it (the operator must
 // show it within its channel interval and grant nothing for it after), then the publisher's fix,
 // which the fleet must end on; and a network cut.
+// A third, seed 3311 with three machines and a 70 s window, also follows the channel: a network
+// cut, an agent killed, then a release that panics on its trial published in the channel once
+// two machines run the target, with the revert threshold of one failed machine. The operator
+// reverts by itself to the last known good (the fleet's first release), which takes those two
+// machines back down; the publisher recalls the bad release while they go, and the revert must
+// still end (a recall stops turns for a release, not the way back from it); then the fix.
 import { describe, expect, it } from "vitest";
 import { describeFault, followsChannel, LATE_KINDS } from "../../src/torture/schedule.js";
-import { FIX_VERSION, runTorture, violationReport } from "../../src/torture/run.js";
+import { BAD_VERSION, FIX_VERSION, runTorture, violationReport } from "../../src/torture/run.js";
 
 /** Seed 282 with four machines: budget 1 (a broken budget check shows at once), every late kind. */
 const SEED = 282;
@@ -71,6 +77,31 @@ describe("npm run torture (one short run)", () => {
     const recall = r.applied.find((l) => l.includes("recalled")) ?? "";
     expect(recall).toContain(": done (2026.10.15-001 recalled; shown on the Cluster after ");
     expect(recall).toContain(`fix ${FIX_VERSION} published)`);
+    const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
+    expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
+    expect(r.unconverged, `machines not Ready on ${FIX_VERSION} at the deadline`).toEqual([]);
+  });
+
+  it("keeps every rule under seed 3311's faults: a bad release published, reverted, recalled mid-revert", async () => {
+    const lines: string[] = [];
+    const r = await runTorture({
+      seed: 3311,
+      machines: 3,
+      durationMs: 70_000,
+      log: (l) => lines.push(l),
+    });
+    expect(followsChannel(r.shape)).toBe(true);
+    expect(r.shape.faults.map((f) => f.kind)).toEqual([
+      "relay-cut",
+      "agent-kill",
+      "bad-release",
+      "agent-kill",
+    ]);
+    // Stopped, then recalled (and the recall shown), the revert ended, the fix published.
+    const bad = r.applied.find((l) => l.includes("panics")) ?? "";
+    expect(bad).toContain(`: done (${BAD_VERSION} published and stopped: `);
+    expect(bad).toMatch(/recalled, shown [\d.]+ s after/);
+    expect(bad).toContain(`fix ${FIX_VERSION} published)`);
     const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
     expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
     expect(r.unconverged, `machines not Ready on ${FIX_VERSION} at the deadline`).toEqual([]);

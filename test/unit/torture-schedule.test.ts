@@ -87,13 +87,42 @@ describe("torture schedule: the recall", () => {
       const s = drawShape(seed, 5, 90_000);
       const n = s.faults.filter((f) => f.kind === "recall").length;
       expect(n).toBeLessThanOrEqual(1);
-      expect(followsChannel(s)).toBe(n === 1);
-      if (s.faults.some((f) => f.kind === "bad-release")) expect(n).toBe(0);
+      const bad = s.faults.find((f) => f.kind === "bad-release");
+      expect(followsChannel(s)).toBe(
+        n === 1 || (bad?.kind === "bad-release" && bad.published === true),
+      );
+      if (bad !== undefined) expect(n).toBe(0);
       else without++;
       recalls += n;
     }
     expect(recalls).toBeGreaterThan(without * 0.4);
     expect(recalls).toBeLessThan(without * 0.6);
+  });
+});
+
+describe("torture schedule: a bad release published in the followed channel", () => {
+  it("is about every other run that draws a bad release, from a stream of its own", () => {
+    let bads = 0;
+    let published = 0;
+    for (let seed = 1; seed <= 400; seed++) {
+      const s = drawShape(seed, 5, 90_000);
+      const bad = s.faults.find((f) => f.kind === "bad-release");
+      if (bad?.kind !== "bad-release") continue;
+      bads++;
+      if (bad.published === true) {
+        published++;
+        expect(followsChannel(s)).toBe(true);
+        expect(describeFault(bad)).toContain("published in the followed channel");
+      }
+    }
+    expect(published).toBeGreaterThan(bads * 0.4);
+    expect(published).toBeLessThan(bads * 0.6);
+  });
+
+  it("keeps seed 282 of npm test pinned: its bad release is spec.version", () => {
+    const s = drawShape(282, 4, 40_000);
+    expect(followsChannel(s)).toBe(false);
+    expect(s.faults.find((f) => f.kind === "bad-release")).not.toHaveProperty("published");
   });
 });
 
