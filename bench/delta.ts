@@ -226,20 +226,26 @@ const phaseField = (phases: Record<string, number>): string =>
     .map(([k, v]) => `${k}=${v}`)
     .join(" ");
 
+/** The middle value of `xs` (the upper one of an even count). */
+const middle = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Every phase any of the runs logged, in the order first seen. */
+const phaseNames = (runs: Run[]): string[] => [
+  ...new Set(runs.flatMap((r) => Object.keys(r.phases))),
+];
+
 /** Each phase's median over the full runs and over the liken runs, in ms: "write 574/869". */
 function phaseMedians(fulls: Run[], likens: Run[]): string {
-  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const names = [...new Set([...fulls, ...likens].flatMap((r) => Object.keys(r.phases)))];
   const of = (runs: Run[], n: string) => middle(runs.map((r) => r.phases[n] ?? 0));
-  return names.map((n) => `${n}=${of(fulls, n)}/${of(likens, n)}`).join(",");
+  return phaseNames([...fulls, ...likens])
+    .map((n) => `${n}=${of(fulls, n)}/${of(likens, n)}`)
+    .join(",");
 }
 
 /** Each phase's median of the paired differences (liken run i minus full run i), in ms. */
 function phaseDeltas(fulls: Run[], likens: Run[]): Record<string, number> {
-  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const names = [...new Set([...fulls, ...likens].flatMap((r) => Object.keys(r.phases)))];
   return Object.fromEntries(
-    names.map((n) => [
+    phaseNames([...fulls, ...likens]).map((n) => [
       n,
       middle(likens.map((l, i) => (l.phases[n] ?? 0) - (fulls[i]!.phases[n] ?? 0))),
     ]),
@@ -262,7 +268,6 @@ function compared(
   fullRange: [number, number];
 } {
   const median = (r: Run[]) => [...r].sort((a, b) => a.s - b.s)[Math.floor(r.length / 2)]!;
-  const middle = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const fullTimes = fulls.map((f) => f.s);
   return {
     full: median(fulls),

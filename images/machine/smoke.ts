@@ -80,8 +80,8 @@ interface Guest {
   s: () => number;
   /** Throws when the console shows `bad` or QEMU exited. */
   check: (bad: RegExp | null) => void;
-  /** Stops QEMU and cleans its folder (cleanGuestDir). */
-  stop: (outcome: GuestOutcome) => Promise<void>;
+  /** Stops QEMU and cleans its folder (cleanGuestDir), saying when it kept some. */
+  stop: (outcome: GuestOutcome, log: (s: string) => void) => Promise<void>;
 }
 
 /** How a smoke guest ended: its folder is removed, or kept whole, or only its logs kept. */
@@ -139,9 +139,11 @@ function startGuest(images: MachineImages, accel: AcceleratorName, slotA?: strin
         throw new Error(`smoke boot: the serial console says: ${m[0]} (${serialLog})`);
       if (child.exitCode !== null) throw new Error(`smoke boot: QEMU exited (${dir}/qemu.stderr)`);
     },
-    stop: async (outcome) => {
+    stop: async (outcome, log) => {
       await stopQemu(child);
       cleanGuestDir(dir, outcome);
+      if (outcome !== "passed")
+        log(`smoke: kept ${dir} (${outcome === "keep" ? "asked" : "its logs"})`);
     },
   };
 }
@@ -211,9 +213,7 @@ export async function smokeBoot(
       agentLines,
     };
   } finally {
-    await g.stop(outcome);
-    if (outcome !== "passed")
-      log(`smoke: kept ${g.dir} (${outcome === "keep" ? "asked" : "its logs"})`);
+    await g.stop(outcome, log);
   }
 }
 
@@ -254,9 +254,7 @@ export async function panicBoot(
     outcome = opts.keep === true ? "keep" : "passed";
     return g.s() - at;
   } finally {
-    await g.stop(outcome);
-    if (outcome !== "passed")
-      log(`smoke: kept ${g.dir} (${outcome === "keep" ? "asked" : "its logs"})`);
+    await g.stop(outcome, log);
   }
 }
 

@@ -43,6 +43,19 @@ export interface FaultTargets {
 
 export type { TortureViolation } from "./violation.js";
 
+/** How a bad release is made the target and how the run moves past it (FaultInjector.badRelease). */
+interface BadWay {
+  /** How the violation says it was the target: "was the target", "was published …". */
+  was: string;
+  /** How the fault's line says it was stopped. */
+  stopped: string;
+  start: () => Promise<void>;
+  /** Once the fleet stopped it (or the time ran out); what it says, or "". */
+  afterStop: () => Promise<string>;
+  /** A good target again; what it says. */
+  end: () => Promise<string>;
+}
+
 /** How often a bad release's fault reads the Cluster to see whether the fleet stopped it. */
 const STOPPED_POLL_MS = 500;
 
@@ -327,12 +340,7 @@ export class FaultInjector {
     return fix.version;
   }
 
-  /** Catalogs `r` (as a person would) and makes it `spec.version`. */
-  /**
-   * Sets the target as a person would, who tries again while the API server answers that it is
-   * busy or starting (503 after a restart drawn just before: seen in seed 2's run), for up to
-   * SET_TARGET_RETRY_MS; any other error, or one that lasts, fails the fault.
-   */
+  /** Catalogs `r` and makes it `spec.version` (setTargetOnce), as a person would (asPerson). */
   private async setTarget(r: LabRelease, revert?: RevertPolicy | null): Promise<void> {
     await this.asPerson(() => this.setTargetOnce(r, revert));
   }
@@ -344,7 +352,11 @@ export class FaultInjector {
     );
   }
 
-  /** A person's write, tried again while the API server is busy or starting (setTarget). */
+  /**
+   * A person's write, tried again while the API server answers that it is busy or starting (503
+   * after a restart drawn just before: seen in seed 2's run), for up to SET_TARGET_RETRY_MS; any
+   * other error, or one that lasts, fails the fault.
+   */
   private async asPerson(write: () => Promise<unknown>): Promise<void> {
     const from = Date.now();
     for (;;) {
@@ -378,80 +390,85 @@ export class FaultInjector {
   }
 
   /**
-   * A pinned run's bad release made the target; once the fleet stops it (the Cluster's Progressing reads
-   * ReleaseFailed) or `ms` has passed, the good target is set back, as a person would.
+   * A bad release made the target, with the revert threshold a person sets for a release they
+   * doubt (one failed machine): `spec.version` in a pinned run, published in the signed channel
+   * in a following one (badWay). Once the fleet stops it (the Cluster's Progressing reads
+   * ReleaseFailed, or a revert of it is recorded) or `ms` has passed, a revert under way must
+   * end, and the run moves on to a good target as a person or the publisher would.
    */
   private async badRelease(ms: number): Promise<string> {
-    if (this.t.channel !== undefined) return this.badReleasePublished(ms, this.t.channel);
     if (this.badUnderWay) return "skipped: a bad release is already the target";
+    const bad = this.t.releases.bad;
+    const ch = this.t.channel;
+    if (ch !== undefined && this.fixPublished)
+      return `skipped: the fix, newer than ${bad.version}, is published`;
+    const way = ch === undefined ? this.pinnedBad() : this.publishedBad(ch);
     this.badUnderWay = true;
     const from = Date.now();
     this.badSetAt = from;
-    const bad = this.t.releases.bad;
     try {
-      // With the revert threshold a person sets for a release they doubt: one failed machine.
-      await this.setTarget(bad, { maxFailures: BAD_MAX_FAILURES });
+      await way.start();
       const { stopped, revert } = await this.untilStopped(from + ms);
       const s = ((Date.now() - from) / 1000).toFixed(1);
+      const recalled = await way.afterStop();
       const reverted = revert === undefined ? "" : await this.revertEnds(revert);
-      await this.setTarget(this.t.target, null);
+      const end = await way.end();
       if (!stopped)
         this.broken.push({
           rule: "bad-release-not-stopped",
           at: Date.now(),
-          message: `${this.t.releases.bad.version}, whose kernel panics on every trial boot, was the target for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
+          message: `${bad.version}, whose kernel panics on every trial boot, ${way.was} for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
         });
+      const how = revert === undefined ? "ReleaseFailed" : "reverted automatically";
+      const said = recalled === "" ? "" : `; ${recalled}`;
       return stopped
-        ? `done (${this.t.releases.bad.version} stopped: ${revert === undefined ? "ReleaseFailed" : "reverted automatically"} after ${s} s${reverted}; target set back to ${this.t.target.version})`
-        : `failed: ${this.t.releases.bad.version} not stopped within ${ms} ms (target set back to ${this.t.target.version})`;
+        ? `done (${bad.version} ${way.stopped}: ${how} after ${s} s${said}${reverted}; ${end})`
+        : `failed: ${bad.version} not stopped within ${ms} ms (${[recalled, end].filter((x) => x !== "").join("; ")})`;
     } finally {
       this.badUnderWay = false;
     }
   }
 
+  /** A pinned run's bad release: spec.version, then the good target set back, as a person would. */
+  private pinnedBad(): BadWay {
+    return {
+      was: "was the target",
+      stopped: "stopped",
+      start: () => this.setTarget(this.t.releases.bad, { maxFailures: BAD_MAX_FAILURES }),
+      afterStop: () => Promise.resolve(""),
+      end: async () => {
+        await this.setTarget(this.t.target, null);
+        return `target set back to ${this.t.target.version}`;
+      },
+    };
+  }
+
   /**
-   * A following run's bad release: published in the signed channel (spec.rollout.revert's
-   * threshold set first, as a person would for a channel they doubt). Once the fleet stopped it,
-   * its publisher recalls it, as a publisher would: a revert under way must still end (a recall
-   * stops turns for a release, not the way back from it: issue 38's first scenario, under real
-   * faults), and the recall rules judge it too. Then the publisher's fix is published, and the
-   * threshold taken away.
+   * A following run's bad release: published in the signed channel (the threshold set first).
+   * Once the fleet stopped it, its publisher recalls it, as a publisher would: a revert under
+   * way must still end (a recall stops turns for a release, not the way back from it: issue
+   * 38's first scenario, under real faults), and the recall rules judge it too. Then the
+   * publisher's fix is published, and the threshold taken away.
    */
-  private async badReleasePublished(
-    ms: number,
-    ch: NonNullable<FaultTargets["channel"]>,
-  ): Promise<string> {
-    if (this.badUnderWay) return "skipped: a bad release is already the target";
+  private publishedBad(ch: NonNullable<FaultTargets["channel"]>): BadWay {
     const bad = this.t.releases.bad;
-    if (this.fixPublished) return `skipped: the fix, newer than ${bad.version}, is published`;
-    this.badUnderWay = true;
-    const from = Date.now();
-    this.badSetAt = from;
-    try {
-      await this.setRevertPolicy({ maxFailures: BAD_MAX_FAILURES });
-      await ch.signed.publish(bad.version);
-      const { stopped, revert } = await this.untilStopped(from + ms);
-      const s = ((Date.now() - from) / 1000).toFixed(1);
-      const recall = await this.signRecall(ch, bad, "the torture's bad release, stopped");
-      const recalled = recall.shown
-        ? `recalled, shown ${recall.s} s after`
-        : `recalled, NOT shown within ${recall.s} s`;
-      const reverted = revert === undefined ? "" : await this.revertEnds(revert);
-      const fix = await this.publishFix(ch);
-      await this.setRevertPolicy(null);
-      if (!stopped)
-        this.broken.push({
-          rule: "bad-release-not-stopped",
-          at: Date.now(),
-          message: `${bad.version}, whose kernel panics on every trial boot, was published in the followed channel for ${s} s and the Cluster never read ReleaseFailed: the fleet did not stop it`,
-        });
-      const how = revert === undefined ? "ReleaseFailed" : "reverted automatically";
-      return stopped
-        ? `done (${bad.version} published and stopped: ${how} after ${s} s; ${recalled}${reverted}; fix ${fix} published)`
-        : `failed: ${bad.version} not stopped within ${ms} ms (${recalled}; fix ${fix} published)`;
-    } finally {
-      this.badUnderWay = false;
-    }
+    return {
+      was: "was published in the followed channel",
+      stopped: "published and stopped",
+      start: async () => {
+        await this.setRevertPolicy({ maxFailures: BAD_MAX_FAILURES });
+        await ch.signed.publish(bad.version);
+      },
+      afterStop: async () => {
+        const r = await this.signRecall(ch, bad, "the torture's bad release, stopped");
+        return r.shown ? `recalled, shown ${r.s} s after` : `recalled, NOT shown within ${r.s} s`;
+      },
+      end: async () => {
+        const fix = await this.publishFix(ch);
+        await this.setRevertPolicy(null);
+        return `fix ${fix} published`;
+      },
+    };
   }
 
   /**

@@ -22,20 +22,31 @@
 // still end (a recall stops turns for a release, not the way back from it); then the fix.
 import { describe, expect, it } from "vitest";
 import { describeFault, followsChannel, LATE_KINDS } from "../../src/torture/schedule.js";
-import { BAD_VERSION, FIX_VERSION, runTorture, violationReport } from "../../src/torture/run.js";
+import {
+  BAD_VERSION,
+  FIX_VERSION,
+  runTorture,
+  violationReport,
+  type RunResult,
+} from "../../src/torture/run.js";
 
 /** Seed 282 with four machines: budget 1 (a broken budget check shows at once), every late kind. */
 const SEED = 282;
 
+/** One seed's run; its progress lines are the run record's (.lab/torture), not the test's. */
+const tortureRun = (seed: number, machines: number, durationMs: number): Promise<RunResult> =>
+  runTorture({ seed, machines, durationMs, log: () => undefined });
+
+/** No rule broken (each violation printed with the schedule), every machine Ready on `target`. */
+function expectClean(r: RunResult, target: string): void {
+  const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
+  expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
+  expect(r.unconverged, `machines not Ready on ${target} at the deadline`).toEqual([]);
+}
+
 describe("npm run torture (one short run)", () => {
   it("keeps every safety rule under seed 282's faults and converges", async () => {
-    const lines: string[] = [];
-    const r = await runTorture({
-      seed: SEED,
-      machines: 4,
-      durationMs: 40_000,
-      log: (l) => lines.push(l),
-    });
+    const r = await tortureRun(SEED, 4, 40_000);
     expect(r.shape.maxUnavailable).toBe(1);
     expect(r.shape.faults.map(describeFault)).toEqual([
       "+4.8s SIGSTOP operator-1 for 25465 ms",
@@ -51,19 +62,11 @@ describe("npm run torture (one short run)", () => {
     expect(
       r.applied.filter((l) => /etcd|spec\.version|CA rotated/.test(l) && !/: done/.test(l)),
     ).toEqual([]);
-    const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
-    expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
-    expect(r.unconverged, "machines not Ready on the target at the deadline").toEqual([]);
+    expectClean(r, "the target");
   });
 
   it("keeps every rule under seed 636's faults, a signed recall among them, and ends on the fix", async () => {
-    const lines: string[] = [];
-    const r = await runTorture({
-      seed: 636,
-      machines: 3,
-      durationMs: 40_000,
-      log: (l) => lines.push(l),
-    });
+    const r = await tortureRun(636, 3, 40_000);
     expect(followsChannel(r.shape)).toBe(true);
     expect(r.shape.faults.map((f) => f.kind)).toEqual([
       "power-cut",
@@ -77,19 +80,11 @@ describe("npm run torture (one short run)", () => {
     const recall = r.applied.find((l) => l.includes("recalled")) ?? "";
     expect(recall).toContain(": done (2026.10.15-001 recalled; shown on the Cluster after ");
     expect(recall).toContain(`fix ${FIX_VERSION} published)`);
-    const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
-    expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
-    expect(r.unconverged, `machines not Ready on ${FIX_VERSION} at the deadline`).toEqual([]);
+    expectClean(r, FIX_VERSION);
   });
 
   it("keeps every rule under seed 3311's faults: a bad release published, reverted, recalled mid-revert", async () => {
-    const lines: string[] = [];
-    const r = await runTorture({
-      seed: 3311,
-      machines: 3,
-      durationMs: 70_000,
-      log: (l) => lines.push(l),
-    });
+    const r = await tortureRun(3311, 3, 70_000);
     expect(followsChannel(r.shape)).toBe(true);
     expect(r.shape.faults.map((f) => f.kind)).toEqual([
       "relay-cut",
@@ -102,8 +97,6 @@ describe("npm run torture (one short run)", () => {
     expect(bad).toContain(`: done (${BAD_VERSION} published and stopped: `);
     expect(bad).toMatch(/recalled, shown [\d.]+ s after/);
     expect(bad).toContain(`fix ${FIX_VERSION} published)`);
-    const report = r.violations.flatMap((v) => violationReport(r, v)).join("\n");
-    expect(report, `violations (faults applied: ${r.applied.join("; ")})`).toBe("");
-    expect(r.unconverged, `machines not Ready on ${FIX_VERSION} at the deadline`).toEqual([]);
+    expectClean(r, FIX_VERSION);
   });
 });

@@ -5,20 +5,16 @@
 // leader Lease, writes its one eviction webhook and approves its certificate requests. They are
 // owned by this process: a reaper tears each down if the runner is killed
 // (controlplane-owned.ts), and the next run sweeps whatever a killed run left behind.
-import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { ensureBinaries } from "../../src/controlplane/build.js";
 import { sweepOrphans, type ControlPlaneState } from "../../src/controlplane/instance.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { useCliBundle } from "../../src/cli/entry.js";
-import { applyManifests } from "./apply.js";
+import { applyFile, applyManifests } from "./apply.js";
 import { upOwned } from "./controlplane-owned.js";
 import { startPrebuild } from "./prebuild.js";
-
-const run = promisify(execFile);
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -52,11 +48,7 @@ const log = (l: string): void => {
  * no file's leftover, and controlplane-lease.ts can fail a file that leaves any other namespace.
  */
 async function applySharedNamespaces(state: ControlPlaneState): Promise<void> {
-  await run(
-    path.join(state.binDir, "kubectl"),
-    ["apply", "--server-side", "-f", path.join(REPO_ROOT, "config", "rbac", "namespaces.yaml")],
-    { env: { ...process.env, KUBECONFIG: state.kubeconfig } },
-  );
+  await applyFile(state, path.join(REPO_ROOT, "config", "rbac", "namespaces.yaml"));
 }
 
 /**
