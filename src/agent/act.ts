@@ -44,6 +44,8 @@ import {
   promoted,
   skipped,
   turnGivenBack,
+  drainBegun,
+  drainUndone,
   type MemoryKeeper,
 } from "./memory.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
@@ -241,6 +243,9 @@ export class Actions {
     const kc = await this.p.kc();
     const limits = drainLimits(cluster, cfg.timeouts.drainMs);
     const turn = findTurn(cluster, cfg.machine, release);
+    // Written before the first cordon: a turn taken back mid-drain, or an agent killed in it,
+    // still finds the node owned up to (steps.ts disrupted) and given back before it asks again.
+    await memory.update((m) => drainBegun(m, release.digest));
     const outcome = await phase(this.p, "drain", () =>
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
@@ -278,7 +283,10 @@ export class Actions {
     );
     if (outcome === "skipped") return;
     this.blocker = undefined;
-    if (outcome === "stopped") return;
+    if (outcome === "stopped") {
+      await memory.update(drainUndone); // the drain module undid liken's cordon
+      return;
+    }
     await memory.update((m) => drained(m, release.digest));
   }
 

@@ -288,7 +288,17 @@ export class AgentDaemon {
       seen = await this.observer.observe();
       dec = this.decideAndLog(seen);
     }
-    await this.report(seen, dec);
+    const reported = await this.report(seen, dec);
+    if (ANNOUNCED.has(dec.action.kind) && !reported) {
+      // A disruption begins only after the status that announces it landed (seed 71742): the
+      // operator judges "not started" from that status, and takes back a turn it believes
+      // untouched. The next tick writes it again and decides afresh.
+      this.log.warn(
+        { action: dec.action.kind },
+        "not acting: the status announcing it was not written",
+      );
+      return;
+    }
     await this.act(seen, dec.action);
     if (dec.action.kind === "wait") await this.afterPromotion(seen);
     const uptimeMs = performance.now();
@@ -447,19 +457,20 @@ export class AgentDaemon {
     };
   }
 
-  private async report(seen: Observation, dec: Decision): Promise<void> {
+  /** Writes the status `dec` makes; true when the stored status says it (written or the same). */
+  private async report(seen: Observation, dec: Decision): Promise<boolean> {
     const { o, machine, progress } = seen;
-    if (!o.apiReachable || machine === undefined) return;
+    if (!o.apiReachable || machine === undefined) return false;
     const extras = this.statusExtras(progress);
     const mem = this.memory.now;
     const peers = await this.servePeers(seen, machineStatus(machine.status, o, dec, mem, extras));
     if (peers !== undefined) extras.peers = peers;
     const next = machineStatus(machine.status, o, dec, mem, extras);
-    if (sameStatus(machine.status, next)) return;
+    if (sameStatus(machine.status, next)) return true;
     // After a refusal (422) every status waits for the backoff, not only the same one: what
     // the server refused (a field the installed CRD does not take) is in the next one too, and
     // a download's progress would otherwise make a new status, and a new refusal, every tick.
-    if (this.refusals.holds(REFUSAL_KEY, REFUSAL_KEY, Date.now())) return;
+    if (this.refusals.holds(REFUSAL_KEY, REFUSAL_KEY, Date.now())) return false;
     const began = Date.now();
     try {
       // Conditioned on the resourceVersion of the Machine as the watch (or this agent's last
@@ -481,20 +492,22 @@ export class AgentDaemon {
         const ms = Date.now() - began;
         this.log.debug({ step: written.status?.step, ms }, "status written");
       }
+      return true;
     } catch (e) {
       if (isNotFound(e)) {
         // Deleted while this agent runs: it registers the Machine again (observe.ts) once the
         // watch sees it gone, instead of writing to a Machine that is not there every tick.
         this.view.forgetWritten();
         this.log.warn({ machine: this.cfg.machine }, "the Machine is gone; registering it again");
-        return;
+        return false;
       }
       if (isInvalid(e)) {
         const delay = this.refusals.refused(REFUSAL_KEY, REFUSAL_KEY, Date.now());
         await reportRefused(this.api, machine, e, delay, this.log);
-        return;
+        return false;
       }
       this.log.warn({ err: errorText(e), code: errorCode(e) }, "status not written");
+      return false;
     }
   }
 
@@ -548,6 +561,9 @@ export class AgentDaemon {
     await this.report(await this.observer.observe(), rebootingDecision(reason));
   }
 }
+
+/** Actions that begin a disruption: taken only once the status announcing them is stored. */
+const ANNOUNCED: ReadonlySet<Action["kind"]> = new Set(["drain"]);
 
 /** The one object whose refusals the agent tracks: its Machine's status. */
 const REFUSAL_KEY = "status";

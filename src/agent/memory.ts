@@ -25,6 +25,11 @@ export interface Memory {
   failed: FailedRelease[];
   /** The drain finished for this digest in the turn held now (cleared when given back). */
   drainedDigest?: string;
+  /**
+   * A drain began for this digest (written before the cordon) and its turn was not given back
+   * since: what a machine must own up to when its turn is taken back (steps.ts disrupted).
+   */
+  drainBegunDigest?: string;
   /** The trial armed last: which release, in which slot. */
   trial?: ArmedTrial;
   /** When this trial boot was first seen (ms since boot, clock.ts), for the prove timeout. */
@@ -162,6 +167,16 @@ export function trialSeen(m: Memory, at: number): Memory {
   return m.trialSeenAt === undefined ? { ...m, trialSeenAt: at } : m;
 }
 
+/** A drain for `digest` is about to begin (before the cordon). */
+export function drainBegun(m: Memory, digest: string): Memory {
+  return { ...m, drainBegunDigest: digest };
+}
+
+/** A drain stopped and undid liken's cordon itself (the target changed): nothing is begun. */
+export function drainUndone(m: Memory): Memory {
+  return without(m, "drainBegunDigest");
+}
+
 /** The drain of this turn finished for `digest`. */
 export function drained(m: Memory, digest: string): Memory {
   return { ...m, drainedDigest: digest };
@@ -169,12 +184,12 @@ export function drained(m: Memory, digest: string): Memory {
 
 /** The turn was given back (uncordoned): the next turn drains again. */
 export function turnGivenBack(m: Memory): Memory {
-  return without(m, "drainedDigest");
+  return without(m, "drainedDigest", "drainBegunDigest");
 }
 
 /** The drain of this turn timed out and the turn was given back (drain-timeout.ts). */
 export function drainSkipped(m: Memory, record: DrainTimedOut): Memory {
-  return { ...without(m, "drainedDigest"), drainTimedOut: record };
+  return { ...without(m, "drainedDigest", "drainBegunDigest"), drainTimedOut: record };
 }
 
 /** The boot files of the staged slot are about to be replaced: no longer those of any release. */

@@ -20,7 +20,7 @@ import { mayRegister, registration } from "./registration.js";
 import { effectiveTarget } from "../target/view.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
-import { findTurn } from "../coordinator/turn.js";
+import { findTurn, takenBackOf } from "../coordinator/turn.js";
 import type { SlotStore } from "../slots/store.js";
 import { errorText } from "../errors.js";
 import { bootClockMs } from "./clock.js";
@@ -112,6 +112,8 @@ export class Observer {
       downloadFailedAt: downloads.failedAt,
       failedDigests: mem.failed.map((f) => f.digest),
       drainedDigest: mem.drainedDigest,
+      ...(mem.drainBegunDigest !== undefined ? { drainBegunDigest: mem.drainBegunDigest } : {}),
+      ...takenBackOf(api?.cluster, cfg.machine),
       bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
       ...nodeObserved(cfg.nodeName, node, mem),
       trialSeenAt: mem.trialSeenAt,

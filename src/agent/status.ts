@@ -20,6 +20,7 @@ import { turnRequestFor } from "../coordinator/turn.js";
 import { inconclusiveMessage } from "./arming.js";
 import type { Memory } from "./memory.js";
 import {
+  disrupted,
   runsTargetVersion,
   runsTargetWhy,
   type Decision,
@@ -233,6 +234,7 @@ export function machineStatus(
     ...optional("staged", staged),
     ...optional("progress", dec.step === "Downloading" ? x.progress : undefined),
     ...optional("turnRequest", turnRequest),
+    ...optional("turnTakenBack", turnTakenBackSeen(prev, o, dec)),
     ...optional("lastTrial", mem.lastTrial),
     ...optional("failedReleases", mem.failed.length > 0 ? mem.failed : undefined),
     ...optional("postPromotionHealth", x.postPromotionHealth ?? prev?.postPromotionHealth),
@@ -243,6 +245,25 @@ export function machineStatus(
     ...optional("registration", registrationOf(x, prev)),
     conditions: conditions(prev, o, dec, mem, x, now),
   } satisfies MachineStatus).status;
+}
+
+/**
+ * The machine's word that it saw its turn taken back and did not act on it (taken-back.ts on
+ * the operator's side): only while it holds no turn and nothing it began is left (no drain
+ * begun, or its node given back), and its step is not Updating. Otherwise the last word stays.
+ */
+export function turnTakenBackSeen(
+  prev: MachineStatus | undefined,
+  o: Pick<Observed, "turnTakenBack" | "turn" | "drainedDigest" | "drainBegunDigest">,
+  dec: Pick<Decision, "step" | "stage">,
+): MachineStatus["turnTakenBack"] {
+  const quiet = !o.turn && !disrupted(o) && dec.step !== "Updating" && dec.stage === undefined;
+  if (o.turnTakenBack !== undefined && quiet) {
+    return prev?.turnTakenBack?.grantedAt === o.turnTakenBack
+      ? prev.turnTakenBack
+      : { grantedAt: o.turnTakenBack };
+  }
+  return prev?.turnTakenBack;
 }
 
 /** Whether two statuses say the same (lastHeartbeatTime and observedGeneration aside). */

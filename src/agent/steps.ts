@@ -164,6 +164,17 @@ export interface Observed {
   /** The drain finished for this staged digest during the current turn. */
   drainedDigest: string | undefined;
   /**
+   * A drain began for this digest (recorded before the first cordon) and the turn has not been
+   * given back since: the node may be cordoned and partly drained even if the drain never
+   * finished (the agent killed, the turn taken back mid-drain). Absent: nothing begun.
+   */
+  drainBegunDigest?: string;
+  /**
+   * The grantedAt of a turn taken back from this machine (Cluster status.takenBackTurns), which
+   * the operator counts as down until this machine's status says it did not act on it.
+   */
+  turnTakenBack?: string;
+  /**
    * The staged release's boot files are still to be installed (systemd-boot: its kernel and
    * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.
    */
@@ -405,6 +416,11 @@ function decideArmed(o: Observed, slot: Slot): Decision {
   });
 }
 
+/** Whether a drain began (or finished) and its turn has not been given back since. */
+export function disrupted(o: Pick<Observed, "drainedDigest" | "drainBegunDigest">): boolean {
+  return o.drainedDigest !== undefined || o.drainBegunDigest !== undefined;
+}
+
 /** Staged for the target: boot files, approval, turn, drain, check, reboot. */
 function decideStaged(o: Observed, release: ReleaseRef): Decision {
   if (o.bootFilesDue) {
@@ -416,7 +432,7 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
   if (hold !== undefined) {
     // No verdict on the release (never failedReleases): the machine, not the release, needs a
     // person. Give the turn back first, then wait for liken.sh/retry or a new target.
-    if (o.drainedDigest !== undefined) {
+    if (disrupted(o)) {
       return giveBack(o, "TrialNotArmed", "Failed", hold);
     }
     return d("TrialNotArmed", "Failed", WAIT, hold);
@@ -426,6 +442,14 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
     return d("AwaitingApproval", "RebootPending", WAIT, why);
   }
   if (!o.turn) {
+    if (disrupted(o)) {
+      // The turn was taken back (or lost) after the drain began, perhaps before the status
+      // that announced it landed (seed 71742). The machine is down whatever its record says:
+      // it stays Updating until its node is back, then uncordons, and only then says it did
+      // not keep the turn (status.turnTakenBack), which is when the operator stops counting it.
+      const why = "the turn is no longer held but a drain began for it; giving it back";
+      return giveBack(o, "AwaitingTurn", "UpdatePending", why);
+    }
     return d(
       "AwaitingTurn",
       "UpdatePending",
@@ -457,7 +481,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   if (o.failedDigests.includes(target.digest)) {
     const why = `${target.version} failed here before; not retried`;
     // Back from a fallback or a skipped trial: give the turn back and uncordon first.
-    if (o.drainedDigest !== undefined) {
+    if (disrupted(o)) {
       return giveBack(o, "Failed", "Failed", why);
     }
     return d("Failed", "Failed", WAIT, why);
@@ -472,7 +496,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     (other.state === "staged" || other.state === "writing") &&
     !sameRelease(other.release, target)
   ) {
-    if (o.drainedDigest !== undefined) {
+    if (disrupted(o)) {
       const reason = "target changed while holding a turn";
       return giveBack(o, "Withdrawing", "Downloading", reason);
     }
@@ -484,7 +508,7 @@ function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
     );
   }
   if (other.state === "staged") return decideStaged(o, target);
-  if (o.drainedDigest !== undefined) {
+  if (disrupted(o)) {
     // Back from a trial without a verdict (give-up.ts): give this turn back and uncordon; the
     // next try asks for a turn of its own and drains again.
     const reason = "back from a trial without a verdict; giving the turn back before trying again";
@@ -565,7 +589,7 @@ function decideNotTaken(o: Observed, slot: Slot): Decision {
   const why = `the bootloader did not take the trial of slot ${slot}`;
   const action: Action = { kind: "not-taken-report", slot };
   // A turn still held (drained for it) is kept until this boot rejoins (giveBack).
-  if (o.drainedDigest !== undefined) return rejoining(why, action);
+  if (disrupted(o)) return rejoining(why, action);
   return d("TrialNotTaken", "Failed", action, why);
 }
 
@@ -576,7 +600,7 @@ function decideNotTaken(o: Observed, slot: Slot): Decision {
  */
 function decideFellBack(o: Observed, slot: Slot): Decision {
   const action: Action = { kind: "fall-back-report", slot };
-  if (o.drainedDigest !== undefined) return rejoining("trial fell back", action);
+  if (disrupted(o)) return rejoining("trial fell back", action);
   return d("FallingBack", "Failed", action, "trial fell back");
 }
 
@@ -619,7 +643,7 @@ export function decide(o: Observed, t: Timeouts = DEFAULT_TIMEOUTS): Decision {
     if (o.download !== undefined) {
       return d("Idle", "Ready", { kind: "cancel-download", failed: false }, idle);
     }
-    if (o.drainedDigest !== undefined) {
+    if (disrupted(o)) {
       const reason = "runs the target";
       return giveBack(o, "Idle", "Ready", reason);
     }

@@ -44,6 +44,10 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "rebootTurns[].digest": text(71),
   /** Copied from the Machine's status.lastTrial.at at the grant (decide.ts), a time stamp. */
   "rebootTurns[].priorTrialAt": text(64),
+  takenBackTurns: list(1024),
+  "takenBackTurns[].machine": text(253),
+  "takenBackTurns[].version": text(64),
+  "takenBackTurns[].digest": text(71),
   turns: text(4096),
   "canary.version": text(64),
   "canary.digest": text(71),

@@ -528,6 +528,25 @@ export interface RebootTurn {
   priorTrialAt?: string;
 }
 
+/** A turn taken back before its machine acted on it, kept until the machine says so. */
+export interface TakenBackTurn extends Pick<
+  RebootTurn,
+  "machine" | "grantedAt" | "leader" | "version" | "digest"
+> {
+  /** When the operator took it back (its clock). */
+  takenBackAt: Time;
+}
+
+/**
+ * A machine's word on a turn taken back from it (Machine status.turnTakenBack): it saw the
+ * record with this grantedAt in the Cluster's status.takenBackTurns, it is not disrupted (no
+ * drain begun, or its drain undone), and it will not act on that grant. The operator then
+ * drops the record and the machine asks again.
+ */
+export interface TurnTakenBackSeen {
+  grantedAt: Time;
+}
+
 export const CLUSTER_CONDITION_TYPES = [
   "Progressing",
   "ChannelReachable",
@@ -700,6 +719,13 @@ export interface ClusterStatus {
   /** The cluster's API endpoint (ENDPOINT column). */
   endpoint?: string;
   rebootTurns?: RebootTurn[];
+  /**
+   * Turns taken back (Overtaken) whose machine has not yet said it did not start them: each
+   * counts against the budget and the leader rule until the Machine's status acknowledges it
+   * (status.turnTakenBack names its grantedAt), since its agent may have begun a drain that its
+   * status never showed (a write lost, a view behind). Never a licence to act.
+   */
+  takenBackTurns?: TakenBackTurn[];
   /** The machines holding a turn, comma-separated, for the TURNS column of `-o wide`. */
   turns?: string;
   /**
@@ -1066,6 +1092,8 @@ export interface MachineStatus {
   staged?: StagedRelease;
   progress?: DownloadProgress;
   turnRequest?: TurnRequest;
+  /** The last turn taken back from it that it saw and did not act on (TurnTakenBackSeen). */
+  turnTakenBack?: TurnTakenBackSeen;
   lastTrial?: TrialRecord;
   failedReleases?: FailedRelease[];
   /** The last post-promotion run of the health gates (see PostPromotionHealth). */

@@ -8,6 +8,10 @@
 //   hold     the agent keeps turnRequest while it drains, reboots and proves the trial;
 //   give back the agent clears turnRequest (running the new release, or back on the old one
 //            with the failure reported); the operator then removes the record.
+//   taken back the operator moves a turn not started into status.takenBackTurns (Overtaken);
+//            the agent acts on none there, gives back what it began (uncordon once its node is
+//            back), then names the grant in Machine status.turnTakenBack; the operator counts
+//            the machine as down until then (src/operator/taken-back.ts).
 import { rfc3339 } from "../api/time.js";
 import {
   sameRelease,
@@ -46,6 +50,18 @@ export function findTurn(
       t.version === release.version &&
       (t.digest === undefined || t.digest === release.digest),
   );
+}
+
+/**
+ * The grantedAt of the turn taken back from `machine` that the Cluster still counts (its
+ * status.takenBackTurns), as the Observed field the agent's decision and status read.
+ */
+export function takenBackOf(
+  cluster: Cluster | undefined,
+  machine: string,
+): { turnTakenBack?: string } {
+  const t = cluster?.status?.takenBackTurns?.find((x) => x.machine === machine);
+  return t === undefined ? {} : { turnTakenBack: t.grantedAt };
 }
 
 /**

@@ -7,7 +7,9 @@
 //                   a disruption lasts until the machine rejoined and holds no turn),
 //                   the machines in a disruption plus those marked Lost exceed the Cluster's
 //                   maxUnavailable. A power cut is no act of liken's: it is counted once the
-//                   operator marks it Lost, and is never itself a violation.
+//                   operator marks it Lost, and is never itself a violation. Lost lasts from
+//                   the mark to the first renewal after it where the history records them
+//                   (the simulator), as the operator counts it; else while the step says so.
 //   two-leaders     a leader's disruption begins while another leader is disrupted or Lost.
 //   reboot-without-turn   an agent's reboot with no turn record read in this boot, or with its
 //                   arm (this boot) before the read.
@@ -49,6 +51,8 @@ interface MachineState {
   disrupted: number | undefined;
   /** Rejoined within its disruption; the disruption ends once it holds no turn either. */
   rejoinedInTurn: boolean;
+  /** Since when the operator's Lost mark stands with no renewal after it (settings.leases). */
+  lostSince: number | undefined;
   bootId: string | undefined;
   /** When the current boot began (its boot event). */
   bootAt: number;
@@ -67,6 +71,7 @@ function fresh(): MachineState {
     machine: undefined,
     disrupted: undefined,
     rejoinedInTurn: false,
+    lostSince: undefined,
     bootId: undefined,
     bootAt: Number.NEGATIVE_INFINITY,
     turnReads: [],
@@ -104,15 +109,21 @@ export function checkHistory(history: History, s: CheckSettings): Violation[] {
   return c.out;
 }
 
+/** Lost as the operator counts it: from the mark to the next renewal (or by the step). */
+function isLost(c: Ctx, m: MachineState): boolean {
+  return c.s.leases === true ? m.lostSince !== undefined : stepLost(m.machine);
+}
+
+const isDown = (c: Ctx, m: MachineState): boolean => m.disrupted !== undefined || isLost(c, m);
+
 function stateOf(c: Ctx, name: string): MachineState {
   let m = c.machines.get(name);
   if (m === undefined) c.machines.set(name, (m = fresh()));
   return m;
 }
 
-const isLost = (m: MachineState): boolean => m.machine?.status?.step === "Lost";
+const stepLost = (m: Machine | undefined): boolean => m?.status?.step === "Lost";
 const isLeader = (m: MachineState): boolean => m.machine?.spec.role === "Leader";
-const isDown = (m: MachineState): boolean => m.disrupted !== undefined || isLost(m);
 
 const ACTS = [
   "turn-read",
@@ -143,9 +154,7 @@ function observeRecord(c: Ctx, o: Record_): void {
     case "cluster":
       return onCluster(c, o);
     case "machine":
-      stateOf(c, o.machine.metadata.name).machine = o.machine;
-      c.out.push(...c.lapses.judge(o.machine, o.at));
-      return;
+      return onMachine(c, o);
 
     case "machine-deleted": {
       // The API object is gone, the machine is not: a disruption under way goes on until it
@@ -154,9 +163,11 @@ function observeRecord(c: Ctx, o: Record_): void {
       stateOf(c, o.name).machine = undefined;
       return;
     }
+    case "lease":
+      stateOf(c, o.name).lostSince = undefined; // the heartbeat is back: Lost ends here
+      return;
     case "node":
     case "node-deleted":
-    case "lease":
       // Recorded for the reader of a violation; the rules judge liken's acts and records.
       return;
     case "operator-start":
@@ -176,6 +187,14 @@ function observeRecord(c: Ctx, o: Record_): void {
       throw new Error(`unknown observation ${JSON.stringify(never)}`);
     }
   }
+}
+
+function onMachine(c: Ctx, o: Of<"machine">): void {
+  const m = stateOf(c, o.machine.metadata.name);
+  // A mark: the step becomes Lost. The same step read again is no new mark.
+  if (stepLost(o.machine) && !stepLost(m.machine)) m.lostSince ??= o.at;
+  m.machine = o.machine;
+  c.out.push(...c.lapses.judge(o.machine, o.at));
 }
 
 /** A certificate lapsed or renewed, and whether a lapsed machine could join again (identity.ts). */
@@ -259,7 +278,7 @@ function disruptionBegins(c: Ctx, o: { at: number; machine: string }): void {
   }
   me.disrupted = o.at;
   const present = [...c.machines.values()].filter((m) => m.machine !== undefined);
-  const down = [...c.machines.entries()].filter(([, m]) => isDown(m));
+  const down = [...c.machines.entries()].filter(([, m]) => isDown(c, m));
   const budget = parseBudget(c.cluster?.spec.disruption?.maxUnavailable, present.length).budget;
   if (down.length > budget) {
     c.out.push({

@@ -20,6 +20,7 @@ export type Observation =
   | { kind: "node"; at: number; name: string; ready: boolean; bootId: string }
   | { kind: "node-deleted"; at: number; name: string }
   /** A Lease renewal seen (kept for the record; Lost is what the operator wrote). */
+  /** A heartbeat renewal (the simulator records the first one after each Lost mark). */
   | { kind: "lease"; at: number; name: string }
   /** An operator copy started, or woke from a pause: its start-up grace begins. */
   | { kind: "operator-start"; at: number; copy: string }
@@ -87,4 +88,12 @@ export interface Violation {
 export interface CheckSettings {
   /** The operator's start-up grace (START_GRACE_SECONDS unless the run set another). */
   startGraceMs: number;
+  /**
+   * The history records the first lease renewal after each Lost mark (`lease`): a machine is
+   * then Lost from its mark to that renewal, as the operator counts it (by the heartbeat), not
+   * for as long as its recorded step says Lost, which outlives the renewal when the writes that
+   * clear it fail (seed 71702). Without it (a history of real processes that does not watch
+   * Leases), Lost is read from the step.
+   */
+  leases?: boolean;
 }

@@ -43,6 +43,7 @@ import {
   type RebootTurn,
   type ReleaseRef,
   type RevertRecord,
+  type TakenBackTurn,
 } from "../api/index.js";
 import { staleChannelView } from "./stale-view.js";
 import {
@@ -56,8 +57,9 @@ import type { QueryCheckView } from "./prom-check.js";
 import { setCondition } from "./conditions.js";
 import { brakeOf, firstTrialCap, type BrakeView } from "./brake.js";
 import { parseBudget, type BudgetParse } from "./budget.js";
-import { overtake } from "./overtaken.js";
+import { overtake, type Overtaken } from "./overtaken.js";
 import { downOf, type Down } from "./down.js";
+import { settleTakenBack, takenBackEntry } from "./taken-back.js";
 import { canaryOf, withCanaryGrants, type CanaryGate } from "./canary.js";
 import { progressingCondition, stallDetail, type GrantBlock } from "./progress.js";
 import { seenUpTo } from "./freshness.js";
@@ -272,21 +274,17 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const settled = settleTurns(ctx, before.rebootTurns ?? []);
   const { stalls } = settled;
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
-  // A turn not acted on yet goes back when a machine went down since its grant (overtaken.ts).
-  const { kept, overtaken, ...took } = overtake({
-    turns: settled.kept,
-    byName,
-    lost,
-    budget: budget.budget,
-    fresh: machinesFresh(ctx),
-  });
+  const { kept, overtaken, takenBack, deferred } = takeBack(ctx, settled.kept, budget.budget);
   const releases = [
     ...settled.releases,
     ...overtaken.map((x): TurnRelease => ({ ...x, reason: "Overtaken" })),
   ];
   const canary = canaryOf(o.cluster, o.machines, kept, target, o.now);
-  const { grants, blocked } = grantTurns(ctx, kept, budget.budget, canary.gate);
+  const { grants, blocked } = grantTurns(ctx, kept, takenBack, budget.budget, canary.gate);
   const turns = [...kept, ...grants];
+  // A machine granted a new turn is counted by it: its taken-back record has done its job.
+  const regranted = new Set(grants.map((g) => g.machine));
+  const takenBackNow = takenBack.filter((t) => !regranted.has(t.machine));
   const lostMarks = markLost(ctx);
 
   const summary = summarize(o.cluster, o.machines, turns, lost, s.endpoint);
@@ -315,6 +313,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     ...before,
     ...summary,
     rebootTurns: turns,
+    takenBackTurns: takenBackNow.length > 0 ? takenBackNow : undefined,
     turns: joinBounded(
       turns.map((t) => t.machine),
       ",",
@@ -352,7 +351,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     releases,
     stalls,
     lostMarks,
-    needsFreshMachines: settled.deferred || took.deferred,
+    needsFreshMachines: settled.deferred || deferred,
     budget,
     blocked,
     held: heldNotice(before.conditions, progressing),
@@ -361,6 +360,34 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     revertRetargeted: rv.retargeted,
     floorWanted: rv.floorWanted,
     queryWanted: rv.queryWanted,
+  };
+}
+
+/**
+ * The turns taken back: those taken back earlier, until their machines say they did not act on
+ * them (taken-back.ts), and those not acted on yet that a machine down since their grant now
+ * refuses (overtaken.ts), recorded as taken back in the same write.
+ */
+function takeBack(
+  ctx: Ctx,
+  turns: readonly RebootTurn[],
+  budget: number,
+): {
+  kept: RebootTurn[];
+  overtaken: Overtaken[];
+  takenBack: TakenBackTurn[];
+  deferred: boolean;
+} {
+  const { o, byName, lost } = ctx;
+  const fresh = machinesFresh(ctx);
+  const back = settleTakenBack({ recorded: o.cluster.status?.takenBackTurns ?? [], byName, fresh });
+  const took = overtake({ turns, takenBack: back.kept, byName, lost, budget, fresh });
+  const now = rfc3339(o.now);
+  return {
+    kept: took.kept,
+    overtaken: took.overtaken,
+    takenBack: [...back.kept, ...took.overtaken.map((x) => takenBackEntry(x.turn, now))],
+    deferred: back.deferred || took.deferred,
   };
 }
 
@@ -716,6 +743,7 @@ function givenBack(m: Machine, turn: RebootTurn): Found {
 function grantTurns(
   ctx: Ctx,
   kept: readonly RebootTurn[],
+  takenBack: readonly TakenBackTurn[],
   budget: number,
   canary: CanaryGate,
 ): { grants: RebootTurn[]; blocked: GrantBlock | undefined } {
@@ -732,10 +760,14 @@ function grantTurns(
   const hold = holdOf(ctx, kept, canary);
   if (hold !== undefined) return { grants: [], blocked: hold };
 
-  const down = downOf(kept, o.machines, ctx.lost);
+  const down = downOf(kept, takenBack, o.machines, ctx.lost);
   // The budget already full (most passes of a rollout at scale): the loop below would stop at
   // the first candidate it looks at, whichever that is; no need to order thousands of them.
-  if (down.size >= budget) return fullBudget(eligible, canary, down.size, budget);
+  // Unless a candidate is down already (a turn taken back, not acknowledged): a new turn for
+  // it adds nobody, and the loop judges it against the others.
+  if (down.size >= budget && !eligible.some((m) => down.has(m.metadata.name))) {
+    return fullBudget(eligible, canary, down.size, budget);
+  }
   return grantInOrder(ctx, kept, eligible, down, budget, canary, target);
 }
 
@@ -762,12 +794,13 @@ function grantInOrder(
       if (grants.length >= canary.left) break;
       if (!canary.pool.has(m.metadata.name)) continue; // the canaries go first
     }
-    if (down.size >= budget) {
-      blocked = { kind: "budget", down: down.size, budget };
+    const refused = refusalOf(m, down, leaderDown, budget);
+    if (refused?.stop === true) {
+      blocked = refused.block;
       break;
     }
-    if (isLeader(m) && leaderDown !== undefined) {
-      blocked ??= { kind: "leader", machine: m.metadata.name, down: leaderDown.machine };
+    if (refused !== undefined) {
+      blocked ??= refused.block;
       continue;
     }
     if (cap !== undefined && grants.length >= cap.left) {
@@ -792,6 +825,29 @@ function grantInOrder(
     leaderDown ??= turn.leader ? d : undefined;
   }
   return { grants, blocked };
+}
+
+/**
+ * Why the budget or the leader rule refuses `m` now; `stop`: no later candidate can go either.
+ * A candidate down already (its turn taken back, not acknowledged) is judged against the
+ * others: its new turn replaces the record that counts it, and adds nobody.
+ */
+function refusalOf(
+  m: Machine,
+  down: ReadonlyMap<string, Down>,
+  leaderDown: Down | undefined,
+  budget: number,
+): { block: GrantBlock; stop: boolean } | undefined {
+  const self = down.get(m.metadata.name);
+  const others = down.size - (self === undefined ? 0 : 1);
+  if (others >= budget) {
+    // Another candidate may be down already too: only a newcomer ends the loop.
+    return { block: { kind: "budget", down: down.size, budget }, stop: self === undefined };
+  }
+  const leader =
+    leaderDown === self ? [...down.values()].find((d) => d.leader && d !== self) : leaderDown;
+  if (!isLeader(m) || leader === undefined) return undefined;
+  return { block: { kind: "leader", machine: m.metadata.name, down: leader.machine }, stop: false };
 }
 
 /**

@@ -1,12 +1,13 @@
-// A granted turn taken back before its machine acted on it (reason Overtaken): the grant was
-// right when made, but since then another machine went down (a power cut marked Lost, a
-// leader Lost) and the leader rule or the budget no longer allows it. A machine that started
-// (step Updating, an updateStage, back on the turn's release) keeps its turn: what it began
-// (a drain, a trial boot) is only ended by finishing it. One that did not start gives nothing
+// A granted turn taken back before its machine went past its drain (reason Overtaken): the
+// grant was right when made, but since then another machine went down (a power cut marked
+// Lost, a leader Lost) and the leader rule or the budget no longer allows it. A machine past
+// its drain (checking its slot, rebooting, proving, back on the turn's release) keeps its
+// turn: what it began (a trial boot) is only ended by finishing it. One that is draining gives
+// its turn back, undoing its cordon, and counts until it said so (taken-back.ts). One that did not start gives nothing
 // up by waiting: it asks again and is granted when the rules allow (docs/operator.md,
 // "Overtaken"). The agent reads its turn again right before it drains and before it arms, so
 // a turn taken back between the agent's look and its act is caught before the reboot.
-import type { Machine, RebootTurn } from "../api/index.js";
+import type { Machine, RebootTurn, TakenBackTurn } from "../api/index.js";
 import { downOf, type Down } from "./down.js";
 
 export interface Overtaken {
@@ -16,6 +17,8 @@ export interface Overtaken {
 
 export interface OvertakenView {
   turns: readonly RebootTurn[];
+  /** Turns taken back earlier and not acknowledged yet: down until then (taken-back.ts). */
+  takenBack: readonly TakenBackTurn[];
   byName: ReadonlyMap<string, Machine>;
   lost: ReadonlySet<string>;
   budget: number;
@@ -26,12 +29,20 @@ export interface OvertakenView {
   fresh: boolean;
 }
 
-/** Whether the machine acted on its turn, as its Machine says (or it is back on the release). */
+/**
+ * Whether the machine went past its drain on this turn, as its Machine says (or it is back on
+ * the release). A drain announced (stage Draining) may not have begun (seed 70695: the status
+ * landed, the drain came a second later into a budget a machine Lost since had filled) and is
+ * still taken back: the record taken back counts the machine until it says it did not act on
+ * the turn, or gave back what it began (taken-back.ts), so no budget is lost either way.
+ */
 export function started(m: Machine | undefined, t: RebootTurn): boolean {
   const s = m?.status;
   if (m === undefined || s === undefined) return true; // no word: nothing taken back on it
   if (t.returnedAt !== undefined || t.stalledAt !== undefined) return true;
-  return s.step === "Updating" || s.updateStage !== undefined || s.version === t.version;
+  if (s.version === t.version) return true;
+  if (s.updateStage === "Draining") return false;
+  return s.step === "Updating" || s.updateStage !== undefined;
 }
 
 /**
@@ -57,6 +68,7 @@ function judge(v: OvertakenView): { kept: RebootTurn[]; overtaken: Overtaken[] }
   const waits = new Set(waiting);
   const down = downOf(
     v.turns.filter((t) => !waits.has(t)),
+    v.takenBack,
     v.byName.values(),
     v.lost,
   );

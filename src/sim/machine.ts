@@ -4,6 +4,7 @@ import type { MachineStatus, ReleaseRef, SlotName } from "../api/index.js";
 import type { Slot } from "../bootloader/types.js";
 import type { Decision as AgentDecision, Observed as AgentObserved } from "../agent/steps.js";
 import { judgeBoot } from "../bootloader/types.js";
+import { turnTakenBackSeen } from "../agent/status.js";
 import type { Mutant } from "./mutants.js";
 
 export const other = (s: Slot): Slot => (s === "a" ? "b" : "a");
@@ -59,6 +60,8 @@ export function agentObserved(
     reachable: boolean;
     target: ReleaseRef | undefined;
     turn: boolean;
+    /** The grantedAt of this machine's record in status.takenBackTurns, if any. */
+    turnTakenBack: string | undefined;
     mutant: Mutant | undefined;
   },
 ): AgentObserved {
@@ -83,6 +86,7 @@ export function agentObserved(
     downloadFailedAt: undefined,
     failedDigests: s.memory.failed,
     drainedDigest: s.memory.drained,
+    ...(look.turnTakenBack !== undefined ? { turnTakenBack: look.turnTakenBack } : {}),
     nodeName: s.name,
     node: nodeSeen(s, look.mutant),
     nodeUnread: look.reachable ? undefined : "network cut",
@@ -107,10 +111,11 @@ function nodeSeen(s: Sim, mutant: Mutant | undefined): AgentObserved["node"] {
  * place), by reference: the releases are the run's constant objects, the failed list a new
  * array on every change.
  */
-function inputsOf(s: Sim, d: AgentDecision): readonly unknown[] {
+function inputsOf(s: Sim, d: AgentDecision, o: AgentObserved): readonly unknown[] {
   const staged = s.slots[other(s.running)];
   const running = s.slots[s.running].release;
   return [
+    turnTakenBackSeen(s.status, o, d)?.grantedAt,
     d.step,
     d.stage,
     d.wantsTurn,
@@ -131,13 +136,14 @@ const lastStatus = new WeakMap<Sim, { inputs: readonly unknown[]; out: MachineSt
 export function statusAfter(
   s: Sim,
   d: AgentDecision,
+  o: AgentObserved,
   now: number,
   releases: readonly ReleaseRef[],
 ): MachineStatus {
-  const inputs = inputsOf(s, d);
+  const inputs = inputsOf(s, d, o);
   const last = lastStatus.get(s);
   if (last?.out === s.status && inputs.every((x, i) => x === last.inputs[i])) return last.out;
-  const out = freshStatus(s, d, now, releases);
+  const out = freshStatus(s, d, o, now, releases);
   lastStatus.set(s, { inputs, out });
   return out;
 }
@@ -145,6 +151,7 @@ export function statusAfter(
 function freshStatus(
   s: Sim,
   d: AgentDecision,
+  o: AgentObserved,
   now: number,
   releases: readonly ReleaseRef[],
 ): MachineStatus {
@@ -166,6 +173,10 @@ function freshStatus(
     })),
   };
   if (d.stage !== undefined) st.updateStage = d.stage;
+  // The agent's own rule (status.ts): the word that a turn taken back was not acted on.
+  const seen = turnTakenBackSeen(prev, o, d);
+  if (seen !== undefined) st.turnTakenBack = seen;
+  else delete st.turnTakenBack;
   if (staged.state === "staged" && staged.release !== undefined) {
     const same = prev.staged?.digest === staged.release.digest && prev.staged.slot === slot;
     st.staged = {

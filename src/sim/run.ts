@@ -56,7 +56,10 @@ export function runSeed(seed: number, mutant?: Mutant, faults?: readonly Fault[]
   const drawn = shapeOf(seed);
   const schedule = [...(faults ?? drawn.faults)];
   const { history } = runWorld(seed, drawn.shape, schedule, mutant);
-  const violations = checkHistory(history, { startGraceMs: START_GRACE_SECONDS * 1000 });
+  const violations = checkHistory(history, {
+    startGraceMs: START_GRACE_SECONDS * 1000,
+    leases: true,
+  });
   return { seed, shape: drawn.shape, faults: schedule, violations };
 }
 

@@ -11,6 +11,7 @@ import {
   beforeDrain,
   decide as agentDecide,
   type Decision as AgentDecision,
+  type Observed as AgentObserved,
 } from "../agent/steps.js";
 import {
   decide as operatorDecide,
@@ -192,6 +193,8 @@ export function runWorld(
     });
   }
   const leases = new Map<string, number>();
+  /** Machines marked Lost whose first renewal since is not recorded yet. */
+  const marked = new Set<string>();
   const copies: Copy[] = [];
   for (let i = 0; i < shape.operators; i++) {
     copies.push({
@@ -488,6 +491,7 @@ export function runWorld(
       const next = { ...cur.obj, status: { ...cur.obj.status, step: mark.step } };
       const r = api.update(mkey(mark.machine), next, Number(mark.resourceVersion));
       if (r.code === 200 || r.code === 504) observeMachine(mark.machine);
+      if ((r.code === 200 || r.code === 504) && mark.step === "Lost") marked.add(mark.machine);
     }
   }
 
@@ -595,8 +599,31 @@ export function runWorld(
   function agentTick(s: Sim): void {
     const reachable = linkOf(s);
     if (!s.powered || !s.agentUp) return;
-    if (reachable) leases.set(s.name, now);
+    if (reachable) renewed(s);
     const c = blindTo(mutant, readCluster().obj);
+    const o = agentLook(s, c, reachable);
+    const d = agentDecide(o);
+    if (d.action.kind === "drain") {
+      // daemon.ts's order for a disruption: the status announcing it first, and the drain only
+      // once it is stored (seed 71742: a drain whose status write failed went uncounted).
+      s.status = statusAfter(s, d, o, now, [V1, V2, V3]);
+      if (reachable && writeStatus(s)) act(s, d.action, c);
+      return;
+    }
+    act(s, d.action, c);
+    s.status = statusAfter(s, d, o, now, [V1, V2, V3]);
+    if (reachable) writeStatus(s);
+  }
+
+  /** A heartbeat renewal; the first after a Lost mark ends Lost, as the operator counts it. */
+  function renewed(s: Sim): void {
+    leases.set(s.name, now);
+    // The checker's settings.leases: the other renewals change nothing the rules read.
+    if (marked.delete(s.name)) history.push({ kind: "lease", at: at(), name: s.name });
+  }
+
+  /** What the agent's decide() is shown this second (its turn read recorded in the history). */
+  function agentLook(s: Sim, c: Cluster, reachable: boolean): AgentObserved {
     const staged = s.slots[other(s.running)].release;
     const mine = (c.status?.rebootTurns ?? []).find((t) => t.machine === s.name);
     if (reachable && mine !== undefined) {
@@ -607,16 +634,16 @@ export function runWorld(
       reachable,
       target: reachable ? effectiveTarget(c) : undefined,
       turn: mine !== undefined && staged !== undefined && mine.digest === staged.digest,
+      turnTakenBack: reachable
+        ? c.status?.takenBackTurns?.find((t) => t.machine === s.name)?.grantedAt
+        : undefined,
       mutant,
     });
     if (o.boot.kind === "on-trial" && s.memory.trialSeenAt === undefined) {
       s.memory.trialSeenAt = now - s.bootAt;
       o.trialSeenAt = s.memory.trialSeenAt;
     }
-    const d = agentDecide(o);
-    act(s, d.action, c);
-    s.status = statusAfter(s, d, now, [V1, V2, V3]);
-    if (reachable) writeStatus(s);
+    return o;
   }
 
   /**
@@ -625,17 +652,19 @@ export function runWorld(
    * Machine is the one this agent wrote last (same resourceVersion).
    */
   const written = new Map<string, { rv: number; status: MachineStatus; text: string }>();
-  function writeStatus(s: Sim): void {
+  function writeStatus(s: Sim): boolean {
     const cur = readMachine(s.name);
-    if (cur === undefined) return;
+    if (cur === undefined) return false;
     const last = written.get(s.name);
     const mine = last?.rv === cur.rv;
-    if (mine && last.status === s.status) return; // statusAfter's same object: unchanged
+    if (mine && last.status === s.status) return true; // statusAfter's same object: unchanged
     const text = JSON.stringify(s.status);
-    if (text === (mine ? last.text : JSON.stringify(cur.obj.status))) return;
+    if (text === (mine ? last.text : JSON.stringify(cur.obj.status))) return true;
     const r = api.update(mkey(s.name), { ...cur.obj, status: s.status }, undefined);
     if (r.code === 200) written.set(s.name, { rv: r.rv, status: s.status, text });
     if (r.code === 200 || r.code === 504) observeMachine(s.name);
+    // A 504 may have landed, but the writer cannot know: not a licence to act on.
+    return r.code === 200;
   }
 
   function act(s: Sim, a: Action, c: Cluster): void {

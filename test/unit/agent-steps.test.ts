@@ -228,11 +228,11 @@ const rows: Row[] = [
     action: "drain",
   },
   {
-    name: "no turn, drained before: never check-and-reboot",
+    name: "no turn, drained before: never check-and-reboot; the drain given back first",
     o: base({ other: stagedV2, turn: false, drainedDigest: V2.digest }),
     phase: "AwaitingTurn",
     step: "UpdatePending",
-    action: "request-turn",
+    action: "release-turn",
   },
   {
     name: "API unreachable while steady: serve on, do nothing",

@@ -483,3 +483,42 @@ describe("checkHistory", () => {
     expect(v?.at).toBe(111);
   });
 });
+
+// Lost as the operator counts it (seed 71702): from its mark to the first renewal after it when
+// the history records renewals (the simulator), else while the step says Lost (a torture run,
+// which does not watch Leases). m2 is marked Lost at 50; its step still reads Lost at 100
+// because the writes that clear it failed; m1 drains at 100 on a budget of 1.
+describe("Lost lasts from the mark to the first renewal after it", () => {
+  const marked: Observation[] = [
+    ...start(["m1", "m2"]),
+    { kind: "cluster", at: 1, cluster: cluster({ maxUnavailable: 1 }) },
+    { kind: "machine", at: 50, machine: machine("m2", { status: { step: "Lost" } }) },
+  ];
+  const renewed: Observation = { kind: "lease", at: 60, name: "m2" };
+  const rows: { side: string; h: Observation[]; leases: boolean; down: boolean }[] = [
+    {
+      side: "renewed after the mark, step still Lost: back",
+      h: [...marked, renewed],
+      leases: true,
+      down: false,
+    },
+    { side: "no renewal after the mark: Lost", h: marked, leases: true, down: true },
+    {
+      side: "a renewal before the mark does not end it",
+      h: [...marked.slice(0, -1), { ...renewed, at: 40 }, marked.at(-1)!],
+      leases: true,
+      down: true,
+    },
+    {
+      side: "renewals not recorded: the step says Lost",
+      h: [...marked, renewed],
+      leases: false,
+      down: true,
+    },
+  ];
+  it.each(rows)("$side", (row) => {
+    const h = [...row.h, ...turnOf("m1", 100).slice(0, 2)];
+    const rules = checkHistory(h, { ...SETTINGS, leases: row.leases }).map((v) => v.rule);
+    expect(rules.includes("budget")).toBe(row.down);
+  });
+});

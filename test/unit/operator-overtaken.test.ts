@@ -8,7 +8,7 @@ import { decide } from "../../src/operator/decide.js";
 import { SETTINGS, V2, asking, cluster, machine, observed, turn } from "./operator-fixtures.js";
 
 const leader = { spec: { role: "Leader" as const } };
-const started: Partial<MachineStatus> = { step: "Updating", updateStage: "Draining" };
+const started: Partial<MachineStatus> = { step: "Updating", updateStage: "CheckingSlot" };
 
 interface Row {
   name: string;
@@ -46,6 +46,17 @@ const rows: Row[] = [
     turns: [{ machine: "m1", leader: true }],
     silent: ["m2"],
     want: [],
+  },
+  {
+    name: "a leader draining is taken back too (counted until it says it gave its drain back)",
+    budget: 3,
+    machines: [
+      asking("m1", { ...leader, status: { step: "Updating", updateStage: "Draining" } }),
+      machine("m2", leader),
+    ],
+    turns: [{ machine: "m1", leader: true }],
+    silent: ["m2"],
+    want: ["m1: leader m2 is down since the grant, and one leader is down at a time"],
   },
   {
     name: "a worker's turn with a leader Lost: the leader rule is for leaders",
