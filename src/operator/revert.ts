@@ -130,7 +130,7 @@ function heldRevert(
 ): RevertOutcome {
   const r = view.revert;
   if (r === undefined) {
-    if (view.hold.rule === "Recalled") return wantRevert(i, view.from, base);
+    if (REVERTIBLE.has(view.hold.rule)) return wantRevert(i, view.from, base);
     return { ...base, condition: endedCondition(i, i.cluster.status?.revert) };
   }
   if (view.hold.rule !== "RevertTargetWithdrawn") {
@@ -168,6 +168,14 @@ function heldRevert(
     retargeted: { revert: retargeted, was: r.to, why },
   };
 }
+
+/**
+ * The holds whose message names `liken rollout revert` as the way out, with the held release as
+ * the one to leave: a revert of it is decided as for a release in force (a person's request, or
+ * the threshold). Every hold's named action must work (issue 48: NotVouched named it, and the
+ * request was dropped with nothing said).
+ */
+const REVERTIBLE: ReadonlySet<string> = new Set(["Recalled", "NotVouched"]);
 
 /**
  * spec.rollout.unrevoke clears what was revoked, reverted or requested for exactly its release

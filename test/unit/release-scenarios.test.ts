@@ -153,6 +153,35 @@ describe("2.1 a recall of the release reverted FROM", () => {
   });
 });
 
+describe("a hold's named action works: NotVouched names `liken rollout revert`", () => {
+  // The followed release V2, taken, left the signed targets (NotInChannel): the fleet holds, and
+  // the hold tells a person to revert. The request must start the revert, not be dropped.
+  const notVouched = (): Cluster =>
+    following(
+      { taken: R2 },
+      {
+        lastKnownGood: { ...R1, since: iso(NOW, -86_400) },
+        conditions: [condition("ChannelTrusted", "False", "NotInChannel")],
+      },
+    );
+  const fleet = [machine("m1", { status: { ...R1, step: "Ready" } }), asksFor("m2", R2, R1)];
+
+  it("holds, and says to revert", () => {
+    const d = run(notVouched(), fleet);
+    expect(granted(d)).toEqual([]);
+    expect(progressing(d)?.message).toContain("liken rollout revert");
+  });
+
+  it("a `liken rollout revert` of the held release starts the revert", () => {
+    const c = notVouched();
+    c.spec.rollout = { revertRequest: { ...R2, by: "alice", at: iso(NOW, -10) } };
+    const d = run(c, fleet);
+    expect(d.revertStarted).toMatchObject({ from: R2, to: R1, trigger: "Request" });
+    expect(reverted(d)).toMatchObject({ status: "True", reason: "RevertedByRequest" });
+    expect(granted(d)).toEqual([`m2->${V1}`]);
+  });
+});
+
 describe("2.2 a revert to a last known good recalled since", () => {
   const base = (status: ClusterStatus): Cluster =>
     following(
