@@ -7,7 +7,7 @@
 // process (not `liken agent run`: 30 agents and their download children do not fit 2 cores
 // beside the control plane); its slot a holds nothing of the release. The channel is a static
 // server whose bodies share one token bucket at --rate (a WAN uplink). Peers on: the operator's
-// decider (src/operator/peer-assign.ts) assigns sources each time a download ends; a machine
+// decider (src/operator/peers/assign.ts) assigns sources each time a download ends; a machine
 // that staged starts liken's peer server (rate 50 MiB/s) and becomes a holder.
 // Last line:
 //   fleet-download: machines=30 channel-bytes-vs-one-copy=… stage-all-on-vs-off=… off-copies=…
@@ -20,7 +20,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { parseSize } from "../src/cli/commands/size.js";
-import { assignSources, type Holder } from "../src/operator/peer-assign.js";
+import { assignSources, type Holder } from "../src/operator/peers/assign.js";
 import { buildRelease } from "../src/release/build.js";
 import type { AgentSlotsConfig } from "../src/slots/config.js";
 import {

@@ -94,7 +94,7 @@ export function assignedPeers(
 
 /**
  * Why a downloader refuses to fetch from a peer URL, or undefined when it may. The operator
- * hands out only http://<a Node's IP address>:<port>/ (src/operator/peer-address.ts); anything
+ * hands out only http://<a Node's IP address>:<port>/ (src/operator/peers/address.ts); anything
  * else in status.peerSources was not made by it (an older operator, or a hand edit) and could
  * aim this machine's requests anywhere: a name to resolve, a path, credentials, the link-local
  * range (a cloud's metadata service at 169.254.169.254) or an address of no host.

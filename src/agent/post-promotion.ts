@@ -2,7 +2,7 @@
 // health.ts) run again on a schedule while spec.rollout.revert watches the release, and the
 // verdict, naming this boot and the release, goes on the Machine's status
 // (status.postPromotionHealth). cluster-operator counts a Failed verdict as a failure of the
-// release towards the automatic revert's threshold (src/operator/post-promotion.ts). Pure:
+// release towards the automatic revert's threshold (src/operator/revert/post-promotion.ts). Pure:
 // when to run (postPromotionStep) and what to write (verdictOf); running the gates is
 // health-run.ts's HealthGates.check.
 import {

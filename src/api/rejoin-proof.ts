@@ -3,7 +3,7 @@
 // rotated): the key of that certificate signs the new request's public key, the machine's name
 // and the moment of signing. The agent writes it in three annotations of its
 // CertificateSigningRequest (src/agent/identity/); cluster-operator's approver reads it back
-// (src/operator/csr/) and compares the key with the digest the Machine last reported
+// (src/operator/identity/) and compares the key with the digest the Machine last reported
 // (status.certificateKeyDigest). docs/adr/rejoin-after-ca-rotation.md says why.
 //
 // node:crypto only: the agent loads this module (docs/adr/agent-csr-without-x509.md).

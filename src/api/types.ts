@@ -405,7 +405,7 @@ export interface KnownGood extends ReleaseRef {
 }
 
 /**
- * What this Cluster showed of one release it took (status.evidence; src/operator/evidence.ts):
+ * What this Cluster showed of one release it took (status.evidence; src/operator/status/evidence.ts):
  * read by `liken promote` from the clusters of a ring. Counts only grow; the soak is read as
  * (revertedAt or now) - firstProvenAt, never written (a field that changed each tick would
  * make a status write each tick).
@@ -711,7 +711,7 @@ export interface ClusterStatus {
   available?: string;
   /**
    * The AVAILABLE column: `available`, marked "(failed on MACHINE)" when a machine of this
-   * Cluster failed it, or "(revoked)" when a revert revoked it (src/operator/available.ts).
+   * Cluster failed it, or "(revoked)" when a revert revoked it (src/operator/status/available.ts).
    */
   availableText?: string;
   /** Names of the leader machines (LEADERS column prints them as a JSON list). */

@@ -64,7 +64,7 @@ export interface WatcherOptions<T = unknown> extends ListOptions {
   resumeFrom?: string;
   /**
    * Applied to every object on arrival (list items, watch events), before it is cached or
-   * handed on: a daemon keeps only the fields it reads (the operator: src/operator/trim.ts).
+   * handed on: a daemon keeps only the fields it reads (the operator: src/operator/run/trim.ts).
    * It may change the object in place: nobody else holds it.
    */
   trim?: (object: T) => T;

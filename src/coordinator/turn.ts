@@ -11,7 +11,7 @@
 //   taken back the operator moves a turn not started into status.takenBackTurns (Overtaken);
 //            the agent acts on none there, gives back what it began (uncordon once its node is
 //            back), then names the grant in Machine status.turnTakenBack; the operator counts
-//            the machine as down until then (src/operator/taken-back.ts).
+//            the machine as down until then (src/operator/turns/taken-back.ts).
 import { rfc3339 } from "../api/time.js";
 import {
   sameRelease,

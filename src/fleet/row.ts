@@ -2,7 +2,7 @@
 // Cluster, decided from the Cluster and its Machines alone (pure; table tests in
 // test/unit/fleet-row.test.ts).
 import { LABEL_RING, type Cluster, type ClusterCondition, type Machine } from "../api/index.js";
-import { targetOf } from "../operator/machine-view.js";
+import { targetOf } from "../operator/view/machine-view.js";
 
 /** Progressing reasons that hold a rollout although the condition reads True. */
 const HOLDING = new Set([

@@ -27,7 +27,7 @@
 //                   rejoin (identity.ts).
 import type { Cluster, Machine, SlotName } from "../api/index.js";
 import { effectiveTarget } from "../target/view.js";
-import { parseBudget } from "../operator/budget.js";
+import { parseBudget } from "../operator/turns/budget.js";
 import type { CheckSettings, History, Observation, Rel, Violation } from "./history.js";
 import { releaseViolations } from "./release.js";
 import { LapseRule } from "./identity.js";

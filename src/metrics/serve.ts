@@ -1,5 +1,5 @@
 // Serves one prom-client Registry over HTTP at /metrics, for the operator and the agent
-// alike (each owns its registry: src/operator/metrics.ts, src/agent/metrics.ts). The
+// alike (each owns its registry: src/operator/run/metrics.ts, src/agent/metrics.ts). The
 // address is "host:port", ":port" (every interface) or "off"; port 0 picks a free port,
 // and the URL actually bound is returned (and logged by the caller) so tests and the lab
 // can scrape a process whose port they did not choose.

@@ -5,7 +5,7 @@
 // version) refuses the promotion whatever the rest shows; evidence that is about it but short
 // says which cluster lacks what.
 import { sameRelease, type ReleaseEvidence } from "../api/types.js";
-import { soakSecondsOf } from "../operator/evidence.js";
+import { soakSecondsOf } from "../operator/status/evidence.js";
 import { rfc3339 } from "../api/time.js";
 import type { ClusterEvidence, SignedEvidence } from "../verify/evidence.js";
 import type { PromoteCode } from "./errors.js";

@@ -18,7 +18,7 @@ import {
   DEFAULT_SETTINGS,
   type ChannelView,
 } from "../operator/decide.js";
-import { trustViewOf } from "../operator/trust.js";
+import { trustViewOf } from "../operator/channel/trust.js";
 import type { FloorRead } from "../target/decide.js";
 import { planDrain } from "../drain/plan.js";
 import type { Observation } from "../invariants/index.js";

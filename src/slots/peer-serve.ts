@@ -145,7 +145,7 @@ const PIECE = PEER_PIECE;
 
 /**
  * Connections served at once. The operator gives a holder at most 4 downloaders as their main
- * source and a few more as a spare (src/operator/peer-sources-status.ts), and a download opens
+ * source and a few more as a spare (src/operator/peers/sources-status.ts), and a download opens
  * one connection per artifact at a time: 32 leaves room for all of them, and keeps what stalled
  * readers can hold to 32 pieces of 64 KiB plus their sockets' buffers. One more is closed at once;
  * its downloader drops this peer (unreachable) and takes the chunks from its next source.

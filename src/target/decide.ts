@@ -57,7 +57,7 @@ export interface TrustInput {
 
 /**
  * What the operator read of the revert floor of the release a revert leaves (its release.yaml
- * revertFloor, verified against the catalog digest: src/operator/floor.ts).
+ * revertFloor, verified against the catalog digest: src/operator/channel/floor.ts).
  */
 export type FloorRead =
   /** Read and verified; `floor` absent: the release declares none. */

@@ -6,7 +6,7 @@
 // gives the turn back and uncordons, and runs the new target.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
-import { brakeOf } from "../../src/operator/brake.js";
+import { brakeOf } from "../../src/operator/turns/brake.js";
 import { kubectl, waitFor } from "../support/kube.js";
 import { Fleet, checkTurnInvariants } from "./agent-harness.js";
 import { runFirstRelease } from "./fleet-steps.js";

@@ -10,8 +10,8 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { newKey, requestCertificate, requestName } from "../../src/agent/identity/request.js";
-import { CsrApprover } from "../../src/operator/csr/approver.js";
-import { FLOOD_MAX } from "../../src/operator/csr/decide.js";
+import { CsrApprover } from "../../src/operator/identity/approver.js";
+import { FLOOD_MAX } from "../../src/operator/identity/decide.js";
 import {
   bootstrapToken,
   csrEventReasons,

@@ -26,8 +26,8 @@ import { keyDigest, rejoinAnnotations } from "../../src/api/rejoin-proof.js";
 import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { newKey, requestCertificate, requestName } from "../../src/agent/identity/request.js";
-import { CsrApprover } from "../../src/operator/csr/approver.js";
-import { REJOIN_PROOF_SKEW_MS } from "../../src/operator/csr/decide.js";
+import { CsrApprover } from "../../src/operator/identity/approver.js";
+import { REJOIN_PROOF_SKEW_MS } from "../../src/operator/identity/decide.js";
 import {
   bootstrapToken,
   csrEventReasons,

@@ -16,7 +16,7 @@ import { authenticatedUser } from "../../src/api/self-review.js";
 import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
-import { CsrApprover } from "../../src/operator/csr/approver.js";
+import { CsrApprover } from "../../src/operator/identity/approver.js";
 import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
 import { kubeConfig, serviceAccountKubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {

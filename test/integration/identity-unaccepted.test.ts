@@ -19,7 +19,7 @@ import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { isUnauthorized } from "../../src/api/errors.js";
 import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
 import { MachineIdentity } from "../../src/agent/identity/identity.js";
-import { CsrApprover } from "../../src/operator/csr/approver.js";
+import { CsrApprover } from "../../src/operator/identity/approver.js";
 import { bootstrapToken, installIdentityRbac, untrustedCertificate } from "../support/identity.js";
 import {
   controlPlane,

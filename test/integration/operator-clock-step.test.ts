@@ -11,7 +11,7 @@ import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Machine } from "../../src/api/types.js";
 import type { Logger } from "../../src/operator/logger.js";
-import { Operator } from "../../src/operator/operator.js";
+import { Operator } from "../../src/operator/run/operator.js";
 import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {
   Heartbeats,

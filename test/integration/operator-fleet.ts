@@ -20,7 +20,7 @@ import {
   type MachineStatus,
   type Role,
 } from "../../src/api/index.js";
-import { parseBudget } from "../../src/operator/budget.js";
+import { parseBudget } from "../../src/operator/turns/budget.js";
 import {
   eventsWhere,
   kubeConfig,

@@ -8,7 +8,7 @@
 // (a Lease held by an earlier test's copy would delay it and hide a missing grace).
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { START_GRACE_SECONDS } from "../../src/api/index.js";
-import { PAUSE_MS } from "../../src/operator/liveness.js";
+import { PAUSE_MS } from "../../src/operator/run/liveness.js";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
   api,

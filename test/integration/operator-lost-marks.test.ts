@@ -1,10 +1,10 @@
 // Many machines silent at once (a partition, a starved heartbeat sender): the operator marks
-// every one Lost, with at most MAX_MARKS_IN_FLIGHT writes in flight (src/operator/operator.ts,
+// every one Lost, with at most MAX_MARKS_IN_FLIGHT writes in flight (src/operator/run/operator.ts,
 // writeLostMarks). A write each at once opened as many TLS connections, with their Events,
 // and took most of its CPU at 5,000 machines. The real API server, a real in-process Operator.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Logger } from "../../src/operator/logger.js";
-import { MAX_MARKS_IN_FLIGHT, Operator } from "../../src/operator/operator.js";
+import { MAX_MARKS_IN_FLIGHT, Operator } from "../../src/operator/run/operator.js";
 import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {
   api,

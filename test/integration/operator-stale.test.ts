@@ -2,7 +2,7 @@
 // Cluster's resourceVersion, so two copies of cluster-operator cannot both give one slot of
 // the budget to a machine"). Two real `liken operator` processes on the real API server; one
 // is paused between its read and its write (the LIKEN_TEST_HOLD_TURN_WRITE seam, see
-// src/operator/hold.ts) while the other grants. The two would pick different machines: the
+// src/operator/run/hold.ts) while the other grants. The two would pick different machines: the
 // paused copy read a Cluster where only lead-1 asked; lead-2 then asks with an older request,
 // so the live copy puts lead-2 first. Both are leaders, and the budget (2) would allow both:
 // only the leader rule, and the record that carries it, keeps them apart.

@@ -1,10 +1,10 @@
-// What the operator keeps of each watched object (src/operator/trim.ts): the fields it reads,
+// What the operator keeps of each watched object (src/operator/run/trim.ts): the fields it reads,
 // not managedFields, which the API server adds to every object written (the agent's and the
 // operator's status writes) and which were most of the watch caches at 5,000 Machines. The real
 // API server, a real in-process Operator, its watches as `liken operator` builds them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Logger } from "../../src/operator/logger.js";
-import { Operator } from "../../src/operator/operator.js";
+import { Operator } from "../../src/operator/run/operator.js";
 import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {
   api,

@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Cluster, ClusterCondition, TrustSpec } from "../../src/api/types.js";
 import type { Logger } from "../../src/operator/logger.js";
-import { Operator } from "../../src/operator/operator.js";
+import { Operator } from "../../src/operator/run/operator.js";
 import {
   recallRelease,
   refreshChannel,

@@ -17,7 +17,7 @@ import type { Cluster, RequireEvidence } from "../../src/api/types.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { isLikenError } from "../../src/errors.js";
 import type { Logger } from "../../src/operator/logger.js";
-import { Operator } from "../../src/operator/operator.js";
+import { Operator } from "../../src/operator/run/operator.js";
 import { promote } from "../../src/promote/promote.js";
 import type { Policy } from "../../src/promote/policy.js";
 import { parseContextRef } from "../../src/promote/read.js";

@@ -19,8 +19,8 @@ type LogLevel = NonNullable<PartialStrykerOptions["logLevel"]>;
 /** The modules mutated: pure functions from what is observed to what to do. */
 export const MODULES = [
   "src/operator/decide.ts",
-  "src/operator/budget.ts",
-  "src/operator/machine-view.ts",
+  "src/operator/turns/budget.ts",
+  "src/operator/view/machine-view.ts",
   "src/agent/steps.ts",
   "src/drain/plan.ts",
   "src/verify/release.ts",

@@ -13,7 +13,7 @@ import {
   type RejoinLook,
 } from "../../src/agent/rejoin.js";
 import { DEFAULT_TIMEOUTS, decide, type Observed } from "../../src/agent/steps.js";
-import { failedTrialOf } from "../../src/operator/brake.js";
+import { failedTrialOf } from "../../src/operator/turns/brake.js";
 import { BOOT_STARTED_AT, observed, V1, V2, V3 } from "./agent-fixtures.js";
 
 const THIS = "boot-2";

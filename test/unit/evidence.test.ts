@@ -1,4 +1,4 @@
-// Evidence, as tables: what a Cluster records of each release it took (src/operator/evidence.ts),
+// Evidence, as tables: what a Cluster records of each release it took (src/operator/status/evidence.ts),
 // whether a followed release carries the signed evidence its Cluster requires
 // (src/target/evidence.ts, through the release decision), and which signed evidence the client
 // reads at all (src/verify/evidence.ts).
@@ -10,7 +10,7 @@ import type {
   ReleaseRef,
   SignedEvidenceSummary,
 } from "../../src/api/types.js";
-import { evidenceOf, evidenceText, soakSecondsOf } from "../../src/operator/evidence.js";
+import { evidenceOf, evidenceText, soakSecondsOf } from "../../src/operator/status/evidence.js";
 import { evidenceHoldMessage, shortfalls } from "../../src/target/evidence.js";
 import { decideRelease, type ReleaseInput } from "../../src/target/decide.js";
 import {

@@ -2,7 +2,7 @@
 // (issue 42, item 1): a person must not read "newer release, take it" there.
 import { describe, expect, it } from "vitest";
 import type { Machine, RevokedRelease } from "../../src/api/index.js";
-import { availableText } from "../../src/operator/available.js";
+import { availableText } from "../../src/operator/status/available.js";
 
 const D = `sha256:${"d".repeat(64)}`;
 

@@ -3,7 +3,7 @@
 // (spec.rollout.soakSeconds). Window arithmetic has its own table in operator-windows.test.ts.
 import { describe, expect, it } from "vitest";
 import type { Cluster, Machine, TrialRecord } from "../../src/api/index.js";
-import { brakeOf } from "../../src/operator/brake.js";
+import { brakeOf } from "../../src/operator/turns/brake.js";
 import { decide } from "../../src/operator/decide.js";
 import {
   D1,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseBudget } from "../../src/operator/budget.js";
+import { parseBudget } from "../../src/operator/turns/budget.js";
 import { compareVersions, newest, oldest } from "../../src/target/version-order.js";
 
 describe("parseBudget", () => {

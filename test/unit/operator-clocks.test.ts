@@ -4,8 +4,8 @@
 // record of the trial it saw at the grant, never on the agent's time stamps).
 import { describe, expect, it } from "vitest";
 import { decide } from "../../src/operator/decide.js";
-import { HeartbeatTracker } from "../../src/operator/heartbeats.js";
-import { PAUSE_MS, PauseDetector, jumpOf, type ClockJump } from "../../src/operator/liveness.js";
+import { HeartbeatTracker } from "../../src/operator/run/heartbeats.js";
+import { PAUSE_MS, PauseDetector, jumpOf, type ClockJump } from "../../src/operator/run/liveness.js";
 import {
   GRANTED,
   NOW,

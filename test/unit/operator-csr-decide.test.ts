@@ -9,8 +9,8 @@ import {
   type CsrView,
   type CsrWorld,
   type RequestFacts,
-} from "../../src/operator/csr/decide.js";
-import { carries } from "../../src/operator/csr/approver.js";
+} from "../../src/operator/identity/decide.js";
+import { carries } from "../../src/operator/identity/approver.js";
 
 const NOW = Date.parse("2026-12-04T10:00:00Z");
 const REQUEST: RequestFacts = {

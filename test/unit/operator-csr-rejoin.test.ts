@@ -1,6 +1,6 @@
 // A machine joining again after a CA rotation (docs/adr/rejoin-after-ca-rotation.md): the
 // proof's signature, read back by the approver's own reader, and the approver's rule over it,
-// table by table. Each refusal row fails when its check in src/operator/csr/decide.ts is
+// table by table. Each refusal row fails when its check in src/operator/identity/decide.ts is
 // removed; the takeover rows are the ones an attacker with the bootstrap token would try.
 import { createPublicKey } from "node:crypto";
 import { describe, expect, it } from "vitest";
@@ -20,7 +20,7 @@ import {
   type CsrView,
   type CsrWorld,
   type Target,
-} from "../../src/operator/csr/decide.js";
+} from "../../src/operator/identity/decide.js";
 
 const NOW = Date.parse("2026-12-05T10:00:00Z");
 const OLD = newKey();

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Cluster } from "../../src/api/index.js";
 import { KubeEvents } from "../../src/operator/events.js";
-import { EVENT_CONNECTIONS, eventsConfig } from "../../src/operator/operator.js";
+import { EVENT_CONNECTIONS, eventsConfig } from "../../src/operator/run/operator.js";
 import { plainKubeConfig } from "../support/plain-kubeconfig.js";
 
 let server: http.Server | undefined;

@@ -5,7 +5,7 @@ import {
   opensAt,
   wavePosition,
   type FollowInput,
-} from "../../src/operator/follow.js";
+} from "../../src/operator/channel/follow.js";
 import type { ChannelRelease } from "../../src/verify/tuf-target.js";
 
 const T0 = new Date("2026-11-01T00:00:00Z");

@@ -4,7 +4,7 @@
 // as GivenBack or MachineDeleted on that view: the decision keeps it and asks for a fresh read.
 import { describe, expect, it } from "vitest";
 import { decide } from "../../src/operator/decide.js";
-import { seenUpTo } from "../../src/operator/freshness.js";
+import { seenUpTo } from "../../src/operator/view/freshness.js";
 import {
   GRANTED,
   SETTINGS,

@@ -1,8 +1,8 @@
-// The Machines of each Cluster as the watch keeps them (src/operator/machine-index.ts): a pass
+// The Machines of each Cluster as the watch keeps them (src/operator/run/machine-index.ts): a pass
 // reads its Cluster's Machines with no copy when none changed, a fresh array when one did.
 import { describe, expect, it } from "vitest";
 import type { Machine } from "../../src/api/index.js";
-import { MachineIndex } from "../../src/operator/machine-index.js";
+import { MachineIndex } from "../../src/operator/run/machine-index.js";
 
 const machine = (name: string, cluster: string, rv = "1"): Machine =>
   ({

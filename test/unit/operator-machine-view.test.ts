@@ -10,7 +10,7 @@ import {
   targetOf,
   turnAsk,
   type HeartbeatView,
-} from "../../src/operator/machine-view.js";
+} from "../../src/operator/view/machine-view.js";
 import { D1, D2, D3, T0, V1, V2, V3, asking, cluster, iso, machine } from "./operator-fixtures.js";
 
 const LOST_AFTER = 40;

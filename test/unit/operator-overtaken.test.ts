@@ -1,5 +1,5 @@
 // A turn granted while the rules allowed it, then overtaken by a machine that went down since
-// (src/operator/overtaken.ts): taken back (Overtaken) only while its machine has not started,
+// (src/operator/turns/overtaken.ts): taken back (Overtaken) only while its machine has not started,
 // only on a Machine view as new as the Cluster, and only when the budget or the leader rule
 // refuses it now. The simulator found both cases (docs/simulation.md, seeds 433 and 889).
 import { describe, expect, it } from "vitest";

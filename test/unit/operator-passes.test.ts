@@ -1,10 +1,10 @@
-// One decision per burst of events (src/operator/passes.ts), with a bound on how long the
+// One decision per burst of events (src/operator/run/passes.ts), with a bound on how long the
 // first event of a burst waits. Real timers; no assertion rests on a fixed sleep: each waits
 // for the passes it expects, with a generous deadline, and the bound is checked against the
 // time measured, not a sleep.
 import { setImmediate as tick } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { BURST_MS, PassScheduler } from "../../src/operator/passes.js";
+import { BURST_MS, PassScheduler } from "../../src/operator/run/passes.js";
 
 async function until(cond: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

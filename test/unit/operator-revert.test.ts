@@ -1,4 +1,4 @@
-// Fleet-wide revert and pause (src/operator/revert.ts, src/target/view.ts, decide.ts): which
+// Fleet-wide revert and pause (src/operator/revert/revert.ts, src/target/view.ts, decide.ts): which
 // release is known good, when a revert begins (a request, the threshold), where it goes, the
 // floor, the revoked list, a revert racing a new spec.version, and the pause. Tables through
 // decide(), so each rule is seen where it acts: the status written and the turns granted.
@@ -16,8 +16,8 @@ import {
   gateOf,
   recordReasonOf,
   type FloorRead,
-} from "../../src/operator/revert.js";
-import { valueOf } from "../../src/operator/prom-check.js";
+} from "../../src/operator/revert/revert.js";
+import { valueOf } from "../../src/operator/revert/prom-check.js";
 import {
   D1,
   D2,

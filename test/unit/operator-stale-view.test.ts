@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster, TrustStatus } from "../../src/api/index.js";
 import { decide, type ChannelView } from "../../src/operator/decide.js";
-import { metadataVersion, staleChannelView } from "../../src/operator/stale-view.js";
+import { metadataVersion, staleChannelView } from "../../src/operator/channel/stale-view.js";
 import {
   D2,
   D3,

@@ -1,5 +1,5 @@
 // A turn taken back keeps its machine counted down until the machine says it did not act on it
-// (src/operator/taken-back.ts; seed 71742: a drain begun while the status announcing it failed
+// (src/operator/turns/taken-back.ts; seed 71742: a drain begun while the status announcing it failed
 // went uncounted once its turn was taken back, and a fourth machine went down on a budget of 3).
 import { describe, expect, it } from "vitest";
 import type { Machine, MachineStatus, TakenBackTurn } from "../../src/api/index.js";

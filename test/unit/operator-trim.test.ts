@@ -1,6 +1,6 @@
-// What the operator keeps of a watched object (src/operator/trim.ts), table by table.
+// What the operator keeps of a watched object (src/operator/run/trim.ts), table by table.
 import { describe, expect, it } from "vitest";
-import { LAST_APPLIED, trimLease, trimObject } from "../../src/operator/trim.js";
+import { LAST_APPLIED, trimLease, trimObject } from "../../src/operator/run/trim.js";
 
 describe("trimObject: managedFields and kubectl's last-applied copy go, the rest stays", () => {
   it("drops managedFields, in place", () => {

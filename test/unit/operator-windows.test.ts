@@ -8,7 +8,7 @@ import {
   wallClock,
   windowProblems,
   windowState,
-} from "../../src/operator/windows.js";
+} from "../../src/operator/turns/windows.js";
 
 const w = (over: Partial<MaintenanceWindow> = {}): MaintenanceWindow => ({
   days: ["Sat", "Sun"],

@@ -3,7 +3,7 @@
 // refuses any URL that is not http://<IP>:<port>/ of a host.
 import { describe, expect, it } from "vitest";
 import { peerUrlRefusal } from "../../src/agent/peer-serving.js";
-import { tiedPeerUrl, type NodeAddress } from "../../src/operator/peer-address.js";
+import { tiedPeerUrl, type NodeAddress } from "../../src/operator/peers/address.js";
 
 const NODE: NodeAddress[] = [
   { type: "Hostname", address: "m1" },

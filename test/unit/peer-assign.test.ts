@@ -1,6 +1,6 @@
 // The operator's choice of sources per downloading machine: a table of fleets.
 import { describe, expect, it } from "vitest";
-import { assignSources, type AssignInput } from "../../src/operator/peer-assign.js";
+import { assignSources, type AssignInput } from "../../src/operator/peers/assign.js";
 
 const h = (machine: string, zone?: string) => ({
   machine,

@@ -1,6 +1,6 @@
 // Cluster status.peerSources from the Machines' status: table tests of the pure maker.
 import { describe, expect, it } from "vitest";
-import { peerSourcesOf, ZONE_LABEL } from "../../src/operator/peer-sources-status.js";
+import { peerSourcesOf, ZONE_LABEL } from "../../src/operator/peers/sources-status.js";
 import type { Cluster, Machine, MachineStatus } from "../../src/api/types.js";
 
 const V1 = { version: "2026.10.10-001", digest: `sha256:${"a".repeat(64)}` };

@@ -8,7 +8,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, webcrypto } fro
 import { describe, expect, it } from "vitest";
 import { pkcs10Pem, requestInfo } from "../../src/agent/identity/pkcs10.js";
 import { buildRequest, newKey } from "../../src/agent/identity/request.js";
-import { readRequest } from "../../src/operator/csr/request.js";
+import { readRequest } from "../../src/operator/identity/request.js";
 import { isLikenError } from "../../src/errors.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);

@@ -13,7 +13,7 @@ import type {
 } from "../../src/api/types.js";
 import { decide, type Decision } from "../../src/operator/decide.js";
 import type { FloorRead } from "../../src/target/decide.js";
-import { decideFollow } from "../../src/operator/follow.js";
+import { decideFollow } from "../../src/operator/channel/follow.js";
 import type { ChannelRelease } from "../../src/verify/tuf-target.js";
 import {
   D1,

@@ -55,7 +55,7 @@ export interface IdentitySettings {
 
 /**
  * After a denied request, or a failed renewal, the next try waits this long at most: the
- * approver's flood rule allows 3 requests per minute for one name (src/operator/csr/), and a
+ * approver's flood rule allows 3 requests per minute for one name (src/operator/identity/), and a
  * certificate in its last tenth still has time for several tries.
  */
 export const RETRY_MAX_MS = 60_000;

@@ -1,12 +1,12 @@
 // `liken rollout revert|pause|unrevoke CLUSTER` (and `resume CLUSTER` without a machine: the
 // end of a pause): the fleet-wide switches of docs/revert.md. Each is one write conditioned on
 // the Cluster's resourceVersion, so it acts on exactly the Cluster it printed; cluster-operator
-// decides the rest (src/operator/revert.ts).
+// decides the rest (src/operator/revert/revert.ts).
 import type { Command } from "commander";
 import { isConflict, type Cluster, type LikenApi } from "../../api/index.js";
 import { specTarget, targetView } from "../../target/view.js";
 import { OperatorError, type OperatorCode } from "../../operator/errors.js";
-import { revertTargetOf } from "../../operator/revert.js";
+import { revertTargetOf } from "../../operator/revert/revert.js";
 import { rfc3339 } from "../../api/time.js";
 import {
   isFleetSwitch,

@@ -6,11 +6,11 @@
 // more machines try a release that hit the failure brake (spec.rollout.maxFailedTrials).
 import type { Command } from "commander";
 import { isConflict, type Cluster, type Machine, type ReleaseRef } from "../../api/index.js";
-import { brakeOf, failedList } from "../../operator/brake.js";
-import { targetOf } from "../../operator/machine-view.js";
-import { parseBudget } from "../../operator/budget.js";
+import { brakeOf, failedList } from "../../operator/turns/brake.js";
+import { targetOf } from "../../operator/view/machine-view.js";
+import { parseBudget } from "../../operator/turns/budget.js";
 import { OperatorError } from "../../operator/errors.js";
-import { stallDetail } from "../../operator/progress.js";
+import { stallDetail } from "../../operator/turns/progress.js";
 import { rfc3339 } from "../../api/time.js";
 import { MACHINE_SPEC_BOUNDS, maxLengthOf } from "../../api/bounds.js";
 import { likenApi, loadKubeConfig, whoAmI } from "./people.js";

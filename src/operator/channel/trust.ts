@@ -1,0 +1,439 @@
+// The channel trust modes on the operator's side: each poll of a Cluster whose
+// spec.releases.trust.mode is channel or channel+pinned runs the TUF client (verify/tuf.ts) on
+// the metadata its status persisted, picks the release to take (follow.ts), and says what the
+// status should record: the trusted metadata, the target, freshness, ChannelTrusted. A refusal
+// takes the target away (no turn is granted: the fleet stays where it is), keeps the metadata
+// trusted before, and names the role and what to do. Never throws.
+import {
+  TRUST_RECALLS_MAX_ITEMS,
+  type Cluster,
+  type ClusterCondition,
+  type ReleaseRef,
+  type TrustReason,
+  type TrustSpec,
+  type TrustStatus,
+} from "../../api/index.js";
+import { rfc3339 } from "../../api/time.js";
+import { revokedOf } from "../../target/view.js";
+import { stamped } from "../view/conditions.js";
+import {
+  readSignedChannel,
+  type TrustedFiles,
+  type TufFault,
+  type TufRead,
+} from "../../verify/tuf.js";
+import type { ChannelRelease } from "../../verify/tuf-target.js";
+import { summaryOf } from "../../verify/evidence.js";
+import { decideFollow, type FollowDecision } from "./follow.js";
+import { decideRelease } from "../../target/decide.js";
+import { apiTimeOf, clockVerdict } from "../../target/clock.js";
+import { compareVersions } from "../../target/version-order.js";
+import type { ChannelView } from "../decide.js";
+
+type TrustCondition = Extract<ClusterCondition, { type: "ChannelTrusted" }>;
+
+/** What a person does about each refusal (docs/releases.md says the same at more length). */
+const TODO: Readonly<Record<TrustReason, string>> = {
+  MetadataVerified: "",
+  RootPinMismatch:
+    "check spec.releases.source and spec.releases.trust.rootDigest (the digest `liken release channel init` printed)",
+  MetadataExpired:
+    "the channel's publisher must re-sign it (`liken release channel refresh`); if this operator's clock is wrong, fix it; an air-gapped fleet may set spec.releases.trust.acceptExpiredSeconds",
+  MetadataRollback:
+    "the server replays older metadata than this Cluster trusts (a stale mirror or an attack): serve the current channel",
+  RootRotationInvalid:
+    "a root must follow the trusted one version by version, signed by the old and the new root keys: publish every root version (tuf/<N>.root.json)",
+  SignatureThreshold:
+    "the metadata lacks valid signatures of the role's keys (a revoked or unknown key, or too few): re-sign it with the keys the channel's root names",
+  LengthOrHashMismatch:
+    "a file differs from what the signed metadata says: re-publish the channel as `liken release channel` wrote it",
+  DigestChanged: "a version names one build: publish the rebuilt release under a new version",
+  ClockBehind:
+    "fix this operator's clock (NTP); liken does not judge expiry on a clock that went back",
+  ChannelUnreachable: "liken tries again on the next poll",
+  MetadataInvalid: "re-publish the channel as `liken release channel` wrote it",
+  CatalogDisagrees:
+    "add the channel's release to spec.releases.catalog with the same digest, or find out why the two differ",
+  NotInChannel: "",
+  ReleaseRecalled: "",
+};
+
+const ref = (r: ChannelRelease | undefined): ReleaseRef | undefined =>
+  r === undefined ? undefined : { version: r.version, digest: r.digest };
+
+function metadataUrl(source: string): URL {
+  return new URL("tuf/", source.endsWith("/") ? source : `${source}/`);
+}
+
+function takenBefore(c: Cluster): ReleaseRef | undefined {
+  const st = c.status?.trust;
+  return st?.rootDigest === c.spec.releases.trust?.rootDigest
+    ? (st?.taken ?? st?.target)
+    : undefined;
+}
+
+function trustedBefore(c: Cluster): TrustedFiles | undefined {
+  const st = c.status?.trust;
+  const m = st?.metadata;
+  if (st?.rootDigest !== c.spec.releases.trust?.rootDigest || m?.root === undefined) {
+    return undefined;
+  }
+  return { root: m.root, ...m };
+}
+
+/** The pick the TUF client runs on the verified releases: follow.ts, and what it decided. */
+function pickerOf(
+  cluster: Cluster,
+  spec: Pinned,
+  now: Date,
+): {
+  pick: (releases: ChannelRelease[]) => ChannelRelease | undefined;
+  decision: () => FollowDecision | undefined;
+} {
+  const before = cluster.status?.trust;
+  let decision: FollowDecision | undefined;
+  const pick = (releases: ChannelRelease[]): ChannelRelease | undefined => {
+    decision = decideFollow({
+      releases,
+      current: before?.rootDigest === spec.rootDigest ? (before.taken ?? before.target) : undefined,
+      version: cluster.spec.version,
+      follow: spec.follow,
+      uid: cluster.metadata.uid ?? cluster.metadata.name,
+      now,
+      // A release this Cluster reverted away from is never followed again until a person
+      // clears it (docs/revert.md).
+      skip: (r) => revokedOf(cluster, r) !== undefined,
+    });
+    return decision.target;
+  };
+  return { pick, decision: () => decision };
+}
+
+/** The TUF client's read, and what follow.ts picked while it ran. */
+async function verified(
+  cluster: Cluster,
+  spec: Pinned,
+  url: URL,
+  now: Date,
+): Promise<TufRead & { decision?: FollowDecision }> {
+  const { pick, decision } = pickerOf(cluster, spec, now);
+  const read = await readSignedChannel({
+    metadataUrl: url,
+    trusted: trustedBefore(cluster),
+    rootDigest: spec.rootDigest,
+    channel: spec.channel,
+    now,
+    acceptExpiredSeconds: spec.acceptExpiredSeconds ?? 0,
+    pick,
+  });
+  const d = decision();
+  return d === undefined ? read : { ...read, decision: d };
+}
+
+/** Reads the signed channel of `cluster` (mode channel or channel+pinned). */
+export async function readTrust(cluster: Cluster, now: () => Date): Promise<ChannelView> {
+  const started = now();
+  const pre = preconditions(cluster, started);
+  const read = "fault" in pre ? undefined : await verified(cluster, pre.spec, pre.url, started);
+  return viewOfRead(cluster, started, pre, read, now);
+}
+
+/**
+ * readTrust with the TUF client's outcome given (`tuf`: what it returns for the pick it runs,
+ * synchronously): the simulator's channel (src/sim) drives the operator's real verdict with it.
+ */
+export function trustViewOf(
+  cluster: Cluster,
+  now: () => Date,
+  tuf: (pick: (releases: ChannelRelease[]) => ChannelRelease | undefined) => TufRead,
+): ChannelView {
+  const started = now();
+  const pre = preconditions(cluster, started);
+  if ("fault" in pre) return viewOfRead(cluster, started, pre, undefined, now);
+  const { pick, decision } = pickerOf(cluster, pre.spec, started);
+  const read = tuf(pick);
+  const d = decision();
+  return viewOfRead(cluster, started, pre, d === undefined ? read : { ...read, decision: d }, now);
+}
+
+/** The status and conditions one read of the channel makes (pure). */
+function viewOfRead(
+  cluster: Cluster,
+  started: Date,
+  pre: ReturnType<typeof preconditions>,
+  read: (TufRead & { decision?: FollowDecision }) | undefined,
+  now: () => Date,
+): ChannelView {
+  const spec = cluster.spec.releases.trust;
+  const channel: ChannelView["channel"] = {
+    ...cluster.status?.channel,
+    lastCheckTime: rfc3339(started),
+  };
+  const base = {
+    mode: spec?.mode ?? "channel",
+    ...(spec?.rootDigest === undefined ? {} : { rootDigest: spec.rootDigest }),
+  } as const;
+  const refuse = (fault: TufFault, url: string): ChannelView =>
+    refused(cluster, channel, base, fault, url, started);
+  if ("fault" in pre) return refuse(pre.fault, pre.url);
+  if (read === undefined || !read.ok) {
+    const fault = read?.ok === false ? read.fault : missing;
+    return refuse(fault, pre.url.href);
+  }
+  channel.lastSuccessTime = rfc3339(now());
+  return trustedView(
+    cluster,
+    channel,
+    { ...base, ...statusOf(read, started, takenBefore(cluster)) },
+    read,
+    pre.url,
+    started,
+  );
+}
+
+const missing: TufFault = { reason: "MetadataInvalid", role: "root", message: "no read was made" };
+
+/** What must hold before the channel is read: a complete spec, a URL, a clock not gone back. */
+function preconditions(
+  cluster: Cluster,
+  now: Date,
+): { spec: Pinned; url: URL } | { fault: TufFault; url: string } {
+  const spec = cluster.spec.releases.trust;
+  const source = cluster.spec.releases.source;
+  if (spec?.rootDigest === undefined || spec.channel === undefined) {
+    const message = "spec.releases.trust names no channel or rootDigest";
+    return { fault: { reason: "MetadataInvalid", role: "root", message }, url: source };
+  }
+  let url: URL;
+  try {
+    url = metadataUrl(source);
+  } catch (e) {
+    const message = `spec.releases.source is not a URL (${String(e)})`;
+    return { fault: { reason: "ChannelUnreachable", role: "root", message }, url: source };
+  }
+  const behind = clockBehind(cluster, now);
+  if (behind !== undefined) return { fault: behind, url: url.href };
+  return { spec: { ...spec, rootDigest: spec.rootDigest, channel: spec.channel }, url };
+}
+
+type Pinned = TrustSpec & { rootDigest: string; channel: string };
+type Read = Extract<TufRead, { ok: true }> & { decision?: FollowDecision };
+
+/** The newer of two releases by version (the one a follower must never go below). */
+function newer(a: ReleaseRef | undefined, b: ReleaseRef | undefined): ReleaseRef | undefined {
+  if (a === undefined || b === undefined) return a ?? b;
+  return compareVersions(a.version, b.version) >= 0 ? a : b;
+}
+
+/** The signed evidence the target carries, summed (what requireEvidence reads). */
+function withEvidence(st: Omit<TrustStatus, "mode">, target: ChannelRelease | undefined): void {
+  if (target?.evidence !== undefined) st.evidence = summaryOf(target.evidence);
+}
+
+function statusOf(read: Read, at: Date, taken0: ReleaseRef | undefined): Omit<TrustStatus, "mode"> {
+  const d = read.decision;
+  const expired = read.expires.at.getTime() <= at.getTime();
+  const st: Omit<TrustStatus, "mode"> = {
+    verifiedAt: rfc3339(at),
+    expiresAt: rfc3339(read.expires.at),
+    expiresRole: read.expires.role,
+    freshness: expired
+      ? `expired ${rfc3339(read.expires.at)} (${read.expires.role}), accepted`
+      : `fresh until ${rfc3339(read.expires.at)}`,
+    metadata: read.files,
+  };
+  const target = ref(d?.target);
+  if (target !== undefined) st.target = target;
+  withEvidence(st, d?.target);
+  const taken = newer(target, taken0);
+  if (taken !== undefined) st.taken = taken;
+  const newest = ref(d?.newest);
+  if (newest !== undefined) st.newest = newest;
+  if (d?.waveOpensAt !== undefined) st.waveOpensAt = rfc3339(d.waveOpensAt);
+  if (d?.recalled !== undefined) st.recalled = d.recalled;
+  if (d !== undefined && d.recalls.length > 0)
+    st.recalls = d.recalls.slice(-TRUST_RECALLS_MAX_ITEMS);
+  return st;
+}
+
+function trustedView(
+  cluster: Cluster,
+  channel: ChannelView["channel"],
+  trust: TrustStatus,
+  read: Read,
+  url: URL,
+  at: Date,
+): ChannelView {
+  const d = read.decision ?? { target: undefined, newest: undefined, recalls: [] };
+  const cond = verdict(cluster, d, trust.target, url.href, read.releases.length, at);
+  const reach = reachable(cluster, "True", "ChannelRead", `${url.href} is a signed channel`, at);
+  const view: ChannelView = {
+    channel,
+    condition: reach,
+    trust: { status: trust, condition: cond },
+  };
+  if (trust.newest !== undefined) view.available = trust.newest.version;
+  return view;
+}
+
+/**
+ * A clock that reads before the API server's stamps on the Cluster (or, without them, before the
+ * last verification) cannot judge expiry (release/clock.ts).
+ */
+export function clockBehind(cluster: Cluster, now: Date): TufFault | undefined {
+  const v = cluster.status?.trust?.verifiedAt;
+  const c = clockVerdict(now, v === undefined ? undefined : new Date(v), apiTimeOf(cluster));
+  if (c.kind !== "behind") return undefined;
+  return { reason: "ClockBehind", role: "timestamp", message: c.message };
+}
+
+function verdict(
+  cluster: Cluster,
+  d: FollowDecision,
+  target: ReleaseRef | undefined,
+  url: string,
+  count: number,
+  at: Date,
+): TrustCondition {
+  if (d.fault !== undefined)
+    return trustCondition(cluster, "False", d.fault.reason, d.fault.message, at);
+  if (cluster.spec.releases.trust?.mode === "channel+pinned" && target !== undefined) {
+    const entry = cluster.spec.releases.catalog?.find((e) => e.version === target.version);
+    if (entry?.digest !== target.digest) {
+      const has = entry === undefined ? "names no such version" : `names digest ${entry.digest}`;
+      return trustCondition(
+        cluster,
+        "False",
+        "CatalogDisagrees",
+        `the signed channel vouches for ${target.version} with digest ${target.digest}, but spec.releases.catalog ${has}; channel+pinned moves only when both agree: ${TODO.CatalogDisagrees}`,
+        at,
+      );
+    }
+  }
+  const what =
+    target === undefined
+      ? "no release to take yet"
+      : `the target ${target.version} (${target.digest})`;
+  const wave =
+    d.waveOpensAt === undefined || d.newest === undefined
+      ? ""
+      : `; ${d.newest.version} opens for this Cluster's wave at ${rfc3339(d.waveOpensAt)}`;
+  return trustCondition(
+    cluster,
+    "True",
+    "MetadataVerified",
+    `${url}: metadata verified, ${count} release(s) in the channel, ${what}${wave}`,
+    at,
+  );
+}
+
+function refused(
+  cluster: Cluster,
+  channel: ChannelView["channel"],
+  base: Pick<TrustStatus, "mode" | "rootDigest">,
+  fault: TufFault,
+  url: string,
+  at: Date,
+): ChannelView {
+  const old = cluster.status?.trust;
+  // The trusted metadata stays (a refusal never lowers what is trusted); the target goes, so no
+  // turn is granted, unless the channel is only unreachable: what it vouched for still holds
+  // until it expires (acceptExpiredSeconds included), and a network blip must not stall a
+  // rollout. Past that, the release decision holds (TUF's freeze attack: an attacker who blocks
+  // the channel must not keep a recalled release rolling out).
+  const unreachable = fault.reason === "ChannelUnreachable" && old?.rootDigest === base.rootDigest;
+  const expired = unreachable ? expiredHold(cluster, old, at) : undefined;
+  const keep = unreachable && expired === undefined;
+  const trust: TrustStatus = {
+    ...(old?.rootDigest === base.rootDigest ? old : {}),
+    ...base,
+    freshness: `refused: ${fault.reason} (${fault.role})`,
+  };
+  if (!keep) {
+    delete trust.target;
+    delete trust.evidence;
+  }
+  const todo = TODO[fault.reason];
+  const fleet =
+    keep && trust.target !== undefined
+      ? `the rollout to ${trust.target.version} goes on`
+      : "no turn is granted and the fleet stays where it is";
+  const message =
+    expired !== undefined
+      ? `${fault.role} metadata of ${url}: ${fault.reason}: ${fault.message}; ${expired}`
+      : `${fault.role} metadata of ${url}: ${fault.reason}: ${fault.message}; ${fleet}${todo === "" ? "" : `; ${todo}`}`;
+  const reach =
+    fault.reason === "ChannelUnreachable"
+      ? reachable(cluster, "False", "ChannelUnreachable", message, at)
+      : reachable(
+          cluster,
+          "True",
+          "ChannelRead",
+          `${url} answered (its metadata was refused: ChannelTrusted)`,
+          at,
+        );
+  return {
+    channel,
+    condition: reach,
+    trust: {
+      status: trust,
+      condition: trustCondition(
+        cluster,
+        "False",
+        expired === undefined ? fault.reason : "MetadataExpired",
+        message,
+        at,
+      ),
+      fault,
+    },
+  };
+}
+
+/** The release decision's TrustExpired hold on what the unreachable channel vouched for. */
+function expiredHold(cluster: Cluster, old: TrustStatus | undefined, at: Date): string | undefined {
+  const target = old?.target ?? old?.taken;
+  if (target === undefined) return undefined;
+  const d = decideRelease({
+    chosen: target,
+    via: "spec",
+    trust: {
+      vouches: true,
+      reachable: false,
+      acceptExpiredSeconds: cluster.spec.releases.trust?.acceptExpiredSeconds ?? 0,
+      ...(old?.expiresAt === undefined ? {} : { expiresAt: new Date(old.expiresAt) }),
+    },
+    recalls: [],
+    revoked: [],
+    revert: undefined,
+    now: at,
+  });
+  return d.kind === "hold" && d.hold.rule === "TrustExpired" ? d.hold.message : undefined;
+}
+
+function trustCondition(
+  cluster: Cluster,
+  status: TrustCondition["status"],
+  reason: TrustReason,
+  message: string,
+  at: Date,
+): TrustCondition {
+  return stamped<TrustCondition>(
+    cluster.status?.conditions,
+    { type: "ChannelTrusted", status, reason, message },
+    rfc3339(at),
+  );
+}
+
+function reachable(
+  cluster: Cluster,
+  status: ChannelView["condition"]["status"],
+  reason: ChannelView["condition"]["reason"],
+  message: string,
+  at: Date,
+): ChannelView["condition"] {
+  return stamped<ChannelView["condition"]>(
+    cluster.status?.conditions,
+    { type: "ChannelReachable", status, reason, message },
+    rfc3339(at),
+  );
+}
