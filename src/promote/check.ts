@@ -3,14 +3,17 @@
 // it lacks. Two kinds of problem: a read that is not evidence about this release at all (a
 // Cluster following another channel or root, evidence about another digest under the same
 // version) refuses the promotion whatever the rest shows; evidence that is about it but short
-// says which cluster lacks what.
+// says which cluster lacks what. Counts are over distinct Clusters, not contexts (distinct.ts);
+// a soak ends when the Cluster's operator last wrote its status (watched.ts).
 import { sameRelease, type ReleaseEvidence } from "../api/types.js";
 import { soakSecondsOf } from "../operator/status/evidence.js";
 import { rfc3339 } from "../api/time.js";
 import type { ClusterEvidence, SignedEvidence } from "../verify/evidence.js";
+import { distinctClusters } from "./distinct.js";
 import type { PromoteCode } from "./errors.js";
 import type { Policy } from "./policy.js";
 import type { ClusterRead } from "./read.js";
+import { watchedUntil } from "./watched.js";
 
 /** The release as the source channel names it, and the channel's pin. */
 export interface SourceRelease {
@@ -28,8 +31,11 @@ export interface CheckInput {
 }
 
 export type CheckResult =
-  /** notes: what clusters that were not counted lack (they did not block). */
-  | { ok: true; evidence: SignedEvidence; notes: string[] }
+  /**
+   * notes: what clusters that were not counted lack (they did not block); same: each Cluster
+   * read through more than one context, counted once (distinct.ts).
+   */
+  | { ok: true; evidence: SignedEvidence; notes: string[]; same: string[] }
   | { ok: false; code: PromoteCode; problems: string[] };
 
 const who = (r: ClusterRead): string => `context ${r.context}, Cluster ${r.cluster.metadata.name}`;
@@ -76,11 +82,17 @@ function clusterOf(
     return { lacks: `${who(r)} reverted ${v} at ${e.revertedAt}`, veto: true };
   if (e.recalledAt !== undefined)
     return { lacks: `${who(r)} saw ${v} recalled at ${e.recalledAt}`, veto: true };
-  const soak = soakSecondsOf(e, r.readAt);
-  if (soak < i.policy.soakSeconds)
+  const watched = watchedUntil(r);
+  const soak = soakSecondsOf(e, watched.until);
+  if (soak < i.policy.soakSeconds) {
+    const stopped =
+      watched.lastLooked === undefined
+        ? ""
+        : `; its operator last wrote its status at ${watched.lastLooked}: a soak nobody watched is not counted`;
     return {
-      lacks: `${who(r)} ran ${v} ${soak} s without a revert, the policy asks ${i.policy.soakSeconds} s (since ${e.firstProvenAt})`,
+      lacks: `${who(r)} ran ${v} ${soak} s without a revert, the policy asks ${i.policy.soakSeconds} s (since ${e.firstProvenAt}${stopped})`,
     };
+  }
   return {
     entry: e,
     evidence: {
@@ -111,7 +123,10 @@ function failuresOf(i: CheckInput): { total: number; where: string[] } {
   return { total, where };
 }
 
-export function checkEvidence(i: CheckInput): CheckResult {
+export function checkEvidence(given: CheckInput): CheckResult {
+  // Everything below counts clusters, machines and failed trials: over distinct Clusters only.
+  const distinct = distinctClusters(given.reads);
+  const i: CheckInput = { ...given, reads: distinct.reads };
   const refusals = i.reads.flatMap((r) => refusalOf(r, i.source) ?? []);
   if (refusals.length > 0)
     return { ok: false, code: refusals[0]!.code, problems: refusals.map((x) => x.text) };
@@ -140,10 +155,16 @@ export function checkEvidence(i: CheckInput): CheckResult {
   // then every cluster's lack is told.
   const vetoed = per.some((x) => "veto" in x);
   if (vetoed || short.length > 0)
-    return { ok: false, code: "LIKEN_PROMOTE_EVIDENCE_SHORT", problems: [...problems, ...short] };
+    return {
+      ok: false,
+      code: "LIKEN_PROMOTE_EVIDENCE_SHORT",
+      // The same-Cluster lines first: they explain a count lower than the contexts given.
+      problems: [...distinct.same, ...problems, ...short],
+    };
   return {
     ok: true,
     notes: problems,
+    same: distinct.same,
     evidence: {
       from: i.source.channel,
       version: i.source.version,

@@ -29,6 +29,8 @@ export interface PromoteOutcome {
   evidence: SignedEvidence;
   /** Lines that lacked but did not block (a lagging cluster while enough others count). */
   notes: string[];
+  /** Each Cluster read through more than one context: which contexts; it counted once. */
+  same: string[];
   signed: boolean;
 }
 
@@ -76,6 +78,7 @@ export async function promote(o: PromoteRun): Promise<PromoteOutcome> {
     digest: source.digest,
     evidence: verdict.evidence,
     notes: verdict.notes,
+    same: verdict.same,
     signed: o.dryRun !== true,
   };
 }

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster, ReleaseEvidence } from "../../src/api/types.js";
 import { checkEvidence, type SourceRelease } from "../../src/promote/check.js";
+import { distinctClusters } from "../../src/promote/distinct.js";
 import { parsePolicy, unmeetable, type Policy } from "../../src/promote/policy.js";
 import type { ClusterRead } from "../../src/promote/read.js";
 import { isLikenError } from "../../src/errors.js";
@@ -199,6 +200,151 @@ describe("the ring's evidence against the policy", () => {
     ).toEqual([
       ["ctx-a", "a", "uid-a", 4, 25 * 3600],
       ["ctx-b", "b", "uid-b", 2, 30 * 3600],
+    ]);
+  });
+});
+
+describe("one Cluster read through several contexts counts once", () => {
+  // A second context of cluster a: another ServiceAccount, another URL of the same API server.
+  const again = (r: ClusterRead, context: string, server = r.server): ClusterRead => ({
+    ...r,
+    context,
+    server,
+  });
+
+  it("two contexts of one Cluster are one cluster and its machines once: short, and told why", () => {
+    const a = read("a", [proved(4, 25)]);
+    const r = checkEvidence({
+      source,
+      reads: [a, again(a, "ctx-a-ops", "https://a.example")],
+      policy: policy(),
+      now: NOW,
+    });
+    expect(r.ok ? "ok" : r.code).toBe("LIKEN_PROMOTE_EVIDENCE_SHORT");
+    if (r.ok) return;
+    expect(r.problems).toEqual([
+      "contexts ctx-a (https://a), ctx-a-ops (https://a.example) read the same Cluster a (uid uid-a): it counts once, as read through ctx-a",
+      "1 cluster(s) count, the policy asks 2",
+      "4 machine(s) proved it over the counted clusters, the policy asks 5",
+    ]);
+  });
+
+  it("a --context given twice signs its Cluster once, and says so", () => {
+    const a = read("a", [proved(4, 25)]);
+    const r = checkEvidence({
+      source,
+      reads: [a, read("b", [proved(2, 30)]), again(a, "ctx-a")],
+      policy: policy(),
+      now: NOW,
+    });
+    if (!r.ok) throw new Error(r.problems.join("; "));
+    expect(r.evidence.clusters.map((c) => [c.context, c.uid, c.machines])).toEqual([
+      ["ctx-a", "uid-a", 4],
+      ["ctx-b", "uid-b", 2],
+    ]);
+    expect(r.same).toEqual([
+      "contexts ctx-a (https://a), ctx-a (https://a) read the same Cluster a (uid uid-a): it counts once, as read through ctx-a",
+    ]);
+  });
+
+  it("a failed trial seen through two contexts is one failed trial", () => {
+    const a = read("a", [{ ...proved(4, 25), failedTrials: 1 }]);
+    const r = checkEvidence({
+      source,
+      reads: [a, again(a, "ctx-a-ops"), read("b", [proved(2, 30)])],
+      policy: policy({ failedTrials: 1 }),
+      now: NOW,
+    });
+    expect(r.ok ? "ok" : r.problems).toBe("ok");
+  });
+});
+
+describe("distinctClusters", () => {
+  const at = (r: ClusterRead, readAt: Date, context: string): ClusterRead => ({
+    ...r,
+    readAt,
+    context,
+  });
+  const noUid = (r: ClusterRead): ClusterRead => ({
+    ...r,
+    cluster: { ...r.cluster, metadata: { name: r.cluster.metadata.name } },
+  });
+
+  it("keeps one read per uid, the latest, in the order first given", () => {
+    const a = read("a", [proved(4, 25)]);
+    const later = at(read("a", [proved(5, 26)]), new Date(NOW.getTime() + 1000), "ctx-a-2");
+    const d = distinctClusters([a, read("b", []), later]);
+    expect(d.reads.map((r) => [r.context, r.cluster.metadata.name])).toEqual([
+      ["ctx-a-2", "a"],
+      ["ctx-b", "b"],
+    ]);
+    expect(d.same).toHaveLength(1);
+  });
+
+  it("Clusters of one name on two API servers are two (their uids differ)", () => {
+    const one = read("a", []);
+    const two: ClusterRead = {
+      ...read("a", []),
+      context: "ctx-other",
+      server: "https://other",
+      cluster: { ...one.cluster, metadata: { name: "a", uid: "uid-other" } },
+    };
+    expect(distinctClusters([one, two])).toEqual({ reads: [one, two], same: [] });
+  });
+
+  it("without a uid, a read is named by its server and name", () => {
+    const a = noUid(read("a", []));
+    const sameServer = { ...a, context: "ctx-a-2" };
+    const otherServer = { ...a, context: "ctx-x", server: "https://x" };
+    const d = distinctClusters([a, sameServer, otherServer]);
+    expect(d.reads.map((r) => r.context)).toEqual(["ctx-a", "ctx-x"]);
+    expect(d.same).toEqual([
+      "contexts ctx-a (https://a), ctx-a-2 (https://a) read the same Cluster a (no uid): it counts once, as read through ctx-a",
+    ]);
+  });
+});
+
+describe("the soak runs only while the Cluster's operator watched it", () => {
+  // status.channel.lastCheckTime: the operator writes it on each read of the channel (every
+  // 5 min by default), so it is the last time a live operator wrote this status.
+  const lastLooked = (r: ClusterRead, hoursAgo: number): ClusterRead => ({
+    ...r,
+    cluster: {
+      ...r.cluster,
+      status: { ...r.cluster.status, channel: { lastCheckTime: HOURS_AGO(hoursAgo) } },
+    },
+  });
+
+  it("an operator that stopped a day ago froze its cluster's soak: it does not count", () => {
+    const r = checkEvidence({
+      source,
+      reads: [
+        lastLooked(read("a", [proved(4, 26)]), 25),
+        lastLooked(read("b", [proved(2, 30)]), 0),
+      ],
+      policy: policy(),
+      now: NOW,
+    });
+    expect(r.ok ? "ok" : r.code).toBe("LIKEN_PROMOTE_EVIDENCE_SHORT");
+    if (r.ok) return;
+    expect(r.problems).toEqual([
+      `context ctx-a, Cluster a ran ${V} 3600 s without a revert, the policy asks 86400 s (since ${HOURS_AGO(26)}; its operator last wrote its status at ${HOURS_AGO(25)}: a soak nobody watched is not counted)`,
+      "1 cluster(s) count, the policy asks 2",
+      "2 machine(s) proved it over the counted clusters, the policy asks 5",
+    ]);
+  });
+
+  it("the signed soak ends when the operator last looked, not when promote read", () => {
+    const r = checkEvidence({
+      source,
+      reads: [lastLooked(read("a", [proved(4, 30)]), 2), read("b", [proved(2, 30)])],
+      policy: policy(),
+      now: NOW,
+    });
+    if (!r.ok) throw new Error(r.problems.join("; "));
+    expect(r.evidence.clusters.map((c) => [c.cluster, c.soakSeconds])).toEqual([
+      ["a", 28 * 3600],
+      ["b", 30 * 3600],
     ]);
   });
 });

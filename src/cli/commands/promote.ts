@@ -92,6 +92,7 @@ export function registerPromote(program: Command): void {
       const verb = r.signed ? "promoted" : "would promote (dry run)";
       process.stdout.write(
         `${verb} ${r.version} (${r.digest}) from ${o.from} to ${o.to} on the evidence of ${r.evidence.clusters.length} cluster(s):\n${lines.join("\n")}\n` +
+          r.same.map((n) => `  counted once: ${n}\n`).join("") +
           r.notes.map((n) => `  not counted: ${n}\n`).join(""),
       );
     });
