@@ -1,8 +1,8 @@
 // Finding an image's kernel and initrd: bootc's /usr/lib/modules/<v>/vmlinuz, /boot's
 // vmlinuz-<v>; none, or two without --kernel-version, is refused.
 import { describe, expect, it } from "vitest";
-import { findBootArtifacts, linkGrubBootFiles } from "../../src/release/image/boot.js";
-import { Tree } from "../../src/release/image/tree.js";
+import { findBootArtifacts, linkGrubBootFiles } from "../../src/release/from-image/boot.js";
+import { Tree } from "../../src/release/from-image/tree.js";
 
 const meta = { mode: 0o644, uid: 0, gid: 0, mtime: 0 };
 

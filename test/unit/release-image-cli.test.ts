@@ -7,7 +7,7 @@ import path from "node:path";
 import zlib from "node:zlib";
 import { Command } from "commander";
 import { registerRelease } from "../../src/cli/commands/release.js";
-import { unpackLayers } from "../../src/release/image/unpack.js";
+import { unpackLayers } from "../../src/release/from-image/unpack.js";
 
 let dir: string;
 beforeAll(async () => {

@@ -1,9 +1,11 @@
 // The debugfs script that fills an empty ext4 with a tree: paths in byte order of their names,
 // parents before children, one `write` per inode and `ln` for its other names, every owner,
-// mode, link count and time set from the tree, names quoted for debugfs.
+// mode, link count and time set from the tree, names quoted for debugfs; mke2fs's /lost+found
+// taken as the image's.
 import { describe, expect, it } from "vitest";
-import { ext4Needs, ext4Script } from "../../src/release/image/fs.js";
-import { Tree, type Meta } from "../../src/release/image/tree.js";
+import { findBootArtifacts, linkGrubBootFiles } from "../../src/release/from-image/boot.js";
+import { ext4Needs, ext4Script } from "../../src/release/from-image/fs.js";
+import { Tree, type Meta } from "../../src/release/from-image/tree.js";
 
 const m = (mode: number, uid = 0, gid = 0, mtime = 100): Meta => ({ mode, uid, gid, mtime });
 
@@ -79,6 +81,59 @@ describe("ext4Script", () => {
     ]);
   });
 
+  it("makes a parent before its children, whatever layer (or none) each is recorded with", () => {
+    // /boot came with the kernel's layer; the GRUB links added after unpacking have no layer.
+    const t = new Tree("/c", m(0o755));
+    t.paths.set("etc", { kind: "dir", meta: m(0o755) });
+    t.paths.set("boot", { kind: "dir", meta: m(0o755) });
+    t.layerOf.set("boot", 1);
+    const k = t.newContent();
+    t.addFile("boot/vmlinuz-6.1", k.ino, k.content, m(0o644), 1);
+    t.layerOf.set("boot/vmlinuz-6.1", 1);
+    linkGrubBootFiles(t, findBootArtifacts(t), 100);
+    expect(t.creationOrder()).toEqual(["etc", "boot", "boot/vmlinuz", "boot/vmlinuz-6.1"]);
+    const lines = ext4Script(t).split("\n");
+    expect(lines.indexOf('mkdir "boot"')).toBeLessThan(lines.indexOf('cd "/boot"'));
+  });
+
+  it("takes mke2fs's /lost+found as the image's, with the image's mode and owner", () => {
+    const t = new Tree("/c", m(0o755));
+    t.paths.set("lost+found", { kind: "dir", meta: m(0o700, 3, 4) });
+    const f = t.newContent();
+    t.addFile("lost+found/#7", f.ino, f.content, m(0o644), 1);
+    t.paths.set("opt", { kind: "dir", meta: m(0o755) });
+    t.paths.set("opt/lost+found", { kind: "dir", meta: m(0o755) });
+    const lines = ext4Script(t).split("\n");
+    // The root's is mke2fs's: not made again; /opt's is the image's own.
+    expect(lines.slice(0, 7)).toEqual([
+      'cd "/lost+found"',
+      'write "/c/1" "#7"',
+      'cd "/"',
+      'mkdir "opt"',
+      'cd "/opt"',
+      'mkdir "lost+found"',
+      "cd /",
+    ]);
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'sif "/lost+found" mode 040700',
+        'sif "/lost+found" uid 3',
+        'sif "/lost+found" gid 4',
+      ]),
+    );
+  });
+
+  it("refuses a /lost+found that is not a directory (e2fsck would replace it)", () => {
+    const t = new Tree("/c", m(0o755));
+    t.paths.set("lost+found", { kind: "symlink", target: "/tmp", meta: m(0o777) });
+    expect(() => ext4Script(t)).toThrow(
+      expect.objectContaining({
+        code: "LIKEN_IMAGE_LAYER_ENTRY",
+        message: expect.stringContaining("/lost+found is a symlink in the image"),
+      }),
+    );
+  });
+
   it("refuses a name with a line break", () => {
     const t = new Tree("/c");
     t.paths.set("a\nb", { kind: "dir", meta: m(0o755) });
@@ -101,7 +156,7 @@ describe("treeFromDirectory", () => {
     const { execFileSync } = await import("node:child_process");
     const { tmpdir } = await import("node:os");
     const path = await import("node:path");
-    const { treeFromDirectory } = await import("../../src/release/image/tree.js");
+    const { treeFromDirectory } = await import("../../src/release/from-image/tree.js");
     const dir = await mkdtemp(path.join(tmpdir(), "liken-tree-"));
     try {
       await mkdir(path.join(dir, "etc"));

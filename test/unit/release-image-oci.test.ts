@@ -6,8 +6,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { parseImageRef, readOciLayout } from "../../src/release/image/oci.js";
-import { layersOf, unpackLayers } from "../../src/release/image/unpack.js";
+import { parseImageRef, readOciLayout } from "../../src/release/from-image/oci.js";
+import { layersOf, unpackLayers } from "../../src/release/from-image/unpack.js";
 import { bootcKernel, writeArchive, writeLayout } from "../support/oci-layout.js";
 
 let dir: string;

@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { unpackLayers, type LayerSource } from "../../src/release/image/unpack.js";
-import type { Tree } from "../../src/release/image/tree.js";
+import { unpackLayers, type LayerSource } from "../../src/release/from-image/unpack.js";
+import type { Tree } from "../../src/release/from-image/tree.js";
 import { tarOf, type TarEntry } from "../support/oci-layout.js";
 
 let dir: string;
@@ -69,6 +69,30 @@ describe("unpackLayers", () => {
       kind: "dir",
       meta: { mode: 0o755, uid: 0, gid: 0, mtime: EPOCH },
     });
+  });
+
+  it("with no epoch, clamps nothing and dates the directories no entry names by the newest mtime", async () => {
+    const file = path.join(dir, "layer0.tar");
+    await writeFile(
+      file,
+      await tarOf([
+        { name: "usr/bin/su", content: "su", mtime: 4_000_000_000 },
+        { name: "etc/", type: "directory", mtime: 5 },
+        { name: "etc/gone", content: "x", mtime: 4_100_000_000 },
+        { name: "etc/.wh.gone" },
+      ]),
+    );
+    const t = await unpackLayers(
+      [{ name: "layer 0", file, mediaType: "application/vnd.oci.image.layer.v1.tar" }],
+      { contentDir: path.join(dir, "content") },
+    );
+    expect(t.file("usr/bin/su")!.meta.mtime).toBe(4_000_000_000);
+    // The root and /usr, /usr/bin: the newest of what is left (not the whited-out file's).
+    for (const p of ["", "usr", "usr/bin"]) {
+      expect(t.paths.get(p)).toMatchObject({ kind: "dir", meta: { mtime: 4_000_000_000 } });
+    }
+    expect(t.paths.get("etc")).toMatchObject({ meta: { mtime: 5 } });
+    expect(t.newestMtime()).toBe(4_000_000_000);
   });
 
   it("keeps hard links as one inode, and a file replaced later breaks the link", async () => {

@@ -7,7 +7,7 @@ import {
   ReleaseError,
   type ArtifactInput,
 } from "../../release/build.js";
-import { buildReleaseFromImage } from "../../release/image/from-image.js";
+import { buildReleaseFromImage } from "../../release/from-image/from-image.js";
 import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
@@ -69,6 +69,10 @@ export function registerRelease(program: Command): void {
     .option("--slot-size <size>", "with --from-image: the slot partitions' size", parseSize)
     .option("--fs <ext4|erofs>", "with --from-image: the slot's filesystem", "ext4")
     .option("--kernel-version <version>", "with --from-image: the kernel, when the image has more")
+    .option(
+      "--platform <os/arch[/variant]>",
+      "with --from-image: the machines' platform, for example linux/arm64 (default: this host's); the image's config must name it",
+    )
     .option("--notes <text>", "with --from-image: notes.txt (else the image's label)")
     .option(
       "--fs-uuid <uuid>",
@@ -98,6 +102,7 @@ export function registerRelease(program: Command): void {
         slotSize?: number;
         fs: string;
         kernelVersion?: string;
+        platform?: string;
         notes?: string;
         fsUuid?: string;
         chunkSize: number;
@@ -132,6 +137,7 @@ export function registerRelease(program: Command): void {
             warn,
             ...(o.version === undefined ? {} : { version: o.version }),
             ...(o.kernelVersion === undefined ? {} : { kernelVersion: o.kernelVersion }),
+            ...(o.platform === undefined ? {} : { platform: o.platform }),
             ...(o.fsUuid === undefined ? {} : { uuid: o.fsUuid }),
             ...(o.notes === undefined ? {} : { notes: o.notes }),
             ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),

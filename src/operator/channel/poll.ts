@@ -7,7 +7,7 @@ import { ANNOTATION_CHECK_RELEASES, type Cluster, type ClusterCondition } from "
 import { MAX_CHANNEL_BYTES, newestVersion, parseChannel } from "../../verify/channel.js";
 import { errorText } from "../../errors.js";
 import { fetchDocument } from "../../verify/fetch.js";
-import type { ChannelView } from "../decide.js";
+import type { ChannelView } from "./view.js";
 import { rfc3339 } from "../../api/time.js";
 import { stamped } from "../view/conditions.js";
 import { createHash } from "node:crypto";

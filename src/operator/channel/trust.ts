@@ -28,7 +28,7 @@ import { decideFollow, type FollowDecision } from "./follow.js";
 import { decideRelease } from "../../target/decide.js";
 import { apiTimeOf, clockVerdict } from "../../target/clock.js";
 import { compareVersions } from "../../target/version-order.js";
-import type { ChannelView } from "../decide.js";
+import type { ChannelView } from "./view.js";
 
 type TrustCondition = Extract<ClusterCondition, { type: "ChannelTrusted" }>;
 

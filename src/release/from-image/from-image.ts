@@ -14,7 +14,7 @@ import { findBootArtifacts, linkGrubBootFiles, type BootArtifacts } from "./boot
 import { imageError } from "./errors.js";
 import { makeFilesystemImage, type SlotFs } from "./fs.js";
 import { readOciLayout, type OciImage } from "./oci.js";
-import type { FileNode } from "./tree.js";
+import type { FileNode, Tree } from "./tree.js";
 import { layersOf, unpackLayers } from "./unpack.js";
 
 /** Labels an image may carry; flags override each. */
@@ -37,8 +37,16 @@ export interface FromImageOptions {
   notes?: string;
   revertFloor?: string;
   kernelVersion?: string;
-  /** Default: SOURCE_DATE_EPOCH from the environment, else the image config's `created`. */
+  /**
+   * Default: SOURCE_DATE_EPOCH from the environment, else the image config's `created`, else
+   * the newest mtime in the image's layers (see epochOf).
+   */
   sourceDateEpoch?: number;
+  /**
+   * The image to take from a multi-platform index, `os/architecture[/variant]` (linux/arm64);
+   * default: this machine's. Given, the image's config must be for it (./oci.ts).
+   */
+  platform?: string;
   /** The root filesystem's UUID and hash seed; default ROOTFS_UUID. */
   uuid?: string;
   chunkSize?: number;
@@ -98,7 +106,8 @@ interface Settings {
   notes: string | undefined;
   revertFloor: string | undefined;
   kernelVersion: string | undefined;
-  epoch: number;
+  /** Undefined when neither the options, the environment nor the image say: see epochOf. */
+  epoch: number | undefined;
   uuid: string;
 }
 
@@ -117,7 +126,7 @@ function settingsOf(o: FromImageOptions, image: OciImage): Settings {
     notes: o.notes ?? label(labels, LABELS.notes),
     revertFloor: o.revertFloor ?? label(labels, LABELS.revertFloor),
     kernelVersion: o.kernelVersion ?? label(labels, LABELS.kernelVersion),
-    epoch: o.sourceDateEpoch ?? epochFromEnv() ?? image.created ?? 0,
+    epoch: o.sourceDateEpoch ?? epochFromEnv() ?? image.created,
     uuid: o.uuid ?? ROOTFS_UUID,
   };
 }
@@ -136,19 +145,31 @@ function rootfsBytes(slotSizeBytes: number, boot: FileNode[]): number {
   return fsBytes;
 }
 
+/**
+ * The time of the build: what the settings say, else (no SOURCE_DATE_EPOCH, and no `created`,
+ * which the OCI image spec leaves optional) the newest mtime in the image's layers. That is a
+ * time the image itself fixes, so every build of it gives the same bytes (the build's clock
+ * would give another digest every time, silently), no file's time is clamped, and it is near
+ * when the image was made (0, 1970, would be as fixed but would set every file's time to it).
+ */
+function epochOf(s: Settings, tree: Tree): number {
+  return s.epoch ?? tree.newestMtime();
+}
+
 /** rootfs.img, vmlinuz and initrd.img in `work`: the release's artifacts, in slot order. */
 async function makeArtifacts(
   o: FromImageOptions,
   image: OciImage,
   s: Settings,
   work: string,
-): Promise<{ artifacts: ArtifactInput[]; boot: BootArtifacts }> {
+): Promise<{ artifacts: ArtifactInput[]; boot: BootArtifacts; epoch: number }> {
   const tree = await unpackLayers(layersOf(image), {
     contentDir: path.join(work, "content"),
     sourceDateEpoch: s.epoch,
   });
+  const epoch = epochOf(s, tree);
   const boot = findBootArtifacts(tree, s.kernelVersion);
-  linkGrubBootFiles(tree, boot, s.epoch);
+  linkGrubBootFiles(tree, boot, epoch);
   const files: [string, string, FileNode][] = [["kernel", "vmlinuz", tree.file(boot.kernel)!]];
   if (boot.initrd !== undefined) files.push(["initrd", "initrd.img", tree.file(boot.initrd)!]);
   const sizeBytes = rootfsBytes(
@@ -157,13 +178,13 @@ async function makeArtifacts(
   );
   const rootfs = path.join(work, "rootfs.img");
   const fs = o.fs ?? "ext4";
-  o.log?.(`from-image: ${fs} of ${sizeBytes} bytes, kernel ${boot.version}`);
+  o.log?.(`from-image: ${fs} of ${sizeBytes} bytes, kernel ${boot.version}, time ${epoch}`);
   await makeFilesystemImage({
     tree,
     fs,
     out: rootfs,
     sizeBytes,
-    sourceDateEpoch: s.epoch,
+    sourceDateEpoch: epoch,
     uuid: s.uuid,
     workDir: work,
   });
@@ -172,7 +193,7 @@ async function makeArtifacts(
     await copyFile(node.content, path.join(work, file));
     artifacts.push({ name, file: path.join(work, file) });
   }
-  return { artifacts, boot };
+  return { artifacts, boot, epoch };
 }
 
 export async function buildReleaseFromImage(o: FromImageOptions): Promise<FromImageResult> {
@@ -181,12 +202,15 @@ export async function buildReleaseFromImage(o: FromImageOptions): Promise<FromIm
   const work = await mkdtemp(path.join(parent, ".liken-from-image-"));
   let image: OciImage | undefined;
   try {
-    image = await readOciLayout(o.ref, { workDir: work });
+    image = await readOciLayout(o.ref, {
+      workDir: work,
+      ...(o.platform === undefined ? {} : { platform: o.platform }),
+    });
     const s = settingsOf(o, image);
     o.log?.(
-      `from-image: ${image.manifestDigest}, ${image.layers.length} layer(s), version ${s.version}`,
+      `from-image: ${image.manifestDigest} (${image.os ?? "?"}/${image.architecture ?? "?"}), ${image.layers.length} layer(s), version ${s.version}`,
     );
-    const { artifacts, boot } = await makeArtifacts(o, image, s, work);
+    const { artifacts, boot, epoch } = await makeArtifacts(o, image, s, work);
     const r = await buildRelease({
       version: s.version,
       out: o.out,
@@ -202,7 +226,7 @@ export async function buildReleaseFromImage(o: FromImageOptions): Promise<FromIm
       version: s.version,
       boot,
       manifestDigest: image.manifestDigest,
-      sourceDateEpoch: s.epoch,
+      sourceDateEpoch: epoch,
       uuid: s.uuid,
     };
   } finally {

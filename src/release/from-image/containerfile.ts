@@ -45,7 +45,7 @@ export function runTool(step: string, t: ToolRun): Promise<string> {
     child.on("error", (e: NodeJS.ErrnoException) =>
       fail(
         e.code === "ENOENT"
-          ? `: ${t.cmd} is not installed (images/setup-debian.sh installs buildah and skopeo; umoci is built by liken into ~/.cache/liken/tools)`
+          ? `: ${t.cmd} is not installed (testbed/setup-debian.sh installs buildah and skopeo; umoci is built by liken into ~/.cache/liken/tools)`
           : `could not start: ${e.message}`,
         e,
       ),

@@ -1,7 +1,8 @@
 // Reads an OCI image layout (a directory, or an `oci-archive:` tar of one) as buildah, skopeo
 // and umoci write it: index.json, then one image manifest and its config, each checked against
 // its descriptor's media type, size and digest before a byte of it is used. Layers are checked
-// the same way here, before unpack.ts reads them.
+// the same way here, before unpack.ts reads them. From a multi-platform index, the image of
+// the platform asked for, else this machine's (./platform.ts).
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
@@ -10,6 +11,14 @@ import { pipeline } from "node:stream/promises";
 import { extract } from "tar-stream";
 import { z } from "zod";
 import { imageError } from "./errors.js";
+import {
+  checkConfigPlatform,
+  hostPlatform,
+  isPlatform,
+  parsePlatform,
+  platformName,
+  type Platform,
+} from "./platform.js";
 
 export const MEDIA = {
   index: "application/vnd.oci.image.index.v1+json",
@@ -29,7 +38,9 @@ const descriptorSchema = z.looseObject({
   digest: z.string(),
   size: z.number().int().nonnegative(),
   annotations: z.record(z.string(), z.string()).optional(),
-  platform: z.looseObject({ architecture: z.string(), os: z.string() }).optional(),
+  platform: z
+    .looseObject({ architecture: z.string(), os: z.string(), variant: z.string().optional() })
+    .optional(),
 });
 export type Descriptor = z.infer<typeof descriptorSchema>;
 
@@ -50,6 +61,7 @@ const configSchema = z.looseObject({
   created: z.string().optional(),
   architecture: z.string().optional(),
   os: z.string().optional(),
+  variant: z.string().optional(),
   config: z.looseObject({ Labels: z.record(z.string(), z.string()).nullish() }).optional(),
   rootfs: z.looseObject({ type: z.literal("layers"), diff_ids: z.array(z.string()) }),
 });
@@ -65,6 +77,7 @@ export interface OciImage {
   /** The image config's labels (org.opencontainers.image.version ...). */
   labels: Record<string, string>;
   architecture: string | undefined;
+  os: string | undefined;
   /** The config's `created` time, seconds (the default SOURCE_DATE_EPOCH), if it has one. */
   created: number | undefined;
   blobPath(d: Descriptor): string;
@@ -178,38 +191,37 @@ function requireType(d: Descriptor, allowed: readonly string[], what: string): v
   }
 }
 
-const GOARCH: Record<string, string> = {
-  x64: "amd64",
-  arm64: "arm64",
-  arm: "arm",
-  riscv64: "riscv64",
-};
-
-/** The one image manifest the reference names: by tag, else the only one, else this machine's. */
+/**
+ * The one image manifest the reference names: by tag, else the only one, else the one for
+ * `platform`. `chosenFor` is set to the platform when that chose it (the config is checked).
+ */
 function chooseManifest(
   manifests: Descriptor[],
   tag: string | undefined,
   where: string,
+  choice: { platform: Platform; chosenFor?: Platform },
 ): Descriptor {
   const named = (d: Descriptor): string =>
     d.annotations?.["org.opencontainers.image.ref.name"] ?? "";
   let pick = manifests;
   if (tag !== undefined) pick = manifests.filter((d) => named(d) === tag);
   else if (pick.length > 1) {
-    const arch = GOARCH[process.arch] ?? process.arch;
-    pick = manifests.filter((d) => d.platform?.os === "linux" && d.platform.architecture === arch);
+    pick = manifests.filter(
+      (d) => d.platform !== undefined && isPlatform(d.platform, choice.platform),
+    );
+    choice.chosenFor = choice.platform;
   }
   if (pick.length !== 1) {
     const list = manifests
       .map(
         (d) =>
-          `${named(d) || "(no name)"} ${d.platform ? `${d.platform.os}/${d.platform.architecture}` : ""} ${d.digest}`,
+          `${named(d) || "(no name)"} ${d.platform ? platformName(d.platform) : ""} ${d.digest}`,
       )
       .join("; ");
     throw imageError(
       "LIKEN_IMAGE_MANIFEST_CHOICE",
-      `${where}/index.json: ${pick.length === 0 ? "no" : "more than one"} image manifest ${tag === undefined ? "for this machine" : `named "${tag}"`} among [${list}]: name one with <ref>:<name>`,
-      { tag },
+      `${where}/index.json: ${pick.length === 0 ? "no" : "more than one"} image manifest ${tag === undefined ? `for ${platformName(choice.platform)}` : `named "${tag}"`} among [${list}]: name one with <ref>:<name>, or ask for one of their platforms`,
+      { tag, platform: platformName(choice.platform) },
     );
   }
   return pick[0]!;
@@ -263,6 +275,11 @@ function createdSeconds(created: string | undefined): number | undefined {
 export interface ReadOptions {
   /** Where an archive is unpacked (a temporary directory under it); default: beside the archive. */
   workDir?: string;
+  /**
+   * `os/architecture[/variant]`: the image to take from a multi-platform index (default: this
+   * machine's). Given, the image's config must be for it, even when the layout has one image.
+   */
+  platform?: string;
 }
 
 async function checkLayoutFile(dir: string, where: string): Promise<void> {
@@ -291,7 +308,11 @@ async function checkLayoutFile(dir: string, where: string): Promise<void> {
 }
 
 /** index.json's image manifest for the reference, through a multi-platform index if any. */
-async function resolveManifest(dir: string, r: ParsedRef): Promise<Descriptor> {
+async function resolveManifest(
+  dir: string,
+  r: ParsedRef,
+  choice: { platform: Platform; chosenFor?: Platform },
+): Promise<Descriptor> {
   let index = parseJson(
     indexSchema,
     await readFile(path.join(dir, "index.json")),
@@ -304,14 +325,14 @@ async function resolveManifest(dir: string, r: ParsedRef): Promise<Descriptor> {
       { mediaType: index.mediaType },
     );
   }
-  let chosen = chooseManifest(index.manifests, r.tag, r.path);
+  let chosen = chooseManifest(index.manifests, r.tag, r.path, choice);
   for (let depth = 0; chosen.mediaType === MEDIA.index; depth++) {
     if (depth === 4) {
       throw imageError("LIKEN_IMAGE_LAYOUT", `${r.path}: image indexes nested too deep`);
     }
     const file = await verifyBlob(dir, chosen, "image index");
     index = parseJson(indexSchema, await readFile(file), `image index ${chosen.digest}`);
-    chosen = chooseManifest(index.manifests, undefined, r.path);
+    chosen = chooseManifest(index.manifests, undefined, r.path, choice);
   }
   requireType(chosen, [MEDIA.manifest], "image manifest");
   return chosen;
@@ -360,6 +381,12 @@ async function readManifest(
  */
 export async function readOciLayout(ref: string, o: ReadOptions = {}): Promise<OciImage> {
   const r = parseImageRef(ref);
+  const wanted = o.platform === undefined ? undefined : parsePlatform(o.platform);
+  // Asked for, the platform is checked whatever chose the image; else only when it chose.
+  const choice: { platform: Platform; chosenFor?: Platform } = {
+    platform: wanted ?? hostPlatform(),
+    ...(wanted === undefined ? {} : { chosenFor: wanted }),
+  };
   let dir = r.path;
   let temp: string | undefined;
   if (r.kind === "archive") {
@@ -377,8 +404,11 @@ export async function readOciLayout(ref: string, o: ReadOptions = {}): Promise<O
   try {
     if (temp !== undefined) await unpackArchive(r.path, temp);
     await checkLayoutFile(dir, r.path);
-    const chosen = await resolveManifest(dir, r);
+    const chosen = await resolveManifest(dir, r, choice);
     const { manifest, config } = await readManifest(dir, chosen);
+    if (choice.chosenFor !== undefined) {
+      checkConfigPlatform(config, choice.chosenFor, manifest.config.digest);
+    }
     return {
       dir,
       manifestDigest: chosen.digest,
@@ -386,6 +416,7 @@ export async function readOciLayout(ref: string, o: ReadOptions = {}): Promise<O
       diffIds: config.rootfs.diff_ids,
       labels: config.config?.Labels ?? {},
       architecture: config.architecture,
+      os: config.os,
       created: createdSeconds(config.created),
       blobPath: (d) => blobFile(dir, d, "blob"),
       close,

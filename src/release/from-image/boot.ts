@@ -3,11 +3,13 @@
 // Fedora's /boot/vmlinuz-<version> with /boot/initrd.img-<version> or
 // /boot/initramfs-<version>.img. One kernel version, or the one --kernel-version names.
 import { imageError } from "./errors.js";
+import { shown, textAsName } from "./names.js";
 import { byteOrder, type Tree } from "./tree.js";
 
 export interface BootArtifacts {
+  /** The version as text (its name's bytes decoded, ./names.ts: what --kernel-version gives). */
   version: string;
-  /** Paths in the tree (no leading "/"). */
+  /** Paths in the tree (no leading "/"; bytes, as the tree's names are). */
   kernel: string;
   initrd?: string;
 }
@@ -22,13 +24,15 @@ export function kernelCandidates(tree: Tree): BootArtifacts[] {
   };
   for (const p of tree.paths.keys()) {
     const m = /^usr\/lib\/modules\/([^/]+)\/vmlinuz$/.exec(p);
-    if (m) add(m[1]!, p, [`usr/lib/modules/${m[1]}/initramfs.img`]);
+    if (m) add(shown(m[1]!), p, [`usr/lib/modules/${m[1]}/initramfs.img`]);
   }
   for (const p of tree.paths.keys()) {
     const m = /^boot\/vmlinuz-([^/]+)$/.exec(p);
-    if (m) add(m[1]!, p, [`boot/initrd.img-${m[1]}`, `boot/initramfs-${m[1]}.img`]);
+    if (m) add(shown(m[1]!), p, [`boot/initrd.img-${m[1]}`, `boot/initramfs-${m[1]}.img`]);
   }
-  return [...found.values()].sort((a, b) => byteOrder(a.version, b.version));
+  return [...found.values()].sort((a, b) =>
+    byteOrder(textAsName(a.version), textAsName(b.version)),
+  );
 }
 
 /** The image's kernel and initrd; refuses none, or several without `kernelVersion`. */
@@ -56,7 +60,7 @@ export function findBootArtifacts(tree: Tree, kernelVersion?: string): BootArtif
   if (all.length > 1) {
     throw imageError(
       "LIKEN_IMAGE_KERNEL_AMBIGUOUS",
-      `the image has ${all.length} kernels (${all.map((c) => `${c.version}: /${c.kernel}`).join("; ")}): choose one with --kernel-version, or remove the others from the image`,
+      `the image has ${all.length} kernels (${all.map((c) => `${c.version}: /${shown(c.kernel)}`).join("; ")}): choose one with --kernel-version, or remove the others from the image`,
       { candidates: all.map((c) => c.version) },
     );
   }

@@ -3,7 +3,8 @@
 // and time) and filled by debugfs from a script that creates every path in byte order and
 // sets every owner, mode and time from the tree (so neither the host's directory order, nor
 // its clock, nor the builder's uid reach the image); or EROFS by mkfs.erofs. The choice and
-// its figures: docs/adr/slot-filesystem-from-image.md.
+// its figures: docs/adr/slot-filesystem-from-image.md. Names are written as their bytes
+// (./names.ts): the script is latin1, each character one byte.
 import { spawn } from "node:child_process";
 import {
   chmod,
@@ -19,6 +20,7 @@ import {
 } from "node:fs/promises";
 import path from "node:path";
 import { imageError } from "./errors.js";
+import { nameBytes, shown, textAsName } from "./names.js";
 import type { Meta, Tree } from "./tree.js";
 
 export type SlotFs = "ext4" | "erofs";
@@ -65,7 +67,7 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
       reject(
         imageError(
           "LIKEN_IMAGE_MKFS",
-          `${cmd}: ${e.message}: install it (sh images/setup-debian.sh)`,
+          `${cmd}: ${e.message}: install it (sh testbed/setup-debian.sh)`,
           { cmd },
           e,
         ),
@@ -75,13 +77,13 @@ function run(cmd: string, args: string[], env: Record<string, string>): Promise<
   });
 }
 
-/** A debugfs argument: double-quoted, a quote doubled (the ss library's quoting). */
+/** A debugfs argument (a byte string): double-quoted, a quote doubled (the ss library's quoting). */
 function q(s: string): string {
   if (/[\n\r\0]/.test(s)) {
     throw imageError(
       "LIKEN_IMAGE_LAYER_ENTRY",
-      `"${JSON.stringify(s)}": a name with a line break cannot be put in the slot's filesystem`,
-      { path: s },
+      `"${shown(s)}": a name with a line break cannot be put in the slot's filesystem`,
+      { path: shown(s) },
     );
   }
   return `"${s.replace(/"/g, '""')}"`;
@@ -91,6 +93,24 @@ const S_IFDIR = 0o040000;
 const S_IFREG = 0o100000;
 const S_IFLNK = 0o120000;
 
+/**
+ * mke2fs makes /lost+found, and e2fsck makes it again when it is missing or not a directory:
+ * an image's own (a root filesystem tarred off a mounted ext4 has one) is that directory, with
+ * the image's owner, mode and times, never made a second time.
+ */
+const LOST_FOUND = "lost+found";
+
+/** Refuses a /lost+found that is not a directory: e2fsck would replace it with one. */
+function checkLostFound(tree: Tree): void {
+  const e = tree.paths.get(LOST_FOUND);
+  if (e === undefined || e.kind === "dir") return;
+  throw imageError(
+    "LIKEN_IMAGE_LAYER_ENTRY",
+    `/lost+found is a ${e.kind} in the image: an ext4 slot has its lost+found directory there (mke2fs makes it, e2fsck makes it again in place of anything else), so the ${e.kind} would be lost; remove it from the image or make it a directory`,
+    { path: "/lost+found", kind: e.kind },
+  );
+}
+
 /** The blocks and inodes the tree needs in ext4 (4 KiB blocks), with room for extents and dirs. */
 export function ext4Needs(tree: Tree): { blocks: number; inodes: number } {
   let blocks = 0;
@@ -99,12 +119,12 @@ export function ext4Needs(tree: Tree): { blocks: number; inodes: number } {
   for (const [p, e] of tree.paths) {
     if (p !== "") {
       const parent = p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "";
-      const name = Buffer.byteLength(p.slice(p.lastIndexOf("/") + 1));
+      const name = nameBytes(p.slice(p.lastIndexOf("/") + 1)).length;
       dirBytes.set(parent, (dirBytes.get(parent) ?? 24) + 8 + Math.ceil(name / 4) * 4);
     }
     if (e.kind === "symlink") {
       inodes++;
-      if (Buffer.byteLength(e.target) >= 60) blocks++;
+      if (nameBytes(e.target).length >= 60) blocks++;
     } else if (e.kind === "dir") inodes++;
   }
   for (const n of dirBytes.values()) blocks += Math.ceil(n / BLOCK);
@@ -129,10 +149,15 @@ function tooLarge(o: FilesystemImageOptions, need: string): never {
 }
 
 async function makeExt4(o: FilesystemImageOptions): Promise<void> {
-  const env = {
-    E2FSPROGS_FAKE_TIME: String(o.sourceDateEpoch),
-    SOURCE_DATE_EPOCH: String(o.sourceDateEpoch),
-  };
+  // e2fsprogs reads a fake time of 0 as none and takes the clock (mke2fs, debugfs, e2fsck):
+  // at time 0 the tools are given 1, so the superblock's times are the same on every build.
+  // Every inode of the tree has its times from the script (sif), 0 included.
+  const time = String(Math.max(1, o.sourceDateEpoch));
+  const env = { E2FSPROGS_FAKE_TIME: time, SOURCE_DATE_EPOCH: time };
+  // The script first: a tree that cannot be written is refused before anything is made.
+  const file = path.join(o.workDir ?? path.dirname(o.out), `.${path.basename(o.out)}.debugfs`);
+  const xattrs = { dir: `${file}.xattrs`, values: [] as Buffer[] };
+  const script = ext4Script(o.tree, xattrs);
   await rm(o.out, { force: true });
   const mk = await run(
     "mke2fs",
@@ -171,10 +196,7 @@ async function makeExt4(o: FilesystemImageOptions): Promise<void> {
       `its files need ${need.blocks} blocks of 4 KiB and ${need.inodes} inodes, an empty ext4 of that size has ${free.blocks} and ${free.inodes}`,
     );
   }
-  const file = path.join(o.workDir ?? path.dirname(o.out), `.${path.basename(o.out)}.debugfs`);
-  const xattrs = { dir: `${file}.xattrs`, values: [] as Buffer[] };
-  const script = ext4Script(o.tree, xattrs);
-  await writeFile(file, script);
+  await writeFile(file, script, "latin1");
   try {
     if (xattrs.values.length > 0) await mkdir(xattrs.dir, { recursive: true });
     for (const [i, v] of xattrs.values.entries())
@@ -201,7 +223,7 @@ async function makeExt4(o: FilesystemImageOptions): Promise<void> {
   // debugfs writes the superblock's write time from the clock: set it, and check the result.
   const fix = await run("e2fsck", ["-fy", o.out], {
     ...env,
-    E2FSCK_TIME: String(o.sourceDateEpoch),
+    E2FSCK_TIME: time,
   });
   if (fix.code > 1) {
     throw imageError(
@@ -226,14 +248,16 @@ async function ext4Free(img: string): Promise<{ blocks: number; inodes: number }
 }
 
 /**
- * The debugfs script that fills an empty ext4 with the tree, in byte order. Each extended
- * attribute is set by `ea_set -f <xattrs.dir>/<n>` (a binary value cannot be an argument);
- * its value is pushed onto `xattrs.values` at index n, for the caller to write there.
+ * The debugfs script that fills an empty ext4 (mke2fs's: its /lost+found is there already)
+ * with the tree, in byte order. Each extended attribute is set by `ea_set -f <xattrs.dir>/<n>`
+ * (a binary value cannot be an argument); its value is pushed onto `xattrs.values` at index n,
+ * for the caller to write there. The script is a byte string: write it as latin1.
  */
 export function ext4Script(
   tree: Tree,
   xattrs: { dir: string; values: Buffer[] } = { dir: "", values: [] },
 ): string {
+  checkLostFound(tree);
   const lines: string[] = [];
   const firstPath = new Map<number, string>();
   const links = new Map<number, number>();
@@ -247,7 +271,7 @@ export function ext4Script(
     for (const t of ["atime", "mtime", "ctime", "crtime"]) lines.push(`sif ${a} ${t} @${m.mtime}`);
     for (const x of m.xattrs ?? []) {
       const file = path.join(xattrs.dir, String(xattrs.values.push(x.value) - 1));
-      lines.push(`ea_set -f ${q(file)} ${a} ${q(x.name)}`);
+      lines.push(`ea_set -f ${q(textAsName(file))} ${a} ${q(x.name)}`);
     }
   };
   let cwd = "";
@@ -261,14 +285,15 @@ export function ext4Script(
       cwd = dir;
     }
     const e = tree.paths.get(p)!;
-    if (e.kind === "dir") lines.push(`mkdir ${q(name)}`);
-    else if (e.kind === "symlink") lines.push(`symlink ${q(name)} ${q(e.target)}`);
+    if (e.kind === "dir") {
+      if (p !== LOST_FOUND) lines.push(`mkdir ${q(name)}`);
+    } else if (e.kind === "symlink") lines.push(`symlink ${q(name)} ${q(e.target)}`);
     else {
       const first = firstPath.get(e.ino);
       if (first === undefined) {
         firstPath.set(e.ino, p);
         links.set(e.ino, 1);
-        lines.push(`write ${q(tree.files.get(e.ino)!.content)} ${q(name)}`);
+        lines.push(`write ${q(textAsName(tree.files.get(e.ino)!.content))} ${q(name)}`);
       } else {
         links.set(e.ino, links.get(e.ino)! + 1);
         lines.push(`ln ${q(`/${first}`)} ${q(name)}`);
@@ -291,16 +316,20 @@ export function ext4Script(
   return `${lines.join("\n")}\n`;
 }
 
+/** The host path of the tree's `p` under `dir`, as bytes: `p`'s name may not be UTF-8. */
+const hostPath = (dir: string, p: string): Buffer =>
+  Buffer.concat([Buffer.from(dir), nameBytes(p === "" ? "" : `/${p}`)]);
+
 /** The tree as a host directory with its owners, modes and times (root only: chown). */
 async function materialize(tree: Tree, dir: string): Promise<void> {
-  const first = new Map<number, string>();
+  const first = new Map<number, Buffer>();
   const order = tree.walk();
   await mkdir(dir, { recursive: true });
   for (const p of order) {
     const e = tree.paths.get(p)!;
-    const host = path.join(dir, p);
+    const host = hostPath(dir, p);
     if (e.kind === "dir") await mkdir(host);
-    else if (e.kind === "symlink") await symlink(e.target, host);
+    else if (e.kind === "symlink") await symlink(nameBytes(e.target), host);
     else {
       const f = first.get(e.ino);
       if (f === undefined) {
@@ -311,7 +340,7 @@ async function materialize(tree: Tree, dir: string): Promise<void> {
   }
   for (const p of ["", ...order].reverse()) {
     const e = tree.paths.get(p)!;
-    const host = path.join(dir, p);
+    const host = hostPath(dir, p);
     const m = e.kind === "file" ? tree.files.get(e.ino)!.meta : e.meta;
     await lchown(host, m.uid, m.gid);
     if (e.kind !== "symlink") await chmod(host, m.mode);
@@ -332,8 +361,8 @@ async function makeErofs(o: FilesystemImageOptions): Promise<void> {
     if ((m.xattrs?.length ?? 0) > 0)
       throw imageError(
         "LIKEN_IMAGE_MKFS",
-        `/${p} has extended attributes (${m.xattrs!.map((x) => x.name).join(", ")}), which liken's EROFS build does not write yet: use --fs ext4, which keeps them`,
-        { path: `/${p}` },
+        `/${shown(p)} has extended attributes (${m.xattrs!.map((x) => shown(x.name)).join(", ")}), which liken's EROFS build does not write yet: use --fs ext4, which keeps them`,
+        { path: `/${shown(p)}` },
       );
   }
   const dir = `${o.out}.tree`;

@@ -6,6 +6,7 @@
 import { lstat, readdir, readlink } from "node:fs/promises";
 import path from "node:path";
 import { imageError } from "./errors.js";
+import { nameBytes, shown, textAsName, utf8Text } from "./names.js";
 import type { Xattr } from "./pax.js";
 
 export interface Meta {
@@ -21,6 +22,7 @@ export interface Meta {
 
 export type Entry =
   | { kind: "dir"; meta: Meta }
+  /** `target` is bytes, as names are (./names.ts). */
   | { kind: "symlink"; target: string; meta: Meta }
   | { kind: "file"; ino: number };
 
@@ -32,7 +34,10 @@ export interface FileNode {
 }
 
 export class Tree {
-  /** "" is the root; other keys are relative, "/"-separated, without "." or "..". */
+  /**
+   * "" is the root; other keys are relative, "/"-separated, without "." or "..", and are byte
+   * strings (one character per byte, ./names.ts): a name is its bytes, never decoded text.
+   */
   readonly paths = new Map<string, Entry>();
   readonly files = new Map<number, FileNode>();
   /**
@@ -94,16 +99,31 @@ export class Tree {
   /**
    * walk()'s paths, the lowest layer's first: a path keeps the place its first layer gave it,
    * so a layer added on top of the same base appends to what the base made (the same inode
-   * numbers, directory blocks and data placement for every lower path). Parents come first:
-   * a path never appears before its parent's layer.
+   * numbers, directory blocks and data placement for every lower path). Parents come first,
+   * whatever layer (or none: the GRUB links, ./boot.ts) each path is recorded with: a path is
+   * ranked no lower than its parent, so a /boot that a later layer brings is made before the
+   * links put in it.
    */
   creationOrder(): string[] {
     const order = this.walk();
-    const rank = (p: string): number => this.layerOf.get(p) ?? 0;
+    const rank = new Map<string, number>([["", 0]]);
+    for (const p of order) {
+      const parent = p.includes("/") ? p.slice(0, p.lastIndexOf("/")) : "";
+      rank.set(p, Math.max(this.layerOf.get(p) ?? 0, rank.get(parent)!));
+    }
     return order
       .map((p, i) => [p, i] as const)
-      .sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1])
+      .sort((a, b) => rank.get(a[0])! - rank.get(b[0])! || a[1] - b[1])
       .map(([p]) => p);
+  }
+
+  /** The newest mtime of any path. */
+  newestMtime(): number {
+    let n = 0;
+    for (const e of this.paths.values()) {
+      n = Math.max(n, e.kind === "file" ? this.files.get(e.ino)!.meta.mtime : e.meta.mtime);
+    }
+    return n;
   }
 
   /** Removes `p` and everything under it. */
@@ -125,8 +145,27 @@ export class Tree {
   }
 }
 
+/** The order of two names' bytes. */
 export function byteOrder(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  return Buffer.compare(nameBytes(a), nameBytes(b));
+}
+
+/**
+ * A host directory's entry name as text: the host's paths are text here (FileNode.content is
+ * one), so a name that is not UTF-8 cannot be carried and is refused, naming its bytes, rather
+ * than read as another name.
+ */
+function hostName(dir: string, name: Buffer): string {
+  const text = utf8Text(name);
+  if (text === undefined) {
+    const where = path.join(dir, shown(name));
+    throw imageError(
+      "LIKEN_IMAGE_LAYER_ENTRY",
+      `${where}: the name is not UTF-8, which a root filesystem read from a directory cannot carry: rename it (convmv -f latin1 -t utf8), or import the directory as an image layer, whose names are kept as bytes`,
+      { path: where },
+    );
+  }
+  return text;
 }
 
 /**
@@ -150,15 +189,19 @@ export async function treeFromDirectory(
   const tree = new Tree(dir, meta(st));
   const inodes = new Map<string, number>();
   const visit = async (rel: string): Promise<void> => {
-    for (const name of (await readdir(path.join(dir, rel))).sort(byteOrder)) {
-      const p = rel === "" ? name : `${rel}/${name}`;
-      const host = path.join(dir, p);
+    const names = await readdir(path.join(dir, rel), { encoding: "buffer" });
+    for (const name of names.sort(Buffer.compare)) {
+      const text = hostName(path.join(dir, rel), name);
+      const relText = rel === "" ? text : `${rel}/${text}`;
+      const p = textAsName(relText);
+      const host = path.join(dir, relText);
       const s = await lstat(host);
       if (s.isDirectory()) {
         tree.paths.set(p, { kind: "dir", meta: meta(s) });
-        await visit(p);
+        await visit(relText);
       } else if (s.isSymbolicLink()) {
-        tree.paths.set(p, { kind: "symlink", target: await readlink(host), meta: meta(s) });
+        const target = (await readlink(host, { encoding: "buffer" })).toString("latin1");
+        tree.paths.set(p, { kind: "symlink", target, meta: meta(s) });
       } else if (s.isFile()) {
         const key = `${s.dev}:${s.ino}`;
         const known = inodes.get(key);

@@ -5,7 +5,8 @@
 // kept (./pax.ts). What a slot's root filesystem must never get is refused, naming the layer and
 // the entry: a path with `..`, a path that goes through a symlink (it could be written
 // through to anywhere), a device node or fifo, a hard link to what is not a file, a whiteout
-// of a path no lower layer has.
+// of a path no lower layer has. Names are bytes, never decoded (./names.ts): tar headers are
+// read as latin1 and PAX records byte for byte, so no two names of a layer become one.
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
@@ -15,7 +16,8 @@ import zlib from "node:zlib";
 import { extract, type Header as Headers } from "tar-stream";
 import { imageError } from "./errors.js";
 import { MEDIA, type OciImage } from "./oci.js";
-import { installPaxDecoder, xattrsOf } from "./pax.js";
+import { shown } from "./names.js";
+import { installPaxDecoder, paxNumber, xattrsOf } from "./pax.js";
 import { Tree, type Meta } from "./tree.js";
 
 export interface LayerSource {
@@ -39,8 +41,13 @@ export function layersOf(image: OciImage): LayerSource[] {
 export interface UnpackOptions {
   /** Where file contents are kept (created if missing). */
   contentDir: string;
-  /** Every mtime later than this is set to it (SOURCE_DATE_EPOCH). */
-  sourceDateEpoch: number;
+  /**
+   * Every mtime later than this is set to it (SOURCE_DATE_EPOCH); it is also the time of the
+   * directories no entry names (the root, missing parents). Absent: nothing is clamped, and
+   * those directories take the newest mtime of the other paths (Tree.newestMtime() is then
+   * that time), a time the image itself fixes, never the build's.
+   */
+  sourceDateEpoch?: number;
 }
 
 /** `a/./b/`, `/a/b`, `./a/b` -> `a/b`; "" for the root. Refuses `..`. */
@@ -50,7 +57,7 @@ export function entryPath(name: string, where: string): string {
     throw imageError(
       "LIKEN_IMAGE_LAYER_ESCAPES",
       `${where}: the path has "..": it would reach outside the image's root; rebuild the layer without it`,
-      { entry: name },
+      { entry: shown(name) },
     );
   }
   return parts.join("/");
@@ -72,11 +79,33 @@ function decompressor(l: LayerSource): Transform | undefined {
 class Applier {
   /** Paths this layer wrote, with their parents: an opaque whiteout keeps them. */
   private layer = new Set<string>();
+  /** The metadata of directories no entry named: dated by finish() when no epoch is given. */
+  private readonly implicit = new Set<Meta>();
+  readonly tree: Tree;
 
   constructor(
-    readonly tree: Tree,
-    private readonly epoch: number,
-  ) {}
+    contentDir: string,
+    private readonly epoch: number | undefined,
+  ) {
+    this.tree = new Tree(contentDir, this.implicitMeta());
+  }
+
+  private implicitMeta(): Meta {
+    const m = { mode: 0o755, uid: 0, gid: 0, mtime: this.epoch ?? 0 };
+    this.implicit.add(m);
+    return m;
+  }
+
+  /** With no epoch: the directories no entry named take the newest mtime of the others. */
+  finish(): void {
+    if (this.epoch !== undefined) return;
+    let newest = 0;
+    for (const e of this.tree.paths.values()) {
+      const m = e.kind === "file" ? this.tree.files.get(e.ino)!.meta : e.meta;
+      if (!this.implicit.has(m)) newest = Math.max(newest, m.mtime);
+    }
+    for (const m of this.implicit) m.mtime = newest;
+  }
 
   private index = -1;
 
@@ -97,14 +126,16 @@ class Applier {
     }
   }
 
-  meta(h: Headers): Meta {
-    const mtime = Math.floor((h.mtime?.getTime() ?? 0) / 1000);
-    const xattrs = xattrsOf(h.pax as Record<string, string> | undefined);
+  /** The entry's metadata: a PAX record wins over the header's field (./pax.ts). */
+  meta(h: Headers, where: string): Meta {
+    const pax = h.pax as Record<string, string> | undefined;
+    const mtime = paxNumber(pax, "mtime", where) ?? Math.floor((h.mtime?.getTime() ?? 0) / 1000);
+    const xattrs = xattrsOf(pax);
     return {
       mode: (h.mode ?? 0o644) & 0o7777,
-      uid: h.uid ?? 0,
-      gid: h.gid ?? 0,
-      mtime: Math.min(Math.max(mtime, 0), this.epoch),
+      uid: paxNumber(pax, "uid", where) ?? h.uid ?? 0,
+      gid: paxNumber(pax, "gid", where) ?? h.gid ?? 0,
+      mtime: Math.min(Math.max(mtime, 0), this.epoch ?? Infinity),
       ...(xattrs.length > 0 ? { xattrs } : {}),
     };
   }
@@ -117,23 +148,20 @@ class Applier {
       const e = this.tree.paths.get(q);
       if (e === undefined) {
         if (!make) return;
-        this.tree.paths.set(q, {
-          kind: "dir",
-          meta: { mode: 0o755, uid: 0, gid: 0, mtime: this.epoch },
-        });
+        this.tree.paths.set(q, { kind: "dir", meta: this.implicitMeta() });
         this.born(q, false);
       } else if (e.kind === "symlink") {
         throw imageError(
           "LIKEN_IMAGE_LAYER_ESCAPES",
-          `${where}: the path goes through the symlink /${q} -> ${e.target}: writing through a ` +
+          `${where}: the path goes through the symlink /${shown(q)} -> ${shown(e.target)}: writing through a ` +
             `symlink can reach outside the image's root; put the file at its real path`,
-          { entry: p, symlink: `/${q}`, target: e.target },
+          { entry: shown(p), symlink: `/${shown(q)}`, target: shown(e.target) },
         );
       } else if (e.kind === "file") {
         throw imageError(
           "LIKEN_IMAGE_LAYER_ENTRY",
-          `${where}: /${q} is a file in a lower layer, not a directory`,
-          { entry: p, parent: `/${q}` },
+          `${where}: /${shown(q)} is a file in a lower layer, not a directory`,
+          { entry: shown(p), parent: `/${shown(q)}` },
         );
       }
     }
@@ -148,8 +176,8 @@ class Applier {
       if (this.tree.paths.get(dir)?.kind !== "dir") {
         throw imageError(
           "LIKEN_IMAGE_WHITEOUT_MISSING",
-          `${where}: an opaque whiteout of /${dir}, which no lower layer has as a directory: the layer was made against another base; rebuild it from this image's base`,
-          { entry: p, path: `/${dir}` },
+          `${where}: an opaque whiteout of /${shown(dir)}, which no lower layer has as a directory: the layer was made against another base; rebuild it from this image's base`,
+          { entry: shown(p), path: `/${shown(dir)}` },
         );
       }
       for (const k of [...this.tree.paths.keys()]) {
@@ -160,16 +188,16 @@ class Applier {
     if (name.startsWith(".wh..wh.")) {
       throw imageError(
         "LIKEN_IMAGE_LAYER_ENTRY",
-        `${where}: "${name}" is an AUFS metadata entry, not an OCI whiteout; export the image with buildah or skopeo`,
-        { entry: p },
+        `${where}: "${shown(name)}" is an AUFS metadata entry, not an OCI whiteout; export the image with buildah or skopeo`,
+        { entry: shown(p) },
       );
     }
     const target = (dir === "" ? "" : `${dir}/`) + name.slice(".wh.".length);
     if (!this.tree.paths.has(target)) {
       throw imageError(
         "LIKEN_IMAGE_WHITEOUT_MISSING",
-        `${where}: a whiteout of /${target}, which no lower layer has: the layer was made against another base; rebuild it from this image's base`,
-        { entry: p, path: `/${target}` },
+        `${where}: a whiteout of /${shown(target)}, which no lower layer has: the layer was made against another base; rebuild it from this image's base`,
+        { entry: shown(p), path: `/${shown(target)}` },
       );
     }
     this.tree.remove(target);
@@ -201,10 +229,10 @@ class Applier {
   private root(h: Headers, where: string): void {
     if (h.type !== "directory") {
       throw imageError("LIKEN_IMAGE_LAYER_ENTRY", `${where}: the root is not a directory`, {
-        entry: h.name,
+        entry: shown(h.name),
       });
     }
-    this.tree.paths.set("", { kind: "dir", meta: this.meta(h) });
+    this.tree.paths.set("", { kind: "dir", meta: this.meta(h, where) });
   }
 
   private async put(p: string, h: Headers, body: Readable, where: string): Promise<void> {
@@ -212,7 +240,7 @@ class Applier {
       case "directory": {
         // A directory over a directory keeps what is under it, with the new metadata.
         if (this.tree.paths.get(p)?.kind !== "dir") this.tree.remove(p);
-        this.tree.paths.set(p, { kind: "dir", meta: this.meta(h) });
+        this.tree.paths.set(p, { kind: "dir", meta: this.meta(h, where) });
         return;
       }
       case "file":
@@ -220,12 +248,16 @@ class Applier {
         this.tree.remove(p);
         const { ino, content } = this.tree.newContent();
         await pipeline(body, createWriteStream(content));
-        this.tree.addFile(p, ino, content, this.meta(h), h.size ?? 0);
+        this.tree.addFile(p, ino, content, this.meta(h, where), h.size ?? 0);
         return;
       }
       case "symlink":
         this.tree.remove(p);
-        this.tree.paths.set(p, { kind: "symlink", target: h.linkname ?? "", meta: this.meta(h) });
+        this.tree.paths.set(p, {
+          kind: "symlink",
+          target: h.linkname ?? "",
+          meta: this.meta(h, where),
+        });
         return;
       case "link":
         return this.hardLink(p, h, where);
@@ -234,28 +266,28 @@ class Applier {
       case "fifo":
         throw imageError(
           "LIKEN_IMAGE_LAYER_DEVICE",
-          `${where}: a ${h.type} (/${p}): a slot's root filesystem holds no device nodes or fifos (udev and systemd make them at boot); remove it from the image`,
-          { entry: p, type: h.type },
+          `${where}: a ${h.type} (/${shown(p)}): a slot's root filesystem holds no device nodes or fifos (udev and systemd make them at boot); remove it from the image`,
+          { entry: shown(p), type: h.type },
         );
       default:
         throw imageError(
           "LIKEN_IMAGE_LAYER_ENTRY",
           `${where}: entry type "${h.type}" is not a file, directory, symlink or hard link`,
-          { entry: p, type: h.type },
+          { entry: shown(p), type: h.type },
         );
     }
   }
 
   private hardLink(p: string, h: Headers, where: string): void {
-    const to = `${where} (hard link to "${h.linkname}")`;
+    const to = `${where} (hard link to "${shown(h.linkname ?? "")}")`;
     const target = entryPath(h.linkname ?? "", to);
     this.parents(target, to, false);
     const t = this.tree.paths.get(target);
     if (t?.kind !== "file") {
       throw imageError(
         "LIKEN_IMAGE_LAYER_ENTRY",
-        `${where}: a hard link to /${target}, which is ${t === undefined ? "not in the image" : `a ${t.kind}`}: a hard link must name a regular file before it`,
-        { entry: p, target: `/${target}` },
+        `${where}: a hard link to /${shown(target)}, which is ${t === undefined ? "not in the image" : `a ${t.kind}`}: a hard link must name a regular file before it`,
+        { entry: shown(p), target: `/${shown(target)}` },
       );
     }
     this.tree.remove(p);
@@ -267,14 +299,17 @@ class Applier {
 export async function unpackLayers(layers: LayerSource[], o: UnpackOptions): Promise<Tree> {
   installPaxDecoder();
   await mkdir(o.contentDir, { recursive: true });
-  const tree = new Tree(o.contentDir, { mode: 0o755, uid: 0, gid: 0, mtime: o.sourceDateEpoch });
-  const apply = new Applier(tree, o.sourceDateEpoch);
+  const apply = new Applier(o.contentDir, o.sourceDateEpoch);
+  const tree = apply.tree;
   for (const l of layers) {
     apply.startLayer();
     const hash = createHash("sha256");
     const tap = new PassThrough();
     tap.on("data", (b: Buffer) => hash.update(b));
-    const ex = extract();
+    // latin1: a name's bytes as they are (./names.ts); tar-stream's default, UTF-8, would
+    // make every byte that is not UTF-8 U+FFFD. Its extract reads the option (extract.js);
+    // its types do not declare it.
+    const ex = extract({ filenameEncoding: "latin1" } as Parameters<typeof extract>[0]);
     const stages: (Readable | Transform)[] = [createReadStream(l.file)];
     const z = decompressor(l);
     if (z !== undefined) stages.push(z);
@@ -285,7 +320,7 @@ export async function unpackLayers(layers: LayerSource[], o: UnpackOptions): Pro
         await apply.entry(
           entry.header,
           entry as unknown as Readable,
-          `${l.name} entry "${entry.header.name}"`,
+          `${l.name} entry "${shown(entry.header.name)}"`,
         );
       }
       await done;
@@ -308,6 +343,7 @@ export async function unpackLayers(layers: LayerSource[], o: UnpackOptions): Pro
       );
     }
   }
+  apply.finish();
   // Contents no path names any more (replaced or whited out) are dropped.
   const used = new Set<number>();
   for (const e of tree.paths.values()) if (e.kind === "file") used.add(e.ino);
