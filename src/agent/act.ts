@@ -1,7 +1,7 @@
 // The agent's actions: each one named phase that logs its begin and end, small enough to test
 // alone with its parts (a file-backed slot store, a bootloader over a directory, a memory file).
-// The decisions they follow are pure functions in steps.ts (decide, afterSlotCheck); what they
-// remember goes through memory.ts's transitions.
+// The decisions they follow are pure functions in steps.ts (decide) and step-verdicts.ts
+// (beforeDrain, afterSlotCheck); what they remember goes through memory.ts's transitions.
 //
 // Must never: arm a trial before the slot read back and matched and the turn was read again;
 // reboot when the agent is stopping; remember a release as failed because a look failed.
@@ -9,122 +9,56 @@
 // What only a step needs is imported when the step runs, so the idle agent never loads it:
 // the drain and uncordon (with @kubernetes/client-node), the slot check, and the HTTP client
 // and release parser of the release check (docs/agent.md, "Memory").
+//
+// The drain (act-drain.ts) and the check-and-reboot (act-check.ts) are steps of their own; the
+// parts every action runs on and its named phase are in act-parts.ts.
 import { spawn } from "node:child_process";
-import type { KubeConfig } from "@kubernetes/client-node";
-import type { Logger } from "pino";
 import { rfc3339 } from "../api/time.js";
 import type { Cluster, DrainBlocker, ReleaseRef } from "../api/types.js";
-import type { Bootloader, Slot } from "../bootloader/types.js";
-import type { DriverPodSelectors } from "../drain/index.js";
+import type { Slot } from "../bootloader/types.js";
 import { errorCode, errorText } from "../errors.js";
-import { sdNotify } from "../native/index.js";
-import type { SlotStore } from "../slots/store.js";
-import type { AgentConfig } from "./config.js";
-import { findTurn } from "../coordinator/turn.js";
-import type { DownloadSupervisor } from "./download.js";
-import type { HealthGates } from "./health-run.js";
-import { drainLimits, drainTimedOutRecord } from "./drain-timeout.js";
+import { CheckAndReboot } from "./act-check.js";
+import { DrainStep, type DrainWatch } from "./act-drain.js";
+import { phase, type ActionParts } from "./act-parts.js";
 import { AgentError } from "./errors.js";
-import { MAX_ARM_ATTEMPTS } from "./arming.js";
 import type { GiveUpReason } from "./give-up.js";
 import {
-  armed,
-  armShown,
   bootFilesInstalled,
   bootFilesRefused,
   bootFilesStarted,
   disarmed,
   disarming,
-  drained,
-  drainSkipped,
   fellBack,
   gaveUp,
   notArmed,
   notTaken,
   promoted,
-  skipped,
   turnGivenBack,
-  drainBegun,
-  drainUndone,
-  type MemoryKeeper,
 } from "./memory.js";
-import { NO_METER, type AgentMeter } from "./meter.js";
-import type { Look } from "./look.js";
-import {
-  afterSlotCheck,
-  beforeDrain,
-  phaseTimeoutMs,
-  type CheckVerdict,
-  type Observed,
-  type SlotCheck,
-  type TurnLook,
-} from "./steps.js";
+import type { Observed } from "./decision.js";
+import { phaseTimeoutMs } from "./phases.js";
+import type { CheckVerdict } from "./step-verdicts.js";
 
-export interface ActionParts {
-  cfg: AgentConfig;
-  log: Logger;
-  /** client-node's config, for the drain and uncordon: loaded on the first turn. */
-  kc: () => Promise<KubeConfig>;
-  store: SlotStore;
-  bootloader: Bootloader;
-  memory: MemoryKeeper;
-  downloads: DownloadSupervisor;
-  /** The health gates of a trial boot (health-run.ts). */
-  health?: HealthGates;
-  /** Step durations for the metrics (silent unless metrics are served). */
-  meter?: AgentMeter;
-  /** Reads the turn record for `release` again, fresh from the API server. */
-  turnHeld: (release: ReleaseRef) => Promise<Look<boolean>>;
-  /** Writes the status that says why the machine goes down, right before a reboot. */
-  reportRebooting: (reason: string) => Promise<void>;
-  /** Aborted on SIGTERM: a drain stops, no trial is armed. */
-  signal: AbortSignal;
-  /** Waits, or less when the agent stops. */
-  pause: (ms: number) => Promise<void>;
-  /** Exits the process with `code` after every state is synced (reboot.exitCode). */
-  exit: (code: number) => never;
-}
-
-/** Runs `fn` as a named phase: one log line at its begin, one at its end (or failure). */
-export async function phase<T>(
-  p: { log: Logger; meter?: AgentMeter },
-  name: string,
-  fn: () => Promise<T>,
-): Promise<T> {
-  const { log, meter = NO_METER } = p;
-  const t = Date.now();
-  log.info({ step: name }, "begin");
-  try {
-    const r = await fn();
-    meter.step(name, Date.now() - t, true);
-    log.info({ step: name, ms: Date.now() - t }, "end");
-    return r;
-  } catch (e) {
-    meter.step(name, Date.now() - t, false);
-    log.warn({ step: name, ms: Date.now() - t, err: errorText(e), code: errorCode(e) }, "failed");
-    throw e;
-  }
-}
-
-/** Resolves with `p`, or rejects with `onTimeout()` after `ms` (p keeps running). */
-export function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), ms);
-  });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
+// The names the daemon and the tests import from here, wherever they live now.
+export { phase, withDeadline, type ActionParts } from "./act-parts.js";
+export { drainOptions, type DrainWatch } from "./act-drain.js";
 
 export class Actions {
-  private blocker: DrainBlocker | undefined;
-  /** A slot read-back still running past its deadline; no second one starts beside it. */
-  private checking: Promise<unknown> | undefined;
+  private readonly drains: DrainStep;
+  private readonly checks: CheckAndReboot;
 
-  constructor(private readonly p: ActionParts) {}
+  constructor(private readonly p: ActionParts) {
+    this.drains = new DrainStep(p);
+    this.checks = new CheckAndReboot(p, {
+      putBootFiles: (slot) => this.putBootFiles(slot),
+      disarm: () => this.disarm(),
+      reboot: (reason) => this.reboot(reason),
+    });
+  }
 
   /** The eviction that holds the drain now, for status.drainBlocker. */
   get drainBlocker(): DrainBlocker | undefined {
-    return this.blocker;
+    return this.drains.drainBlocker;
   }
 
   withdraw(slot: Slot): Promise<void> {
@@ -136,7 +70,7 @@ export class Actions {
 
   /**
    * Withdraws the trial: the intent first (a cut after the bootloader's disarm is then no
-   * verdict, steps.ts trialNotArmed), then the bootloader, then memory forgets the trial.
+   * verdict, trial-armed.ts trialNotArmed), then the bootloader, then memory forgets the trial.
    */
   async disarm(): Promise<void> {
     await this.p.memory.update(disarming);
@@ -224,213 +158,21 @@ export class Actions {
   }
 
   /**
-   * Drains for `release`. `watch.stop` ends it when the target changed (drain-stop.ts): the
-   * drain module undoes liken's cordon and says so, and the next look decides afresh.
-   * `watch.blocked` is told each new blocker, so the status names it while the drain runs.
+   * Drains for `release` (act-drain.ts). `watch.stop` ends it when the target changed
+   * (drain-stop.ts); `watch.blocked` is told each new blocker.
    */
-  async drain(
-    release: ReleaseRef,
-    cluster: Cluster | undefined,
-    watch: DrainWatch = {},
-  ): Promise<void> {
-    const { cfg, signal, memory, log } = this.p;
-    const fresh = beforeDrain(toTurnLook(await this.p.turnHeld(release)), signal.aborted);
-    if (fresh.kind === "stand-down") {
-      log.warn({ why: fresh.why }, "not draining");
-      return;
-    }
-    const { drainNode } = await import("../drain/index.js");
-    const kc = await this.p.kc();
-    const limits = drainLimits(cluster, cfg.timeouts.drainMs);
-    const turn = findTurn(cluster, cfg.machine, release);
-    // Written before the first cordon: a turn taken back mid-drain, or an agent killed in it,
-    // still finds the node owned up to (steps.ts disrupted) and given back before it asks again.
-    await memory.update((m) => drainBegun(m, release.digest));
-    const outcome = await phase(this.p, "drain", () =>
-      drainNode(kc, cfg.nodeName, {
-        ...drainOptions(cfg),
-        timeoutMs: limits.timeoutMs,
-        signal,
-        ...(watch.stop ? { stop: watch.stop } : {}),
-        onProgress: (p) => {
-          sdNotify("WATCHDOG=1");
-          if (p.kind !== "blocked") return;
-          const b = p.blocker;
-          const before = this.blocker;
-          this.blocker = {
-            pod: b.pod,
-            ...(b.pdbs[0] ? { podDisruptionBudget: b.pdbs[0] } : {}),
-            since: before?.pod === b.pod ? before.since : rfc3339(new Date()),
-            message: b.message,
-          };
-          if (!sameBlocker(before, this.blocker)) watch.blocked?.();
-        },
-      }),
-    ).then(
-      () => "drained" as const,
-      async (e: unknown) => {
-        if (errorCode(e) === "LIKEN_DRAIN_STOPPED") {
-          // Not a failure: the target changed; the drain module undid liken's cordon.
-          log.info({ err: errorText(e) }, "drain stopped: the target changed");
-          return "stopped" as const;
-        }
-        // onDrainTimeout Skip: only the deadline, only with the turn in hand; anything else
-        // (an abort, a refused eviction, Stall) goes on as before.
-        if (!limits.skip || errorCode(e) !== "LIKEN_DRAIN_DEADLINE" || turn === undefined) throw e;
-        await this.skipTurn(release, turn.grantedAt, errorText(e));
-        return "skipped" as const;
-      },
-    );
-    if (outcome === "skipped") return;
-    this.blocker = undefined;
-    if (outcome === "stopped") {
-      await memory.update(drainUndone); // the drain module undid liken's cordon
-      return;
-    }
-    await memory.update((m) => drained(m, release.digest));
+  drain(release: ReleaseRef, cluster: Cluster | undefined, watch: DrainWatch = {}): Promise<void> {
+    return this.drains.drain(release, cluster, watch);
   }
 
-  /** The drain timed out (Skip): uncordon, remember the turn given back (reported in status). */
-  private async skipTurn(release: ReleaseRef, grantedAt: string, message: string): Promise<void> {
-    const { cfg, log, memory } = this.p;
-    const { uncordonNode } = await import("../drain/index.js");
-    const kc = await this.p.kc();
-    const record = drainTimedOutRecord(
-      release,
-      grantedAt,
-      this.blocker,
-      message,
-      rfc3339(new Date()),
-    );
-    this.blocker = undefined;
-    await phase(this.p, "give the turn back: the drain timed out", () =>
-      uncordonNode(kc, cfg.nodeName),
-    );
-    await memory.update((m) => drainSkipped(m, record));
-    log.warn(
-      { pod: record.pod, pdb: record.podDisruptionBudget },
-      "drain timed out; turn given back, asking again",
-    );
-  }
-
-  /**
-   * Reads the staged slot back within slotCheckMs and the turn again, then follows
-   * afterSlotCheck(): arm and reboot, reboot without the trial, or leave it to the next tick.
-   */
-  async checkAndReboot(o: Observed, slot: Slot, release: ReleaseRef): Promise<void> {
-    const check = await phase(this.p, "check slot", () => this.checkSlot(slot, o.running.slot));
-    const turn = toTurnLook(await this.p.turnHeld(release));
-    const verdict = afterSlotCheck(check, turn, this.p.signal.aborted, slot, release);
-    await this.follow(verdict, slot, release, o.bootId);
+  /** Reads the staged slot back and the turn again, then arms and reboots (act-check.ts). */
+  checkAndReboot(o: Observed, slot: Slot, release: ReleaseRef): Promise<void> {
+    return this.checks.checkAndReboot(o, slot, release);
   }
 
   /** Carries out a check-and-reboot verdict; `bootId`: this boot, recorded with the trial. */
-  async follow(v: CheckVerdict, slot: Slot, release: ReleaseRef, bootId?: string): Promise<void> {
-    const { memory, log, bootloader } = this.p;
-    const at = rfc3339(new Date());
-    switch (v.kind) {
-      case "stand-down":
-        log.warn({ why: v.why }, "not arming the trial");
-        return;
-      case "retry":
-        throw new AgentError(
-          "LIKEN_AGENT_SLOT_CHECK_FAILED",
-          `${v.why}${v.code ? ` [${v.code}]` : ""}; nothing is remembered, tried again at the next look`,
-          { retryable: true, context: { slot, version: release.version, cause: v.code } },
-        );
-      case "arm":
-        // systemd-boot loads the kernel from the ESP: installed when the slot was staged, and
-        // checked again here, before arming; what a kill midway or a person changed since is
-        // installed again (docs/machine.md).
-        if (bootloader.installBootFiles !== undefined) await this.putBootFiles(slot);
-        // The intent, recorded before the bootloader is touched: after a crash in between, the
-        // agent still knows which release it meant to try, and that it never saw it armed.
-        await memory.update((m) => armed(m, release, slot, at, bootId));
-        await phase(this.p, "arm trial", () => this.armAndShow(slot, release));
-        await this.p.reportRebooting(v.why);
-        return this.reboot(v.why);
-      case "skip-trial":
-        // The page: "it reboots without the trial when they do not match".
-        await memory.update((m) => skipped(m, release, slot, at, v.why));
-        await this.p.reportRebooting(`without the trial: ${v.why}`);
-        return this.reboot(`without the trial: ${v.why}`);
-      default: {
-        const never: never = v;
-        throw new Error(`unknown verdict ${JSON.stringify(never)}`);
-      }
-    }
-  }
-
-  /**
-   * Arms the trial and reads the bootloader back: only a trial it shows armed is recorded as
-   * shown (its outcome is then a verdict on the release). An arm that fails, or reads back
-   * anything else, is counted as not armed (arming.ts: no verdict, tried again, bounded), what
-   * half of it may have left is disarmed, and the step fails with LIKEN_AGENT_TRIAL_NOT_ARMED.
-   */
-  private async armAndShow(slot: Slot, release: ReleaseRef): Promise<void> {
-    const { memory, bootloader, log } = this.p;
-    let why: string;
-    try {
-      await bootloader.armTrial(slot);
-      const r = await bootloader.read();
-      if (r.armed === slot) {
-        await memory.update((m) => armShown(m, rfc3339(new Date())));
-        return;
-      }
-      why = `${bootloader.backend} reads back ${r.shows ?? `armed ${r.armed ?? "none"}`}`;
-    } catch (e) {
-      why = `${errorText(e)}${errorCode(e) ? ` [${errorCode(e)}]` : ""}`;
-    }
-    await memory.update((m) => notArmed(m, why, rfc3339(new Date())));
-    const attempts = memory.now.noVerdict?.attempts ?? 1;
-    try {
-      await this.disarm();
-    } catch (e) {
-      // The trial stays recorded as being withdrawn, never shown: a later boot that does not
-      // start it is no verdict (steps.ts trialNotArmed) and is not counted a second time.
-      log.warn({ err: errorText(e), code: errorCode(e) }, "disarm after a failed arm failed");
-    }
-    throw new AgentError(
-      "LIKEN_AGENT_TRIAL_NOT_ARMED",
-      `the trial of ${release.version} in slot ${slot} could not be armed (attempt ${attempts} ` +
-        `of ${MAX_ARM_ATTEMPTS}): ${why}; no verdict on the release, armed again at the next ` +
-        "look while attempts remain",
-      { retryable: true, context: { slot, version: release.version, attempts } },
-    );
-  }
-
-  /**
-   * The read-back of the slot against its staged release, within slotCheckMs. A throw (EIO, the
-   * slot not staged) or the deadline is "could not look", never a mismatch: only bytes that read
-   * back wrong condemn a release.
-   */
-  private async checkSlot(slot: Slot, running: Slot): Promise<SlotCheck> {
-    const { cfg } = this.p;
-    if (this.checking !== undefined) {
-      // The native read cannot be cancelled: a second one beside it would only compete for the disk.
-      const message = "the previous read-back, past its deadline, still runs";
-      return { kind: "unread", code: "LIKEN_AGENT_SLOT_CHECK_TIMEOUT", message };
-    }
-    const ms = phaseTimeoutMs("CheckingSlot", cfg.timeouts);
-    // Loaded when it runs: the agent's idle loop does not need the slot check's modules.
-    const reading = import("../slots/check.js").then(({ verifyStagedSlot }) =>
-      verifyStagedSlot(cfg.slots, { slot, running, direct: cfg.direct }),
-    );
-    const late = (): Error =>
-      new AgentError(
-        "LIKEN_AGENT_SLOT_CHECK_TIMEOUT",
-        `reading slot ${slot} back took longer than timeouts.slotCheckMs (${ms} ms)`,
-        { retryable: true },
-      );
-    try {
-      const r = await withDeadline(reading, ms, late);
-      return r.ok ? { kind: "matched" } : { kind: "mismatch", problems: r.problems };
-    } catch (e) {
-      if (errorCode(e) === "LIKEN_AGENT_SLOT_CHECK_TIMEOUT") {
-        this.checking = reading.catch(() => undefined).finally(() => (this.checking = undefined));
-      }
-      return { kind: "unread", code: errorCode(e), message: errorText(e) };
-    }
+  follow(v: CheckVerdict, slot: Slot, release: ReleaseRef, bootId?: string): Promise<void> {
+    return this.checks.follow(v, slot, release, bootId);
   }
 
   /** Runs the reboot; with a command, waits rebootMs for the machine to go down. */
@@ -504,9 +246,10 @@ export class Actions {
   }
 
   /**
-   * The bootloader did not take the trial (steps.ts trialNotTaken): remember and report first,
-   * then disarm, so a later reboot by hand boots the old slot and not a trial nobody watches;
-   * the turn is given back by the next look (the release now counts as failed). No reboot.
+   * The bootloader did not take the trial (trial-armed.ts trialNotTaken): remember and report
+   * first, then disarm, so a later reboot by hand boots the old slot and not a trial nobody
+   * watches; the turn is given back by the next look (the release now counts as failed). No
+   * reboot.
    */
   async notTaken(o: Observed, slot: Slot): Promise<void> {
     const { memory, bootloader, log } = this.p;
@@ -519,10 +262,10 @@ export class Actions {
   }
 
   /**
-   * A later boot found the trial recorded but never shown armed, and nothing armed (steps.ts
-   * trialNotArmed): counted as an attempt without a verdict (the release is not failed), then
-   * disarmed (what half an arm left), so the next look arms it again within the turn, or holds
-   * once MAX_ARM_ATTEMPTS are used up (arming.ts). No reboot.
+   * A later boot found the trial recorded but never shown armed, and nothing armed
+   * (trial-armed.ts trialNotArmed): counted as an attempt without a verdict (the release is not
+   * failed), then disarmed (what half an arm left), so the next look arms it again within the
+   * turn, or holds once MAX_ARM_ATTEMPTS are used up (arming.ts). No reboot.
    */
   async notArmed(o: Observed, slot: Slot): Promise<void> {
     const { memory, bootloader, log } = this.p;
@@ -546,37 +289,9 @@ export class Actions {
   }
 }
 
-/** What the daemon watches a drain with (see Actions.drain). */
-export interface DrainWatch {
-  stop?: AbortSignal;
-  blocked?: () => void;
-}
-
-function sameBlocker(a: DrainBlocker | undefined, b: DrainBlocker): boolean {
-  return (
-    a !== undefined &&
-    a.pod === b.pod &&
-    a.podDisruptionBudget === b.podDisruptionBudget &&
-    a.message === b.message
-  );
-}
-
 /** The bootloader's refusals that say the staged release cannot boot on this machine. */
 const BOOT_FILES_REFUSED: ReadonlySet<string> = new Set([
   "LIKEN_BOOTLOADER_ESP_FULL",
   "LIKEN_BOOTLOADER_BOOT_FILES_INVALID",
   "LIKEN_BOOTLOADER_BOOT_FILE_MISMATCH",
 ]);
-
-/** What the agent's config says about its drain: the deadline, and who runs each DRA driver. */
-export function drainOptions(cfg: Pick<AgentConfig, "timeouts" | "driverPods">): {
-  timeoutMs: number;
-  driverPods: DriverPodSelectors;
-} {
-  return { timeoutMs: phaseTimeoutMs("Draining", cfg.timeouts), driverPods: cfg.driverPods };
-}
-
-function toTurnLook(l: Look<boolean>): TurnLook {
-  if (l.ok) return l.value ? { kind: "held" } : { kind: "gone" };
-  return { kind: "unread", code: l.error.code, message: l.error.message };
-}

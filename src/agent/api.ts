@@ -1,7 +1,8 @@
 // What the agent asks of the API server, over the lean REST client (api/rest.ts): its Machine,
 // its Cluster, its Node, its heartbeat Lease. No @kubernetes/client-node here: the idle agent
 // must stay small (docs/adr/agent-lean-api-client.md); the drain, which needs client-node,
-// loads it when a turn is held.
+// loads it when a turn is held (kubeConfigWhenNeeded, below; only its type is imported here).
+import type { KubeConfig } from "@kubernetes/client-node";
 import { LeaseRenewal } from "../api/lease-renewal.js";
 import { Rest, loadRestConfig } from "../api/rest.js";
 import { RestResource } from "../api/rest-resource.js";
@@ -146,4 +147,21 @@ export class AgentApi {
   renew(machine: string, cluster: string): Promise<unknown> {
     return this.leases.renew(heartbeatLeaseName(machine), machine, cluster, new Date());
   }
+}
+
+/**
+ * client-node's config for the drain and uncordon, loaded when first needed, reusing
+ * connections as every liken client does (src/api/kubeconfig.ts). On Debian's nodejs the
+ * kept-alive answers need the node-fetch repair the machine's bundle carries
+ * (docs/adr/node-fetch-premature-close.md).
+ */
+export function kubeConfigWhenNeeded(kubeconfig: string | undefined): () => Promise<KubeConfig> {
+  let kc: KubeConfig | undefined;
+  return async () => {
+    if (kc === undefined) {
+      const { loadKubeConfig } = await import("../api/kubeconfig.js");
+      kc = loadKubeConfig(kubeconfig);
+    }
+    return kc;
+  };
 }

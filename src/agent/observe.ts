@@ -17,7 +17,7 @@ import {
   type ReleaseRef,
 } from "../api/types.js";
 import { mayRegister, registration } from "./registration.js";
-import { effectiveTarget } from "../target/view.js";
+import { effectiveTarget } from "../release-decision/view.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn, takenBackOf } from "../coordinator/turn.js";
@@ -308,7 +308,7 @@ function heldTurn(grantedAt: string | undefined, skipped: Memory["drainTimedOut"
 
 /**
  * The Cluster's target: spec.version with its catalog digest, or while a revert is in force the
- * release it goes back to, and none for a revoked release (src/target/view.ts).
+ * release it goes back to, and none for a revoked release (src/release-decision/view.ts).
  */
 export function targetOf(cluster: Cluster | undefined): ReleaseRef | undefined {
   return effectiveTarget(cluster);

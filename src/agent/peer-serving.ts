@@ -5,7 +5,7 @@
 // dropped stops being served on the next pass. The daemon starts, changes or stops the peer
 // server to match, and writes the answer to Machine status.peers.
 import { isIP } from "node:net";
-import { channelTarget } from "../target/view.js";
+import { channelTarget } from "../release-decision/view.js";
 import {
   PEERS_DEFAULTS,
   type Cluster,

@@ -8,6 +8,7 @@
 // listed and none has failed since, and the last heartbeat got an answer: a server that went
 // away silently (a half-open connection a watch cannot notice) is noticed by the next
 // heartbeat, within heartbeatSeconds.
+import type { Logger } from "pino";
 import type { ApiError } from "../api/errors.js";
 import { API_ERROR_CODES } from "../api/errors.js";
 import type { Cluster, Machine } from "../api/types.js";
@@ -179,4 +180,21 @@ export class ApiView {
   wrote(m: Machine): void {
     this.written = m;
   }
+}
+
+/**
+ * The view as the daemon keeps it: `onChange` at each change, and each failed watch logged. No
+ * answer or an expired resourceVersion is routine; anything else (a 403) says why.
+ */
+export function agentView(
+  api: AgentApi,
+  t: ViewTarget,
+  onChange: (why: string) => void,
+  log: Pick<Logger, "debug" | "warn">,
+): ApiView {
+  return new ApiView(api, t, onChange, (e: ApiError) =>
+    e.code === API_ERROR_CODES.unavailable || e.code === API_ERROR_CODES.gone
+      ? log.debug({ err: e.message, code: e.code }, "watch failed; listing again")
+      : log.warn({ err: e.message, code: e.code }, "watch refused; listing again"),
+  );
 }
