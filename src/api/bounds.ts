@@ -48,6 +48,7 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "takenBackTurns[].machine": text(253),
   "takenBackTurns[].version": text(64),
   "takenBackTurns[].digest": text(71),
+  "takenBackTurns[].priorTrialAt": text(64),
   turns: text(4096),
   "canary.version": text(64),
   "canary.digest": text(71),

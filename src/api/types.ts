@@ -250,7 +250,7 @@ export interface FollowSpec {
   waveSeconds?: number;
   /**
    * Follow only a release whose signed target carries at least this much evidence from the
-   * ring before (`liken promote`; src/target/evidence.ts checks it, docs/rings.md).
+   * ring before (`liken promote`; src/release-decision/evidence.ts checks it, docs/rings.md).
    */
   requireEvidence?: RequireEvidence;
 }
@@ -531,7 +531,7 @@ export interface RebootTurn {
 /** A turn taken back before its machine acted on it, kept until the machine says so. */
 export interface TakenBackTurn extends Pick<
   RebootTurn,
-  "machine" | "grantedAt" | "leader" | "version" | "digest"
+  "machine" | "grantedAt" | "leader" | "version" | "digest" | "priorTrialAt"
 > {
   /** When the operator took it back (its clock). */
   takenBackAt: Time;
@@ -802,7 +802,7 @@ export interface TrustStatus {
   recalled?: { version: string; reason: string };
   /**
    * The releases the channel recalled, newest last, at most TRUST_RECALLS_MAX_ITEMS: no turn
-   * goes to any of them, a revert included (src/target/decide.ts).
+   * goes to any of them, a revert included (src/release-decision/decide.ts).
    */
   recalls?: { version: string; digest: string; reason?: string }[];
   /** When the metadata was last verified (the operator's clock). */

@@ -33,7 +33,7 @@ const LAYER: Readonly<Record<string, number>> = {
   // The release the fleet may take now: one pure decision (spec or follow, trust and its expiry,
   // recalls, revocations, the revert) and the view of it that both programs read
   // (docs/adr/one-release-decision.md).
-  target: 2,
+  "release-decision": 2,
   // The two programs' logic.
   agent: 3,
   operator: 3,
@@ -45,7 +45,7 @@ const LAYER: Readonly<Record<string, number>> = {
   // Promotion across rings of clusters on signed evidence (`liken promote`, docs/rings.md).
   promote: 4,
   // Building what ships: the operator image and the Helm chart from config/.
-  image: 4,
+  "operator-image": 4,
   deploy: 4,
   // Making a machine's disk from a release (`liken machine install|image`, the QEMU testbed's disk).
   install: 4,
@@ -63,7 +63,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   "slots -> verify", // a slot is verified as it is written
   "release -> verify", // building a release writes the documents verify reads
   "lab -> cli", // the lab starts liken through the CLI's entry
-  "image -> cli", // the operator image carries the CLI's bundle
+  "operator-image -> cli", // the operator image carries the CLI's bundle
   "cli -> install", // `liken machine install|image`
   "cli -> fleet", // `liken fleet status`, `liken rollout pause|resume --contexts`
   "cli -> promote", // `liken promote`
@@ -225,5 +225,82 @@ describe("layers", () => {
       expect(SIDEWAYS.has(`${to} -> ${from}`)).toBe(false);
       expect(LAYER[from!]).toBe(LAYER[to!]);
     }
+  });
+});
+
+// The operator's concept folders (docs/design.md, "The operator's house"): each answers one
+// question, and imports go down this table only, or sideways along an edge listed below. A
+// module that reaches across concepts (a rule of turns/ reading the wiring of run/, a channel
+// read reaching into the decision) fails here, naming the file and the import.
+const OPERATOR = path.join(SRC, "operator");
+const OPERATOR_LAYER: Readonly<Record<string, number>> = {
+  // Shared by every part: the error shape, the log, the Events' sink.
+  "errors.ts": 0,
+  "logger.ts": 0,
+  "events.ts": 0,
+  // What the operator reads off one Machine or Cluster, and the conditions' helpers.
+  view: 1,
+  // The rules, each on its own question.
+  turns: 2, // which machine may go down now: budget, windows, canary, brake, leaders, take-backs
+  channel: 2, // what the signed channel vouches for: poll, trust, follow, floor
+  status: 2, // the Cluster's columns: summary, AVAILABLE, EVIDENCE
+  peers: 2, // which machines serve chunks to which
+  identity: 2, // whose certificate request is approved
+  webhook: 2, // what the admission webhook refuses
+  // When the fleet goes back, and to what (reads the brakes of turns/).
+  revert: 3,
+  // One decision composed of the rules above (decide.ts), its input and output (decision.ts).
+  decide: 4,
+  // The wiring: watches, passes, election, heartbeats, the guarded writes, metrics.
+  run: 5,
+};
+const OPERATOR_SIDEWAYS: ReadonlySet<string> = new Set([
+  "status -> channel", // AVAILABLE names the channel's newest release
+]);
+
+function operatorPieceOf(file: string): string | null {
+  const rel = path.relative(OPERATOR, file);
+  if (rel.startsWith("..")) return null;
+  return rel.split(path.sep)[0]?.replace(/\.js$/, ".ts") ?? null;
+}
+
+export function operatorAllowed(from: string, to: string): boolean {
+  const a = OPERATOR_LAYER[from];
+  const b = OPERATOR_LAYER[to];
+  if (a === undefined || b === undefined) return false;
+  return b < a || (a === b && OPERATOR_SIDEWAYS.has(`${from} -> ${to}`));
+}
+
+describe("the operator's concept folders", () => {
+  it("every file under src/operator/ is in a folder (or a shared file) of the table", () => {
+    const unplaced = filesUnder(OPERATOR)
+      .map((f) => operatorPieceOf(f)!)
+      .filter((p) => OPERATOR_LAYER[p] === undefined);
+    expect([...new Set(unplaced)]).toEqual([]);
+  });
+
+  it("imports go down the table, or sideways along a listed edge", () => {
+    const wrong: string[] = [];
+    for (const file of filesUnder(OPERATOR)) {
+      const from = operatorPieceOf(file)!;
+      for (const spec of importsOf(file)) {
+        const to = operatorPieceOf(path.resolve(path.dirname(file), spec));
+        if (to === null || to === from || operatorAllowed(from, to)) continue;
+        wrong.push(`${path.relative(SRC, file)} imports ${spec} (${from} -> ${to})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it.each([
+    ["turns", "view", true],
+    ["view", "turns", false],
+    ["turns", "run", false],
+    ["channel", "decide", false],
+    ["run", "decide", true],
+    ["status", "channel", true],
+    ["channel", "status", false],
+  ])("%s -> %s allowed: %s", (from, to, want) => {
+    expect(operatorAllowed(from, to)).toBe(want);
   });
 });

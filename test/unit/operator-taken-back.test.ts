@@ -3,7 +3,7 @@
 // went uncounted once its turn was taken back, and a fourth machine went down on a budget of 3).
 import { describe, expect, it } from "vitest";
 import type { Machine, MachineStatus, TakenBackTurn } from "../../src/api/index.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import {
   D2,
   GRANTED,
@@ -200,5 +200,51 @@ describe("a turn taken back counts until its machine says it did not act on it",
     const d = decide(observed(c, machines, { silentFor: { m021: 60 } }), SETTINGS);
     expect(d.grants).toEqual([]);
     expect(d.blocked).toMatchObject({ kind: "budget", down: 3, budget: 3 });
+  });
+});
+
+describe("a turn taken back ends when what the machine began is over", () => {
+  const run = (m: Machine, entry: TakenBackTurn) => {
+    const base = cluster({ maxUnavailable: 1 });
+    const c = { ...base, status: { ...base.status, takenBackTurns: [entry] } };
+    return decide(observed(c, [m]), SETTINGS).status.takenBackTurns ?? [];
+  };
+  it.each([
+    ["back on the turn's release and Ready", { version: V2, digest: D2, step: "Ready" }, []],
+    ["still on the old release, Ready, no word", { step: "Ready" }, ["m1"]],
+    [
+      "its trial of the release reported, out of Updating",
+      {
+        step: "Failed",
+        lastTrial: {
+          version: V2,
+          digest: D2,
+          slot: "b",
+          result: "Failed",
+          at: iso(NOW, -2),
+          reason: "TrialFellBack",
+        },
+      },
+      [],
+    ],
+    [
+      "a trial with the stamp the grant saw is an earlier one",
+      {
+        step: "Failed",
+        lastTrial: {
+          version: V2,
+          digest: D2,
+          slot: "b",
+          result: "Failed",
+          at: iso(NOW, -3600),
+          reason: "TrialFellBack",
+        },
+      },
+      ["m1"],
+    ],
+  ] as const)("%s", (_name, status, kept) => {
+    const m = machine("m1", { status: status as Partial<MachineStatus> });
+    const entry = takenBack("m1", { priorTrialAt: iso(NOW, -3600) });
+    expect(run(m, entry).map((t) => t.machine)).toEqual(kept);
   });
 });

@@ -2,12 +2,12 @@
 // spec.releases.source and verified against the catalog digest like every release document
 // (src/verify), so a channel cannot lower the floor of a release the Cluster trusts. The read
 // is cached by digest (a digest names one document, for ever). Only the reading lives here:
-// whether a revert may go below it is the release decision's (src/target/decide.ts, `floor`).
+// whether a revert may go below it is the release decision's (src/release-decision/decide.ts, `floor`).
 import { errorText } from "../../errors.js";
 import { MAX_RELEASE_BYTES, releaseBase, verifyRelease } from "../../verify/release.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import type { Cluster, ReleaseRef } from "../../api/index.js";
-import type { FloorRead } from "../../target/decide.js";
+import type { FloorRead } from "../../release-decision/decide.js";
 
 /**
  * How long an unread floor stays unread before it is read again: the channel was down or the

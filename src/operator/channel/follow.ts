@@ -10,8 +10,8 @@
 import { createHash } from "node:crypto";
 import type { FollowSpec, ReleaseRef } from "../../api/index.js";
 import type { ChannelRelease } from "../../verify/tuf-target.js";
-import { compareVersions } from "../../target/version-order.js";
-import { below } from "../../target/decide.js";
+import { compareVersions } from "../../release-decision/version-order.js";
+import { below } from "../../release-decision/decide.js";
 
 /** Oldest first, by version (as the VERSION and NEWEST columns order them). */
 const byVersion = (rs: readonly ChannelRelease[]): ChannelRelease[] =>

@@ -14,7 +14,7 @@ import {
   type TrustStatus,
 } from "../../api/index.js";
 import { rfc3339 } from "../../api/time.js";
-import { revokedOf } from "../../target/view.js";
+import { revokedOf } from "../../release-decision/view.js";
 import { stamped } from "../view/conditions.js";
 import {
   readSignedChannel,
@@ -25,9 +25,9 @@ import {
 import type { ChannelRelease } from "../../verify/tuf-target.js";
 import { summaryOf } from "../../verify/evidence.js";
 import { decideFollow, type FollowDecision } from "./follow.js";
-import { decideRelease } from "../../target/decide.js";
-import { apiTimeOf, clockVerdict } from "../../target/clock.js";
-import { compareVersions } from "../../target/version-order.js";
+import { decideRelease } from "../../release-decision/decide.js";
+import { apiTimeOf, clockVerdict } from "../../release-decision/clock.js";
+import { compareVersions } from "../../release-decision/version-order.js";
 import type { ChannelView } from "./view.js";
 
 type TrustCondition = Extract<ClusterCondition, { type: "ChannelTrusted" }>;

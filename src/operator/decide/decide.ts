@@ -28,29 +28,29 @@
 //   - none outside every window of spec.disruption.windows (windows.ts);
 //   - the first turns of a release only to its canaries, then none until they passed
 //     (canary.ts).
-import { peerSourcesOf } from "./peers/sources-status.js";
+import { peerSourcesOf } from "../peers/sources-status.js";
 import {
   type Cluster,
   type ClusterStatus,
   type RebootTurn,
   type TakenBackTurn,
-} from "../api/index.js";
-import { staleChannelView } from "./channel/stale-view.js";
-import { revertOf, withoutUnrevoked, type RevertOutcome } from "./revert/revert.js";
-import { setCondition } from "./view/conditions.js";
-import { brakeOf } from "./turns/brake.js";
-import { parseBudget } from "./turns/budget.js";
-import { overtake, type Overtaken } from "./turns/overtaken.js";
-import { settleTakenBack, takenBackEntry } from "./turns/taken-back.js";
-import { canaryOf, withCanaryGrants } from "./turns/canary.js";
-import { progressingCondition } from "./turns/progress.js";
-import { summarize } from "./status/summary.js";
-import { rfc3339 } from "../api/time.js";
-import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../api/bounds.js";
-import { specValidCondition } from "./turns/windows.js";
-import { isLost, targetOf } from "./view/machine-view.js";
+} from "../../api/index.js";
+import { staleChannelView } from "../channel/stale-view.js";
+import { revertOf, withoutUnrevoked, type RevertOutcome } from "../revert/revert.js";
+import { setCondition } from "../view/conditions.js";
+import { brakeOf } from "../turns/brake.js";
+import { parseBudget } from "../turns/budget.js";
+import { overtake, type Overtaken } from "../turns/overtaken.js";
+import { settleTakenBack, takenBackEntry } from "../turns/taken-back.js";
+import { canaryOf, withCanaryGrants } from "../turns/canary.js";
+import { progressingCondition } from "../turns/progress.js";
+import { summarize } from "../status/summary.js";
+import { rfc3339 } from "../../api/time.js";
+import { boundStatus, CLUSTER_STATUS_BOUNDS, joinBounded, maxLengthOf } from "../../api/bounds.js";
+import { specValidCondition } from "../turns/windows.js";
+import { isLost, targetOf } from "../view/machine-view.js";
 
-import type { ChannelView } from "./channel/view.js";
+import type { ChannelView } from "../channel/view.js";
 import {
   type Ctx,
   type DecideSettings,
@@ -59,9 +59,9 @@ import {
   type TurnRelease,
   machinesFresh,
 } from "./decision.js";
-import { settleTurns } from "./turns/settle.js";
-import { drainSkippedOf, grantTurns } from "./turns/grant.js";
-import { markLost } from "./turns/lost.js";
+import { settleTurns } from "./settle.js";
+import { drainSkippedOf, grantTurns } from "./grant.js";
+import { markLost } from "./lost.js";
 import {
   displayOf,
   findProgressing,
@@ -73,7 +73,7 @@ import {
   withChannelStatus,
   withEvidence,
   withSpecValid,
-} from "./status/compose.js";
+} from "./status.js";
 
 export {
   ALIVE_REASONS,
@@ -94,8 +94,8 @@ export type {
   TurnStall,
   ChannelView,
 } from "./decision.js";
-export { drainSkippedOf } from "./turns/grant.js";
-export { REPROBE_SECONDS } from "./turns/lost.js";
+export { drainSkippedOf } from "./grant.js";
+export { REPROBE_SECONDS } from "./lost.js";
 
 /** `o` without its channel read when that read is older than the recorded one. */
 function withoutStaleView(o: Observed): Observed {

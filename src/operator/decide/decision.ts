@@ -1,6 +1,6 @@
 // The operator's decision, its input and its output: what decide.ts composes from the deciders
 // of turns/, channel/, revert/, status/ and peers/, and what each of them reads (Ctx).
-import type { NodeAddress } from "./peers/address.js";
+import type { NodeAddress } from "../peers/address.js";
 import {
   LOST_AFTER_SECONDS,
   START_GRACE_SECONDS,
@@ -11,19 +11,19 @@ import {
   type RebootTurn,
   type ReleaseRef,
   type RevertRecord,
-} from "../api/index.js";
-import { type FloorRead, type Retarget, type RevertOutcome } from "./revert/revert.js";
-import type { QueryCheckView } from "./revert/prom-check.js";
-import { type BrakeView } from "./turns/brake.js";
-import { type BudgetParse } from "./turns/budget.js";
-import { type GrantBlock } from "./turns/progress.js";
-import { seenUpTo } from "./view/freshness.js";
-import { rfc3339 } from "../api/time.js";
-import { type HeartbeatView } from "./view/machine-view.js";
+} from "../../api/index.js";
+import { type FloorRead, type Retarget, type RevertOutcome } from "../revert/revert.js";
+import type { QueryCheckView } from "../revert/prom-check.js";
+import { type BrakeView } from "../turns/brake.js";
+import { type BudgetParse } from "../turns/budget.js";
+import { type GrantBlock } from "../turns/progress.js";
+import { seenUpTo } from "../view/freshness.js";
+import { rfc3339 } from "../../api/time.js";
+import { type HeartbeatView } from "../view/machine-view.js";
 
-import { type ChannelView } from "./channel/view.js";
+import { type ChannelView } from "../channel/view.js";
 
-export type { ChannelView } from "./channel/view.js";
+export type { ChannelView } from "../channel/view.js";
 
 export const NOTICED = [
   "ReleaseFailed",

@@ -15,7 +15,7 @@ import { rfc3339 } from "../../api/time.js";
 import { windowState } from "../turns/windows.js";
 import { isLeader, turnAsk } from "../view/machine-view.js";
 
-import { type Ctx, deadlineOf } from "../decision.js";
+import { type Ctx, deadlineOf } from "./decision.js";
 // ---------------------------------------------------------------------------------------
 // New turns.
 

@@ -3,7 +3,7 @@
 import { type Machine, type MachineCondition } from "../../api/index.js";
 import { stepAfterLost } from "../view/machine-view.js";
 
-import { type Ctx, type LostMark } from "../decision.js";
+import { type Ctx, type LostMark } from "./decision.js";
 // ---------------------------------------------------------------------------------------
 // Lost marks on Machines.
 

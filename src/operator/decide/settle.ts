@@ -11,7 +11,7 @@ import {
   type TurnStall,
   deadlineOf,
   machinesFresh,
-} from "../decision.js";
+} from "./decision.js";
 import { trialOfThisTurn } from "./grant.js";
 // ---------------------------------------------------------------------------------------
 // Existing turns: release, stall, or keep.

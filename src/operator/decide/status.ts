@@ -5,7 +5,7 @@ import { type ClusterCondition, type ClusterStatus, type Machine } from "../../a
 import { availableText } from "../status/available.js";
 import { evidenceOf, evidenceText, type EvidenceInput } from "../status/evidence.js";
 
-import { type HeldNotice, isNoticed } from "../decision.js";
+import { type HeldNotice, isNoticed } from "./decision.js";
 export function withEvidence(
   made: ClusterStatus,
   i: Pick<EvidenceInput, "machines" | "lost" | "target" | "now">,

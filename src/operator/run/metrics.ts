@@ -16,7 +16,7 @@ import {
   type ReleaseEvidence,
 } from "../../api/index.js";
 import { parseBudget } from "../turns/budget.js";
-import { RELEASE_REASONS, type Decision } from "../decide.js";
+import { RELEASE_REASONS, type Decision } from "../decide/decide.js";
 import { targetOf } from "../view/machine-view.js";
 import { recordReasonOf } from "../revert/revert.js";
 

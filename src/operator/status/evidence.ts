@@ -17,7 +17,7 @@ import {
   type RevokedRelease,
 } from "../../api/index.js";
 import { rfc3339 } from "../../api/time.js";
-import { compareVersions } from "../../target/version-order.js";
+import { compareVersions } from "../../release-decision/version-order.js";
 
 export interface EvidenceInput {
   /** status.evidence as recorded. */

@@ -7,7 +7,7 @@ import {
   type Machine,
   type RebootTurn,
 } from "../../api/index.js";
-import { newest, oldest } from "../../target/version-order.js";
+import { newest, oldest } from "../../release-decision/version-order.js";
 import { targetOf } from "../view/machine-view.js";
 
 export type Summary = Required<Pick<ClusterStatus, "phase" | "machines" | "counts" | "leaders">> &
@@ -21,7 +21,7 @@ export function summarize(
   endpoint: string | undefined,
 ): Summary {
   // The fleet's target: spec.version's (in the Cluster's trust mode), or a revert's
-  // (src/target/view.ts); with follow there is no spec.version, and a refused channel still shows
+  // (src/release-decision/view.ts); with follow there is no spec.version, and a refused channel still shows
   // how far the fleet got.
   const target =
     targetOf(cluster)?.version ?? cluster.spec.version ?? cluster.status?.trust?.newest?.version;

@@ -12,7 +12,7 @@ import { failedList, type BrakeView, type FirstTrialCap } from "./brake.js";
 import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "../view/conditions.js";
-import { targetView, type TargetView } from "../../target/view.js";
+import { targetView, type TargetView } from "../../release-decision/view.js";
 import { turnAsk } from "../view/machine-view.js";
 import { rfc3339 } from "../../api/time.js";
 import { duration } from "../view/text.js";

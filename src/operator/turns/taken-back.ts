@@ -48,7 +48,30 @@ function dropReason(m: Machine | undefined, entry: TakenBackTurn): string | unde
     return `released by ${resume.by} at ${resume.at}: ${resume.reason}`;
   }
   if (acknowledged(m, entry)) return "its agent saw the turn taken back and did not act on it";
-  return undefined;
+  return over(m, entry);
+}
+
+/**
+ * What it began is over, as its own later status shows: back on the turn's release and Ready,
+ * or its trial of that release reported (a fallback, a skip) and out of Updating. Either was
+ * written after the take-back (before it, the machine ran another release and had no such
+ * trial), so neither is a stale view; and it ends a record an agent that does not know
+ * turnTakenBack (an older one) would keep for ever.
+ */
+function over(m: Machine, entry: TakenBackTurn): string | undefined {
+  const s = m.status ?? {};
+  if (s.version === entry.version && s.step === "Ready") {
+    return `it is back on ${entry.version} and Ready`;
+  }
+  const trial = s.lastTrial;
+  const ended =
+    trial !== undefined &&
+    trial.version === entry.version &&
+    trial.result !== "Succeeded" &&
+    entry.priorTrialAt !== undefined &&
+    trial.at !== entry.priorTrialAt &&
+    s.step !== "Updating";
+  return ended ? `it reported its trial of ${entry.version} (${trial.reason})` : undefined;
 }
 
 /**
@@ -72,6 +95,7 @@ export function takenBackEntry(t: RebootTurn, now: string): TakenBackTurn {
     leader: t.leader,
     version: t.version,
     ...(t.digest !== undefined ? { digest: t.digest } : {}),
+    ...(t.priorTrialAt !== undefined ? { priorTrialAt: t.priorTrialAt } : {}),
     takenBackAt: now,
   };
 }

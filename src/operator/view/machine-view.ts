@@ -8,7 +8,7 @@ import {
   type Machine,
   type ReleaseRef,
 } from "../../api/index.js";
-import { effectiveTarget } from "../../target/view.js";
+import { effectiveTarget } from "../../release-decision/view.js";
 import { approves } from "../../coordinator/turn.js";
 
 /**
@@ -52,8 +52,8 @@ export function lastSeenAlive(m: Machine, hb: HeartbeatView): number {
 }
 
 /**
- * The fleet's target: the release decision (src/target/decide.ts, read through
- * src/target/view.ts); `now`, the operator's clock, also judges the channel trust's expiry.
+ * The fleet's target: the release decision (src/release-decision/decide.ts, read through
+ * src/release-decision/view.ts); `now`, the operator's clock, also judges the channel trust's expiry.
  */
 export function targetOf(cluster: Cluster, now?: Date): ReleaseRef | undefined {
   return effectiveTarget(cluster, now);
