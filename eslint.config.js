@@ -12,7 +12,7 @@ export default tseslint.config(
       "build/",
       "node_modules/",
       ".lab/",
-      "images/out/",
+      "out/",
       "coverage/",
       "reports/",
       ".stryker-tmp/",

@@ -4,7 +4,7 @@
 // (process.cpuUsage) per call, median and p99 of 100 calls after 20 to warm up: a figure that
 // a loaded machine moves far less than the wall time bench:operator's decide p99 reads.
 // Goal (issue 43): decide p99 under 50 ms at 5,000 Machines.
-import { decide } from "../src/operator/decide.js";
+import { decide } from "../src/operator/decide/decide.js";
 import type { Cluster, Machine } from "../src/api/index.js";
 const N = 5000,
   V1 = "2026.10.10-001",

@@ -9,7 +9,7 @@
 // desync; --repeat: liken's full and adaptive downloads are timed that many times,
 // alternating, and the medians kept; --cases: which of small, large, nothing to run.)
 //
-// The running slot holds the machine image's v1, as liken staged it (its chunk index kept) (images/machine/releases.ts: ext4 built with
+// The running slot holds the machine image's v1, as liken staged it (its chunk index kept) (testbed/machine/releases.ts: ext4 built with
 // mke2fs -d; cached, built on first use). Three new releases of the same size:
 //   small    the image's v2 (another /etc/os-release and initrd: a monthly fix)
 //   large    v2 with a quarter of its 4 KiB blocks replaced, in runs of 1-64 blocks (many
@@ -53,7 +53,7 @@ import {
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { buildSlots } from "../images/machine/releases.js";
+import { buildSlots } from "../testbed/machine/releases.js";
 import { ensureTool } from "../src/controlplane/tools.js";
 import { buildRelease } from "../src/release/build.js";
 import { serveChannel } from "../src/release/serve.js";

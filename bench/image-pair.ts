@@ -19,8 +19,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } 
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ensureTool } from "../src/controlplane/tools.js";
-import { buildReleaseFromImage } from "../src/release/image/from-image.js";
-import type { SlotFs } from "../src/release/image/fs.js";
+import { buildReleaseFromImage } from "../src/release/from-image/from-image.js";
+import type { SlotFs } from "../src/release/from-image/fs.js";
 import { INDEX_CHUNK } from "../src/verify/chunk-index.js";
 
 const { values: args } = parseArgs({
@@ -36,7 +36,7 @@ const log = (s: string): void => void process.stderr.write(`${s}\n`);
 const MiB = 1024 * 1024;
 const EPOCH = "1764547200"; // 2025-12-01: the images' and releases' time
 
-// buildah comes with images/setup-debian.sh; on a machine set up otherwise, say so before any work.
+// buildah comes with testbed/setup-debian.sh; on a machine set up otherwise, say so before any work.
 try {
   execFileSync("buildah", ["--version"], { stdio: "ignore" });
 } catch {

@@ -1,12 +1,12 @@
 // Builds the QEMU testbed's disk image without root, loop devices or Docker, from Debian's
-// packages (images/setup-debian.sh installs them): a GPT disk (sgdisk) with an EFI system
+// packages (testbed/setup-debian.sh installs them): a GPT disk (sgdisk) with an EFI system
 // partition (mkfs.vfat -C, filled with mtools) holding a GRUB built with grub-mkimage, the
 // grub.cfg of src/bootloader/grub-cfg.ts and the two environment copies of src/bootloader/grub.ts;
 // and two ext4 slots (mke2fs -d) each holding Debian's kernel (apt-get download, dpkg-deb) and a
 // busybox initramfs. Slot B comes in three variants (good, panic, hang), put in place per scenario
 // the way the agent writes a slot. The result is cached by a hash of every input.
 //
-// `npx tsx images/build.ts` prints the directory of the built image.
+// `npx tsx testbed/build.ts` prints the directory of the built image.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
@@ -99,7 +99,7 @@ export function kernelPackage(): string {
   const show = run("apt-cache", ["show", "--no-all-versions", "linux-image-amd64"]);
   const m = /^Depends: (linux-image-[^\s,]+) \(= ([^)\s]+)\)/m.exec(show);
   if (m?.[1] === undefined || m[2] === undefined) {
-    throw new Error("apt-cache knows no linux-image-amd64 dependency: run images/setup-debian.sh");
+    throw new Error("apt-cache knows no linux-image-amd64 dependency: run testbed/setup-debian.sh");
   }
   return `${m[1]}=${m[2]}`;
 }
@@ -112,9 +112,9 @@ export function cacheRoot(): string {
 export function inputHash(kpkg: string): string {
   const h = createHash("sha256");
   for (const f of [
-    "images/build.ts",
-    "images/cpio.ts",
-    "images/init.sh",
+    "testbed/build.ts",
+    "testbed/cpio.ts",
+    "testbed/init.sh",
     "src/bootloader/grub-cfg.ts",
     "src/bootloader/grub.ts",
     "src/bootloader/grubenv.ts",
@@ -198,7 +198,7 @@ function fetchKernel(kpkg: string, work: string): { vmlinuz: Buffer; modules: Bu
 }
 
 function initramfs(version: string, fault: Variant | "none", modules: Buffer[]): Buffer {
-  const init = readFileSync(join(ROOT, "images/init.sh"), "latin1")
+  const init = readFileSync(join(ROOT, "testbed/init.sh"), "latin1")
     .replaceAll("@FAULT@", fault === "good" ? "none" : fault)
     .replaceAll("@DEADLINE@", String(CONFIRM_DEADLINE_S))
     .replaceAll("@HEARTBEAT@", String(WATCHDOG_HEARTBEAT_S));

@@ -3,7 +3,7 @@
 # which slot and release booted on the serial console, and on a trial boot it feeds the
 # i6300esb watchdog only until the trial is confirmed or its deadline passes, so a trial that
 # never confirms is reset by the watchdog and GRUB falls back by itself.
-# Placeholders filled by images/build.ts: @FAULT@ (none|panic|hang), @DEADLINE@ (seconds),
+# Placeholders filled by testbed/build.ts: @FAULT@ (none|panic|hang), @DEADLINE@ (seconds),
 # @HEARTBEAT@ (i6300esb stage seconds).
 /bin/busybox mount -t devtmpfs dev /dev
 exec </dev/ttyS0 >/dev/ttyS0 2>&1

@@ -26,7 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Metafile } from "esbuild";
 import { LikenError, type LikenErrorOptions } from "../src/errors.js";
-import { nodeFetchRepair } from "../src/image/bundle.js";
+import { nodeFetchRepair } from "../src/operator-image/bundle.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -172,7 +172,7 @@ async function bundleCli(root: string, outfile: string): Promise<Metafile> {
     define: { __dirname: "__likenDirname" },
     // Machines run Debian's nodejs, whose CVE-2026-48931 backport trips node-fetch's
     // premature-close check on every kept-alive answer: the same repair as the operator image's
-    // (src/image/bundle.ts; docs/adr/node-fetch-premature-close.md).
+    // (src/operator-image/bundle.ts; docs/adr/node-fetch-premature-close.md).
     plugins: [nodeFetchRepair],
   });
   const bare = bareImports(result.metafile).filter((p) => !ABSENT_ON_MACHINE.includes(p));
@@ -217,7 +217,7 @@ export async function packageAgent(opts: PackageOptions): Promise<AgentPackage> 
   copy(zstdWasmOf(meta, root), at(LAYOUT.wasm), 0o644);
   copy(addon, at(LAYOUT.addon), 0o755);
   copy(path.join(root, "config", "systemd", "liken-agent.service"), at(LAYOUT.unit), 0o644);
-  copy(path.join(root, "images", "agent.yaml.example"), at(LAYOUT.example), 0o644);
+  copy(path.join(root, "testbed", "agent.yaml.example"), at(LAYOUT.example), 0o644);
   copy(path.join(root, "config", "schema", "agent.schema.json"), at(LAYOUT.schema), 0o644);
   writeText(
     at(LAYOUT.manifest),

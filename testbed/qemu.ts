@@ -1,6 +1,6 @@
 // Starting and stopping QEMU for every guest liken boots: the testbed's scenarios, the machine
 // scenario and the machine image's smoke boot. One machine: q35 on the accelerator that
-// images/accelerator.ts chose (TCG unless a guest was seen running under KVM), OVMF with this run's
+// testbed/accelerator.ts chose (TCG unless a guest was seen running under KVM), OVMF with this run's
 // copy of its variables, the disk on virtio, the i6300esb watchdog, the serial console as ser0.
 //
 // None outlives the process that started it: each runs under `timeout` (which ends it even if

@@ -5,7 +5,7 @@
 # images (e2fsprogs' mke2fs and debugfs make the slot's ext4; erofs-utils the EROFS compared in
 # docs/adr/slot-filesystem-from-image.md; buildah and skopeo build and copy the OCI images those
 # releases come from: the machine scenario's and the lab's releases are Containerfiles built by
-# buildah, src/release/image/containerfile.ts), and only those that are missing.
+# buildah, src/release/from-image/containerfile.ts), and only those that are missing.
 # Idempotent and fast when everything is present
 # (dpkg-query and a file test, no apt). `npm test` runs it first (the `pretest` script), so a
 # fresh Debian machine needs nothing but `npm ci` before it; `.ci/run` calls it too.
@@ -15,7 +15,7 @@ set -eu
 cannot_install() {
   echo "setup-debian: cannot install the Debian packages the tests need: $1" >&2
   echo "setup-debian: missing:${missing:- (package lists only)}" >&2
-  echo "setup-debian: run as root (sudo sh images/setup-debian.sh), or install them by hand:" >&2
+  echo "setup-debian: run as root (sudo sh testbed/setup-debian.sh), or install them by hand:" >&2
   echo "  apt-get update && apt-get install --no-install-recommends${missing}" >&2
   exit 1
 }
@@ -52,7 +52,7 @@ for p in $PACKAGES; do
   esac
 done
 
-# images/build.ts asks apt-cache which kernel package linux-image-amd64 depends on: that needs
+# testbed/build.ts asks apt-cache which kernel package linux-image-amd64 depends on: that needs
 # package lists (a file test, because apt-cache itself takes seconds on a busy machine).
 lists_ok=0
 for f in /var/lib/apt/lists/*_Packages*; do

@@ -20,7 +20,7 @@ export const CLI_BUNDLE = path.join(ROOT, ".lab", "cli", "liken.mjs");
 
 /**
  * The script to run with process.execPath to start a liken command. The agent package
- * (images/package-agent.ts) ships the CLI as one bundle and no bin/liken.js: there the bundle
+ * (testbed/package-agent.ts) ships the CLI as one bundle and no bin/liken.js: there the bundle
  * is its own entry (without this, the agent's download child on a machine found no script).
  */
 export function likenEntry(): string {

@@ -1,6 +1,6 @@
 // The EFI system partition as a FAT image file, made without mounting it (mkfs.vfat -C, then
 // mtools), with GRUB or systemd-boot and liken's configuration (docs/machine.md, "GRUB" and
-// "systemd-boot"). The installer and the QEMU testbed's disk (images/machine/) both make it here.
+// "systemd-boot"). The installer and the QEMU testbed's disk (testbed/machine/) both make it here.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BOOT_ARTIFACTS, slotBootDir } from "../bootloader/boot-files.js";

@@ -26,7 +26,7 @@
 //   lost-lapsed     a machine Lost only because its certificate lapsed while it could still
 //                   rejoin (identity.ts).
 import type { Cluster, Machine, SlotName } from "../api/index.js";
-import { effectiveTarget } from "../target/view.js";
+import { effectiveTarget } from "../release-decision/view.js";
 import { parseBudget } from "../operator/turns/budget.js";
 import type { CheckSettings, History, Observation, Rel, Violation } from "./history.js";
 import { releaseViolations } from "./release.js";

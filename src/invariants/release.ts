@@ -11,10 +11,10 @@
 //   revert-dropped    a revert recorded (status.revert) disappears while the Cluster still
 //                     chooses the release it leaves (spec.version, or the followed release
 //                     taken) and no person unrevoked that release since the revert began.
-// Written apart from src/target/ on purpose: a checker that called the decision it
+// Written apart from src/release-decision/ on purpose: a checker that called the decision it
 // checks would agree with it, bugs included.
 import type { Cluster, RebootTurn } from "../api/index.js";
-import { compareVersions } from "../target/version-order.js";
+import { compareVersions } from "../release-decision/version-order.js";
 import type { Violation } from "./history.js";
 
 const same = (a: { version: string; digest?: string }, b: { version: string; digest?: string }) =>

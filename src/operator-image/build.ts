@@ -82,7 +82,7 @@ export async function buildImage(
     );
   }
   const image = operatorImage(REPO_ROOT);
-  const out = opts.out ?? path.join(REPO_ROOT, "images", "out");
+  const out = opts.out ?? path.join(REPO_ROOT, "out");
   const archive = path.join(out, `liken-${image.tag}.oci.tar`);
   const umoci = await ensureTool("umoci", log);
   const base = await ensureBase(umoci, log, opts.refreshBase);

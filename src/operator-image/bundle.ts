@@ -28,7 +28,7 @@ export const nodeFetchRepair: Plugin = {
       if (hits !== 1) {
         throw new ImageError(
           "LIKEN_IMAGE_NODE_FETCH_CHANGED",
-          `${args.path}: expected the premature-close check once, found it ${hits} times; node-fetch changed: see whether it still needs src/image/bundle.ts's repair`,
+          `${args.path}: expected the premature-close check once, found it ${hits} times; node-fetch changed: see whether it still needs src/operator-image/bundle.ts's repair`,
         );
       }
       return {

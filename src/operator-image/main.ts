@@ -8,7 +8,7 @@ const err = (l: string): void => void process.stderr.write(`${l}\n`);
 
 const program = new Command("image")
   .description("Build the liken operator image (an OCI archive) with no container daemon.")
-  .option("--out <dir>", "where to write the archive (default: images/out)")
+  .option("--out <dir>", "where to write the archive (default: out)")
   .option("--refresh-base", "rebuild the cached Debian base layer to take in Debian's updates")
   .exitOverride()
   .action(async (o: { out?: string; refreshBase?: boolean }) => {

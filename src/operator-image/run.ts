@@ -36,7 +36,7 @@ export async function run(
     throw new ImageError(
       missing ? "LIKEN_IMAGE_TOOL_MISSING" : "LIKEN_IMAGE_STEP_FAILED",
       missing
-        ? `${what}: ${cmd} is not installed; run images/setup-debian.sh (it installs what the image build needs) and try again`
+        ? `${what}: ${cmd} is not installed; run testbed/setup-debian.sh (it installs what the image build needs) and try again`
         : `${what} failed (${cmd} exited ${String(x.code)}): ${tail}; the build left no archive, run it again after fixing the cause`,
       { cause: e, context: { cmd, args } },
     );

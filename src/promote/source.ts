@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { readRepo, tufDir } from "../release/tuf.js";
 import { releasesOf } from "../verify/tuf-target.js";
-import { compareVersions } from "../target/version-order.js";
+import { compareVersions } from "../release-decision/version-order.js";
 import { PromoteError } from "./errors.js";
 import type { SourceRelease } from "./check.js";
 

@@ -1,7 +1,7 @@
 // The release a Cluster's machines move to: the one place that reads it, for the agent
 // (observe.ts) and the operator (machine-view.ts, decide.ts) alike. The decision itself
 // (spec or follow, the channel's trust and freshness, recalls, revocations, the revert in
-// force) is src/target/decide.ts; this file reads it off a Cluster.
+// force) is src/release-decision/decide.ts; this file reads it off a Cluster.
 //   pinned          spec.version's catalog entry (the page's flow, unchanged);
 //   channel         status.trust.target: the release the signed channel vouches for, written by
 //                   cluster-operator after its TUF client verified it (and, with follow, once

@@ -5,7 +5,7 @@
 // chunk's length, never allocated).
 // A static import, so that the agent package's bundle inlines the codec (a machine has no
 // node_modules); its init() reads zstd.wasm beside its own file (`__dirname`), which the
-// package ships beside the bundle (images/package-agent.ts).
+// package ships beside the bundle (testbed/package-agent.ts).
 import * as codec from "@bokuweb/zstd-wasm";
 import { VerifyError } from "./errors.js";
 

@@ -28,11 +28,11 @@ export interface BuiltMachine extends MachineImages {
 }
 
 const SOURCES = [
-  "images/machine/build.ts",
-  "images/machine/disk.ts",
-  "images/machine/esp.ts",
-  "images/machine/esp-grub.ts",
-  "images/machine/esp-systemd-boot.ts",
+  "testbed/machine/build.ts",
+  "testbed/machine/disk.ts",
+  "testbed/machine/esp.ts",
+  "testbed/machine/esp-grub.ts",
+  "testbed/machine/esp-systemd-boot.ts",
   ...filesUnder("src/install"),
   "src/bootloader/boot-files.ts",
   "src/bootloader/grub-cfg.ts",

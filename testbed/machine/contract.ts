@@ -1,4 +1,4 @@
-// The contract between the machine image build (images/machine/) and the machine scenario
+// The contract between the machine image build (testbed/machine/) and the machine scenario
 // (test/qemu/machine.ts): what the build hands over, and the fixed addresses the guest uses to
 // reach the host. QEMU user networking (restrict=on) forwards each address to a loopback port
 // that the scenario chooses (`guestfwd`), so the guest image never needs to know host ports.

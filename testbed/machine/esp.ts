@@ -11,7 +11,7 @@ export const ESP_MIB = 64;
 /** Kernel arguments of every boot of slot `slot` (liken adds liken.slot= itself in GRUB). */
 export function slotArgs(slot: string): string {
   // no_timer_check: on a host starved of CPU the IO-APIC timer check under TCG fails and
-  // panics at boot (images/build.ts). systemd.gpt_auto=0: the fstab says what to mount.
+  // panics at boot (testbed/build.ts). systemd.gpt_auto=0: the fstab says what to mount.
   // loglevel=3: the kernel's own messages on the serial console cost seconds under TCG;
   // systemd's status lines ("Started liken-agent.service") and panics still show.
   return `root=PARTLABEL=liken-${slot} rw console=ttyS0,115200 loglevel=3 no_timer_check systemd.gpt_auto=0`;

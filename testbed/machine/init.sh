@@ -1,5 +1,5 @@
 #!/bin/busybox sh
-# The machine's initrd /init (busybox-static; images/machine/initrd.ts builds it). It loads the
+# The machine's initrd /init (busybox-static; testbed/machine/initrd.ts builds it). It loads the
 # kernel modules the guest needs (lib/modules/order), finds the root partition named by
 # root=PARTLABEL=<label> on the kernel command line (the kernel's uevent files carry PARTNAME,
 # so no udev is needed here), says on the console which slot, release and kind of boot this is,

@@ -1,5 +1,5 @@
-// The machine's initrd: busybox-static, images/machine/init.sh as /init and the kernel modules
-// of kernel.ts with their load order, as a newc cpio (images/cpio.ts). Every release has its own
+// The machine's initrd: busybox-static, testbed/machine/init.sh as /init and the kernel modules
+// of kernel.ts with their load order, as a newc cpio (testbed/cpio.ts). Every release has its own
 // initrd, alike but for etc/liken-initrd-version, which /init prints first on the console: the
 // scenario sees whose initrd booted (on systemd-boot, the one the agent put on the ESP).
 import { readFileSync } from "node:fs";
@@ -20,7 +20,7 @@ export function machineInitrd(kernel: GuestKernel, version: string): Buffer {
     {
       path: "init",
       kind: "file",
-      data: readFileSync(join(ROOT, "images/machine/init.sh")),
+      data: readFileSync(join(ROOT, "testbed/machine/init.sh")),
       mode: 0o755,
     },
     { path: INITRD_VERSION_FILE, kind: "file", data: Buffer.from(`${version}\n`) },

@@ -1,5 +1,5 @@
 // Debian's kernel for the machine, and the modules its initrd loads. The kernel package is the
-// one the QEMU testbed uses (images/build.ts: what linux-image-amd64 depends on, from the
+// one the QEMU testbed uses (testbed/build.ts: what linux-image-amd64 depends on, from the
 // host's package lists); every release of the machine boots this one kernel. Drivers a QEMU
 // guest needs are modules in Debian's build, so the initrd loads them (no modprobe, no
 // modules.dep in the root filesystem): the disk and network (virtio), the root and state

@@ -1,4 +1,4 @@
-// npx tsx images/machine/main.ts --bootloader grub|systemd-boot [--boot] [--panic] [--keep]
+// npx tsx testbed/machine/main.ts --bootloader grub|systemd-boot [--boot] [--panic] [--keep]
 // Builds (or reuses) the machine's images and prints them; --boot also boots the disk under
 // QEMU with a dummy identity until the agent runs under systemd (smoke.ts), then stops it. A
 // boot that passed removes its folder (/tmp/liken-machine-smoke-*), one that failed keeps its

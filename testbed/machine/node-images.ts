@@ -80,7 +80,7 @@ export async function buildNodeImages(
   return out;
 }
 
-/** images/machine/workload.c, compiled static (no libc in its image), into `work`. */
+/** testbed/machine/workload.c, compiled static (no libc in its image), into `work`. */
 export function workloadBinary(work: string): string {
   const out = join(work, "workload");
   run("cc", [
@@ -90,7 +90,7 @@ export function workloadBinary(work: string): string {
     "-static",
     "-o",
     out,
-    join(ROOT, "images/machine/workload.c"),
+    join(ROOT, "testbed/machine/workload.c"),
   ]);
   run("strip", [out]);
   return out;

@@ -19,7 +19,7 @@ import { run } from "./cache.js";
 
 /** The node's own directory on the state partition (per machine, the same in both slots). */
 export const NODE_STATE = "/var/lib/liken/node";
-/** Written per machine onto the state partition (images/machine/state.ts, kubelet-identity). */
+/** Written per machine onto the state partition (testbed/machine/state.ts, kubelet-identity). */
 export const KUBELET_KUBECONFIG = `${NODE_STATE}/kubelet.kubeconfig`;
 export const KUBELET_ENV = `${NODE_STATE}/kubelet.env`;
 export const KUBELET_CLIENT_CA = `${NODE_STATE}/ca.crt`;

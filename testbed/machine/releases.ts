@@ -1,5 +1,5 @@
 // The machine's four releases, each built as an image adopter builds one (docs/day-1.md): a
-// Containerfile built by buildah (src/release/image/containerfile.ts), then `liken release build
+// Containerfile built by buildah (src/release/from-image/containerfile.ts), then `liken release build
 // --from-image` (its code, buildReleaseFromImage). The base image is the configured root
 // filesystem (rootfs.ts's mmdebstrap tree with the agent package, guest.ts, and the node,
 // node.ts) imported as one OCI layer; v1 is `FROM` it plus the kernel and its initrd at bootc's
@@ -32,8 +32,8 @@ import { buildNodeImages, workloadBinary } from "./node-images.js";
 import { ensureNodeBinaries } from "../../src/controlplane/node-tools.js";
 import { ensureTool } from "../../src/controlplane/tools.js";
 import { UMOCI_VERSION } from "../../src/controlplane/versions.js";
-import { importRootfs, withBuildah } from "../../src/release/image/containerfile.js";
-import { buildReleaseFromImage } from "../../src/release/image/from-image.js";
+import { importRootfs, withBuildah } from "../../src/release/from-image/containerfile.js";
+import { buildReleaseFromImage } from "../../src/release/from-image/from-image.js";
 import { baseRootfs } from "./rootfs.js";
 
 /** The OCI layout directory of the base and the releases' images, in the work directory. */
@@ -68,25 +68,25 @@ function agentInputs(): string[] {
     ...filesUnder("src"),
     "package.json",
     "package-lock.json",
-    "images/package-agent.ts",
-    "images/agent.yaml.example",
+    "testbed/package-agent.ts",
+    "testbed/agent.yaml.example",
     "config/systemd/liken-agent.service",
     "build/Release/liken_native.node",
   ];
 }
 
 const SOURCES = [
-  "images/cpio.ts",
-  "images/machine/cache.ts",
-  "images/machine/kernel.ts",
-  "images/machine/initrd.ts",
-  "images/machine/init.sh",
-  "images/machine/rootfs.ts",
-  "images/machine/guest.ts",
-  "images/machine/releases.ts",
-  "images/machine/node.ts",
-  "images/machine/node-images.ts",
-  "images/machine/workload.c",
+  "testbed/cpio.ts",
+  "testbed/machine/cache.ts",
+  "testbed/machine/kernel.ts",
+  "testbed/machine/initrd.ts",
+  "testbed/machine/init.sh",
+  "testbed/machine/rootfs.ts",
+  "testbed/machine/guest.ts",
+  "testbed/machine/releases.ts",
+  "testbed/machine/node.ts",
+  "testbed/machine/node-images.ts",
+  "testbed/machine/workload.c",
 ];
 
 /**

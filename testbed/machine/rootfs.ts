@@ -13,7 +13,7 @@ export const PACKAGES = [
   "systemd-sysv",
   "udev",
   "nodejs",
-  // The node's container runtime (images/machine/node.ts): containerd, its runc and the CNI
+  // The node's container runtime (testbed/machine/node.ts): containerd, its runc and the CNI
   // plugins (bridge, host-local, loopback), as Debian packages them.
   "containerd",
   "runc",
@@ -33,7 +33,7 @@ const EXCLUDED = [
  * set, not the mirror's state: delete the directory to take newer packages.
  */
 export function baseRootfs(log: (s: string) => void): Promise<{ dir: string; built: boolean }> {
-  const hash = short(hashFiles(newHash("rootfs"), ["images/machine/rootfs.ts"]));
+  const hash = short(hashFiles(newHash("rootfs"), ["testbed/machine/rootfs.ts"]));
   return cachedStage("rootfs", hash, (work) => {
     const t0 = Date.now();
     log(`machine: mmdebstrap ${SUITE} (${PACKAGES.join(", ")}) into ${work}`);

@@ -8,7 +8,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { loadKubeConfig, LOST_AFTER_SECONDS, START_GRACE_SECONDS } from "../../api/index.js";
 import { MAX_HEARTBEAT_SECONDS, MIN_HEARTBEAT_SECONDS } from "../../agent/config.js";
 import { DEFAULT_CHANNEL_INTERVAL_MS } from "../../operator/channel/poll.js";
-import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide.js";
+import { DEFAULT_TURN_DEADLINE_SECONDS } from "../../operator/decide/decide.js";
 import { holdFirstTurnWrite } from "../../operator/run/hold.js";
 import { Operator } from "../../operator/run/operator.js";
 import { CsrApprover } from "../../operator/identity/approver.js";

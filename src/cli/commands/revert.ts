@@ -4,7 +4,7 @@
 // decides the rest (src/operator/revert/revert.ts).
 import type { Command } from "commander";
 import { isConflict, type Cluster, type LikenApi } from "../../api/index.js";
-import { specTarget, targetView } from "../../target/view.js";
+import { specTarget, targetView } from "../../release-decision/view.js";
 import { OperatorError, type OperatorCode } from "../../operator/errors.js";
 import { revertTargetOf } from "../../operator/revert/revert.js";
 import { rfc3339 } from "../../api/time.js";

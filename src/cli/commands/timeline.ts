@@ -4,7 +4,7 @@
 // it waits for the rollout to start (the edit of spec.version), then records it to the end.
 import { writeFile } from "node:fs/promises";
 import { LikenApi } from "../../api/client.js";
-import { effectiveTarget } from "../../target/view.js";
+import { effectiveTarget } from "../../release-decision/view.js";
 import type { Cluster, Machine } from "../../api/types.js";
 import { ResourceWatcher } from "../../api/watch.js";
 import { LikenError } from "../../errors.js";

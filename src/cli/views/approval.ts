@@ -3,7 +3,7 @@
 // the DETAIL of `liken status` (which must not say "waiting for: liken approve-reboot" when
 // approving cannot help). Issue 42, items 1 and 2.
 import type { Cluster, Machine, ReleaseRef } from "../../api/index.js";
-import { effectiveTarget } from "../../target/view.js";
+import { effectiveTarget } from "../../release-decision/view.js";
 
 export type Approvable =
   | { ok: true; staged: ReleaseRef }

@@ -3,7 +3,7 @@
 // A pure function of the API objects, so the same text is printed live and in a pipe.
 import { approvable, heldAgainstApproval } from "./approval.js";
 import type { Cluster, ClusterCondition, Machine, MachineStep } from "../../api/types.js";
-import { targetView } from "../../target/view.js";
+import { targetView } from "../../release-decision/view.js";
 
 export interface StatusViewOptions {
   now: Date;
