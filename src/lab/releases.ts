@@ -12,8 +12,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { buildRelease } from "../release/build.js";
-import { withBuildah } from "../release/image/containerfile.js";
-import { buildReleaseFromImage } from "../release/image/from-image.js";
+import { withBuildah } from "../release/from-image/containerfile.js";
+import { buildReleaseFromImage } from "../release/from-image/from-image.js";
 
 export const LAB_KERNEL_MAGIC = "LIKEN-LAB-KERNEL/1";
 /**
@@ -112,7 +112,7 @@ export function labContainerfile(version: string): string {
 /**
  * A lab release built from a Containerfile: its context (the Containerfile and rootfs/ with
  * /etc/os-release and the lab kernel and initrd) under `workDir`/containerfile/<version>,
- * built by buildah (src/release/image/containerfile.ts) into `workDir`/images, then
+ * built by buildah (src/release/from-image/containerfile.ts) into `workDir`/images, then
  * `liken release build --from-image oci:<layout>:<version>` (its code) into the channel. The
  * release's rootfs (ext4) sits at the slot's offset 0, the kernel after it; the lab firmware
  * reads a "ok" kernel from a slot that does not start with a lab kernel (processes.ts).

@@ -13,54 +13,38 @@
 // and the observers print what each ring ran, and when. Every `liken promote` is the real
 // command, through read-only contexts (one per ring promoted from, on its control plane).
 // Lean by design (it runs in the e2e tier): two machines in canary, one in each later ring.
-import { execFile } from "node:child_process";
-import { copyFileSync, writeFileSync } from "node:fs";
+//
+// Its pieces: the rings and what is reported of them (ring.ts), the later rings' places
+// (ring-places.ts), `liken promote` through read-only contexts (ring-promote.ts); here, the
+// scene's script.
 import path from "node:path";
-import { promisify } from "node:util";
-import { KubeConfig } from "@kubernetes/client-node";
-import { LikenApi } from "../api/client.js";
-import { loadKubeConfig } from "../api/kubeconfig.js";
+import type { LikenApi } from "../api/client.js";
 import { ANNOTATION_CHECK_RELEASES, type RequireEvidence } from "../api/types.js";
-import { likenEntry } from "../cli/entry.js";
-import { down, up, type ControlPlaneState } from "../controlplane/instance.js";
 import { LikenError } from "../errors.js";
-import { EVICTION_PATH } from "../operator/webhook/names.js";
 import { followPatch } from "./follow.js";
 import { addRelease, initChannel } from "../release/tuf.js";
 import { until } from "./demo.js";
-import {
-  bootstrapKubeconfig,
-  createCluster,
-  createMachine,
-  createNode,
-  type LabMachineSpec,
-} from "./fleet.js";
-import { installApi, LAB_CLUSTER, LAB_SIGNING_DURATION_SECONDS, type Lab } from "./lab.js";
+import type { Lab } from "./lab.js";
 import { RolloutObserver } from "./observer.js";
-import { LAB_DIR, LAB_RING_KUBECONFIG, LAB_RING_PLANE } from "./paths.js";
+import { LAB_DIR, LAB_RING_PLANE } from "./paths.js";
+import type { FleetOperatorOptions } from "./processes.js";
+import { buildLabRelease } from "./releases.js";
 import {
-  type FleetOperatorOptions,
-  operatorKubeconfig,
-  powerOn,
-  prepareMachines,
-  startOperator,
-  waitForReports,
-} from "./processes.js";
-import { buildLabRelease, type LabRelease } from "./releases.js";
-import { startWebhookService } from "./webhook-service.js";
+  observerLines,
+  ranOf,
+  RING_CLUSTERS,
+  timesOf,
+  type Ring,
+  type RingName,
+  type RingsFigures,
+} from "./ring.js";
+import { placeRings } from "./ring-places.js";
+import { promoteCli, readerKubeconfig } from "./ring-promote.js";
 
-const run = promisify(execFile);
+export { RING_CLUSTERS, RING_NAMES, type RingName, type RingsFigures } from "./ring.js";
 
 /** The bad release: its kernel panics on its trial boot (releases.ts, "panic"). */
 export const RINGS_BAD_VERSION = "2026.10.13-001";
-export const RING_NAMES = ["canary", "early", "stable"] as const;
-export type RingName = (typeof RING_NAMES)[number];
-/** The rings' Clusters: canary is the lab's own. */
-export const RING_CLUSTERS: Readonly<Record<RingName, string>> = {
-  canary: LAB_CLUSTER,
-  early: "early",
-  stable: "stable",
-};
 
 /** Everything, three rollouts and a failed trial, fits well within this on 2 busy cores. */
 const RINGS_DEADLINE_MS = 12 * 60_000;
@@ -71,206 +55,6 @@ const SOAK_SECONDS = 3;
 const SOAK = `${SOAK_SECONDS}s`;
 /** What the followers require of the signed evidence: the ring before's, promoted. */
 const REQUIRE: RequireEvidence = { clusters: 1, machines: 1 };
-
-/** One ring as the scene runs it. */
-interface Ring {
-  name: RingName;
-  cluster: string;
-  /** Where its Cluster is: "lab" (the lab's control plane) or LAB_RING_PLANE. */
-  plane: string;
-  api: LikenApi;
-  machines: string[];
-  observer: RolloutObserver;
-}
-
-/** What the scene measured, printed as one JSON line for the e2e test and people alike. */
-export interface RingsFigures {
-  good: string;
-  bad: string;
-  /** Per ring: when (s from the scene's start) the first and the last machine ran `good`. */
-  rings: Record<
-    RingName,
-    { cluster: string; plane: string; machines: number; first?: number; all?: number }
-  >;
-  /** The refusal of the bad release by `liken promote`, its first line. */
-  refused: string;
-  /** Versions each ring's machines ran, in the order seen. */
-  ran: Record<RingName, string[]>;
-  seconds: number;
-}
-
-/** A control plane of its own for the early ring, with liken's API installed. */
-async function secondPlane(lab: Lab): Promise<ControlPlaneState> {
-  const cp = await up({
-    name: LAB_RING_PLANE,
-    signingDurationSeconds: LAB_SIGNING_DURATION_SECONDS,
-  });
-  lab.stoppers.push(async () => void (await down(LAB_RING_PLANE)));
-  copyFileSync(cp.kubeconfig, LAB_RING_KUBECONFIG);
-  await installApi(lab.binDir, cp.kubeconfig);
-  return cp;
-}
-
-/** The Node and the Machine of each spec, for `cluster`. */
-async function objects(kc: KubeConfig, api: LikenApi, cluster: string, specs: LabMachineSpec[]) {
-  for (const m of specs) {
-    await createNode(kc, m.name);
-    await createMachine(api, cluster, m);
-  }
-}
-
-const worker = (name: string): LabMachineSpec => ({
-  name,
-  role: "Worker",
-  rebootPolicy: "Auto",
-});
-
-/**
- * A ServiceAccount that may only read Clusters (docs/rings.md, "Read-only credentials"), and
- * its token: what `liken promote` reads a ring with.
- */
-async function readerToken(lab: Lab, kubeconfig: string): Promise<string> {
-  const kubectl = (args: string[], input?: string) =>
-    new Promise<string>((resolve, reject) => {
-      const child = execFile(
-        path.join(lab.binDir, "kubectl"),
-        args,
-        { env: { ...process.env, KUBECONFIG: kubeconfig } },
-        (e, stdout, stderr) =>
-          e ? reject(new Error(`kubectl ${args.join(" ")}: ${stderr}`)) : resolve(stdout),
-      );
-      if (input !== undefined) child.stdin?.end(input);
-    });
-  await kubectl(
-    ["apply", "-f", "-"],
-    `apiVersion: v1
-kind: ServiceAccount
-metadata: {name: liken-promote-reader, namespace: liken-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: liken-promote-reader}
-rules:
-  - apiGroups: [liken.sh]
-    resources: [clusters]
-    verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: liken-promote-reader}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: liken-promote-reader}
-subjects: [{kind: ServiceAccount, name: liken-promote-reader, namespace: liken-system}]
-`,
-  );
-  return (
-    await kubectl([
-      "create",
-      "token",
-      "liken-promote-reader",
-      "-n",
-      "liken-system",
-      "--duration=2h",
-    ])
-  ).trim();
-}
-
-/** One kubeconfig with a read-only context per ring that is promoted from (canary, early). */
-async function readerKubeconfig(
-  lab: Lab,
-  planes: Partial<Record<"canary" | "early", ControlPlaneState>>,
-): Promise<string> {
-  const kc = new KubeConfig();
-  const clusters = [];
-  const users = [];
-  const contexts = [];
-  for (const [ring, cp] of Object.entries(planes)) {
-    clusters.push({ name: ring, server: cp.server, caFile: cp.certs.caCert });
-    users.push({ name: `${ring}-reader`, token: await readerToken(lab, cp.kubeconfig) });
-    contexts.push({ name: ring, cluster: ring, user: `${ring}-reader` });
-  }
-  kc.loadFromOptions({ clusters, users, contexts, currentContext: "canary" });
-  const file = path.join(LAB_DIR, "lab", "rings.kubeconfig"); // rewritten as rings join
-  writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
-  return file;
-}
-
-/** `liken promote`, the real command; its output, and whether it signed. */
-async function promoteCli(args: string[]): Promise<{ ok: boolean; out: string }> {
-  try {
-    const r = await run(process.execPath, [likenEntry(), "promote", ...args]);
-    return { ok: true, out: `${r.stdout}${r.stderr}`.trim() };
-  } catch (e) {
-    const x = e as { stdout?: string; stderr?: string };
-    return { ok: false, out: `${x.stdout ?? ""}${x.stderr ?? ""}`.trim() };
-  }
-}
-
-/**
- * The early ring on a control plane of its own (its Cluster, its machine, its own
- * cluster-operator) and the stable ring's Cluster and machine beside the lab's: everything
- * on the factory release, machines joined.
- */
-async function placeRings(
-  lab: Lab,
-  first: LabRelease,
-  operatorOptions: FleetOperatorOptions,
-): Promise<{ cp2: ControlPlaneState; api2: LikenApi }> {
-  const work = path.join(LAB_DIR, "lab");
-  const cp2 = await secondPlane(lab);
-  const kc2 = loadKubeConfig(cp2.kubeconfig);
-  const api2 = new LikenApi(kc2, "liken-lab");
-  const earlyMachines = [worker("early-1")];
-  const stableMachines = [worker("stable-1")];
-  await createCluster(api2, RING_CLUSTERS.early, lab.channel.url, first);
-  await objects(kc2, api2, RING_CLUSTERS.early, earlyMachines);
-  await createCluster(lab.api, RING_CLUSTERS.stable, lab.channel.url, first);
-  await objects(lab.kubeConfig, lab.api, RING_CLUSTERS.stable, stableMachines);
-  const early = await prepareMachines(
-    {
-      controlPlane: cp2,
-      cluster: RING_CLUSTERS.early,
-      bootstrap: await bootstrapKubeconfig(cp2, kc2, path.join(work, "bootstrap-early.kubeconfig")),
-    },
-    earlyMachines,
-    lab.channel.url,
-    first,
-  );
-  const stable = await prepareMachines(
-    {
-      controlPlane: lab.controlPlane,
-      cluster: RING_CLUSTERS.stable,
-      bootstrap: path.join(work, "bootstrap.kubeconfig"),
-    },
-    stableMachines,
-    lab.channel.url,
-    first,
-  );
-  // The early ring's own cluster-operator (one copy), then its machine; stable's machine is
-  // served by the lab's operators, which reconcile every Cluster on their control plane. The
-  // early operator grants no turn for its start grace (40 s, or the lab's --start-grace): the
-  // scene starts it first.
-  const service = await startWebhookService(1);
-  lab.stoppers.push(() => service.close());
-  startOperator(
-    lab,
-    await operatorKubeconfig(
-      { binDir: lab.binDir, controlPlane: cp2 },
-      path.join(work, "operator-early.kubeconfig"),
-    ),
-    "operator-early",
-    { port: service.backends[0]!, url: `https://127.0.0.1:${service.port}${EVICTION_PATH}` },
-    {
-      logFile: path.join(work, "operator-early.log"),
-      ...(operatorOptions.startGraceSeconds === undefined
-        ? {}
-        : { startGraceSeconds: operatorOptions.startGraceSeconds }),
-    },
-  );
-  powerOn(lab, [...early, ...stable]);
-  await waitForReports(api2, ["early-1"], first.version);
-  await waitForReports(lab.api, ["stable-1"], first.version);
-  return { cp2, api2 };
-}
 
 export async function runRings(
   lab: Lab,
@@ -481,41 +265,4 @@ export async function runRings(
     };
     return `${observerLines(all, started)}\nlab: rings: ${JSON.stringify(figures)}`;
   }
-}
-
-function timesOf(r: Ring, version: string, started: number): RingsFigures["rings"][RingName] {
-  const to = r.observer.changes.filter((c) => c.to === version);
-  const s = (t: number): number => Math.round((t - started) / 100) / 10;
-  const firsts = r.machines.map((m) => to.find((c) => c.machine === m)?.at);
-  const seen = firsts.filter((t): t is number => t !== undefined);
-  return {
-    cluster: r.cluster,
-    plane: r.plane,
-    machines: r.machines.length,
-    ...(seen.length === 0 ? {} : { first: s(Math.min(...seen)) }),
-    ...(seen.length === r.machines.length ? { all: s(Math.max(...seen)) } : {}),
-  };
-}
-
-/** The versions a ring's machines ran, in the order seen, from the factory one on. */
-function ranOf(r: Ring, from: string): string[] {
-  const out = [from];
-  for (const c of r.observer.changes) if (c.to !== undefined && !out.includes(c.to)) out.push(c.to);
-  return out;
-}
-
-/** What each ring ran, and when: one line per machine change the observers saw. */
-function observerLines(rings: readonly Ring[], started: number): string {
-  const lines = ["lab: what each ring ran, and when (seconds from the scene's start):"];
-  for (const r of rings) {
-    lines.push(
-      `  ${r.name} (Cluster ${r.cluster} on control plane ${r.plane}, ${r.machines.length} machine(s)):`,
-    );
-    if (r.observer.changes.length === 0) lines.push("    no machine changed release");
-    for (const c of r.observer.changes)
-      lines.push(
-        `    +${((c.at - started) / 1000).toFixed(1)} s ${c.machine}: ${c.from ?? "-"} -> ${c.to ?? "-"}`,
-      );
-  }
-  return lines.join("\n");
 }

@@ -9,7 +9,7 @@
 //   revert-forgotten  decide() and the agents are shown the Cluster without status.revert (the
 //                     revert in force).
 import type { Cluster, ClusterStatus, ReleaseRef } from "../api/index.js";
-import { compareVersions } from "../target/version-order.js";
+import { compareVersions } from "../release-decision/version-order.js";
 import type { SimChannel } from "./channel.js";
 import type { Mutant } from "./mutants.js";
 

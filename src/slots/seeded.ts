@@ -7,6 +7,10 @@
 // Anything that makes the plan unusable (a server that ignores or caps Range, a wrong
 // Content-Range, bytes that do not match the index, a final digest that differs) throws
 // SeedFallback with the reason; the caller downloads the rest in full (./adaptive.ts).
+//
+// Here the order of sources (local disks, then peers, then the channel) and the Range
+// requests; the chunk checks (./chunker.ts), the pack's frames (./pack-frames.ts), the judging
+// of peers (./peer-judge.ts) and the writer's end (./seed-sink.ts) have modules of their own.
 import { createHash } from "node:crypto";
 import { open, type FileHandle } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
@@ -24,62 +28,28 @@ import {
   type Response,
 } from "../verify/fetch.js";
 import { Checkpointer, DEFAULT_ATTEMPTS, type ArtifactJob } from "./artifact.js";
-import type { PeerFault, PeerSet } from "./peer-sources.js";
-import type { Plan, Segment } from "./seed-plan.js";
-import type { FrameTable } from "../verify/index-pages.js";
-import { decodeFrame } from "../verify/zstd.js";
+import { Chunker, same } from "./chunker.js";
+import { PackFault, PackReader } from "./pack-frames.js";
+import { PEER_IDLE_TIMEOUT_MS, PeerPace, peerFault } from "./peer-judge.js";
+import type { Segment } from "./seed-plan.js";
+import { ChunkMismatch, SeedFallback } from "./seed-fallback.js";
+import type { SeededJob } from "./seed-job.js";
+import { Sink } from "./seed-sink.js";
 
-/** The adaptive download cannot go on; `restart` when nothing written can be kept. */
-export class SeedFallback extends Error {
-  constructor(
-    readonly reason: string,
-    readonly restart = false,
-  ) {
-    super(reason);
-  }
-}
-
-/** A fetched chunk whose hash is not the index's: from a peer, the peer lied. */
-export class ChunkMismatch extends SeedFallback {
-  constructor(
-    reason: string,
-    /** The chunk whose bytes were wrong (the index's number). */
-    readonly chunk: number,
-  ) {
-    super(reason);
-  }
-}
-
-export interface SeedStats {
-  /** Bytes copied from a local disk (checked against the index). */
-  reused: number;
-  /** Bytes received from the channel for this artifact (index included by the caller). */
-  fetched: number;
-  /** Range requests sent. */
-  requests: number;
-  /** Local chunks that did not match the index and were fetched instead. */
-  corrupt: number;
-  /** Bytes received from peers that passed the index check (docs/peers.md). */
-  fromPeers?: number;
-  /** Pack frames refused (did not decode, or decoded to another hash), each fetched again. */
-  badFrames?: number;
-}
-
-export interface SeededJob {
-  /** A whole-stream job: the artifact without `chunks`, so resume points carry hash state. */
-  job: ArtifactJob;
-  index: ChunkIndex;
-  plan: Plan;
-  devices: { running: string; target: string };
-  stats: SeedStats;
-  /** Peers to take remote ranges from before the channel (the release's, shared by artifacts). */
-  peers?: PeerSet;
-  /** The artifact's pack: channel ranges are fetched as zstd frames from it (./paged-index.ts). */
-  pack?: { url: URL; size: number; frames: FrameTable };
-}
-
-/** A pack frame refused twice: the rest of the artifact's chunks are fetched plain. */
-export class PackFault extends Error {}
+// The writer's pieces, named here as before they had modules of their own.
+export { ChunkMismatch, SeedFallback } from "./seed-fallback.js";
+export type { SeededJob, SeedStats } from "./seed-job.js";
+export { PackFault } from "./pack-frames.js";
+export {
+  PEER_IDLE_TIMEOUT_MS,
+  PEER_MIN_BPS,
+  PEER_SLOW_FRACTION,
+  PEER_SLOW_WINDOW_MS,
+  peerFault,
+  peerFloorBps,
+  peerTooSlow,
+  PeerTooSlow,
+} from "./peer-judge.js";
 
 /** Where one range request goes: a peer, or the channel (peer undefined). */
 interface Source {
@@ -88,130 +58,25 @@ interface Source {
   fetch?: ArtifactJob["fetch"];
 }
 
-/**
- * A peer is on the cluster's network: 5 s without a byte is a stall there (the channel's 30 s
- * allows for a loaded CDN edge), and the chunk is fetched from the next source at once.
- */
-export const PEER_IDLE_TIMEOUT_MS = 5_000;
-
-/**
- * A peer alive but slow (a failing disk, a saturated NIC) sends just often enough to beat the
- * idle timer and would hold the download for hours: over each window of this length, a peer
- * must deliver at least its floor (peerFloorBps), or it is dropped (`slow`) and its chunks go
- * to the next source. Ten seconds: long enough that one hiccup is not judged, short against a
- * download of minutes.
- */
-export const PEER_SLOW_WINDOW_MS = 10_000;
-
-/** The floor when the channel has not been measured yet: one 64 KiB piece a second. */
-export const PEER_MIN_BPS = 64 * 1024;
-
-/** "Far below the channel": a peer slower than a sixteenth of what the channel delivers. */
-export const PEER_SLOW_FRACTION = 1 / 16;
-
-/** The least a peer must deliver a second, given what the channel delivered (if measured). */
-export function peerFloorBps(channelBps: number | undefined): number {
-  return Math.max(PEER_MIN_BPS, (channelBps ?? 0) * PEER_SLOW_FRACTION);
-}
-
-/**
- * Whether a peer that sent `bytes` over `ms` (at least PEER_SLOW_WINDOW_MS) is too slow to
- * keep: below its floor. Undefined while the window is not full yet (nothing to judge).
- */
-export function peerTooSlow(o: {
-  bytes: number;
-  ms: number;
-  channelBps: number | undefined;
-}): { bps: number; floor: number } | undefined {
-  if (o.ms < PEER_SLOW_WINDOW_MS) return undefined;
-  const bps = (o.bytes / o.ms) * 1000;
-  const floor = peerFloorBps(o.channelBps);
-  return bps < floor ? { bps, floor } : undefined;
-}
-
-/** A peer that delivered below its floor over a window (peerTooSlow). */
-export class PeerTooSlow extends SeedFallback {}
-
-/** How a peer's failure is named: a wrong chunk is a lie, the rest say what the wire did. */
-export function peerFault(e: unknown): PeerFault {
-  if (e instanceof ChunkMismatch) return "lied";
-  if (e instanceof PeerTooSlow) return "slow";
-  if (e instanceof SeedFallback) return "refused";
-  if (e instanceof LikenError && e.code === "LIKEN_VERIFY_STALLED") return "stalled";
-  if (e instanceof LikenError && e.code === "LIKEN_VERIFY_HTTP_STATUS") return "refused";
-  return "unreachable";
-}
-
 /** Local reads gather chunks up to 1 MiB: few syscalls, a small buffer. */
 const LOCAL_READ = 1024 * 1024;
 const RETRY_BASE_MS = 100;
 
-function same(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.compare(a, b) === 0;
-}
-
-/** Hands verified chunk bytes to the writer, dropping what precedes its resume position. */
-class Sink {
-  constructor(
-    private readonly w: SlotWriter,
-    private readonly cps: Checkpointer,
-  ) {}
-
-  async push(at: number, slices: Buffer[]): Promise<void> {
-    for (const s of slices) {
-      const skip = Math.max(0, this.w.position - at);
-      if (skip < s.length) await this.w.write(skip > 0 ? s.subarray(skip) : s);
-      at += s.length;
-    }
-    this.cps.maybe();
-  }
-}
-
 class Seeder {
   private readonly handles = new Map<string, FileHandle>();
   private readonly idx: ChunkIndex;
-  /** Each peer's current throughput window: bytes delivered, ms spent waiting on it. */
-  private readonly pace = new Map<string, { bytes: number; ms: number }>();
+  private readonly pace: PeerPace;
 
   /** The pack while it holds (a frame refused twice turns it off for the artifact). */
-  private pack: SeededJob["pack"];
+  private pack: PackReader | undefined;
 
   constructor(
     private readonly s: SeededJob,
     private readonly sink: Sink,
   ) {
     this.idx = s.index;
-    this.pack = s.pack;
-  }
-
-  /**
-   * Fetches chunks first..last from the pack as zstd frames; each frame is decoded into at
-   * most its chunk's length and hashed against the index. A frame that fails is fetched once
-   * more on its own; failing again, PackFault (naming the chunk and both faults).
-   */
-  private async fetchPacked(first: number, last: number, done: (i: number) => void): Promise<void> {
-    let next = first;
-    while (next <= last) {
-      const bad = await this.packRange(next, last, (i) => {
-        next = i + 1;
-        done(i);
-      });
-      if (bad === undefined) return;
-      this.s.stats.badFrames = (this.s.stats.badFrames ?? 0) + 1;
-      const again = await this.packRange(bad.i, bad.i, (i) => {
-        next = i + 1;
-        done(i);
-      });
-      if (again !== undefined) {
-        this.s.stats.badFrames++;
-        throw new PackFault(
-          `pack frame of chunk ${bad.i} refused: ${bad.reason}; fetched again: ${again.reason}`,
-        );
-      }
-      this.s.job.log?.(
-        `artifact ${this.s.job.artifact.name}: pack frame of chunk ${bad.i} refused (${bad.reason}); fetched again, it matched`,
-      );
-    }
+    this.pace = new PeerPace(() => s.peers?.channelBps());
+    this.pack = s.pack === undefined ? undefined : new PackReader(s, s.pack, sink);
   }
 
   /** Chunks first..last from the pack while it holds, else (and after PackFault) plain. */
@@ -228,7 +93,7 @@ class Seeder {
     };
     if (this.pack !== undefined) {
       try {
-        return await this.fetchPacked(first, last, mark);
+        return await this.pack.fetchPacked(first, last, mark);
       } catch (e) {
         if (!(e instanceof PackFault)) throw e;
         this.pack = undefined;
@@ -239,110 +104,6 @@ class Seeder {
       }
     }
     await this.fetchRange(src, next, last, mark);
-  }
-
-  /** One Range request over the pack; returns the first refused frame (the body dropped). */
-  private async packRange(
-    first: number,
-    last: number,
-    done: (i: number) => void,
-  ): Promise<{ i: number; reason: string } | undefined> {
-    const pack = this.pack!;
-    const f = pack.frames;
-    const from = f.packOffset(first);
-    const to = f.packOffset(last) + f.frameLength(last) - 1;
-    const res = await get(pack.url, { range: `bytes=${from}-${to}` }, this.s.job.fetch);
-    this.s.stats.requests++;
-    const fault = checkRangeReply(res.status, res.headers, from, to, pack.size);
-    if (fault !== undefined) {
-      discardBody(res.body);
-      if (fault.kind === "status" && (res.status >= 500 || res.status === 429)) {
-        throw new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${pack.url.href}: ${fault.reason}`, {
-          retryable: true,
-        });
-      }
-      throw new PackFault(`the pack ${pack.url.href} cannot be read by Range: ${fault.reason}`);
-    }
-    return this.readFrames(res.body, from, to, first, last, done);
-  }
-
-  /** Decodes a pack range's body frame by frame; the first refused frame ends it. */
-  private async readFrames(
-    body: Response["body"],
-    from: number,
-    to: number,
-    first: number,
-    last: number,
-    done: (i: number) => void,
-  ): Promise<{ i: number; reason: string } | undefined> {
-    const pack = this.pack!;
-    const f = pack.frames;
-    let i = first;
-    let pending: Buffer[] = [];
-    let have = 0;
-    let got = 0;
-    try {
-      for await (const piece of body) {
-        const b = piece as Buffer;
-        this.s.stats.fetched += b.length;
-        got += b.length;
-        if (got > to - from + 1) {
-          throw new PackFault(
-            `GET ${pack.url.href}: more than the ${to - from + 1} bytes asked for with bytes=${from}-${to}`,
-          );
-        }
-        pending.push(b);
-        have += b.length;
-        while (i <= last && have >= f.frameLength(i)) {
-          const all = pending.length === 1 ? pending[0]! : Buffer.concat(pending);
-          const n = f.frameLength(i);
-          const frame = all.subarray(0, n);
-          const bad = await this.decodeChunk(i, frame);
-          if (bad !== undefined) {
-            discardBody(body);
-            return { i, reason: bad };
-          }
-          done(i);
-          i++;
-          pending = have > n ? [all.subarray(n)] : [];
-          have -= n;
-        }
-      }
-    } catch (cause) {
-      discardBody(body);
-      if (cause instanceof PackFault || cause instanceof LikenError) throw cause;
-      throw fetchFailure(
-        pack.url,
-        cause,
-        this.s.job.fetch?.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
-      );
-    }
-    if (i <= last) {
-      throw new VerifyError(
-        "LIKEN_VERIFY_CONNECTION",
-        `GET ${pack.url.href}: the body of bytes=${from}-${to} ended after ${got} bytes`,
-        { retryable: true },
-      );
-    }
-    return undefined;
-  }
-
-  /** Decodes chunk i's frame, checks its hash and writes it; else the reason it was refused. */
-  private async decodeChunk(i: number, frame: Buffer): Promise<string | undefined> {
-    const len = this.idx.length(i);
-    let data: Buffer;
-    try {
-      data = await decodeFrame(frame, len, `frame of chunk ${i}`);
-    } catch (e) {
-      if (e instanceof VerifyError) return e.message;
-      throw e;
-    }
-    const digest = createHash("sha256").update(data).digest();
-    if (!same(digest, this.idx.hash(i))) {
-      return `frame of chunk ${i} decodes to sha256:${digest.toString("hex")}, the index says sha256:${this.idx.hash(i).toString("hex")}`;
-    }
-    await this.sink.push(this.idx.offset(i), [data]);
-    return undefined;
   }
 
   private end(i: number): number {
@@ -476,24 +237,6 @@ class Seeder {
     }
   }
 
-  /**
-   * Adds what a peer just delivered to its window (time spent waiting on it, across ranges:
-   * a slow peer given many small ranges is judged as one given a long one), and throws
-   * PeerTooSlow when a full window fell below the floor.
-   */
-  private paced(peer: string, url: URL, bytes: number, ms: number): void {
-    const w = this.pace.get(peer) ?? { bytes: 0, ms: 0 };
-    w.bytes += bytes;
-    w.ms += ms;
-    this.pace.set(peer, w);
-    const slow = peerTooSlow({ ...w, channelBps: this.s.peers?.channelBps() });
-    if (w.ms >= PEER_SLOW_WINDOW_MS) this.pace.set(peer, { bytes: 0, ms: 0 });
-    if (slow === undefined) return;
-    throw new PeerTooSlow(
-      `GET ${url.href}: ${Math.round(slow.bps)} bytes/s over the last ${Math.round(w.ms / 1000)} s, below the floor of ${Math.round(slow.floor)} bytes/s (a sixteenth of what the channel delivers, at least ${PEER_MIN_BPS})`,
-    );
-  }
-
   /** Reads a checked 206's body chunk by chunk into the sink; returns the bytes received. */
   private async readBody(
     src: Source,
@@ -512,7 +255,7 @@ class Seeder {
       for await (const piece of body) {
         const b = piece as Buffer;
         // Only the wait for the peer counts, not this machine's own writing.
-        if (src.peer !== undefined) this.paced(src.peer, url, b.length, Date.now() - last);
+        if (src.peer !== undefined) this.pace.add(src.peer, url, b.length, Date.now() - last);
         // Channel bytes are counted as they arrive; a peer's only once they pass the index.
         if (src.peer === undefined) this.s.stats.fetched += b.length;
         got += b.length;
@@ -575,58 +318,6 @@ class Seeder {
         { retryable: true },
       );
     }
-  }
-}
-
-/** Cuts a range's body into the index's chunks and checks each one's hash as it completes. */
-class Chunker {
-  private slices: Buffer[] = [];
-  private h = createHash("sha256");
-  private inChunk = 0;
-
-  constructor(
-    private readonly idx: ChunkIndex,
-    private i: number,
-    private readonly url: URL,
-  ) {}
-
-  /**
-   * The chunks `b` completes that match the index, in order, up to the first that does not
-   * (`wrong`: nothing from it on is taken; the source failed there).
-   */
-  take(b: Buffer): { good: { i: number; slices: Buffer[] }[]; wrong?: ChunkMismatch } {
-    const good: { i: number; slices: Buffer[] }[] = [];
-    for (let off = 0; off < b.length;) {
-      const n = Math.min(this.idx.length(this.i) - this.inChunk, b.length - off);
-      const part = b.subarray(off, off + n);
-      this.h.update(part);
-      this.slices.push(part);
-      this.inChunk += n;
-      off += n;
-      if (this.inChunk < this.idx.length(this.i)) continue;
-      const wrong = this.check();
-      if (wrong !== undefined) return { good, wrong };
-      good.push({ i: this.i, slices: this.slices });
-      this.i++;
-      this.slices = [];
-      this.h = createHash("sha256");
-      this.inChunk = 0;
-    }
-    return { good };
-  }
-
-  /** The completed chunk's mismatch, or undefined when its hash is the index's. */
-  private check(): ChunkMismatch | undefined {
-    const digest = this.h.digest();
-    const want = this.idx.hash(this.i);
-    if (same(digest, want)) return undefined;
-    const from = this.idx.offset(this.i);
-    return new ChunkMismatch(
-      `bytes ${from}-${from + this.idx.length(this.i) - 1} (chunk ${this.i}) from ${this.url.href} have ` +
-        `sha256:${digest.toString("hex")}, the index says sha256:${want.toString("hex")}: the server ` +
-        `sent wrong bytes for the Range, or the index lies`,
-      this.i,
-    );
   }
 }
 

@@ -12,7 +12,7 @@
 //   recalled-release-rebooted an agent armed the recalled release's trial more than an agent's
 //                             look after the instant, while it was not paused (a tick begun on the
 //                             Cluster as it was before may still finish its read-back and arm).
-// Written apart from src/target/ on purpose, as the checker's release rules are: a rule that
+// Written apart from src/release-decision/ on purpose, as the checker's release rules are: a rule that
 // called the decision it checks would agree with it.
 import type { Cluster } from "../api/index.js";
 import type { Observation, Rel } from "../invariants/index.js";

@@ -6,7 +6,7 @@
 // Whether a revert that started also ended (every machine back on its target) is the fault's
 // own rule, `revert-not-ended` (faults.ts), judged while the run goes on.
 import type { Observation } from "../invariants/index.js";
-import { compareVersions } from "../target/version-order.js";
+import { compareVersions } from "../release-decision/version-order.js";
 import type { TortureViolation } from "./violation.js";
 
 export function belowFloor(
