@@ -1,5 +1,5 @@
 // The agent package's CLI on the Node.js a machine runs: Debian trixie's nodejs from the
-// machine image's root filesystem (images/machine/rootfs.ts, cached like the QEMU tier's), on
+// machine image's root filesystem (testbed/machine/rootfs.ts, cached like the QEMU tier's), on
 // loopback against the real control plane. `liken drain` and `liken uncordon` use client-node
 // with kept-alive connections, as the agent's drain does. Debian's nodejs (20.19.2+deb13u3,
 // carrying the CVE-2026-48931 backport) leaves a 'data' listener on every kept-alive socket, which
@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LAYOUT, packageAgent } from "../../images/package-agent.js";
-import { baseRootfs } from "../../images/machine/rootfs.js";
+import { LAYOUT, packageAgent } from "../../testbed/package-agent.js";
+import { baseRootfs } from "../../testbed/machine/rootfs.js";
 import { createKwokNode, kubeconfigPath, kubectl, uniqueName } from "../support/kube.js";
 
 const run = promisify(execFile);

@@ -12,8 +12,8 @@ import { parseAllDocuments } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { ensureTool } from "../../src/controlplane/tools.js";
-import { buildImage, IMAGE_UID, type BuiltImage } from "../../src/image/build.js";
-import { operatorImage } from "../../src/image/reference.js";
+import { buildImage, IMAGE_UID, type BuiltImage } from "../../src/operator-image/build.js";
+import { operatorImage } from "../../src/operator-image/reference.js";
 import {
   Fleet,
   Heartbeats,
@@ -212,7 +212,7 @@ describe("the operator image under runc", () => {
       await fleet.stop();
     }
     // Every API answer arrived whole: Debian's Node with node-fetch unrepaired reads each
-    // complete chunked answer as cut short (src/image/bundle.ts).
+    // complete chunked answer as cut short (src/operator-image/bundle.ts).
     expect(container.log()).not.toContain("Premature close");
     expect(fleet.violations).toEqual([]);
     expect([...fleet.grantors].every((g) => g.startsWith(`${podName}/`))).toBe(true);

@@ -6,12 +6,11 @@
 // cordon and says so (a DrainStopped Event on the Node); so does a revert to the release the
 // machine runs, and cluster-operator takes the abandoned turn back.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Machine, ReleaseRef } from "../../src/api/types.js";
-import { nodeEvents, podHeldOnNode, podsOf } from "../support/drain-helpers.js";
-import { createNamespace, kubeConfig, kubectl, waitFor } from "../support/kube.js";
-import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-steps.js";
+import { nodeEvents, podsOf } from "../support/drain-helpers.js";
+import { kubeConfig, waitFor } from "../support/kube.js";
+import { heldDrain } from "./held-drain.js";
 
 const HELD = `held-${Date.now().toString(36)}`;
 /**
@@ -23,10 +22,18 @@ const DRAIN_MS = 600_000;
 const BLOCKER_SHOWS_MS = 30_000;
 
 describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by a new target", () => {
-  const fleet = new Fleet();
+  const { fleet, ns } = heldDrain({
+    versions: ["2026.10.10-001", "2026.10.12-001", "2026.10.14-001"],
+    held: HELD,
+    drainMs: DRAIN_MS,
+    namespace: "held",
+    runs: "the machine runs the first release",
+  });
   const core = kubeConfig().makeApiClient(CoreV1Api);
   let v1: ReleaseRef, v2: ReleaseRef, v3: ReleaseRef;
-  let ns = "";
+  beforeAll(() => {
+    [v1, v2, v3] = fleet.releases as [ReleaseRef, ReleaseRef, ReleaseRef];
+  });
 
   const machine = (): Promise<Machine> => fleet.api.machines.get(HELD);
   const cordoned = async (): Promise<boolean> =>
@@ -51,8 +58,8 @@ describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by
       { timeoutMs: BLOCKER_SHOWS_MS, intervalMs: 300 },
     );
     expect(s.drainBlocker).toMatchObject({
-      pod: expect.stringMatching(new RegExp(`^${ns}/db-`)) as unknown,
-      podDisruptionBudget: `${ns}/db`,
+      pod: expect.stringMatching(new RegExp(`^${ns()}/db-`)) as unknown,
+      podDisruptionBudget: `${ns()}/db`,
     });
     expect(s.conditions?.find((c) => c.type === "DrainBlocked")).toMatchObject({
       status: "True",
@@ -91,25 +98,9 @@ describe("a drain held by a PodDisruptionBudget: shown while it runs, stopped by
     // The Event's words are written after the uncordon; the revert case checks the node itself
     // once the machine is Ready (a retarget's new drain cordons again at any moment).
     // The held pod was never evicted: the budget held it, and nothing evicts it now.
-    const pods = (await podsOf(ns, "db")).filter((p) => p.spec?.nodeName === HELD);
+    const pods = (await podsOf(ns(), "db")).filter((p) => p.spec?.nodeName === HELD);
     expect(pods.filter((p) => p.metadata?.deletionTimestamp == null)).toHaveLength(1);
   }
-
-  beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.12-001", "2026.10.14-001"]);
-    [v1, v2, v3] = fleet.releases as [ReleaseRef, ReleaseRef, ReleaseRef];
-    await fleet.addMachine(
-      { name: HELD, role: "Worker", rebootPolicy: "Auto" },
-      { drainMs: DRAIN_MS },
-    );
-    ns = await createNamespace("held");
-    await podHeldOnNode(ns, "db", HELD);
-    await runFirstRelease(fleet, "the machine runs the first release");
-  }, 300_000);
-  afterAll(async () => {
-    await fleet.stop();
-    if (ns) await kubectl(["delete", "namespace", ns, "--wait=false"]);
-  }, 60_000);
 
   it("names the blocker while draining; a retarget stops the drain and uncordons", async () => {
     await fleet.setTarget(v2);

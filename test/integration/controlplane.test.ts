@@ -265,21 +265,9 @@ describe("optimistic concurrency on custom resources", () => {
       },
     })) as { metadata: { resourceVersion: string } };
     const stale = created.metadata.resourceVersion;
-    await custom.replaceClusterCustomObject({
-      group,
-      version: "v1",
-      plural,
-      name: "one",
-      body: {
-        apiVersion: `${group}/v1`,
-        kind: `W${plural}`,
-        metadata: { name: "one", resourceVersion: stale },
-        spec: { n: 2 },
-      },
-    });
-    let code: number | undefined;
-    try {
-      await custom.replaceClusterCustomObject({
+    /** Writes "one" with spec.n `n` over the version the test read at its creation. */
+    const replaceOverStale = (n: number) =>
+      custom.replaceClusterCustomObject({
         group,
         version: "v1",
         plural,
@@ -288,9 +276,13 @@ describe("optimistic concurrency on custom resources", () => {
           apiVersion: `${group}/v1`,
           kind: `W${plural}`,
           metadata: { name: "one", resourceVersion: stale },
-          spec: { n: 3 },
+          spec: { n },
         },
       });
+    await replaceOverStale(2);
+    let code: number | undefined;
+    try {
+      await replaceOverStale(3);
     } catch (e) {
       code = status(e);
     }

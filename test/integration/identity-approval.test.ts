@@ -18,14 +18,9 @@ import {
   fileRaw,
   installIdentityRbac,
   readCsr,
+  startApprover,
 } from "../support/identity.js";
-import {
-  kubeConfig,
-  mintClientCert,
-  serviceAccountKubeConfig,
-  uniqueName,
-  waitFor,
-} from "../support/kube.js";
+import { kubeConfig, mintClientCert, uniqueName, waitFor } from "../support/kube.js";
 
 const log = pino({ level: "warn" });
 let approver: CsrApprover;
@@ -63,16 +58,7 @@ async function refused(csr: string, kind: "deny" | "leave", reason: string): Pro
 beforeAll(async () => {
   await installIdentityRbac();
   bootstrap = (await bootstrapToken()).kubeconfig;
-  const operator = await serviceAccountKubeConfig("liken-system", "cluster-operator");
-  approver = new CsrApprover(operator, {
-    autoApprove: true,
-    nodeLabel: `${FLEET_LABEL}=true`,
-    leading: () => true,
-    identity: "identity-approval-test",
-    log,
-    intervalMs: 500,
-  });
-  approver.start();
+  approver = await startApprover("identity-approval-test", `${FLEET_LABEL}=true`);
 });
 
 afterAll(async () => {

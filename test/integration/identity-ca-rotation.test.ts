@@ -13,35 +13,32 @@
 // the rotation (docs/machine.md, "Identity") gets even a valid proof left to them
 // (RejoinLeftForPerson); the machine's own identity cannot take that marker off.
 import { CertificatesV1Api } from "@kubernetes/client-node";
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { Writable } from "node:stream";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authenticatedUser } from "../../src/api/self-review.js";
 import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { LikenApi } from "../../src/api/index.js";
 import { keyDigest, rejoinAnnotations } from "../../src/api/rejoin-proof.js";
-import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
-import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { newKey, requestCertificate, requestName } from "../../src/agent/identity/request.js";
 import { CsrApprover } from "../../src/operator/identity/approver.js";
 import { REJOIN_PROOF_SKEW_MS } from "../../src/operator/identity/decide.js";
 import {
   bootstrapToken,
+  capturedLog,
   csrEventReasons,
+  installedIdentity,
   installIdentityRbac,
+  machineIdentity,
   readCsr,
+  startApprover,
+  untilAcceptedAs,
   untrustedCertificate,
 } from "../support/identity.js";
 import {
-  controlPlane,
   eventsWhere,
   kubeConfig,
   kubectl,
   mintClientCert,
-  serviceAccountKubeConfig,
   uniqueName,
   waitFor,
 } from "../support/kube.js";
@@ -56,14 +53,7 @@ beforeAll(async () => {
   await installIdentityRbac();
   bootstrap = (await bootstrapToken()).kubeconfig;
   // No --csr-node-label: the Machines below, created ahead, are what the fleet expects.
-  approver = new CsrApprover(await serviceAccountKubeConfig("liken-system", "cluster-operator"), {
-    autoApprove: true,
-    leading: () => true,
-    identity: "identity-ca-rotation-test",
-    log: pino({ level: "warn" }),
-    intervalMs: 500,
-  });
-  approver.start();
+  approver = await startApprover("identity-ca-rotation-test");
 });
 
 afterAll(async () => {
@@ -111,59 +101,17 @@ async function requestsFor(machine: string): Promise<string[]> {
 describe("a machine that joined, after the cluster's client CA rotated", () => {
   it("rejoins by itself, proving by its old key that it is the same machine", async () => {
     const { machine, certPem, keyPem } = await joinedBeforeRotation("rotated");
-    const lines: string[] = [];
-    const log = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { log, lines } = capturedLog();
     const dir = tempDir("liken-rotated-");
-    const kubeconfig = path.join(dir, "kubeconfig");
     const user = `liken:machine:${machine}`;
-    installIssued(dir, certPem, keyPem, Date.now());
-    const cp = controlPlane();
-    writeKubeconfig(kubeconfig, {
-      server: cp.server,
-      caData: readFileSync(cp.serverCaCert).toString("base64"),
-      user,
-    });
-    const identity = new MachineIdentity(
-      machine,
-      {
-        kubeconfig,
-        bootstrapKubeconfig: bootstrap,
-        expirationSeconds: 3600,
-        approvalWarnMs: 60_000,
-      },
-      log,
-    );
+    const kubeconfig = installedIdentity(dir, user, { certPem, keyPem });
+    const identity = machineIdentity(machine, kubeconfig, bootstrap, log);
     await identity.ensure(stop.signal);
     expect(identity.status(Date.now())?.certificateKeyDigest).toBe(keyDigest(keyPem));
     const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");
     let changes = 0;
     const renewing = identity.renewLoop(rest, stop.signal, () => changes++);
-    let who: string | undefined;
-    const beat = setInterval(() => {
-      authenticatedUser(rest).then(
-        (u) => (who = u),
-        () => undefined,
-      );
-    }, 1000);
-    try {
-      await waitFor(
-        "the machine back with a certificate the API server accepts",
-        async () => {
-          return changes > 0 && who === user;
-        },
-        { timeoutMs: 120_000, intervalMs: 500 },
-      );
-    } finally {
-      clearInterval(beat);
-    }
+    await untilAcceptedAs(rest, user, () => changes > 0);
     // Approved by the approver, as a rejoin proven by the key the Machine reported.
     const [csr] = await requestsFor(machine);
     expect(csr).toBeDefined();

@@ -6,14 +6,17 @@
 // into the request's status, as a wrong signer or a hostile approver with that right could.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
-import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CURRENT } from "../../src/agent/identity/files.js";
-import { bootstrapToken, CSR_PATH, installIdentityRbac } from "../support/identity.js";
+import {
+  bootstrapToken,
+  capturedLog,
+  CSR_PATH,
+  installIdentityRbac,
+  machineIdentity,
+} from "../support/identity.js";
 import { controlPlane, mintClientCert, uniqueName, waitFor } from "../support/kube.js";
 
 const stop = new AbortController();
@@ -25,26 +28,8 @@ describe("the first join", () => {
     const { kubeconfig: bootstrap } = await bootstrapToken();
     const machine = uniqueName("proof");
     const dir = tempDir("liken-join-proof-");
-    const lines: string[] = [];
-    const log = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
-    const identity = new MachineIdentity(
-      machine,
-      {
-        kubeconfig: path.join(dir, "kubeconfig"),
-        bootstrapKubeconfig: bootstrap,
-        expirationSeconds: 3600,
-        approvalWarnMs: 60_000,
-      },
-      log,
-    );
+    const { log, lines } = capturedLog();
+    const identity = machineIdentity(machine, path.join(dir, "kubeconfig"), bootstrap, log);
     const joined = identity.ensure(stop.signal).then(
       () => "joined",
       (e: unknown) => `stopped: ${String(e)}`,

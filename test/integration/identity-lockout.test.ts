@@ -9,16 +9,19 @@
 // restart.
 import { CoreV1Api } from "@kubernetes/client-node";
 import path from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticatedUser } from "../../src/api/self-review.js";
 import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
-import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CsrApprover } from "../../src/operator/identity/approver.js";
-import { bootstrapToken, installIdentityRbac } from "../support/identity.js";
-import { kubeConfig, serviceAccountKubeConfig, uniqueName, waitFor } from "../support/kube.js";
+import {
+  bootstrapToken,
+  capturedLog,
+  installIdentityRbac,
+  machineIdentity,
+  startApprover,
+} from "../support/identity.js";
+import { kubeConfig, uniqueName, waitFor } from "../support/kube.js";
 import {
   shortCertificateControlPlane,
   type ShortCertificates,
@@ -46,15 +49,7 @@ afterAll(async () => {
 }, 60_000);
 
 async function approver(): Promise<CsrApprover> {
-  const a = new CsrApprover(await serviceAccountKubeConfig("liken-system", "cluster-operator"), {
-    autoApprove: true,
-    nodeLabel: `${LABEL}=true`,
-    leading: () => true,
-    identity: "identity-lockout-test",
-    log: pino({ level: "warn" }),
-    intervalMs: 500,
-  });
-  a.start();
+  const a = await startApprover("identity-lockout-test", `${LABEL}=true`);
   approvers.push(a);
   return a;
 }
@@ -68,28 +63,10 @@ describe("a machine locked out while its renewal waits", () => {
     await kubeConfig()
       .makeApiClient(CoreV1Api)
       .createNode({ body: { metadata: { name: machine, labels: { [LABEL]: "true" } } } });
-    const lines: string[] = [];
-    const log = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    const { log, lines } = capturedLog();
     const dir = tempDir("liken-lockout-");
     const kubeconfig = path.join(dir, "kubeconfig");
-    const identity = new MachineIdentity(
-      machine,
-      {
-        kubeconfig,
-        bootstrapKubeconfig: bootstrap,
-        expirationSeconds: 3600,
-        approvalWarnMs: 60_000,
-      },
-      log,
-    );
+    const identity = machineIdentity(machine, kubeconfig, bootstrap, log);
     const first = await approver();
     await identity.ensure(stop.signal);
     const rest = new Rest(loadRestConfig(kubeconfig), "liken-test");

@@ -8,26 +8,23 @@
 // ServiceAccount) approves it, the agent proves the new certificate and switches its client to
 // it, all without a restart.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { authenticatedUser } from "../../src/api/self-review.js";
 import { tempDir } from "../support/temp-dir.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { isUnauthorized } from "../../src/api/errors.js";
-import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
-import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { CsrApprover } from "../../src/operator/identity/approver.js";
-import { bootstrapToken, installIdentityRbac, untrustedCertificate } from "../support/identity.js";
 import {
-  controlPlane,
-  kubeConfig,
-  serviceAccountKubeConfig,
-  uniqueName,
-  waitFor,
-} from "../support/kube.js";
+  bootstrapToken,
+  capturedLog,
+  installedIdentity,
+  installIdentityRbac,
+  machineIdentity,
+  startApprover,
+  untilAcceptedAs,
+  untrustedCertificate,
+} from "../support/identity.js";
+import { kubeConfig, uniqueName } from "../support/kube.js";
 
 const LABEL = "liken.sh/test-unaccepted";
 const stop = new AbortController();
@@ -52,52 +49,15 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     await kubeConfig()
       .makeApiClient(CoreV1Api)
       .createNode({ body: { metadata: { name: machine, labels: { [LABEL]: "true" } } } });
-    const approver = new CsrApprover(
-      await serviceAccountKubeConfig("liken-system", "cluster-operator"),
-      {
-        autoApprove: true,
-        nodeLabel: `${LABEL}=true`,
-        leading: () => true,
-        identity: "identity-unaccepted-test",
-        log: pino({ level: "warn" }),
-        intervalMs: 500,
-      },
-    );
-    approver.start();
-    approvers.push(approver);
-    const lines: string[] = [];
-    const log = pino(
-      { level: "info" },
-      new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(chunk.toString());
-          done();
-        },
-      }),
-    );
+    approvers.push(await startApprover("identity-unaccepted-test", `${LABEL}=true`));
+    const { log, lines } = capturedLog();
     // The machine's identity as the agent keeps it, its certificate from the CA before the
     // rotation: valid for a day, but no longer one the API server trusts.
     const dir = tempDir("liken-unaccepted-");
-    const kubeconfig = path.join(dir, "kubeconfig");
     const user = `liken:machine:${machine}`;
     const old = untrustedCertificate(tempDir("liken-rogue-ca-"), user);
-    installIssued(dir, old.certPem, old.keyPem, Date.now());
-    const cp = controlPlane();
-    writeKubeconfig(kubeconfig, {
-      server: cp.server,
-      caData: readFileSync(cp.serverCaCert).toString("base64"),
-      user,
-    });
-    const identity = new MachineIdentity(
-      machine,
-      {
-        kubeconfig,
-        bootstrapKubeconfig: bootstrap,
-        expirationSeconds: 3600,
-        approvalWarnMs: 60_000,
-      },
-      log,
-    );
+    const kubeconfig = installedIdentity(dir, user, old);
+    const identity = machineIdentity(machine, kubeconfig, bootstrap, log);
     // The agent starts: its certificate is valid by its dates, so it is used as it is.
     await identity.ensure(stop.signal);
     expect(lines.join("")).not.toContain('"phase":"rejoin"');
@@ -111,22 +71,7 @@ describe("a machine whose valid certificate the API server no longer accepts", (
     let changes = 0;
     const renewing = identity.renewLoop(rest, stop.signal, () => changes++);
     // The agent's own requests go on (a heartbeat a second here), each refused until it rejoined.
-    let who: string | undefined;
-    const beat = setInterval(() => {
-      authenticatedUser(rest).then(
-        (u) => (who = u),
-        () => undefined,
-      );
-    }, 1000);
-    try {
-      await waitFor(
-        "the machine back with a certificate the API server accepts",
-        async () => changes > 0 && who === user,
-        { timeoutMs: 120_000, intervalMs: 500 },
-      );
-    } finally {
-      clearInterval(beat);
-    }
+    await untilAcceptedAs(rest, user, () => changes > 0);
     const said = lines.join("");
     expect(said).toContain("LIKEN_AGENT_IDENTITY_NOT_ACCEPTED");
     expect(said).toContain("is not accepted by the API server");

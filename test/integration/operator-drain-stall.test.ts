@@ -3,37 +3,28 @@
 // drain's own deadline, and the RolloutStalled condition and Event already name the pod and
 // its budget, because the agent wrote its blocker as soon as the drain met it
 // (docs/operator.md, "Stall").
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ReleaseRef } from "../../src/api/types.js";
-import { podHeldOnNode } from "../support/drain-helpers.js";
-import { clusterEventMessages, createNamespace, kubectl, waitFor } from "../support/kube.js";
-import { Fleet } from "./agent-harness.js";
-import { runFirstRelease } from "./fleet-steps.js";
+import { clusterEventMessages, waitFor } from "../support/kube.js";
+import { heldDrain } from "./held-drain.js";
 
 const HELD = `stall-${Date.now().toString(36)}`;
 /** The drain's own deadline: the stall must come from the turn deadline, well before it. */
 const DRAIN_MS = 600_000;
 
 describe("a stalled turn whose drain a budget holds", () => {
-  const fleet = new Fleet();
+  const { fleet, ns } = heldDrain({
+    versions: ["2026.10.10-001", "2026.10.12-001"],
+    held: HELD,
+    drainMs: DRAIN_MS,
+    namespace: "stall",
+    runs: "the machine runs the first release",
+    operatorArgs: ["--turn-deadline", "15s"],
+  });
   let v2: ReleaseRef;
-  let ns = "";
-
-  beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.12-001"]);
+  beforeAll(() => {
     [, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
-    await fleet.addMachine(
-      { name: HELD, role: "Worker", rebootPolicy: "Auto" },
-      { drainMs: DRAIN_MS },
-    );
-    ns = await createNamespace("stall");
-    await podHeldOnNode(ns, "db", HELD);
-    await runFirstRelease(fleet, "the machine runs the first release", ["--turn-deadline", "15s"]);
-  }, 300_000);
-  afterAll(async () => {
-    await fleet.stop();
-    if (ns) await kubectl(["delete", "namespace", ns, "--wait=false"]);
-  }, 60_000);
+  });
 
   it("RolloutStalled names the pod and its PodDisruptionBudget", async () => {
     await fleet.setTarget(v2);
@@ -47,7 +38,7 @@ describe("a stalled turn whose drain a budget holds", () => {
       { timeoutMs: 150_000, intervalMs: 500 },
     );
     const blocked = new RegExp(
-      `Its drain is blocked by pod ${ns}/db-[a-z0-9-]+ held by PodDisruptionBudget ${ns}/db since `,
+      `Its drain is blocked by pod ${ns()}/db-[a-z0-9-]+ held by PodDisruptionBudget ${ns()}/db since `,
     );
     expect(progressing.message).toMatch(new RegExp(`Machine ${HELD} holds a reboot turn`));
     expect(progressing.message).toMatch(blocked);

@@ -4,45 +4,31 @@
 // DrainTimedOut naming the pod and the budget, and goes to the back of the queue; the next
 // machine takes the release; the Cluster lists the skipped machine.
 import { CoreV1Api } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Cluster, ReleaseRef } from "../../src/api/types.js";
-import { podHeldOnNode } from "../support/drain-helpers.js";
-import {
-  clusterEventMessages,
-  createNamespace,
-  kubeConfig,
-  kubectl,
-  waitFor,
-} from "../support/kube.js";
-import { Fleet } from "./agent-harness.js";
-import { approveReboot, runFirstRelease } from "./fleet-steps.js";
+import { clusterEventMessages, kubeConfig, waitFor } from "../support/kube.js";
+import { heldDrain } from "./held-drain.js";
+import { approveReboot } from "./fleet-steps.js";
 
 const suffix = Date.now().toString(36);
 const HELD = `held-${suffix}`;
 const FREE = `free-${suffix}`;
 
 describe("a stuck drain with onDrainTimeout Skip", () => {
-  const fleet = new Fleet();
-  let v2: ReleaseRef;
-  let ns = "";
-
-  beforeAll(async () => {
-    await fleet.start(["2026.10.10-001", "2026.10.12-001"], {
-      disruption: { maxUnavailable: 1, drainTimeoutSeconds: 5, onDrainTimeout: "Skip" },
-    });
-    [, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
-    await fleet.addMachine({ name: HELD, role: "Worker", rebootPolicy: "Auto" });
+  // One pod on the held machine's node, and a budget that allows no disruption of it.
+  const { fleet, ns } = heldDrain({
+    versions: ["2026.10.10-001", "2026.10.12-001"],
+    spec: { disruption: { maxUnavailable: 1, drainTimeoutSeconds: 5, onDrainTimeout: "Skip" } },
+    held: HELD,
     // Manual: it waits for an approval, so the held machine takes the first turn.
-    await fleet.addMachine({ name: FREE, role: "Worker", rebootPolicy: "Manual" });
-    // One pod on the held machine's node, and a budget that allows no disruption of it.
-    ns = await createNamespace("stuck");
-    await podHeldOnNode(ns, "db", HELD);
-    await runFirstRelease(fleet, "both machines run the first release");
-  }, 300_000);
-  afterAll(async () => {
-    await fleet.stop();
-    if (ns) await kubectl(["delete", "namespace", ns, "--wait=false"]);
-  }, 60_000);
+    others: [{ name: FREE, role: "Worker", rebootPolicy: "Manual" }],
+    namespace: "stuck",
+    runs: "both machines run the first release",
+  });
+  let v2: ReleaseRef;
+  beforeAll(() => {
+    [, v2] = fleet.releases as [ReleaseRef, ReleaseRef];
+  });
 
   it("uncordons, gives the turn back, reports the pod and budget, and lets the next machine go first", async () => {
     await fleet.setTarget(v2);
@@ -61,8 +47,8 @@ describe("a stuck drain with onDrainTimeout Skip", () => {
     );
     expect(skipped).toMatchObject({
       version: v2.version,
-      pod: expect.stringMatching(new RegExp(`^${ns}/db-`)) as unknown,
-      podDisruptionBudget: `${ns}/db`,
+      pod: expect.stringMatching(new RegExp(`^${ns()}/db-`)) as unknown,
+      podDisruptionBudget: `${ns()}/db`,
     });
     expect(skipped.message).toContain("did not finish within 5 s");
     // It uncordoned before it reported (and holds no turn until the other machine is done).
@@ -90,7 +76,7 @@ describe("a stuck drain with onDrainTimeout Skip", () => {
     // The Cluster lists the skipped machine; the turn was released as DrainTimedOut.
     const c = await fleet.api.clusters.get(fleet.cluster);
     expect(c.status?.drainSkipped).toEqual([
-      expect.objectContaining({ machine: HELD, podDisruptionBudget: `${ns}/db` }),
+      expect.objectContaining({ machine: HELD, podDisruptionBudget: `${ns()}/db` }),
     ]);
     const events = await clusterEventMessages(fleet.cluster, "TurnReleased");
     expect(events).toContain(`Machine ${HELD} (DrainTimedOut)`);

@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { CoordinationV1Api } from "@kubernetes/client-node";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import {
   HeartbeatClient,
   LikenApi,
@@ -253,6 +254,20 @@ export function startOperatorUndone(
   return op;
 }
 
+/**
+ * startOperatorUndone with `args` (its identity `id`-..., "op" unless given), once its log says
+ * "cluster-operator started" (within `timeoutMs`, 90 s unless given).
+ */
+export async function startedOperator(
+  cleanups: Cleanups,
+  args: string[],
+  o: { id?: string; timeoutMs?: number } = {},
+): Promise<OperatorProcess> {
+  const op = startOperatorUndone(cleanups, o.id ?? "op", args);
+  await waitForLog(op, "cluster-operator started", o.timeoutMs ?? 90_000);
+  return op;
+}
+
 export async function waitForLog(
   op: OperatorProcess,
   text: string,
@@ -423,6 +438,19 @@ export type Cleanups = (() => Promise<unknown>)[];
 /** Runs `cleanups` last first, one at a time, and empties the list. */
 export async function undo(cleanups: Cleanups): Promise<void> {
   for (const c of cleanups.splice(0).reverse()) await c();
+}
+
+/**
+ * A test file's cleanups on the shared control plane: liken's namespaces are made before its
+ * first test, and what its tests push is undone after each test (`"each"`) or once the file's
+ * tests are done (`"all"`).
+ */
+export function fileCleanups(after: "each" | "all"): Cleanups {
+  const cleanups: Cleanups = [];
+  beforeAll(ensureNamespaces, 120_000);
+  if (after === "each") afterEach(() => undo(cleanups));
+  else afterAll(() => undo(cleanups), 120_000);
+  return cleanups;
 }
 
 export interface FleetOnServer {

@@ -6,30 +6,23 @@
 //
 // Leader election is off only so that the grace alone decides when the first grant comes
 // (a Lease held by an earlier test's copy would delay it and hide a missing grace).
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { START_GRACE_SECONDS } from "../../src/api/index.js";
 import { PAUSE_MS } from "../../src/operator/run/liveness.js";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
   api,
-  ensureNamespaces,
+  fileCleanups,
   playFleet,
   stagedStatus,
-  startOperator,
+  startedOperator,
   waitForLog,
   writeStatus,
   type MachinePlan,
-  undo,
-  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: Cleanups = [];
+const cleanups = fileCleanups("all");
 const GRACE_MS = START_GRACE_SECONDS * 1000;
-
-beforeAll(async () => {
-  await ensureNamespaces();
-}, 120_000);
-afterAll(() => undo(cleanups), 120_000);
 
 it(`grants nothing for ${START_GRACE_SECONDS} s after it starts, and again after it wakes from SIGSTOP`, async () => {
   expect(START_GRACE_SECONDS).toBe(40); // the page's number
@@ -43,9 +36,10 @@ it(`grants nothing for ${START_GRACE_SECONDS} s after it starts, and again after
   await writeStatus(w1, stagedStatus()); // asks before the operator starts
 
   const spawnedAt = Date.now();
-  const op = startOperator({ identity: uniqueName("shipped"), args: ["--no-leader-elect"] });
-  cleanups.push(() => op.stop());
-  await waitForLog(op, "cluster-operator started", 120_000);
+  const op = await startedOperator(cleanups, ["--no-leader-elect"], {
+    id: "shipped",
+    timeoutMs: 120_000,
+  });
   // A start slower than the grace would let a missing grace pass unseen.
   const startMs = Date.now() - spawnedAt;
   expect(startMs, "the operator must start well within the grace to test it").toBeLessThan(

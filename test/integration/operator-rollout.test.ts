@@ -1,6 +1,6 @@
 // cluster-operator as a real process on the real control plane: a rollout within the
 // budget, one leader at a time, the start-up grace, and what `kubectl get clusters` shows.
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { kubectl, uniqueName, waitFor } from "../support/kube.js";
 import { metricsUrlIn, scrape, total } from "../support/metrics.js";
 import {
@@ -8,23 +8,17 @@ import {
   V2,
   api,
   clusterEvents,
-  ensureNamespaces,
+  fileCleanups,
   playFleet,
   stagedStatus,
-  startOperator,
-  waitForLog,
+  startedOperator,
   writeStatus,
   type MachinePlan,
-  type OperatorProcess,
-  undo,
-  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: Cleanups = [];
 // After each test, not all: a test's operator copy must not stay and hold the leader Lease
 // (and act on the next test's Cluster) while the next test runs its own.
-afterEach(() => undo(cleanups));
-beforeAll(ensureNamespaces);
+const cleanups = fileCleanups("each");
 
 describe("a rollout", () => {
   it("moves every machine within the budget, one leader at a time, after the start-up grace", async () => {
@@ -42,11 +36,7 @@ describe("a rollout", () => {
       sim: { downMs: [300, 600] },
     });
 
-    const op: OperatorProcess = startOperator({
-      args: ["--start-grace", "3s", "--lost-after", "5s"],
-    });
-    cleanups.push(() => op.stop());
-    await waitForLog(op, "cluster-operator started", 90_000);
+    await startedOperator(cleanups, ["--start-grace", "3s", "--lost-after", "5s"]);
     // Everyone asks at once: the grace holds them back, then the budget and the leader rule.
     for (const p of plans) await writeStatus(p.name, stagedStatus());
 
@@ -116,9 +106,7 @@ describe("a rollout", () => {
       sim: { downMs: [1500, 2000], failTrial: new Set([failing]) },
     });
 
-    const op = startOperator({ args: ["--start-grace", "2s", "--lost-after", "10s"] });
-    cleanups.push(() => op.stop());
-    await waitForLog(op, "cluster-operator started", 90_000);
+    const op = await startedOperator(cleanups, ["--start-grace", "2s", "--lost-after", "10s"]);
     const url = metricsUrlIn(op.log());
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     const of = { cluster };

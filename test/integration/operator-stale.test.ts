@@ -12,11 +12,11 @@
 // Cluster version and every instant, the turns recorded and the leaders down. With the write
 // unconditioned (last writer wins), the stale write replaces lead-2's record with lead-1's,
 // and lead-1 goes down beside lead-2: the watcher sees two leaders down.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { uniqueName, waitFor } from "../support/kube.js";
 import {
   api,
-  ensureNamespaces,
+  fileCleanups,
   playFleet,
   stagedStatus,
   startOperatorUndone,
@@ -24,17 +24,10 @@ import {
   writeStatus,
   type MachinePlan,
   type OperatorProcess,
-  undo,
-  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: Cleanups = [];
+const cleanups = fileCleanups("all");
 const ARGS = ["--start-grace", "1s", "--lost-after", "20s", "--no-leader-elect"];
-
-beforeAll(async () => {
-  await ensureNamespaces();
-}, 120_000);
-afterAll(() => undo(cleanups), 120_000);
 
 function start(id: string, env: NodeJS.ProcessEnv = {}): OperatorProcess {
   return startOperatorUndone(cleanups, id, ARGS, env);

@@ -146,9 +146,9 @@ async function asks(s: Scene, version: string, digest: string, running: string):
   });
 }
 
-/** ChannelTrusted=False for `reason`, naming `role`; held over two more reads without a turn. */
-async function refused(s: Scene, reason: string, role: string): Promise<void> {
-  const c = await waitFor(
+/** ChannelTrusted once it reads False for `reason`. */
+async function distrusted(s: Scene, reason: string): Promise<ClusterCondition> {
+  return waitFor(
     `${s.cluster}: ChannelTrusted False ${reason}`,
     async () => {
       const x = await cond(s.cluster);
@@ -156,11 +156,16 @@ async function refused(s: Scene, reason: string, role: string): Promise<void> {
     },
     { timeoutMs: 30_000, intervalMs: 200 },
   );
-  expect(c.message).toContain(`${role} metadata`);
-  // Two more reads (each writes its own lastCheckTime, on whatever the operator's clock reads).
+}
+
+/**
+ * Until the operator read the channel (`which`: what the wait's message calls it) two more
+ * times: each read writes its own lastCheckTime, on whatever the operator's clock reads.
+ */
+async function twoMoreReads(s: Scene, which: string): Promise<void> {
   const seen = new Set<string>();
   await waitFor(
-    `${s.cluster}: two more reads of the hostile channel`,
+    `${s.cluster}: two more reads of the ${which} channel`,
     async () => {
       const at = (await api.clusters.get(s.cluster)).status?.channel?.lastCheckTime;
       if (at !== undefined) seen.add(at);
@@ -168,6 +173,38 @@ async function refused(s: Scene, reason: string, role: string): Promise<void> {
     },
     { timeoutMs: 30_000, intervalMs: 100 },
   );
+}
+
+/**
+ * Alice reverts `from` ("NIC drops"), as `liken rollout revert` writes spec.rollout's
+ * revertRequest; until the operator records the revert to `to`.
+ */
+async function personReverts(
+  s: Scene,
+  from: { version: string; digest: string },
+  to: string,
+): Promise<void> {
+  const request = { ...from, by: "alice", at: now(), reason: "NIC drops" };
+  await kubectl([
+    "patch",
+    "cluster",
+    s.cluster,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
+  ]);
+  await waitFor(
+    `${s.cluster}: the revert of ${from.version} to ${to} recorded`,
+    async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === to,
+    { timeoutMs: 30_000, intervalMs: 200 },
+  );
+}
+
+/** ChannelTrusted=False for `reason`, naming `role`; held over two more reads without a turn. */
+async function refused(s: Scene, reason: string, role: string): Promise<void> {
+  const c = await distrusted(s, reason);
+  expect(c.message).toContain(`${role} metadata`);
+  await twoMoreReads(s, "hostile");
   const after = await api.clusters.get(s.cluster);
   expect(after.status?.rebootTurns ?? []).toEqual([]);
   expect(after.status?.trust?.target).toBeUndefined();
@@ -297,7 +334,7 @@ describe.concurrent("trust mode channel", () => {
 
   // Issue 38, 2.1: a signed recall of the release the fleet reverts FROM must not cancel the
   // revert half-way (the channel's choice survives as status.trust.taken; the release decision
-  // keeps the revert in force: src/target/).
+  // keeps the revert in force: src/release-decision/).
   it("a recall of the release being reverted from does not cancel the revert", async () => {
     const s = await scene();
     const lkg = (v: string) =>
@@ -316,20 +353,7 @@ describe.concurrent("trust mode channel", () => {
       await turnReleased(s);
       await lkg(V2);
       // A person reverts V2 (what `liken rollout revert` writes).
-      const request = { version: V2, digest: d2, by: "alice", at: now(), reason: "NIC drops" };
-      await kubectl([
-        "patch",
-        "cluster",
-        s.cluster,
-        "--type=merge",
-        "-p",
-        JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
-      ]);
-      await waitFor(
-        `${s.cluster}: the revert of V2 to V1 recorded`,
-        async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === V1,
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      await personReverts(s, { version: V2, digest: d2 }, V1);
       // Then the channel recalls V2, before the machine went back.
       await recallV2(s, "recalled while reverting");
       // The machine still on V2 staged V1 (its other slot) and asks: the revert goes on.
@@ -391,20 +415,7 @@ describe.concurrent("trust mode channel", () => {
       await trusted(s, V3);
       // One machine took V3, the other is still on V2: V3 is not proven.
       await writeStatus(s.machine, { version: V3, digest: d3, step: "Ready" });
-      const request = { version: V3, digest: d3, by: "alice", at: now(), reason: "NIC drops" };
-      await kubectl([
-        "patch",
-        "cluster",
-        s.cluster,
-        "--type=merge",
-        "-p",
-        JSON.stringify({ spec: { rollout: { revertRequest: request } } }),
-      ]);
-      await waitFor(
-        `${s.cluster}: the revert of V3 to V2 recorded`,
-        async () => (await api.clusters.get(s.cluster)).status?.revert?.to.version === V2,
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      await personReverts(s, { version: V3, digest: d3 }, V2);
       // The channel recalls V2, the revert's target: it goes to V1 instead.
       await recallRelease({
         repo: s.ch.repo,
@@ -795,7 +806,7 @@ describe("the operator's clock", () => {
 
   // Issue 38, 2.6: the check made while the clock ran ahead must not freeze the fleet once the
   // clock is right again, nor tell the person to fix it: the API server's stamps on the
-  // Cluster say this clock is right (src/target/clock.ts).
+  // Cluster say this clock is right (src/release-decision/clock.ts).
   it("a check made while the clock ran 2 hours ahead does not freeze the fleet once it is fixed", async () => {
     const s = await scene();
     try {
@@ -845,27 +856,11 @@ describe("the operator's clock", () => {
       expect((await api.clusters.get(s.cluster)).status?.trust?.target?.version).toBe(V2);
       // Two days on: past the timestamp's day and the hour accepted.
       offset = 2 * DAY_MS;
-      const c = await waitFor(
-        `${s.cluster}: ChannelTrusted False MetadataExpired`,
-        async () => {
-          const x = await cond(s.cluster);
-          return x?.status === "False" && x.reason === "MetadataExpired" ? x : undefined;
-        },
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      const c = await distrusted(s, "MetadataExpired");
       expect(c.message).toMatch(/trust expired at .* while the channel was unreachable/);
       expect(c.message).toContain("acceptExpiredSeconds 3600");
       await asks(s, V2, d2, d1);
-      const seen = new Set<string>();
-      await waitFor(
-        `${s.cluster}: two more reads of the unreachable channel`,
-        async () => {
-          const at = (await api.clusters.get(s.cluster)).status?.channel?.lastCheckTime;
-          if (at !== undefined) seen.add(at);
-          return seen.size >= 3;
-        },
-        { timeoutMs: 30_000, intervalMs: 100 },
-      );
+      await twoMoreReads(s, "unreachable");
       const after = await api.clusters.get(s.cluster);
       expect(after.status?.rebootTurns ?? []).toEqual([]);
       expect(after.status?.trust?.target).toBeUndefined();

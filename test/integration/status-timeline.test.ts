@@ -7,24 +7,19 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { likenEntry } from "../../src/cli/entry.js";
 import { kubeconfigPath, uniqueName, waitFor } from "../support/kube.js";
 import {
-  ensureNamespaces,
+  fileCleanups,
   playFleet,
   stagedStatus,
-  startOperator,
-  waitForLog,
+  startedOperator,
   writeStatus,
   type MachinePlan,
-  undo,
-  type Cleanups,
 } from "./operator-fleet.js";
 
-const cleanups: Cleanups = [];
-afterEach(() => undo(cleanups));
-beforeAll(ensureNamespaces);
+const cleanups = fileCleanups("each");
 
 describe("liken status --timeline", () => {
   it("records a rollout until it settles and draws each machine's steps and turns", async () => {
@@ -37,9 +32,7 @@ describe("liken status --timeline", () => {
       cluster: { maxUnavailable: 1 },
       sim: { downMs: [800, 1000] },
     });
-    const op = startOperator({ args: ["--start-grace", "1s"] });
-    cleanups.push(() => op.stop());
-    await waitForLog(op, "cluster-operator started", 90_000);
+    await startedOperator(cleanups, ["--start-grace", "1s"]);
 
     const dir = mkdtempSync(path.join(tmpdir(), "liken-timeline-"));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));

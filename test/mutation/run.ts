@@ -18,10 +18,18 @@ type LogLevel = NonNullable<PartialStrykerOptions["logLevel"]>;
 
 /** The modules mutated: pure functions from what is observed to what to do. */
 export const MODULES = [
-  "src/operator/decide.ts",
+  "src/operator/decide/decide.ts",
+  "src/operator/decide/settle.ts",
+  "src/operator/decide/grant.ts",
   "src/operator/turns/budget.ts",
+  "src/operator/turns/taken-back.ts",
   "src/operator/view/machine-view.ts",
   "src/agent/steps.ts",
+  "src/agent/towards.ts",
+  "src/agent/trial-boot.ts",
+  "src/agent/trial-armed.ts",
+  "src/agent/give-back.ts",
+  "src/agent/step-verdicts.ts",
   "src/drain/plan.ts",
   "src/verify/release.ts",
   "src/verify/document.ts",
@@ -87,7 +95,7 @@ function options(module: string, concurrency: number, typecheck: boolean): Parti
     htmlReporter: { fileName: path.join(REPORTS, `${dir}-${slug}.html`) },
     clearTextReporter: { reportTests: false, reportMutants: true, reportScoreTable: true },
     tempDirName: ".stryker-tmp",
-    ignorePatterns: ["reports", ".lab", "images/out", "coverage", "dist"],
+    ignorePatterns: ["reports", ".lab", "out", "coverage", "dist"],
     // A slow test under load is not a mutant that loops: give each run room.
     timeoutMS: 20_000,
     timeoutFactor: 2,

@@ -4,20 +4,19 @@
 // that ignores, caps or mislabels ranges, sends wrong bytes, an index that lies, a corrupt
 // running slot) is routed around with a log line naming the fault, ending staged and verified,
 // the running slot untouched.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse, stringify } from "yaml";
 import { buildRelease } from "../../src/release/build.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
-import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
-import { SlotStore } from "../../src/slots/store.js";
+import { downloadRelease } from "../../src/slots/stage.js";
 import { encodeIndex, INDEX_CHUNK } from "../../src/verify/chunk-index.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
-import { fileSlots } from "../support/file-slots.js";
+import { downloadMachines } from "./download-fixtures.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -86,47 +85,33 @@ beforeAll(async () => {
   releases.lying = withIndex("lying", encodeIndex(v2.length, lying));
   server = await startFaultServer(channel);
 });
-afterAll(async () => {
-  await server.close();
-  rmSync(root, { recursive: true, force: true });
-});
 
-let n = 0;
-let slotA = "";
-let aBefore = "";
-afterEach(() => {
-  server.reset();
-  expect(createHash("sha256").update(readFileSync(slotA)).digest("hex")).toBe(aBefore);
-});
-
-/** Slot a runs 1.0 (its bytes at offset 0, no release recorded unless `recorded`). */
-async function machine(o: { corruptA?: number[]; recorded?: boolean } = {}) {
-  const dir = path.join(root, `m${++n}`);
-  mkdirSync(dir);
-  slotA = path.join(dir, "a.img");
-  const a = Buffer.alloc(4 * MiB);
-  v1.copy(a);
-  for (const blk of o.corruptA ?? []) a.fill(0xee, blk * B, blk * B + 100);
-  aBefore = createHash("sha256").update(a).digest("hex");
-  const config = fileSlots(dir, { a, b: 4 * MiB });
-  const store = new SlotStore(config);
-  if (o.recorded) {
-    mkdirSync(store.dir("a"), { recursive: true });
-    await store.writeRelease("a", readFileSync(path.join(channel, "1.0", "release.yaml")));
-    await store.keepIndex("a", "rootfs", readFileSync(path.join(channel, "1.0", "1.0.img.lkidx")));
-  }
-  const messages: string[] = [];
-  const req = (over: Partial<DownloadRequest> = {}): DownloadRequest => ({
-    config,
-    source: server.url,
+const newMachine = downloadMachines(root, {
+  server: () => server,
+  request: () => ({
     version: "2.0",
     digest: releases["2.0"]!,
     fetch: { idleTimeoutMs: 400 },
     attempts: 2,
-    log: (m) => messages.push(m),
-    ...over,
-  });
-  return { config, req, messages, store, b: path.join(dir, "b.img") };
+  }),
+});
+
+/** Slot a runs 1.0 (its bytes at offset 0, no release recorded unless `recorded`). */
+async function machine(o: { corruptA?: number[]; recorded?: boolean } = {}) {
+  const a = Buffer.alloc(4 * MiB);
+  v1.copy(a);
+  for (const blk of o.corruptA ?? []) a.fill(0xee, blk * B, blk * B + 100);
+  const m = newMachine({ a, b: 4 * MiB });
+  if (o.recorded) {
+    mkdirSync(m.store.dir("a"), { recursive: true });
+    await m.store.writeRelease("a", readFileSync(path.join(channel, "1.0", "release.yaml")));
+    await m.store.keepIndex(
+      "a",
+      "rootfs",
+      readFileSync(path.join(channel, "1.0", "1.0.img.lkidx")),
+    );
+  }
+  return m;
 }
 
 type Machine = Awaited<ReturnType<typeof machine>>;

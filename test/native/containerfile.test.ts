@@ -1,5 +1,5 @@
 // An OCI image from a Containerfile with the real buildah and umoci, no registry, no daemon
-// (src/release/image/containerfile.ts): a root filesystem directory imported as one layer, a
+// (src/release/from-image/containerfile.ts): a root filesystem directory imported as one layer, a
 // Containerfile FROM it built into the same OCI layout, read by `--from-image`; the same
 // Containerfile built again in a new buildah session gives the same release digest (buildah
 // --timestamp); buildah's storage is gone afterwards; a failing build says which step, which
@@ -9,9 +9,9 @@ import { needsTool } from "../support/tool-build.js";
 import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { importRootfs, withBuildah } from "../../src/release/image/containerfile.js";
-import { buildReleaseFromImage } from "../../src/release/image/from-image.js";
-import { readOciLayout } from "../../src/release/image/oci.js";
+import { importRootfs, withBuildah } from "../../src/release/from-image/containerfile.js";
+import { buildReleaseFromImage } from "../../src/release/from-image/from-image.js";
+import { readOciLayout } from "../../src/release/from-image/oci.js";
 
 const MiB = 1024 * 1024;
 const EPOCH = 1_764_547_200;

@@ -1,21 +1,20 @@
 // Bad input over real HTTP on loopback: each case ends with a clear error, nothing staged,
 // and the running slot untouched; the recoverable ones (a drop, a server ignoring Range, a
 // bit flipped once) end staged and verified.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
 import { LikenError } from "../../src/errors.js";
 import { buildRelease } from "../../src/release/build.js";
-import { SlotStore } from "../../src/slots/store.js";
-import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
+import { downloadRelease } from "../../src/slots/stage.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
 import { loopAvailable, withLoopDevice } from "./loop.js";
-import { fileSlots } from "../support/file-slots.js";
+import { downloadMachines, type DownloadMachine } from "./download-fixtures.js";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -44,40 +43,21 @@ beforeAll(async () => {
   other = await startFaultServer(channel);
 });
 afterAll(async () => {
-  await server.close();
   await other.close();
-  rmSync(root, { recursive: true, force: true });
 });
 
-let n = 0;
-let slotA = "";
-let aBefore = "";
-afterEach(() => {
-  server.reset();
-  // The running slot is never touched, whatever the server did.
-  expect(createHash("sha256").update(readFileSync(slotA)).digest("hex")).toBe(aBefore);
-});
-
-/** A fresh machine: slot a runs (filled with a pattern), slot b is the target. */
-function machine(bSize = 2 * MiB) {
-  const dir = path.join(root, `m${++n}`);
-  mkdirSync(dir);
-  slotA = path.join(dir, "a.img");
-  const config = fileSlots(dir, { a: Buffer.alloc(2 * MiB, 0x5a), b: bSize });
-  aBefore = createHash("sha256").update(readFileSync(slotA)).digest("hex");
-  const messages: string[] = [];
-  const req = (over: Partial<DownloadRequest> = {}): DownloadRequest => ({
-    config,
-    source: server.url,
+const newMachine = downloadMachines(root, {
+  server: () => server,
+  request: () => ({
     version: "1.0",
     digest: releases["1.0"]!,
     fetch: { idleTimeoutMs: 400 },
     attempts: 3,
-    log: (m) => messages.push(m),
-    ...over,
-  });
-  return { config, req, messages, store: new SlotStore(config), b: path.join(dir, "b.img") };
-}
+  }),
+});
+/** A fresh machine: slot a runs (filled with a pattern), slot b is the target. */
+const machine = (bSize = 2 * MiB): DownloadMachine =>
+  newMachine({ a: Buffer.alloc(2 * MiB, 0x5a), b: bSize });
 
 async function refused(p: Promise<unknown>): Promise<LikenError> {
   try {
@@ -89,7 +69,7 @@ async function refused(p: Promise<unknown>): Promise<LikenError> {
   throw new Error("expected the download to fail");
 }
 
-async function expectNotStaged(m: ReturnType<typeof machine>): Promise<void> {
+async function expectNotStaged(m: DownloadMachine): Promise<void> {
   expect((await m.store.marker("b")).state).not.toBe("staged");
 }
 
@@ -191,7 +171,7 @@ describe("downloads that must fail cleanly", () => {
     ["an absolute path", "/etc/passwd", /absolute path or URL/],
   ])("refuses a release.yaml naming %s", async (_name, bad, message) => {
     const m = machine();
-    const v = `evil-${n}`;
+    const v = `evil-${m.n}`;
     const doc = Buffer.from(
       stringify({
         apiVersion: "liken.sh/v1alpha1",
@@ -231,7 +211,7 @@ describe("downloads that must fail cleanly", () => {
     ],
   ])("refuses %s even when the catalog digest matches", async (_name, make, code) => {
     const m = machine();
-    const v = `hostile-${n}`;
+    const v = `hostile-${m.n}`;
     const doc = make();
     mkdirSync(path.join(channel, v));
     writeFileSync(path.join(channel, v, "release.yaml"), doc);
@@ -278,7 +258,7 @@ describe("downloads that must fail cleanly", () => {
 });
 
 describe("downloads that recover", () => {
-  async function expectStagedAndVerified(m: ReturnType<typeof machine>): Promise<void> {
+  async function expectStagedAndVerified(m: DownloadMachine): Promise<void> {
     expect((await m.store.marker("b")).state).toBe("staged");
     const v = await verifyStagedSlot(m.config);
     expect(v).toMatchObject({ ok: true, version: "1.0" });

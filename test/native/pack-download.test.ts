@@ -5,22 +5,21 @@
 // does not decode or decodes to other bytes, a decompression bomb, an index page that does
 // not match its hash) is refused, fetched again or routed to the plain artifact or index,
 // with a log line naming the fault, and ends staged and verified, the running slot untouched.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createHash, randomBytes } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parse, stringify } from "yaml";
 import { buildRelease } from "../../src/release/build.js";
 import { verifyStagedSlot } from "../../src/slots/check.js";
 import { keptPages, keptTop } from "../../src/slots/paged-index.js";
-import { downloadRelease, type DownloadRequest } from "../../src/slots/stage.js";
-import { SlotStore } from "../../src/slots/store.js";
+import { downloadRelease } from "../../src/slots/stage.js";
 import { INDEX_CHUNK } from "../../src/verify/chunk-index.js";
 import { digestOf } from "../../src/verify/digest.js";
 import { PAGE_CHUNKS, paginate, TopIndex } from "../../src/verify/index-pages.js";
 import { startFaultServer, type FaultServer } from "./fault-server.js";
-import { fileSlots } from "../support/file-slots.js";
+import { downloadMachines } from "./download-fixtures.js";
 import { bombFrame } from "../support/zstd-frames.js";
 
 const MiB = 1024 * 1024;
@@ -131,48 +130,30 @@ beforeAll(async () => {
   releases["2.0"] = await publish("2.0", v2);
   server = await startFaultServer(channel);
 });
-afterAll(async () => {
-  await server.close();
-  rmSync(root, { recursive: true, force: true });
-});
 
-let n = 0;
-let slotA = "";
-let aBefore = "";
-afterEach(() => {
-  server.reset();
-  // The running slot is never written.
-  expect(createHash("sha256").update(readFileSync(slotA)).digest("hex")).toBe(aBefore);
+const newMachine = downloadMachines(root, {
+  server: () => server,
+  request: () => ({
+    version: "2.0",
+    digest: releases["2.0"]!,
+    fetch: { idleTimeoutMs: 2000 },
+    attempts: 2,
+  }),
 });
 
 /** Slot a runs 1.0 as liken staged it: release, index and index pages kept. */
 async function machine() {
-  const dir = path.join(root, `m${++n}`);
-  mkdirSync(dir);
-  slotA = path.join(dir, "a.img");
   const a = Buffer.alloc(16 * MiB);
   v1.copy(a);
-  aBefore = createHash("sha256").update(a).digest("hex");
-  const config = fileSlots(dir, { a, b: 16 * MiB });
-  const store = new SlotStore(config);
+  const m = newMachine({ a, b: 16 * MiB });
+  const store = m.store;
   mkdirSync(store.dir("a"), { recursive: true });
   const rel = path.join(channel, "1.0");
   await store.writeRelease("a", readFileSync(path.join(rel, "release.yaml")));
   await store.keepIndex("a", "rootfs", readFileSync(path.join(rel, "1.0.img.lkidx")));
   await store.keepIndex("a", keptTop("rootfs"), readFileSync(path.join(rel, "1.0.img.lktop")));
   await store.keepIndex("a", keptPages("rootfs"), readFileSync(path.join(rel, "1.0.img.lkpages")));
-  const messages: string[] = [];
-  const req = (over: Partial<DownloadRequest> = {}): DownloadRequest => ({
-    config,
-    source: server.url,
-    version: "2.0",
-    digest: releases["2.0"]!,
-    fetch: { idleTimeoutMs: 2000 },
-    attempts: 2,
-    log: (m) => messages.push(m),
-    ...over,
-  });
-  return { config, req, messages, store, b: path.join(dir, "b.img") };
+  return m;
 }
 
 type Machine = Awaited<ReturnType<typeof machine>>;

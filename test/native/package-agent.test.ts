@@ -1,4 +1,4 @@
-// The agent package (images/package-agent.ts) built into a temporary directory: its layout,
+// The agent package (testbed/package-agent.ts) built into a temporary directory: its layout,
 // the launcher running the packaged CLI and the packaged native addon with nothing of the
 // checkout reachable (no node_modules, no src/), and the tarball's list of files.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,11 +23,11 @@ import {
   NODE_ENGINES,
   packageAgent,
   type AgentPackage,
-} from "../../images/package-agent.js";
+} from "../../testbed/package-agent.js";
 import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { initialEnvBlock } from "../../src/bootloader/grub.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
-import { PREMATURE_CLOSE_REPAIR } from "../../src/image/bundle.js";
+import { PREMATURE_CLOSE_REPAIR } from "../../src/operator-image/bundle.js";
 import { buildRelease } from "../../src/release/build.js";
 import { keptPages, keptTop } from "../../src/slots/paged-index.js";
 import { SlotStore } from "../../src/slots/store.js";

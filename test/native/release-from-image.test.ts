@@ -11,7 +11,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/prom
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { buildReleaseFromImage } from "../../src/release/image/from-image.js";
+import { buildReleaseFromImage } from "../../src/release/from-image/from-image.js";
 import { bootcKernel, writeArchive, writeLayout, type TarEntry } from "../support/oci-layout.js";
 
 const MiB = 1024 * 1024;

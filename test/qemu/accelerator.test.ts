@@ -1,8 +1,8 @@
-// The accelerator probe sees a guest run (images/accelerator.ts): its boot sector, booted under
+// The accelerator probe sees a guest run (testbed/accelerator.ts): its boot sector, booted under
 // TCG, writes its line; so a KVM that runs guests would be seen running this one. The choice
 // for this host ends the file, as every scenario's last line names it.
 import { describe, expect, it } from "vitest";
-import { accelerator, acceleratorLine, probe } from "../../images/accelerator.js";
+import { accelerator, acceleratorLine, probe } from "../../testbed/accelerator.js";
 
 describe("the accelerator probe", () => {
   it("a probe guest runs under TCG and says its line", async () => {

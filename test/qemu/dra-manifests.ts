@@ -14,7 +14,7 @@
 import type { V1ConfigMap, V1DaemonSet, V1Pod } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { KUBELET_PLUGIN_REGISTRY_DIR, KUBELET_PLUGINS_DIR } from "../../src/drain/drivers.js";
-import { DRA_DRIVER_IMAGE, DRA_DRIVER_POD_PREFIX } from "../../images/machine/node.js";
+import { DRA_DRIVER_IMAGE, DRA_DRIVER_POD_PREFIX } from "../../testbed/machine/node.js";
 
 export const DRA_DRIVER = "test-driver.liken.local";
 export { DRA_DRIVER_IMAGE };

@@ -8,7 +8,7 @@ import {
   GUEST_AGENT_READY,
   GUEST_BOOT_LINE,
   GUEST_INITRD_LINE,
-} from "../../images/machine/contract.js";
+} from "../../testbed/machine/contract.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import type { BootLine } from "./scenarios.js";
 

@@ -13,8 +13,8 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DRA_CONSOLE_MARK, WORKLOAD_IMAGE } from "../../images/machine/node.js";
-import { GUEST_API } from "../../images/machine/contract.js";
+import { DRA_CONSOLE_MARK, WORKLOAD_IMAGE } from "../../testbed/machine/node.js";
+import { GUEST_API } from "../../testbed/machine/contract.js";
 import { recordNamespace, type Recorder } from "../support/drain-helpers.js";
 import { violations } from "../support/drain-invariants.js";
 import {

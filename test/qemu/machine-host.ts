@@ -203,7 +203,7 @@ export async function startHost(o: HostOptions): Promise<Host> {
       },
     );
     // On an exit without stop() (an uncaught error, a signal handler's exit), end the operator
-    // here; the control plane has its reaper, QEMU its own handler (images/qemu.ts).
+    // here; the control plane has its reaper, QEMU its own handler (testbed/qemu.ts).
     const onExit = (): void => {
       try {
         process.kill(operatorPid, "SIGTERM");

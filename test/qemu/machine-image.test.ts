@@ -1,12 +1,12 @@
-// The machine image (images/machine/) boots for real: OVMF, GRUB or systemd-boot, Debian's
+// The machine image (testbed/machine/) boots for real: OVMF, GRUB or systemd-boot, Debian's
 // kernel, the busybox initrd, systemd, and liken-agent.service reaching READY=1 under
 // Type=notify; with no API server behind its address the agent keeps serving, past its
 // WatchdogSec, with no restart and no reboot. Both bootloaders boot at once (one core each).
 import { describe, expect, it } from "vitest";
-import { accelerator, acceleratorLine } from "../../images/accelerator.js";
-import { buildMachineImages } from "../../images/machine/build.js";
-import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
-import { smokeBoot } from "../../images/machine/smoke.js";
+import { accelerator, acceleratorLine } from "../../testbed/accelerator.js";
+import { buildMachineImages } from "../../testbed/machine/build.js";
+import { MACHINE_BOOTLOADERS } from "../../testbed/machine/contract.js";
+import { smokeBoot } from "../../testbed/machine/smoke.js";
 
 describe("the machine image", () => {
   it.concurrent.each(MACHINE_BOOTLOADERS.map((b) => [b]))(

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { SimulatedMachine } from "../../src/lab/machine.js";
 import { kernelBehaviour, labKernel } from "../../src/lab/releases.js";
 import type { Slot } from "../../src/bootloader/types.js";
-import type { MachineRelease } from "../../images/machine/contract.js";
+import type { MachineRelease } from "../../testbed/machine/contract.js";
 import type { Guest, GuestBoot } from "./machine-guest.js";
 
 const SLOT_IMAGE_BYTES = 1024 * 1024;

@@ -1,7 +1,7 @@
 // `npm run testbed -- --scenario machine --bootloader grub|systemd-boot [--guest qemu|lab]
 // [--scope whole|bootloader|turn|kubelet-down] [--no-cut] [--keep]`: the machine scenario from the command line (testbed.ts dispatches here).
-import { accelerator, acceleratorLine } from "../../images/accelerator.js";
-import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../images/machine/contract.js";
+import { accelerator, acceleratorLine } from "../../testbed/accelerator.js";
+import { MACHINE_BOOTLOADERS, type MachineBootloader } from "../../testbed/machine/contract.js";
 import { cleanUp, LAB_GUEST, runMachineScenario, type GuestStarter } from "./machine.js";
 import { qemuGuest } from "./machine-qemu.js";
 import { processesNaming } from "./leftovers.js";

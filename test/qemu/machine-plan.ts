@@ -5,7 +5,7 @@
 // of them only, and each bootloader keeps what only it can prove: its own trial armed, booted
 // and promoted, and its own fallback from a panicking release.
 
-import type { MachineBootloader } from "../../images/machine/contract.js";
+import type { MachineBootloader } from "../../testbed/machine/contract.js";
 
 /**
  * `whole`: everything the scenario knows (the command line's default, one bootloader).

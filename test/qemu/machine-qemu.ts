@@ -13,10 +13,10 @@ import {
   GUEST_CHANNEL,
   type MachineBootloader,
   type MachineImages,
-} from "../../images/machine/contract.js";
-import { buildMachineImages } from "../../images/machine/build.js";
-import { writeStatePartition } from "../../images/machine/state.js";
-import { OVMF_VARS } from "../../images/qemu.js";
+} from "../../testbed/machine/contract.js";
+import { buildMachineImages } from "../../testbed/machine/build.js";
+import { writeStatePartition } from "../../testbed/machine/state.js";
+import { OVMF_VARS } from "../../testbed/qemu.js";
 import type { Slot } from "../../src/bootloader/types.js";
 import { caPem } from "./machine-host.js";
 import { machineKubeconfig } from "./machine-identity.js";

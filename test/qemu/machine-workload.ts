@@ -3,7 +3,7 @@
 // PodDisruptionBudget that lets one go at a time, and a spare kwok Node that joins after they
 // are placed, where the evicted pods come back. The agent's drain must evict one, wait for its
 // replacement to be Ready on the spare, then evict the other. The pods run the image's
-// workload (images/machine/workload.c, loaded offline: imagePullPolicy Never), which stays
+// workload (testbed/machine/workload.c, loaded offline: imagePullPolicy Never), which stays
 // WORKLOAD_LINGER_S after SIGTERM, within its grace period.
 import {
   AppsV1Api,
@@ -13,7 +13,7 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
-import { WORKLOAD_IMAGE } from "../../images/machine/node.js";
+import { WORKLOAD_IMAGE } from "../../testbed/machine/node.js";
 import { kwokNode } from "../../src/controlplane/kwok.js";
 
 export const WORKLOAD_NAMESPACE = "workload";

@@ -10,8 +10,8 @@
 // has a core for each guest. Nothing a run started may still run afterwards.
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
-import { accelerator, acceleratorLine } from "../../images/accelerator.js";
-import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
+import { accelerator, acceleratorLine } from "../../testbed/accelerator.js";
+import { MACHINE_BOOTLOADERS } from "../../testbed/machine/contract.js";
 import { processesNaming } from "./leftovers.js";
 import { cleanUp, runMachineScenario } from "./machine.js";
 import { sideBySide, tierScope } from "./machine-plan.js";

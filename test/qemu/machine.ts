@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { MachineBootloader, MachineRelease } from "../../images/machine/contract.js";
+import type { MachineBootloader, MachineRelease } from "../../testbed/machine/contract.js";
 import { dataDirOf } from "../../src/controlplane/instance.js";
 import { caPem, startHost, type Host } from "./machine-host.js";
 import type { Guest, GuestBoot } from "./machine-guest.js";

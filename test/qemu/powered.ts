@@ -10,8 +10,8 @@
 // the evidence and what a warm reset would still add.
 import { rmSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
-import { accelerator } from "../../images/accelerator.js";
-import { startQemu, stopQemu, type QemuOptions } from "../../images/qemu.js";
+import { accelerator } from "../../testbed/accelerator.js";
+import { startQemu, stopQemu, type QemuOptions } from "../../testbed/qemu.js";
 import { SerialConsole } from "./serial.js";
 
 /** How long QEMU may take to open its serial socket after its start. */
@@ -44,7 +44,7 @@ export class PoweredQemu {
   }
 
   static async start(options: PoweredOptions): Promise<PoweredQemu> {
-    // Probed once per process (images/accelerator.ts): TCG unless a guest ran under KVM.
+    // Probed once per process (testbed/accelerator.ts): TCG unless a guest ran under KVM.
     const o = { ...options, accel: (await accelerator()).name };
     const until = Date.now() + o.lifetimeSeconds * 1000;
     const child = PoweredQemu.launch(o, o.lifetimeSeconds);

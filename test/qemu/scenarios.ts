@@ -5,7 +5,7 @@ import { GrubBootloader } from "../../src/bootloader/grub.js";
 import { bootMachine, type TrialFault } from "../../src/bootloader/firmware.js";
 import { MemoryEnvStore } from "../../src/bootloader/envstore.js";
 import { initialEnvBlock } from "../../src/bootloader/grub.js";
-import { VERSIONS } from "../../images/build.js";
+import { VERSIONS } from "../../testbed/build.js";
 import { judgeBoot, otherSlot, type BootVerdict, type Slot } from "../../src/bootloader/types.js";
 
 export { VERSIONS };

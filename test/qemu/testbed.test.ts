@@ -1,11 +1,11 @@
 // The QEMU tier: every scenario boots the real firmware (OVMF), the real GRUB and Debian's
 // kernel under TCG, with the trial armed and confirmed by liken's GRUB backend, and must give the
 // expected boot sequence, the same sequence and bytes as the firmware model, and the agent's
-// verdict. The image is built once (cached by a hash of its inputs, see images/build.ts).
+// verdict. The image is built once (cached by a hash of its inputs, see testbed/build.ts).
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { accelerator, acceleratorLine } from "../../images/accelerator.js";
-import { buildTestbed, type Manifest } from "../../images/build.js";
+import { accelerator, acceleratorLine } from "../../testbed/accelerator.js";
+import { buildTestbed, type Manifest } from "../../testbed/build.js";
 import { SCENARIO_NAMES } from "./scenarios.js";
 import { checkRun, runOnQemu } from "./testbed.js";
 

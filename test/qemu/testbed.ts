@@ -1,4 +1,4 @@
-// The QEMU A/B testbed: boots the image of images/build.ts under OVMF + GRUB + Debian's kernel
+// The QEMU A/B testbed: boots the image of testbed/build.ts under OVMF + GRUB + Debian's kernel
 // (TCG, no KVM), arms the trial with liken's GRUB backend writing the environment block into the
 // disk image, and reads the boot sequence off the serial console. Each scenario also runs on the
 // firmware model, which must give the same boots, the same GRUB decisions and the same bytes.
@@ -18,9 +18,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { accelerator, acceleratorLine } from "../../images/accelerator.js";
-import { buildTestbed, type Manifest } from "../../images/build.js";
-import { OVMF_VARS } from "../../images/qemu.js";
+import { accelerator, acceleratorLine } from "../../testbed/accelerator.js";
+import { buildTestbed, type Manifest } from "../../testbed/build.js";
+import { OVMF_VARS } from "../../testbed/qemu.js";
 import { ImageEnvStore } from "../../src/bootloader/envstore.js";
 import { GrubBootloader } from "../../src/bootloader/grub.js";
 import type { BootVerdict, Slot } from "../../src/bootloader/types.js";

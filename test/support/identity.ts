@@ -1,15 +1,30 @@
 // Machine identities on the test control plane: the fleet's bootstrap token, kubeconfigs for
 // it, certificate requests of any shape (openssl makes the odd keys liken's agent never
-// would), and what the approver said about a request.
+// would), and what the approver said about a request; and the identity tests' set-ups: the
+// approver as cluster-operator runs it, a machine's agent identity with a log the test reads,
+// identity files installed as an agent keeps them, and the wait for a machine accepted again.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { CoreV1Api } from "@kubernetes/client-node";
+import { pino, type Logger } from "pino";
+import { installIssued, writeKubeconfig } from "../../src/agent/identity/files.js";
+import { MachineIdentity } from "../../src/agent/identity/identity.js";
 import { bootstrapTokenSecret, newBootstrapToken } from "../../src/api/bootstrap-token.js";
 import { loadRestConfig, Rest } from "../../src/api/rest.js";
 import { kubeconfigYaml } from "../../src/api/kubeconfig-doc.js";
-import { controlPlane, eventsWhere, kubeConfig, kubectl } from "./kube.js";
+import { authenticatedUser } from "../../src/api/self-review.js";
+import { CsrApprover } from "../../src/operator/identity/approver.js";
+import {
+  controlPlane,
+  eventsWhere,
+  kubeConfig,
+  kubectl,
+  serviceAccountKubeConfig,
+  waitFor,
+} from "./kube.js";
 import { untrustedCertificate as signedByUntrustedCa } from "../../src/torture/ca-rotation.js";
 
 const CONFIG = fileURLToPath(new URL("../../config/", import.meta.url));
@@ -135,4 +150,113 @@ export function untrustedCertificate(
   user: string,
 ): { certPem: string; keyPem: string } {
   return signedByUntrustedCa(dir, `/CN=${user}`);
+}
+
+/**
+ * cluster-operator's certificate approver as the operator runs it, started: as the operator's
+ * ServiceAccount (so its RBAC is what approves), approving by itself, leading, looking every
+ * 500 ms, its log at warn. `nodeLabel` (--csr-node-label, `key=value`) marks the fleet's Nodes;
+ * without it only a Machine created ahead may join. The caller stops it.
+ */
+export async function startApprover(identity: string, nodeLabel?: string): Promise<CsrApprover> {
+  const approver = new CsrApprover(
+    await serviceAccountKubeConfig("liken-system", "cluster-operator"),
+    {
+      autoApprove: true,
+      ...(nodeLabel === undefined ? {} : { nodeLabel }),
+      leading: () => true,
+      identity,
+      log: pino({ level: "warn" }),
+      intervalMs: 500,
+    },
+  );
+  approver.start();
+  return approver;
+}
+
+/** A logger at info whose lines (pino's JSON, one a line) the test reads in `lines`. */
+export function capturedLog(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const log = pino(
+    { level: "info" },
+    new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    }),
+  );
+  return { log, lines };
+}
+
+/**
+ * The agent's identity of `machine` (liken agent's MachineIdentity), its files beside
+ * `kubeconfig`: it joins with the fleet's `bootstrap` kubeconfig, asks for certificates of an
+ * hour, and says so after a minute unapproved.
+ */
+export function machineIdentity(
+  machine: string,
+  kubeconfig: string,
+  bootstrap: string,
+  log: Logger,
+): MachineIdentity {
+  return new MachineIdentity(
+    machine,
+    {
+      kubeconfig,
+      bootstrapKubeconfig: bootstrap,
+      expirationSeconds: 3600,
+      approvalWarnMs: 60_000,
+    },
+    log,
+  );
+}
+
+/**
+ * A machine's identity files in `dir` as its agent keeps them: `cert` installed as the current
+ * certificate, and the kubeconfig (its path returned) that uses it as `user` on the control
+ * plane.
+ */
+export function installedIdentity(
+  dir: string,
+  user: string,
+  cert: { certPem: string; keyPem: string },
+): string {
+  const kubeconfig = path.join(dir, "kubeconfig");
+  installIssued(dir, cert.certPem, cert.keyPem, Date.now());
+  const cp = controlPlane();
+  writeKubeconfig(kubeconfig, {
+    server: cp.server,
+    caData: readFileSync(cp.serverCaCert).toString("base64"),
+    user,
+  });
+  return kubeconfig;
+}
+
+/**
+ * The agent's own requests go on through `rest` (a heartbeat a second, each refused until it
+ * rejoined) until the API server takes them for `user` and `changed()` says the identity
+ * changed: two minutes at most.
+ */
+export async function untilAcceptedAs(
+  rest: Rest,
+  user: string,
+  changed: () => boolean,
+): Promise<void> {
+  let who: string | undefined;
+  const beat = setInterval(() => {
+    authenticatedUser(rest).then(
+      (u) => (who = u),
+      () => undefined,
+    );
+  }, 1000);
+  try {
+    await waitFor(
+      "the machine back with a certificate the API server accepts",
+      async () => changed() && who === user,
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+  } finally {
+    clearInterval(beat);
+  }
 }

@@ -1,6 +1,6 @@
-// The accelerator's choice (images/accelerator.ts): KVM only on a probe guest's evidence.
+// The accelerator's choice (testbed/accelerator.ts): KVM only on a probe guest's evidence.
 import { describe, expect, it } from "vitest";
-import { decide, PROBE_LINE, probeBootSector } from "../../images/accelerator.js";
+import { decide, PROBE_LINE, probeBootSector } from "../../testbed/accelerator.js";
 
 describe("the accelerator", () => {
   it.each([

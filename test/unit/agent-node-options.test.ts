@@ -5,7 +5,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { AGENT_NODE_OPTIONS } from "../../src/agent/node-options.js";
-import { launcherScript } from "../../images/package-agent.js";
+import { launcherScript } from "../../testbed/package-agent.js";
 
 const unit = readFileSync(
   new URL("../../config/systemd/liken-agent.service", import.meta.url),

@@ -47,7 +47,7 @@ describe("grubenv against Debian's grub-editenv", () => {
     try {
       execFileSync("grub-editenv", ["--version"], { stdio: "ignore" });
     } catch (e) {
-      throw new Error("grub-editenv is missing: run images/setup-debian.sh", { cause: e });
+      throw new Error("grub-editenv is missing: run testbed/setup-debian.sh", { cause: e });
     }
     generateAll(regen);
     for (const c of CASES) expect(golden(c.name, regen).equals(golden(c.name))).toBe(true);

@@ -13,7 +13,7 @@ import { keyPath } from "../../src/schema/index.js";
 import { parseAgentConfig } from "../../src/slots/config.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const EXAMPLE = path.join(ROOT, "images", "agent.yaml.example");
+const EXAMPLE = path.join(ROOT, "testbed", "agent.yaml.example");
 const FILE = "/etc/liken/agent.yaml";
 
 // ajv 6: the draft-07 validator editors' YAML servers are built on.

@@ -12,7 +12,7 @@ import type {
   MachineStatus,
   RebootTurn,
 } from "../../src/api/index.js";
-import { decide, type ChannelView } from "../../src/operator/decide.js";
+import { decide, type ChannelView } from "../../src/operator/decide/decide.js";
 import {
   D2,
   D3,

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster, DrainTimedOut } from "../../src/api/index.js";
 import { drainLimits, drainTimedOutRecord, isSkippedTurn } from "../../src/agent/drain-timeout.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import {
   D2,
   NOW,

@@ -1,6 +1,6 @@
 // Evidence, as tables: what a Cluster records of each release it took (src/operator/status/evidence.ts),
 // whether a followed release carries the signed evidence its Cluster requires
-// (src/target/evidence.ts, through the release decision), and which signed evidence the client
+// (src/release-decision/evidence.ts, through the release decision), and which signed evidence the client
 // reads at all (src/verify/evidence.ts).
 import { describe, expect, it } from "vitest";
 import type {
@@ -11,8 +11,8 @@ import type {
   SignedEvidenceSummary,
 } from "../../src/api/types.js";
 import { evidenceOf, evidenceText, soakSecondsOf } from "../../src/operator/status/evidence.js";
-import { evidenceHoldMessage, shortfalls } from "../../src/target/evidence.js";
-import { decideRelease, type ReleaseInput } from "../../src/target/decide.js";
+import { evidenceHoldMessage, shortfalls } from "../../src/release-decision/evidence.js";
+import { decideRelease, type ReleaseInput } from "../../src/release-decision/decide.js";
 import {
   evidenceOf as signedEvidenceOf,
   summaryOf,

@@ -4,7 +4,11 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { isLikenError } from "../../src/errors.js";
-import { deploymentImage, operatorImage, parseReference } from "../../src/image/reference.js";
+import {
+  deploymentImage,
+  operatorImage,
+  parseReference,
+} from "../../src/operator-image/reference.js";
 
 describe("image reference", () => {
   it.each([

@@ -67,6 +67,20 @@ const clean: Observation[] = [
   END,
 ];
 
+/** m1 alone and its whole turn at 100: the history the one-machine rows keep or change. */
+const oneTurn: Observation[] = [...start(["m1"]), ...turnOf("m1", 100), END];
+
+/** `oneTurn` with m1's act of `kind` moved to `at` (its turn again in time order). */
+function movedTo(kind: Observation["kind"], at: number): Observation[] {
+  return [
+    ...start(["m1"]),
+    ...turnOf("m1", 100)
+      .map((o) => (o.kind === kind ? { ...o, at } : o))
+      .sort((a, b) => a.at - b.at),
+    END,
+  ];
+}
+
 function without(h: Observation[], drop: (o: Observation) => boolean): Observation[] {
   return h.filter((o) => !drop(o));
 }
@@ -272,14 +286,8 @@ const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
   {
     rule: "reboot-without-turn",
     // The arm came before the turn read.
-    broken: [
-      ...start(["m1"]),
-      ...turnOf("m1", 100)
-        .map((o) => (o.kind === "turn-read" ? { ...o, at: 104.5 } : o))
-        .sort((a, b) => a.at - b.at),
-      END,
-    ],
-    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+    broken: movedTo("turn-read", 104.5),
+    kept: oneTurn,
   },
   {
     rule: "boot-unverified-slot",
@@ -291,14 +299,8 @@ const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
   {
     rule: "boot-unverified-slot",
     // Read back before the last write: it no longer speaks for the slot.
-    broken: [
-      ...start(["m1"]),
-      ...turnOf("m1", 100)
-        .map((o) => (o.kind === "read-back" ? { ...o, at: 101.5 } : o))
-        .sort((a, b) => a.at - b.at),
-      END,
-    ],
-    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+    broken: movedTo("read-back", 101.5),
+    kept: oneTurn,
   },
   {
     rule: "failed-release-retried",
@@ -348,7 +350,7 @@ const rows: { rule: Rule; broken: Observation[]; kept: Observation[] }[] = [
       ...turnOf("m1", 100).map((o) => (o.kind === "rejoin" ? { ...o, bootId: "m1-1" } : o)),
       END,
     ],
-    kept: [...start(["m1"]), ...turnOf("m1", 100), END],
+    kept: oneTurn,
   },
   {
     rule: "ended-unexplained",

@@ -1,4 +1,4 @@
-// The machine image's /etc/liken/agent.yaml (images/machine/state.ts) is read by the agent's
+// The machine image's /etc/liken/agent.yaml (testbed/machine/state.ts) is read by the agent's
 // own config loader: a field the agent does not take, or a missing one, fails here, not on a
 // booted guest.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/agent/config.js";
-import { agentConfigYaml } from "../../images/machine/state.js";
-import type { MachineBootloader } from "../../images/machine/contract.js";
+import { agentConfigYaml } from "../../testbed/machine/state.js";
+import type { MachineBootloader } from "../../testbed/machine/contract.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "liken-machine-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

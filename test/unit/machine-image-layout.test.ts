@@ -1,11 +1,11 @@
-// The machine image's pure parts (images/machine/): the partition table the disk and the
+// The machine image's pure parts (testbed/machine/): the partition table the disk and the
 // scenario share, the systemd-boot entries the agent's backend renames, the kernel arguments
 // the initrd and the agent read, and the module dependencies the initrd's load order follows.
 import { describe, expect, it } from "vitest";
-import { partitionTable } from "../../images/machine/disk.js";
-import { slotArgs, TRIAL_ARGS } from "../../images/machine/esp.js";
-import { entry } from "../../images/machine/esp-systemd-boot.js";
-import { moduleDepends } from "../../images/build.js";
+import { partitionTable } from "../../testbed/machine/disk.js";
+import { slotArgs, TRIAL_ARGS } from "../../testbed/machine/esp.js";
+import { entry } from "../../testbed/machine/esp-systemd-boot.js";
+import { moduleDepends } from "../../testbed/build.js";
 import { parseEntryName, slotEntryId } from "../../src/bootloader/systemd-boot.js";
 import { runningSlotFromCmdline } from "../../src/bootloader/types.js";
 

@@ -3,7 +3,7 @@
 // on GRUB, the v2 turn's host-side proofs on systemd-boot), and the side-by-side decision
 // follows the host's cores.
 import { describe, expect, it } from "vitest";
-import { MACHINE_BOOTLOADERS } from "../../images/machine/contract.js";
+import { MACHINE_BOOTLOADERS } from "../../testbed/machine/contract.js";
 import { machinePlan, sideBySide, tierScope } from "../qemu/machine-plan.js";
 
 describe("machine plan", () => {

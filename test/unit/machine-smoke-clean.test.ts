@@ -1,11 +1,11 @@
-// The machine's smoke boot (`npx tsx images/machine/main.ts --boot`, and the QEMU tier's
+// The machine's smoke boot (`npx tsx testbed/machine/main.ts --boot`, and the QEMU tier's
 // machine-image.test.ts) leaves no /tmp/liken-machine-smoke-* folder when it passed, and keeps
-// only the logs of one that failed (images/machine/smoke.ts, cleanGuestDir).
+// only the logs of one that failed (testbed/machine/smoke.ts, cleanGuestDir).
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { cleanGuestDir, type GuestOutcome } from "../../images/machine/smoke.js";
+import { cleanGuestDir, type GuestOutcome } from "../../testbed/machine/smoke.js";
 
 const made: string[] = [];
 afterEach(() => {

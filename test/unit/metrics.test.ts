@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { agentMetrics } from "../../src/agent/metrics.js";
 import type { Cluster, Machine } from "../../src/api/index.js";
 import { parseMetricsAddress } from "../../src/metrics/serve.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { OperatorMetrics } from "../../src/operator/run/metrics.js";
 import { parseExposition, total } from "../support/metrics.js";
 import {

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { CLUSTER_STATUS_BOUNDS, maxItemsOf, maxLengthOf } from "../../src/api/bounds.js";
 import { ANNOTATION_CHECK_RELEASES, type Cluster } from "../../src/api/index.js";
 import { handledForm, pollDue } from "../../src/operator/channel/poll.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { failedList } from "../../src/operator/turns/brake.js";
 import {
   asking,

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster, Machine, TrialRecord } from "../../src/api/index.js";
 import { brakeOf } from "../../src/operator/turns/brake.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import {
   D1,
   D2,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseBudget } from "../../src/operator/turns/budget.js";
-import { compareVersions, newest, oldest } from "../../src/target/version-order.js";
+import { compareVersions, newest, oldest } from "../../src/release-decision/version-order.js";
 
 describe("parseBudget", () => {
   const cases: [number | string | undefined, number, number, boolean][] = [

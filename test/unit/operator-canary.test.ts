@@ -3,7 +3,7 @@
 // the canary's soak.
 import { describe, expect, it } from "vitest";
 import type { Cluster, ClusterStatus, Machine } from "../../src/api/index.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import {
   D2,
   D3,

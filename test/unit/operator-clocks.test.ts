@@ -3,9 +3,14 @@
 // clock runs hours ahead or behind (a turn is released as RolledBack on the operator's own
 // record of the trial it saw at the grant, never on the agent's time stamps).
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { HeartbeatTracker } from "../../src/operator/run/heartbeats.js";
-import { PAUSE_MS, PauseDetector, jumpOf, type ClockJump } from "../../src/operator/run/liveness.js";
+import {
+  PAUSE_MS,
+  PauseDetector,
+  jumpOf,
+  type ClockJump,
+} from "../../src/operator/run/liveness.js";
 import {
   GRANTED,
   NOW,

@@ -8,7 +8,7 @@ import type {
   MachineCondition,
   MachineStatus,
 } from "../../src/api/index.js";
-import { decide, type ChannelView } from "../../src/operator/decide.js";
+import { decide, type ChannelView } from "../../src/operator/decide/decide.js";
 import {
   D1,
   D2,

@@ -2,7 +2,7 @@
 // each row is an observed fleet and the turns the operator must grant, release or stall.
 import { describe, expect, it } from "vitest";
 import type { Cluster, Machine } from "../../src/api/index.js";
-import { DEFAULT_SETTINGS, decide, type Observed } from "../../src/operator/decide.js";
+import { DEFAULT_SETTINGS, decide, type Observed } from "../../src/operator/decide/decide.js";
 import {
   D1,
   D3,

@@ -16,7 +16,7 @@ import {
   type DecideSettings,
   type Decision,
   type Observed,
-} from "../../src/operator/decide.js";
+} from "../../src/operator/decide/decide.js";
 
 export const V1 = "2026.10.10-001";
 export const V2 = "2026.10.12-001";

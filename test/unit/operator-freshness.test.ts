@@ -3,7 +3,7 @@
 // granted to a machine this cache has not seen ask (or not seen at all) must not be released
 // as GivenBack or MachineDeleted on that view: the decision keeps it and asks for a fresh read.
 import { describe, expect, it } from "vitest";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { seenUpTo } from "../../src/operator/view/freshness.js";
 import {
   GRANTED,

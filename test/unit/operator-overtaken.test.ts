@@ -4,7 +4,7 @@
 // refuses it now. The simulator found both cases (docs/simulation.md, seeds 433 and 889).
 import { describe, expect, it } from "vitest";
 import type { Machine, MachineStatus } from "../../src/api/index.js";
-import { decide } from "../../src/operator/decide.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { SETTINGS, V2, asking, cluster, machine, observed, turn } from "./operator-fixtures.js";
 
 const leader = { spec: { role: "Leader" as const } };

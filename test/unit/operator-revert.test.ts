@@ -1,4 +1,4 @@
-// Fleet-wide revert and pause (src/operator/revert/revert.ts, src/target/view.ts, decide.ts): which
+// Fleet-wide revert and pause (src/operator/revert/revert.ts, src/release-decision/view.ts, decide.ts): which
 // release is known good, when a revert begins (a request, the threshold), where it goes, the
 // floor, the revoked list, a revert racing a new spec.version, and the pause. Tables through
 // decide(), so each rule is seen where it acts: the status written and the turns granted.
@@ -9,8 +9,8 @@ import {
   type Machine,
   type RevertRecord,
 } from "../../src/api/index.js";
-import { effectiveTarget, targetView } from "../../src/target/view.js";
-import { decide, type Decision } from "../../src/operator/decide.js";
+import { effectiveTarget, targetView } from "../../src/release-decision/view.js";
+import { decide, type Decision } from "../../src/operator/decide/decide.js";
 import {
   failureReasonOf,
   gateOf,
@@ -208,7 +208,7 @@ describe("a revert by request: spec.rollout.revertRequest", () => {
   });
 });
 
-describe("the target while a revert is recorded (src/target/view.ts)", () => {
+describe("the target while a revert is recorded (src/release-decision/view.ts)", () => {
   const revert = revertOfV2(10);
   const revoked = [{ version: V2, digest: D2, reason: "RevertedByRequest", at: iso(NOW, -10) }];
 

@@ -3,7 +3,7 @@
 // release published; the older read took status.trust.taken back down and dropped the revert).
 import { describe, expect, it } from "vitest";
 import type { Cluster, TrustStatus } from "../../src/api/index.js";
-import { decide, type ChannelView } from "../../src/operator/decide.js";
+import { decide, type ChannelView } from "../../src/operator/decide/decide.js";
 import { metadataVersion, staleChannelView } from "../../src/operator/channel/stale-view.js";
 import {
   D2,

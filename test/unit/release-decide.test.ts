@@ -1,4 +1,4 @@
-// The release the fleet may take (src/target/decide.ts), as one table over the
+// The release the fleet may take (src/release-decision/decide.ts), as one table over the
 // combinations issue 38 names: recall x revert x expiry x floor (revertFloor and taken) x unrevoke x clock.
 // Each row: what the decision says (take R, hold by RULE, none) and what its message names.
 import { describe, expect, it } from "vitest";
@@ -9,9 +9,9 @@ import {
   type ReleaseDecision,
   type ReleaseInput,
   type TrustInput,
-} from "../../src/target/decide.js";
-import { apiTimeOf, clockVerdict } from "../../src/target/clock.js";
-import { forgiven } from "../../src/target/forgiven.js";
+} from "../../src/release-decision/decide.js";
+import { apiTimeOf, clockVerdict } from "../../src/release-decision/clock.js";
+import { forgiven } from "../../src/release-decision/forgiven.js";
 import { cluster, withSpec } from "./operator-fixtures.js";
 
 const R = (v: string): ReleaseRef => ({

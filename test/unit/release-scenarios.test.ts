@@ -11,8 +11,8 @@ import type {
   RevertRecord,
   TrustStatus,
 } from "../../src/api/types.js";
-import { decide, type Decision } from "../../src/operator/decide.js";
-import type { FloorRead } from "../../src/target/decide.js";
+import { decide, type Decision } from "../../src/operator/decide/decide.js";
+import type { FloorRead } from "../../src/release-decision/decide.js";
 import { decideFollow } from "../../src/operator/channel/follow.js";
 import type { ChannelRelease } from "../../src/verify/tuf-target.js";
 import {

@@ -1,5 +1,5 @@
 // Regenerates this folder's golden files with Debian's real grub-editenv (package grub-common,
-// installed by images/setup-debian.sh): `npx tsx test/unit/golden/grubenv/generate.ts [outdir]`.
+// installed by testbed/setup-debian.sh): `npx tsx test/unit/golden/grubenv/generate.ts [outdir]`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
