@@ -39,6 +39,8 @@ import {
   type RefusalState,
 } from "./refusals.js";
 
+export { providedStatus } from "./provided.js";
+
 /** Why the agent joins with the bootstrap credential. */
 type JoinWhy = "none" | "expired" | "refused";
 
@@ -62,28 +64,6 @@ export const RETRY_MAX_MS = 60_000;
 const RETRY_MIN_MS = 2_000;
 const SOURCE_FILE = "liken-client-current.source";
 const SOURCES: readonly IdentitySource[] = ["Joined", "Renewed", "Rejoined", "Provided"];
-
-/** The Machine's view of a certificate liken did not issue (a kubeconfig made by hand). */
-export function providedStatus(
-  cert: Buffer | undefined,
-  nowMs: number,
-): ReturnType<MachineIdentity["status"]> {
-  if (cert === undefined) return undefined;
-  try {
-    const x = new X509Certificate(cert);
-    const times = {
-      notBeforeMs: Date.parse(x.validFrom),
-      notAfterMs: Date.parse(x.validTo),
-      issuedMs: Date.parse(x.validFrom),
-    };
-    return {
-      certificateExpiry: rfc3339(new Date(times.notAfterMs)),
-      condition: identityCondition(times, "Provided", nowMs),
-    };
-  } catch {
-    return undefined;
-  }
-}
 
 export class MachineIdentity {
   private readonly dir: string;
