@@ -1,6 +1,7 @@
 // Turns held: which ends now (returned, rolled back, given back, drain timed out, deleted,
 // resumed), which soaks, which stalls at its deadline (docs/operator.md, "Rules").
 import { type Machine, type RebootTurn } from "../../api/index.js";
+import { isBack } from "../view/machine-view.js";
 import { stallDetail } from "../turns/progress.js";
 import { rfc3339 } from "../../api/time.js";
 
@@ -110,11 +111,6 @@ export function drainTimedOut(m: Machine, turn: RebootTurn): Found {
     reason: "DrainTimedOut",
     message: `its drain timed out at ${t.at}${pod}; it uncordoned and goes to the back of the queue: ${t.message}`,
   };
-}
-
-export function isBack(m: Machine | undefined, turn: RebootTurn): boolean {
-  const s = m?.status;
-  return s?.version === turn.version && s.step === "Ready";
 }
 
 export function returned(m: Machine, turn: RebootTurn): Found {

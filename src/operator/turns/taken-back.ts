@@ -7,6 +7,7 @@
 // drain begun, or its drain undone and its node back) and will not act on that grant. Only
 // then does the record go, and the machine asks again like any other.
 import type { Machine, RebootTurn, TakenBackTurn } from "../../api/index.js";
+import { isBack } from "../view/machine-view.js";
 
 export interface TakenBackView {
   recorded: readonly TakenBackTurn[];
@@ -59,10 +60,8 @@ function dropReason(m: Machine | undefined, entry: TakenBackTurn): string | unde
  * turnTakenBack (an older one) would keep for ever.
  */
 function over(m: Machine, entry: TakenBackTurn): string | undefined {
+  if (isBack(m, entry)) return `it is back on ${entry.version} and Ready`;
   const s = m.status ?? {};
-  if (s.version === entry.version && s.step === "Ready") {
-    return `it is back on ${entry.version} and Ready`;
-  }
   const trial = s.lastTrial;
   const ended =
     trial !== undefined &&

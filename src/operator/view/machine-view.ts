@@ -6,6 +6,7 @@ import {
   type AgentStep,
   type Cluster,
   type Machine,
+  type RebootTurn,
   type ReleaseRef,
 } from "../../api/index.js";
 import { effectiveTarget } from "../../release-decision/view.js";
@@ -109,4 +110,10 @@ export function stepAfterLost(m: Machine): AgentStep {
   const failed = s.target && s.failedReleases?.some((f) => f.digest === s.target?.digest);
   if (failed && s.version !== s.target?.version) return "Failed";
   return "Ready";
+}
+
+/** Back on a turn's release and Ready: a held turn returns, a taken-back one is over. */
+export function isBack(m: Machine | undefined, turn: Pick<RebootTurn, "version">): boolean {
+  const s = m?.status;
+  return s?.version === turn.version && s.step === "Ready";
 }
