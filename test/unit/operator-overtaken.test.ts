@@ -48,17 +48,6 @@ const rows: Row[] = [
     want: [],
   },
   {
-    name: "a leader draining is taken back too (counted until it says it gave its drain back)",
-    budget: 3,
-    machines: [
-      asking("m1", { ...leader, status: { step: "Updating", updateStage: "Draining" } }),
-      machine("m2", leader),
-    ],
-    turns: [{ machine: "m1", leader: true }],
-    silent: ["m2"],
-    want: ["m1: leader m2 is down since the grant, and one leader is down at a time"],
-  },
-  {
     name: "a worker's turn with a leader Lost: the leader rule is for leaders",
     budget: 3,
     machines: [asking("m1"), machine("m2", leader)],

@@ -78,9 +78,7 @@ describe("simulate", () => {
   // Seeds found outside the sweep by `npm run simulate` (issue 48): 71742 broke the budget with
   // a turn taken back after its drain began (the status announcing the drain failed, so the
   // operator judged it not started and gave the slot to a leader: 4 down on a budget of 3);
-  // 71702 with a checker that counted Lost from the recorded step past the heartbeat's return;
-  // 70695 (found after the fix) with a drain announced and kept as "started" while a machine went
-  // Lost, the drain beginning a second later into the full budget.
+  // 71702 with a checker that counted Lost from the recorded step past the heartbeat's return.
   it.each([71742, 71702])(
     "seed %i: no rule broken",
     (seed) => {

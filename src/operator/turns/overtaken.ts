@@ -30,19 +30,16 @@ export interface OvertakenView {
 }
 
 /**
- * Whether the machine went past its drain on this turn, as its Machine says (or it is back on
- * the release). A drain announced (stage Draining) may not have begun (seed 70695: the status
- * landed, the drain came a second later into a budget a machine Lost since had filled) and is
- * still taken back: the record taken back counts the machine until it says it did not act on
- * the turn, or gave back what it began (taken-back.ts), so no budget is lost either way.
+ * Whether the machine acted on its turn, as its Machine says (or it is back on the release). A
+ * drain announced (stage Draining) counts as started: the last status stored may be older than
+ * the agent, already rebooting, and a trial boot must find its turn (seed 91374, which broke
+ * reboot-without-turn when Draining turns were taken back to close seed 70695).
  */
 export function started(m: Machine | undefined, t: RebootTurn): boolean {
   const s = m?.status;
   if (m === undefined || s === undefined) return true; // no word: nothing taken back on it
   if (t.returnedAt !== undefined || t.stalledAt !== undefined) return true;
-  if (s.version === t.version) return true;
-  if (s.updateStage === "Draining") return false;
-  return s.step === "Updating" || s.updateStage !== undefined;
+  return s.step === "Updating" || s.updateStage !== undefined || s.version === t.version;
 }
 
 /**
