@@ -37,7 +37,9 @@ export class DrainStep {
     watch: DrainWatch = {},
   ): Promise<void> {
     const { cfg, signal, memory, log } = this.p;
-    const fresh = beforeDrain(toTurnLook(await this.p.turnHeld(release)), signal.aborted);
+    const begun = memory.now.drainBegunDigest === release.digest;
+    const turnNow = toTurnLook(await this.p.turnHeld(release));
+    const fresh = beforeDrain(turnNow, signal.aborted, begun);
     if (fresh.kind === "stand-down") {
       log.warn({ why: fresh.why }, "not draining");
       return;

@@ -5,7 +5,7 @@
 // act-check.ts) run on the same parts without importing the actions.
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ReleaseRef } from "../api/types.js";
+import type { RebootTurn, ReleaseRef } from "../api/types.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { errorCode, errorText } from "../errors.js";
 import type { SlotStore } from "../slots/store.js";
@@ -30,7 +30,7 @@ export interface ActionParts {
   /** Step durations for the metrics (silent unless metrics are served). */
   meter?: AgentMeter;
   /** Reads the turn record for `release` again, fresh from the API server. */
-  turnHeld: (release: ReleaseRef) => Promise<Look<boolean>>;
+  turnHeld: (release: ReleaseRef) => Promise<Look<RebootTurn | undefined>>;
   /** Writes the status that says why the machine goes down, right before a reboot. */
   reportRebooting: (reason: string) => Promise<void>;
   /** Aborted on SIGTERM: a drain stops, no trial is armed. */

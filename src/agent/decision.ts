@@ -58,6 +58,11 @@ export interface Observed {
    */
   turnTakenBack?: string;
   /**
+   * Why the cluster paused the held turn before its drain (Cluster status.rebootTurns[].
+   * drainPause: the budget filled since the grant). A machine that has not begun its drain waits.
+   */
+  turnPaused?: string;
+  /**
    * The staged release's boot files are still to be installed (systemd-boot: its kernel and
    * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.
    */

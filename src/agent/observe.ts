@@ -13,6 +13,7 @@ import {
   ANNOTATION_RETRY,
   type Cluster,
   type Machine,
+  type RebootTurn,
   type Registration,
   type ReleaseRef,
 } from "../api/types.js";
@@ -20,7 +21,7 @@ import { mayRegister, registration } from "./registration.js";
 import { effectiveTarget } from "../release-decision/view.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
-import { findTurn, takenBackOf } from "../coordinator/turn.js";
+import { findTurn, takenBackOf, turnPausedOf } from "../coordinator/turn.js";
 import type { SlotStore } from "../slots/store.js";
 import { errorText } from "../errors.js";
 import { bootClockMs } from "./clock.js";
@@ -114,6 +115,7 @@ export class Observer {
       drainedDigest: mem.drainedDigest,
       ...(mem.drainBegunDigest !== undefined ? { drainBegunDigest: mem.drainBegunDigest } : {}),
       ...takenBackOf(api?.cluster, cfg.machine),
+      ...turnPausedOf(api?.cluster, cfg.machine, staged),
       bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
       ...nodeObserved(cfg.nodeName, node, mem),
       trialSeenAt: mem.trialSeenAt,
@@ -167,12 +169,12 @@ export class Observer {
   }
 
   /** The turn record for `release`, read fresh (right before anything that leads to a reboot). */
-  async turnHeld(release: ReleaseRef): Promise<Look<boolean>> {
+  async turnHeld(release: ReleaseRef): Promise<Look<RebootTurn | undefined>> {
     const { api, cfg } = this.p;
     const c = await look({ verb: "get", kind: "Cluster", name: cfg.cluster }, () =>
       api.clusters.get(cfg.cluster),
     );
-    return c.ok ? { ok: true, value: findTurn(c.value, cfg.machine, release) !== undefined } : c;
+    return c.ok ? { ok: true, value: findTurn(c.value, cfg.machine, release) } : c;
   }
 
   private async slotView(slot: Slot): Promise<SlotView> {

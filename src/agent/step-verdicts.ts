@@ -3,7 +3,7 @@
 // the staged slot was read back (afterSlotCheck). The actions (act.ts) gather the looks and
 // follow the verdict; the simulator runs the same verdicts.
 import type { Slot } from "../bootloader/types.js";
-import type { ReleaseRef } from "../api/types.js";
+import type { RebootTurn, ReleaseRef } from "../api/types.js";
 import { d, type Decision } from "./decision.js";
 import type { Look } from "./look.js";
 
@@ -28,6 +28,8 @@ export type SlotCheck =
 /** The turn record, read again right before draining and right before arming. */
 export type TurnLook =
   | { kind: "held" }
+  /** Held, but paused before its drain (the budget filled since the grant). */
+  | { kind: "paused"; message: string }
   | { kind: "gone" }
   | { kind: "unread"; code: string | undefined; message: string };
 
@@ -43,11 +45,16 @@ export type DrainVerdict =
  * started: docs/operator.md, "Overtaken"). A drain without a turn would take a machine down
  * that no budget counts; an unread turn is no licence either.
  */
-export function beforeDrain(turn: TurnLook, stopping: boolean): DrainVerdict {
+export function beforeDrain(turn: TurnLook, stopping: boolean, begun: boolean): DrainVerdict {
   if (stopping) return { kind: "stand-down", why: "the agent is stopping" };
   switch (turn.kind) {
     case "held":
       return { kind: "drain" };
+    case "paused":
+      // A drain begun before the pause goes on: the node is down already, and a half-drained
+      // node serves nobody. One not begun waits (operator turns/paused.ts).
+      if (begun) return { kind: "drain" };
+      return { kind: "stand-down", why: `the turn is ${turn.message}: no drain` };
     case "gone":
       return { kind: "stand-down", why: "the turn is no longer recorded (taken back): no drain" };
     case "unread":
@@ -91,6 +98,8 @@ export function afterSlotCheck(
   if (turn.kind === "gone") {
     return { kind: "stand-down", why: "the turn is no longer recorded" };
   }
+  // A paused turn still counts as held here: the slot check comes after the drain, and a
+  // drained machine goes on (the pause only stops a drain that did not begin).
   switch (check.kind) {
     case "matched":
       return { kind: "arm", why: `trial of ${release.version} in slot ${slot}` };
@@ -114,7 +123,14 @@ export function afterSlotCheck(
 }
 
 /** A fresh read of the turn record as the verdicts take it. */
-export function toTurnLook(l: Look<boolean>): TurnLook {
-  if (l.ok) return l.value ? { kind: "held" } : { kind: "gone" };
+export function toTurnLook(l: Look<RebootTurn | undefined>): TurnLook {
+  if (l.ok) return turnLookOf(l.value);
   return { kind: "unread", code: l.error.code, message: l.error.message };
+}
+
+/** The turn record (or its absence) as the verdicts take it. */
+export function turnLookOf(t: RebootTurn | undefined): TurnLook {
+  if (t === undefined) return { kind: "gone" };
+  if (t.drainPause !== undefined) return { kind: "paused", message: t.drainPause.message };
+  return { kind: "held" };
 }

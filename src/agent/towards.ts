@@ -49,6 +49,11 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
     );
   }
   const held = { wantsTurn: true };
+  if (o.turnPaused !== undefined && !disrupted(o) && o.drainedDigest !== release.digest) {
+    // The budget filled since the grant (a machine Lost): no drain begins; UpdatePending says
+    // so, and the operator then keeps the turn or takes it back (operator turns/paused.ts).
+    return d("AwaitingTurn", "UpdatePending", WAIT, `the turn is ${o.turnPaused}; waiting`, held);
+  }
   if (o.drainedDigest !== release.digest) {
     return d("Draining", "Updating", { kind: "drain", release }, "turn granted", {
       ...held,

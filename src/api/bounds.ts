@@ -44,6 +44,8 @@ export const CLUSTER_STATUS_BOUNDS: Bounds = {
   "rebootTurns[].digest": text(71),
   /** Copied from the Machine's status.lastTrial.at at the grant (decide.ts), a time stamp. */
   "rebootTurns[].priorTrialAt": text(64),
+  /** Why a turn may not begin its drain (turns/paused.ts), bounded where it is made. */
+  "rebootTurns[].drainPause.message": text(1024),
   takenBackTurns: list(1024),
   "takenBackTurns[].machine": text(253),
   "takenBackTurns[].version": text(64),

@@ -526,6 +526,20 @@ export interface RebootTurn {
    * own clock. Absent only on records granted by an operator before this field.
    */
   priorTrialAt?: string;
+  /**
+   * Set while the turn may not begin its drain: after the grant another machine went down (a
+   * Lost mark, a leader) and the budget or the leader rule is full, but the machine said it
+   * started, so the turn is not simply taken back (it may be past its drain already). An agent
+   * that has not begun its drain waits and says so (step UpdatePending), after which the turn
+   * is judged as one not started; one that began goes on (src/operator/turns/paused.ts).
+   */
+  drainPause?: DrainPause;
+}
+
+/** Why and since when a granted turn may not begin its drain (RebootTurn.drainPause). */
+export interface DrainPause {
+  since: Time;
+  message: string;
 }
 
 /** A turn taken back before its machine acted on it, kept until the machine says so. */
@@ -1041,7 +1055,17 @@ export interface DownloadProgress {
   bytesReused?: number;
   /** Bytes received from the channel so far (artifacts and chunk indexes). */
   bytesFetched?: number;
+  /**
+   * Indexing: the running slot is read once to learn what it holds, since its release left no
+   * chunk index (docs/agent.md, "The first update"); absent while the download writes.
+   */
+  stage?: DownloadStage;
+  /** floor(100 * bytes indexed / bytes to index), while stage is set. */
+  stagePercent?: number;
 }
+
+export const DOWNLOAD_STAGES = ["Indexing"] as const;
+export type DownloadStage = (typeof DOWNLOAD_STAGES)[number];
 
 /** The machine's request for a reboot turn, for the release it staged. */
 export interface TurnRequest extends ReleaseRef {

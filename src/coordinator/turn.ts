@@ -53,6 +53,19 @@ export function findTurn(
 }
 
 /**
+ * Why the cluster paused `machine`'s turn for `release` before its drain (RebootTurn.drainPause),
+ * as the Observed field the agent's decision reads; absent when the turn is not paused.
+ */
+export function turnPausedOf(
+  cluster: Cluster | undefined,
+  machine: string,
+  release: ReleaseRef | undefined,
+): { turnPaused?: string } {
+  const message = findTurn(cluster, machine, release)?.drainPause?.message;
+  return message === undefined ? {} : { turnPaused: message };
+}
+
+/**
  * The grantedAt of the turn taken back from `machine` that the Cluster still counts (its
  * status.takenBackTurns), as the Observed field the agent's decision and status read.
  */

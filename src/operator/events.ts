@@ -14,6 +14,7 @@ export const EVENT_CONNECTIONS = 4;
 export type EventReason =
   | "TurnGranted"
   | "TurnReleased"
+  | "TurnPaused"
   | "RolloutStalled"
   | "MachineLost"
   | "MachineBack"

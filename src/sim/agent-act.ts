@@ -5,6 +5,7 @@
 import type { Cluster, ReleaseRef, SlotName } from "../api/index.js";
 import type { Slot } from "../bootloader/types.js";
 import { afterSlotCheck, beforeDrain, type Decision as AgentDecision } from "../agent/steps.js";
+import { turnLookOf } from "../agent/step-verdicts.js";
 import { planDrain } from "../drain/plan.js";
 import { rfc, type Sim } from "./machine.js";
 import { reboot } from "./host.js";
@@ -60,10 +61,11 @@ export function act(w: World, s: Sim, a: Action, c: Cluster): void {
 /** act.ts's drain: the turn read again, fresh, then the real planner on an empty node. */
 function drain(w: World, s: Sim, release: ReleaseRef): void {
   // act.ts's order: the turn read again, fresh, right before the drain.
-  const held = (readCluster(w).obj.status?.rebootTurns ?? []).some(
+  const turn = (readCluster(w).obj.status?.rebootTurns ?? []).find(
     (t) => t.machine === s.name && t.digest === release.digest,
   );
-  if (beforeDrain(held ? { kind: "held" } : { kind: "gone" }, false).kind !== "drain") return;
+  // The simulated drain is done the moment it begins: none was begun before this one.
+  if (beforeDrain(turnLookOf(turn), false, false).kind !== "drain") return;
   // The real planner on this node's (empty) pod list: nothing to evict, done at once.
   const plan = planDrain(s.name, { pods: [], claims: [] }, {});
   if (plan.waves.some((p) => p.pods.length > 0)) return;
@@ -171,12 +173,12 @@ function checkAndReboot(w: World, s: Sim, slot: Slot, release: ReleaseRef, c: Cl
     digest: release.digest,
     matched,
   });
-  const held = (readCluster(w).obj.status?.rebootTurns ?? c.status?.rebootTurns ?? []).some(
+  const turn = (readCluster(w).obj.status?.rebootTurns ?? c.status?.rebootTurns ?? []).find(
     (t) => t.machine === s.name && t.digest === release.digest,
   );
   const v = afterSlotCheck(
     matched ? { kind: "matched" } : { kind: "mismatch", problems: ["digest differs"] },
-    held ? { kind: "held" } : { kind: "gone" },
+    turnLookOf(turn),
     false,
     slot,
     release,

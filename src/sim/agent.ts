@@ -4,7 +4,7 @@
 // in daemon.ts's order.
 import type { Cluster } from "../api/index.js";
 import { effectiveTarget } from "../release-decision/view.js";
-import { takenBackOf } from "../coordinator/turn.js";
+import { takenBackOf, turnPausedOf } from "../coordinator/turn.js";
 import { decide as agentDecide, type Observed as AgentObserved } from "../agent/steps.js";
 import { agentObserved, other, statusAfter, type Sim } from "./machine.js";
 import { blindTo } from "./blind.js";
@@ -90,6 +90,7 @@ function agentLook(w: World, s: Sim, c: Cluster, reachable: boolean): AgentObser
     turn: mine !== undefined && staged !== undefined && mine.digest === staged.digest,
     // The agent's own reading of the record (observe.ts does the same).
     turnTakenBack: reachable ? takenBackOf(c, s.name).turnTakenBack : undefined,
+    turnPaused: reachable ? turnPausedOf(c, s.name, staged).turnPaused : undefined,
     mutant: w.mutant,
   });
   if (o.boot.kind === "on-trial" && s.memory.trialSeenAt === undefined) {

@@ -62,6 +62,8 @@ export function agentObserved(
     turn: boolean;
     /** The grantedAt of this machine's record in status.takenBackTurns, if any. */
     turnTakenBack: string | undefined;
+    /** Why the held turn is paused before its drain (its record's drainPause), if it is. */
+    turnPaused?: string | undefined;
     mutant: Mutant | undefined;
   },
 ): AgentObserved {
@@ -87,6 +89,7 @@ export function agentObserved(
     failedDigests: s.memory.failed,
     drainedDigest: s.memory.drained,
     ...(look.turnTakenBack !== undefined ? { turnTakenBack: look.turnTakenBack } : {}),
+    ...(look.turnPaused !== undefined ? { turnPaused: look.turnPaused } : {}),
     nodeName: s.name,
     node: nodeSeen(s, look.mutant),
     nodeUnread: look.reachable ? undefined : "network cut",

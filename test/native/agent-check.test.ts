@@ -15,6 +15,7 @@ import { MemoryFile, MemoryKeeper } from "../../src/agent/memory.js";
 import type { Look } from "../../src/agent/look.js";
 import { DEFAULT_TIMEOUTS } from "../../src/agent/steps.js";
 import { API_ERROR_CODES, ApiError } from "../../src/api/errors.js";
+import type { RebootTurn } from "../../src/api/types.js";
 import { createBootloader } from "../../src/bootloader/index.js";
 import { ENV_FILES } from "../../src/bootloader/envstore.js";
 import { initialEnvBlock } from "../../src/bootloader/grub.js";
@@ -50,6 +51,14 @@ beforeEach(() => {
   dir = mkdtempSync(path.join(tmpdir(), "liken-agent-check-"));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const TURN: RebootTurn = {
+  machine: "m",
+  grantedAt: "2026-12-07T00:00:00Z",
+  grantedBy: "test",
+  leader: false,
+  version: "v",
+};
 
 /** A machine running slot a, with `stage` deciding what slot b holds. */
 async function machine(
@@ -99,7 +108,8 @@ async function machine(
   // noted, and the reboot's exit code kept.
   const actions = armingActions(cfg, bootloader, memory, {
     store,
-    turnHeld: () => Promise.resolve(turn),
+    // The record's fields do not matter here, only whether there is one (and no drain pause).
+    turnHeld: () => Promise.resolve(turn.ok ? { ok: true, value: turn.value ? TURN : undefined } : turn),
     pause: (ms) => {
       paused.push(ms);
       return Promise.resolve();

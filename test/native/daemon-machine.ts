@@ -124,7 +124,11 @@ export function armingActions(
     bootloader,
     memory,
     downloads: new DownloadSupervisor("unused", () => undefined),
-    turnHeld: () => Promise.resolve({ ok: true, value: true }),
+    turnHeld: () =>
+      Promise.resolve({
+        ok: true,
+        value: { machine: "m", grantedAt: "2026-12-07T00:00:00Z", grantedBy: "t", leader: false, version: "v" },
+      }),
     reportRebooting: () => Promise.resolve(),
     signal: new AbortController().signal,
     pause: () => Promise.resolve(),

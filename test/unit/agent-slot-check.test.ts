@@ -22,6 +22,7 @@ const mismatch: SlotCheck = {
 const slotUnread: SlotCheck = { kind: "unread", code: "EIO", message: "read failed" };
 const held: TurnLook = { kind: "held" };
 const gone: TurnLook = { kind: "gone" };
+const paused: TurnLook = { kind: "paused", message: "paused before its drain: budget full" };
 const turnUnread: TurnLook = { kind: "unread", code: "LIKEN_API_FORBIDDEN", message: "403" };
 
 describe("afterSlotCheck", () => {
@@ -158,7 +159,17 @@ describe("beforeDrain: the turn read again right before the drain", () => {
       },
     },
     { turn: held, stopping: true, want: { kind: "stand-down", why: "the agent is stopping" } },
+    {
+      turn: paused,
+      stopping: false,
+      want: { kind: "stand-down", why: "the turn is paused before its drain: budget full: no drain" },
+    },
   ])("$turn.kind, stopping $stopping: $want.kind", ({ turn, stopping, want }) => {
-    expect(beforeDrain(turn, stopping)).toEqual(want);
+    expect(beforeDrain(turn, stopping, false)).toEqual(want);
+  });
+
+  it("a drain begun before the pause goes on (the node is down already)", () => {
+    expect(beforeDrain(paused, false, true)).toEqual({ kind: "drain" });
+    expect(beforeDrain(paused, false, false).kind).toBe("stand-down");
   });
 });

@@ -235,6 +235,37 @@ const rows: Row[] = [
     action: "release-turn",
   },
   {
+    name: "turn paused before its drain, none begun: no drain, UpdatePending says it waits",
+    o: base({ other: stagedV2, turn: true, turnPaused: "paused before its drain: budget full" }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "wait",
+  },
+  {
+    name: "turn paused after its drain began: the drain goes on (the node is down already)",
+    o: base({
+      other: stagedV2,
+      turn: true,
+      turnPaused: "paused before its drain: budget full",
+      drainBegunDigest: V2.digest,
+    }),
+    phase: "Draining",
+    step: "Updating",
+    action: "drain",
+  },
+  {
+    name: "turn paused, drained: check-and-reboot (the pause only stops a drain not begun)",
+    o: base({
+      other: stagedV2,
+      turn: true,
+      turnPaused: "paused before its drain: budget full",
+      drainedDigest: V2.digest,
+    }),
+    phase: "CheckingSlot",
+    step: "Updating",
+    action: "check-and-reboot",
+  },
+  {
     name: "API unreachable while steady: serve on, do nothing",
     o: base({ apiReachable: false, other: stagedV2, turn: true }),
     phase: "Disconnected",

@@ -41,6 +41,7 @@ import { setCondition } from "../view/conditions.js";
 import { brakeOf } from "../turns/brake.js";
 import { parseBudget } from "../turns/budget.js";
 import { overtake, type Overtaken } from "../turns/overtaken.js";
+import { pauseDrains } from "../turns/paused.js";
 import { settleTakenBack, takenBackEntry } from "../turns/taken-back.js";
 import { canaryOf, withCanaryGrants } from "../turns/canary.js";
 import { progressingCondition } from "../turns/progress.js";
@@ -127,7 +128,18 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   const settled = settleTurns(ctx, before.rebootTurns ?? []);
   const { stalls } = settled;
   const budget = parseBudget(o.cluster.spec.disruption?.maxUnavailable, o.machines.length);
-  const { kept, overtaken, takenBack, deferred } = takeBack(ctx, settled.kept, budget.budget);
+  const took = takeBack(ctx, settled.kept, budget.budget);
+  const { overtaken, takenBack, deferred } = took;
+  // A started turn that may not be past its drain waits while the budget is full (paused.ts).
+  const pause = pauseDrains({
+    turns: took.kept,
+    takenBack,
+    byName,
+    lost,
+    budget: budget.budget,
+    now: rfc3339(o.now),
+  });
+  const kept = pause.turns;
   const releases = [
     ...settled.releases,
     ...overtaken.map((x): TurnRelease => ({ ...x, reason: "Overtaken" })),
@@ -202,6 +214,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
     changed: !sameJson(status, observed.cluster.status ?? {}),
     grants,
     releases,
+    paused: pause.paused,
     stalls,
     lostMarks,
     needsFreshMachines: settled.deferred || deferred,

@@ -148,6 +148,8 @@ export interface Decision {
   changed: boolean;
   grants: RebootTurn[];
   releases: TurnRelease[];
+  /** Turns paused before their drain by this decision (turns/paused.ts), for their Events. */
+  paused: RebootTurn[];
   stalls: TurnStall[];
   lostMarks: LostMark[];
   /**

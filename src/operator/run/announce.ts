@@ -48,6 +48,11 @@ export class Announcer {
       log.info({ cluster: cluster.metadata.name, machine: r.turn.machine, reason: r.reason }, msg);
       this.event(cluster, "Normal", "TurnReleased", msg);
     }
+    for (const t of d.paused) {
+      const msg = `Machine ${t.machine}'s reboot turn is ${t.drainPause?.message ?? "paused"}; it drains when the rules allow or asks again`;
+      log.warn({ cluster: cluster.metadata.name, machine: t.machine }, msg);
+      this.event(cluster, "Warning", "TurnPaused", msg);
+    }
     for (const s of d.stalls) {
       this.stats.stalls++;
       log.warn({ cluster: cluster.metadata.name, machine: s.turn.machine }, s.message);

@@ -83,7 +83,7 @@ function judge(v: OvertakenView): { kept: RebootTurn[]; overtaken: Overtaken[] }
   return { kept: v.turns.filter((t) => !out.has(t)), overtaken };
 }
 
-function reasonOf(
+export function reasonOf(
   t: RebootTurn,
   down: ReadonlyMap<string, Down>,
   budget: number,
