@@ -16,7 +16,8 @@ import { artifactUrl, type Artifact } from "../verify/release.js";
 import { openWriter, writeArtifact, type ArtifactJob } from "./artifact.js";
 import { heldOf, MIN_REUSE, seedOf } from "./running-seed.js";
 import type { SeedContext } from "./seed-context.js";
-import { SeedFallback } from "./seed-fallback.js";
+import { RangeIgnored, SeedFallback } from "./seed-fallback.js";
+import { ignoresRange } from "./index-fetch.js";
 import type { SeedStats } from "./seed-job.js";
 import { planSeeded, type LocalSource, type Plan } from "./seed-plan.js";
 import { writeSeeded } from "./seeded.js";
@@ -189,6 +190,7 @@ async function writePlan(
       w.abort();
       throw e;
     }
+    if (e instanceof RangeIgnored) ignoresRange(ctx, e.reason);
     await fallBack(job, whole, w, e, stats);
   }
 }

@@ -4,6 +4,7 @@
 // rest is worth it), else kept in the target slot from an earlier attempt, else from a peer,
 // else the plain index from the channel. Any fault says why in a log line and answers
 // undefined: the artifact is downloaded in full.
+import { isLikenError } from "../errors.js";
 import { ChunkIndex } from "../verify/chunk-index.js";
 import { digestOf } from "../verify/digest.js";
 import { fetchDocument } from "../verify/fetch.js";
@@ -12,6 +13,7 @@ import { zstd } from "../verify/zstd.js";
 import { fetchPaged } from "./paged-index.js";
 import { PEER_IDLE_TIMEOUT_MS, peerFault } from "./peer-judge.js";
 import { heldOf, MIN_REUSE, runningKept } from "./running-seed.js";
+import { RANGE_IGNORED_NOTICE } from "./seed-fallback.js";
 import type { SeedContext } from "./seed-context.js";
 import type { SeedStats } from "./seed-job.js";
 
@@ -84,11 +86,27 @@ async function pagedIndex(
     return paged.index;
   } catch (e) {
     if ((e as Error)?.name === "AbortError") throw e;
+    if (isLikenError(e, "LIKEN_VERIFY_RANGE_IGNORED")) {
+      ignoresRange(ctx, e.message);
+      return "not-worth";
+    }
     ctx.log?.(
       `artifact ${a.name}: index pages refused (${(e as Error).message}); the plain index ${a.index!.path} is fetched and chunks travel plain`,
     );
     return undefined;
   }
+}
+
+/**
+ * The channel answered a Range with the whole file: said once (the log line the Machine's
+ * Event quotes, src/agent/download-notice.ts), then every artifact is fetched whole.
+ */
+export function ignoresRange(ctx: SeedContext, reason: string): void {
+  if (ctx.rangeIgnored !== undefined) return;
+  ctx.rangeIgnored = reason;
+  ctx.log?.(
+    `${RANGE_IGNORED_NOTICE}: ${reason}; every artifact is fetched whole, once. A server that answers Range with 206 (liken channel serve, nginx, Caddy, Apache, S3) sends only the change (docs/day-1.md, "A server for the channel")`,
+  );
 }
 
 /** Fetches and checks the artifact's index; undefined (and a log line) when it cannot be used. */
@@ -103,6 +121,8 @@ export async function fetchIndex(
   // release.yaml alone, and what no peer gives travels plain from the channel (docs/peers.md).
   // Pages and packs are the channel's way of sending less, for a machine on its own.
   if ((ctx.peers?.live().length ?? 0) === 0) {
+    // The channel ignores Range: an index would only plan ranges it does not give.
+    if (ctx.rangeIgnored !== undefined) return undefined;
     const paged = await pagedIndex(ctx, a, stats);
     if (paged === "not-worth") return undefined;
     if (paged !== undefined) return paged;

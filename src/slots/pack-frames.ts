@@ -16,6 +16,7 @@ import {
 } from "../verify/fetch.js";
 import { decodeFrame } from "../verify/zstd.js";
 import { same } from "./chunker.js";
+import { RangeIgnored } from "./seed-fallback.js";
 import type { SeededJob } from "./seed-job.js";
 import type { Sink } from "./seed-sink.js";
 
@@ -80,6 +81,9 @@ export class PackReader {
           retryable: true,
         });
       }
+      // A server that ignores Range would send the whole artifact for each plain range as
+      // well: straight to the whole download, not one more request of the pack's kind.
+      if (fault.kind === "ignored") throw new RangeIgnored(`GET ${pack.url.href}: ${fault.reason}`);
       throw new PackFault(`the pack ${pack.url.href} cannot be read by Range: ${fault.reason}`);
     }
     return this.readFrames(res.body, from, to, first, last, done);

@@ -33,4 +33,10 @@ export interface SeedContext {
   frames?: Map<string, FrameTable>;
   /** The running release's kept indexes, read once (see runningKept). */
   kept?: Promise<Kept[] | undefined>;
+  /**
+   * Why the channel's ranges cannot be had (it answered a Range with the whole file, HTTP 200),
+   * once seen: every later artifact is fetched whole, with one request and no index, since each
+   * range would bring the whole file again (./index-fetch.ts).
+   */
+  rangeIgnored?: string;
 }

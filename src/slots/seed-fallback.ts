@@ -14,6 +14,16 @@ export class SeedFallback extends Error {
   }
 }
 
+/**
+ * The channel answered a Range with the whole artifact (HTTP 200): no range of it can be had,
+ * so the download says so once and takes every artifact whole from here (./index-fetch.ts).
+ */
+export class RangeIgnored extends SeedFallback {}
+
+/** The start of the child's log line that says the channel ignores Range (read by the agent,
+ * src/agent/download-notice.ts, which makes it a RangeIgnored Event). */
+export const RANGE_IGNORED_NOTICE = "range-ignored";
+
 /** A fetched chunk whose hash is not the index's: from a peer, the peer lied. */
 export class ChunkMismatch extends SeedFallback {
   constructor(

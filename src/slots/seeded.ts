@@ -32,7 +32,7 @@ import { Chunker, same } from "./chunker.js";
 import { PackFault, PackReader } from "./pack-frames.js";
 import { PEER_IDLE_TIMEOUT_MS, PeerPace, peerFault } from "./peer-judge.js";
 import type { Segment } from "./seed-plan.js";
-import { ChunkMismatch, SeedFallback } from "./seed-fallback.js";
+import { ChunkMismatch, RangeIgnored, SeedFallback } from "./seed-fallback.js";
 import type { SeededJob } from "./seed-job.js";
 import { Sink } from "./seed-sink.js";
 
@@ -308,6 +308,7 @@ class Seeder {
           retryable: true,
         });
       }
+      if (fault.kind === "ignored") throw new RangeIgnored(`GET ${url.href}: ${fault.reason}`);
       throw new SeedFallback(fault.reason);
     }
     const got = await this.readBody(src, res.body, from, to, first, done, started);

@@ -18,7 +18,9 @@ export type VerifyCode =
   | "LIKEN_VERIFY_ARTIFACT_MISMATCH"
   | "LIKEN_VERIFY_INDEX_INVALID"
   | "LIKEN_VERIFY_PAGE_MISMATCH"
-  | "LIKEN_VERIFY_FRAME_INVALID";
+  | "LIKEN_VERIFY_FRAME_INVALID"
+  /** A 200 with the whole file to a Range request: adaptive downloads need 206 (docs/day-1.md). */
+  | "LIKEN_VERIFY_RANGE_IGNORED";
 
 export class VerifyError extends LikenError {
   declare readonly code: VerifyCode;
