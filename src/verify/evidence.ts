@@ -61,14 +61,32 @@ export function evidenceOf(
   return r.data;
 }
 
+/**
+ * Each Cluster once, by the rule `liken promote` counts them by (src/promote/distinct.ts): its
+ * uid, else its server and name; of several entries for one, the latest read (its evidence only
+ * grows). The signer never writes one Cluster twice, but a document that does, signed by an
+ * older or another tool, must not meet a requireEvidence of N clusters with fewer than N, nor
+ * add one Cluster's machines again.
+ */
+export function distinctClusters(clusters: readonly ClusterEvidence[]): ClusterEvidence[] {
+  const byKey = new Map<string, ClusterEvidence>();
+  for (const c of clusters) {
+    const key = c.uid === "" ? `server ${c.server} name ${c.cluster}` : `uid ${c.uid}`;
+    const had = byKey.get(key);
+    if (had === undefined || Date.parse(c.readAt) > Date.parse(had.readAt)) byKey.set(key, c);
+  }
+  return [...byKey.values()];
+}
+
 /** The evidence summed as requireEvidence reads it (status.trust.evidence). */
 export function summaryOf(e: SignedEvidence): SignedEvidenceSummary {
+  const clusters = distinctClusters(e.clusters);
   return {
     from: e.from,
-    clusters: e.clusters.length,
-    machines: e.clusters.reduce((n, c) => n + c.machines, 0),
-    failedTrials: e.clusters.reduce((n, c) => n + c.failedTrials, 0),
-    soakSeconds: Math.min(...e.clusters.map((c) => c.soakSeconds)),
+    clusters: clusters.length,
+    machines: clusters.reduce((n, c) => n + c.machines, 0),
+    failedTrials: clusters.reduce((n, c) => n + c.failedTrials, 0),
+    soakSeconds: Math.min(...clusters.map((c) => c.soakSeconds)),
     promotedAt: e.promotedAt,
   };
 }

@@ -1,14 +1,22 @@
 // Rings of clusters on TWO real control planes: the leased one (ring member A, and the next
 // ring's followers) and a second one this file starts and stops itself (ring member B), each
 // with its own cluster-operator. A release proves itself on both canary clusters (status.evidence
-// written by the operators), `liken promote` reads that through read-only ServiceAccount
-// contexts and signs it into stable with the evidence; refusals name the context; a follower
+// written by the operators; each machine has a Node a kubelet booted, one without proves
+// nothing), `liken promote` reads that through read-only ServiceAccount contexts and signs it
+// into stable with the evidence; refusals name the context; a follower
 // that requires more evidence than was signed holds with what is missing; a mirror that changes
 // the evidence without the keys is refused like any bad metadata.
+import { randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LikenApi } from "../../src/api/client.js";
 import { HeartbeatClient } from "../../src/api/heartbeat.js";
@@ -16,6 +24,8 @@ import { loadKubeConfig } from "../../src/api/kubeconfig.js";
 import type { Cluster, RequireEvidence } from "../../src/api/types.js";
 import { REPO_ROOT } from "../../src/controlplane/paths.js";
 import { isLikenError } from "../../src/errors.js";
+import { createNode } from "../../src/lab/fleet.js";
+import { bootStatusPatch } from "../../src/lab/kubelet.js";
 import type { Logger } from "../../src/operator/logger.js";
 import { Operator } from "../../src/operator/run/operator.js";
 import { promote } from "../../src/promote/promote.js";
@@ -52,6 +62,22 @@ let digest: string;
 let kubeconfigFile: string;
 const timers: NodeJS.Timeout[] = [];
 const made: { plane: Plane; kind: "clusters" | "machines"; name: string }[] = [];
+const nodes: { plane: Plane; name: string }[] = [];
+
+/**
+ * A Node as a kubelet leaves it once it ran in a boot: kwok keeps it Ready, and the boot's
+ * status carries a bootID (src/lab/kubelet.ts). Without one a machine proves nothing.
+ */
+async function bootedNode(p: Plane, name: string): Promise<void> {
+  await createNode(p.kc, name);
+  nodes.push({ plane: p, name });
+  await p.kc
+    .makeApiClient(CoreV1Api)
+    .patchNodeStatus(
+      { name, body: bootStatusPatch(randomUUID(), new Date()) },
+      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+    );
+}
 
 function operatorOn(kc: KubeConfig): Operator {
   return new Operator(kc, {
@@ -164,6 +190,7 @@ async function canary(p: Plane, n: number): Promise<string> {
       spec: { cluster, nodeName: name, role: "Worker", rebootPolicy: "Auto" },
     });
     made.push({ plane: p, kind: "machines", name });
+    await bootedNode(p, name);
     await p.api.machines.updateStatus(m.metadata.name, (cur) => ({
       ...cur,
       status: { version: V, digest, step: "Ready" },
@@ -258,6 +285,12 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const t of timers) clearInterval(t);
   for (const m of made.reverse()) await m.plane.api[m.kind].delete(m.name).catch(() => undefined);
+  for (const n of nodes) {
+    await n.plane.kc
+      .makeApiClient(CoreV1Api)
+      .deleteNode({ name: n.name })
+      .catch(() => undefined);
+  }
   await A?.op.stop();
   await B?.op.stop();
   await ch?.close();
@@ -302,14 +335,16 @@ describe("liken promote across two control planes", () => {
       ...cur,
       status: { version: V, digest: otherDigest, step: "Ready" },
     }));
-    await waitFor(
+    const oddEntry = await waitFor(
       `${odd} records evidence about ${V} under another digest`,
       async () =>
-        (await B.api.clusters.get(odd)).status?.evidence?.some(
+        (await B.api.clusters.get(odd)).status?.evidence?.find(
           (e) => e.version === V && e.digest === otherDigest,
-        ) === true,
+        ),
       { timeoutMs: 120_000 },
     );
+    // Its machine says Ready, but it has no Node (no kubelet ever ran): it proves nothing.
+    expect(oddEntry.provenMachines).toBe(0);
     const d = await refusal(run([`ring-a/${ringA}`, `ring-b/${odd}`]));
     expect(d.code).toBe("LIKEN_PROMOTE_OTHER_DIGEST");
     expect(d.message).toContain(

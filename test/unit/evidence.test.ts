@@ -10,12 +10,19 @@ import type {
   ReleaseRef,
   SignedEvidenceSummary,
 } from "../../src/api/types.js";
-import { evidenceOf, evidenceText, soakSecondsOf } from "../../src/operator/status/evidence.js";
+import {
+  evidenceOf,
+  evidenceText,
+  provingNodes,
+  soakSecondsOf,
+} from "../../src/operator/status/evidence.js";
+import { NODE_BOOT_FRESH_MS, type NodeBoot } from "../../src/operator/view/node-boot.js";
 import { evidenceHoldMessage, shortfalls } from "../../src/release-decision/evidence.js";
 import { decideRelease, type ReleaseInput } from "../../src/release-decision/decide.js";
 import {
   evidenceOf as signedEvidenceOf,
   summaryOf,
+  type ClusterEvidence,
   type SignedEvidence,
 } from "../../src/verify/evidence.js";
 
@@ -37,11 +44,21 @@ const machine = (name: string, status: MachineStatus): Machine => ({
 const ready = (name: string, r: ReleaseRef): Machine =>
   machine(name, { version: r.version, digest: r.digest, step: "Ready" });
 
+/** A Node a kubelet posted from a boot, Ready, read just now. */
+const booted: NodeBoot = { bootID: "boot-1", ready: "True", readAt: NOW.getTime() };
+const nodesOf = (over: Record<string, NodeBoot | undefined> = {}): Map<string, NodeBoot> =>
+  new Map(
+    Object.entries({ a: booted, b: booted, ...over }).filter(
+      (e): e is [string, NodeBoot] => e[1] !== undefined,
+    ),
+  );
+
 describe("status.evidence (operator/evidence.ts)", () => {
   const base = {
     before: undefined,
     machines: [] as Machine[],
     lost: new Set<string>(),
+    nodes: nodesOf(),
     target: undefined,
     revoked: [],
     recalls: [],
@@ -64,6 +81,43 @@ describe("status.evidence (operator/evidence.ts)", () => {
       "a Lost machine proves nothing",
       { target: V2, machines: [ready("a", V2), ready("b", V2)], lost: new Set(["b"]) },
       [{ ...V2, provenMachines: 1, firstProvenAt: at }],
+    ],
+    [
+      "a machine with no Node (none read) proves nothing",
+      { target: V2, machines: [ready("a", V2), ready("b", V2)], nodes: nodesOf({ b: undefined }) },
+      [{ ...V2, provenMachines: 1, firstProvenAt: at }],
+    ],
+    [
+      "a Node no kubelet posted (no bootID) proves nothing",
+      {
+        target: V2,
+        machines: [ready("a", V2), ready("b", V2)],
+        nodes: nodesOf({ a: { ...booted, bootID: "" } }),
+      },
+      [{ ...V2, provenMachines: 1 }],
+    ],
+    [
+      "a Node not Ready (its kubelet gone) proves nothing",
+      {
+        target: V2,
+        machines: [ready("a", V2), ready("b", V2)],
+        nodes: nodesOf({ a: { ...booted, ready: "Unknown" }, b: { ...booted, ready: undefined } }),
+      },
+      [{ ...V2, provenMachines: 0 }],
+    ],
+    [
+      "a Node last read longer ago than its freshness proves nothing",
+      {
+        target: V2,
+        machines: [ready("a", V2)],
+        nodes: nodesOf({ a: { ...booted, readAt: NOW.getTime() - NODE_BOOT_FRESH_MS - 1 } }),
+      },
+      [{ ...V2, provenMachines: 0 }],
+    ],
+    [
+      "a machine that reports no digest proves no build of its version",
+      { target: V2, machines: [machine("a", { version: V2.version, step: "Ready" })] },
+      [{ ...V2, provenMachines: 0 }],
     ],
     [
       "a machine on V2 with another digest proves nothing of V2",
@@ -121,6 +175,15 @@ describe("status.evidence (operator/evidence.ts)", () => {
     const got = evidenceOf({ ...base, ...over });
     expect(got).toHaveLength(want.length);
     want.forEach((w, i) => expect(got[i]).toMatchObject(w));
+  });
+
+  it("reads the Nodes of Ready machines only while their release's count can grow", () => {
+    const ms = [ready("a", V2), ready("b", V2), machine("c", { ...V2, step: "Downloading" })];
+    expect([...provingNodes(ms, undefined)]).toEqual(["a", "b"]);
+    const one = [{ ...V2, provenMachines: 1, failedTrials: 0 }];
+    expect([...provingNodes(ms, one)]).toEqual(["a", "b"]);
+    const two = [{ ...V2, provenMachines: 2, failedTrials: 0 }];
+    expect([...provingNodes(ms, two)]).toEqual([]);
   });
 
   it("keeps at most 16 releases, the oldest leaving first", () => {
@@ -327,5 +390,15 @@ describe("signed evidence as the client reads it (verify/evidence.ts)", () => {
       soakSeconds: 300,
       promotedAt: T0,
     });
+  });
+  it("counts a Cluster listed twice once, as its latest read", () => {
+    const [a, b] = good.clusters as [ClusterEvidence, ClusterEvidence];
+    const later = { ...a, context: "a2", machines: 4, readAt: "2026-11-10T11:00:00Z" };
+    const twice = { ...good, clusters: [a, b, later, { ...b, context: "b2" }] };
+    expect(summaryOf(twice)).toMatchObject({ clusters: 2, machines: 5 });
+    // Without a uid, a Cluster is its server and name.
+    const noUid = [a, b].map((c) => ({ ...c, uid: "" }));
+    const same = { ...good, clusters: [...noUid, { ...noUid[0]!, context: "again" }] };
+    expect(summaryOf(same)).toMatchObject({ clusters: 2, machines: 3 });
   });
 });

@@ -203,7 +203,7 @@ export function decide(observed: Observed, s: DecideSettings): Decision {
   }
   if (o.channel !== undefined) withChannelStatus(made, o.channel);
   withAvailableText(made, o.machines);
-  withEvidence(made, { machines: o.machines, lost, target, now: o.now });
+  withEvidence(made, { machines: o.machines, lost, nodes: o.nodeBoots, target, now: o.now });
   // Compared and written within the CRD's bounds: a field over its bound would be refused
   // whole by the API server (422), and compared unbounded it would look changed every tick.
   const { status, cut } = boundStatus(CLUSTER_STATUS_BOUNDS, made);

@@ -20,6 +20,7 @@ import { type GrantBlock } from "../turns/progress.js";
 import { seenUpTo } from "../view/freshness.js";
 import { rfc3339 } from "../../api/time.js";
 import { type HeartbeatView } from "../view/machine-view.js";
+import type { NodeBoots } from "../view/node-boot.js";
 
 import { type ChannelView } from "../channel/view.js";
 
@@ -71,6 +72,11 @@ export interface Observed {
   machinesVersion: string | undefined;
   /** The addresses of the Nodes that serve peers (peer-address.ts): where a holder is reached. */
   nodeAddresses?: ReadonlyMap<string, readonly NodeAddress[]>;
+  /**
+   * The boots of the Nodes whose machines may prove a release (status/evidence.ts provingNodes):
+   * a machine whose Node is missing here proves nothing.
+   */
+  nodeBoots?: NodeBoots;
   heartbeats: HeartbeatView;
   /** The wall clock: what the records say (grantedAt, deadlines) and the messages. */
   now: Date;

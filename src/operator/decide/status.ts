@@ -4,14 +4,17 @@ import type { ChannelView } from "../channel/view.js";
 import { type ClusterCondition, type ClusterStatus, type Machine } from "../../api/index.js";
 import { availableText } from "../status/available.js";
 import { evidenceOf, evidenceText, type EvidenceInput } from "../status/evidence.js";
+import type { NodeBoots } from "../view/node-boot.js";
 
 import { type HeldNotice, isNoticed } from "./decision.js";
 export function withEvidence(
   made: ClusterStatus,
-  i: Pick<EvidenceInput, "machines" | "lost" | "target" | "now">,
+  i: Pick<EvidenceInput, "machines" | "lost" | "target" | "now"> & { nodes?: NodeBoots },
 ): void {
   const evidence = evidenceOf({
     ...i,
+    // No Node read (a decision made without the Node reads): no machine proves anything.
+    nodes: i.nodes ?? new Map(),
     before: made.evidence,
     revoked: made.revokedReleases ?? [],
     recalls: made.trust?.recalls ?? [],

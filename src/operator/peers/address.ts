@@ -5,6 +5,8 @@
 // provider, not by liken's agent), with the port the agent says it serves on. A pure decider
 // (table tests: test/unit/peer-address.test.ts); NodeAddresses reads and caches the Nodes.
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { isNotFound, toApiError } from "../../api/errors.js";
+import { nodeBootOf, type NodeBoot, type NodeBoots } from "../view/node-boot.js";
 
 /** A Node's status.addresses entry. */
 export interface NodeAddress {
@@ -69,7 +71,8 @@ export function tiedPeerUrl(
  * The Nodes' addresses, read on demand and read again every minute while they are asked for:
  * the operator watches Machines, not Nodes (a Node object is large, and only the holders' are
  * needed). A Node not read yet has no address this pass; `changed` is told whenever a read
- * changes what is known, and the next pass hands the holder out at its new address.
+ * changes what is known, and the next pass hands the holder out at its new address. The same
+ * reads give each Node's boot (../view/node-boot.ts): whether a machine proves its release.
  */
 export class NodeAddresses {
   static readonly TTL_MS = 60_000;
@@ -80,7 +83,10 @@ export class NodeAddresses {
    */
   static readonly NO_ADDRESS_TTL_MS = 5_000;
   private readonly core: CoreV1Api;
-  private readonly known = new Map<string, { at: number; addresses: NodeAddress[] }>();
+  private readonly known = new Map<
+    string,
+    { at: number; addresses: NodeAddress[]; boot: NodeBoot }
+  >();
   private readonly reading = new Set<string>();
   /** When each Node was last asked for: one not asked for in two minutes is forgotten. */
   private readonly asked = new Map<string, number>();
@@ -122,12 +128,26 @@ export class NodeAddresses {
   of(nodes: Iterable<string>, now = Date.now()): ReadonlyMap<string, readonly NodeAddress[]> {
     const out = new Map<string, readonly NodeAddress[]>();
     for (const name of nodes) {
-      this.asked.set(name, now);
-      const k = this.known.get(name);
+      const k = this.ask(name, now);
       if (k !== undefined) out.set(name, k.addresses);
-      if (this.stale(name, now)) this.read(name);
     }
     return out;
+  }
+
+  /** Each Node's boot as last read (see `of`): a Node not read yet, or gone, is missing. */
+  boots(nodes: Iterable<string>, now = Date.now()): NodeBoots {
+    const out = new Map<string, NodeBoot>();
+    for (const name of nodes) {
+      const k = this.ask(name, now);
+      if (k !== undefined) out.set(name, k.boot);
+    }
+    return out;
+  }
+
+  private ask(name: string, now: number): { addresses: NodeAddress[]; boot: NodeBoot } | undefined {
+    this.asked.set(name, now);
+    if (this.stale(name, now)) this.read(name);
+    return this.known.get(name);
   }
 
   private read(name: string): void {
@@ -141,13 +161,22 @@ export class NodeAddresses {
             type: a.type,
             address: a.address,
           }));
-          const before = JSON.stringify(this.known.get(name)?.addresses);
-          this.known.set(name, { at: Date.now(), addresses });
-          if (JSON.stringify(addresses) !== before) this.changed();
+          const was = this.known.get(name);
+          const at = Date.now();
+          const boot = nodeBootOf(n, at);
+          this.known.set(name, { at, addresses, boot });
+          // A new address, or a Node that now proves (or no longer does): pass again.
+          const same =
+            JSON.stringify(addresses) === JSON.stringify(was?.addresses) &&
+            boot.bootID === was?.boot.bootID &&
+            boot.ready === was.boot.ready;
+          if (!same) this.changed();
         },
         (e: unknown) => {
           this.known.delete(name);
-          this.onError(e);
+          // A machine without a Node (no kubelet joined yet) is a state the evidence reports,
+          // not an error to log every few seconds.
+          if (!isNotFound(toApiError(e, { verb: "read", kind: "Node", name }))) this.onError(e);
         },
       )
       .finally(() => this.reading.delete(name));

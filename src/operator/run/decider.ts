@@ -11,6 +11,7 @@ import { decide, type ChannelView, type Decision, type DecideSettings } from "..
 import type { Logger } from "../logger.js";
 import type { NodeAddresses } from "../peers/address.js";
 import { servingNodes } from "../peers/sources-status.js";
+import { provingNodes } from "../status/evidence.js";
 import { QueryChecks } from "../revert/prom-check.js";
 import type { HeartbeatTracker } from "./heartbeats.js";
 import type { Clocks } from "./liveness.js";
@@ -123,6 +124,9 @@ export class Decider {
         machines: view.machines,
         machinesVersion: view.version,
         nodeAddresses: this.parts.nodeAddresses.of(servingNodes(cluster, view.machines)),
+        nodeBoots: this.parts.nodeAddresses.boots(
+          provingNodes(view.machines, cluster.status?.evidence),
+        ),
         heartbeats: this.parts.heartbeats.view(),
         now: new Date(clocks.wall()),
         mono: clocks.mono(),

@@ -1,7 +1,9 @@
 // What a Cluster showed of each release it took (status.evidence), pure: the record `liken
 // promote` reads from the clusters of a ring (docs/rings.md). Written by the operator from what
 // it already knows each tick: the machines running a release Ready (not Lost), the machines
-// whose trial of it failed, the revocations its reverts left, the channel's recalls.
+// whose trial of it failed, the revocations its reverts left, the channel's recalls. A machine
+// proves a release only on its Node's word too (../view/node-boot.ts): a Ready status from an
+// agent whose kubelet never came up is not a release that works.
 //
 // Counts only grow (the most machines seen at once): machines that move on to a newer release
 // proved the older one all the same, and a count that fell when they moved would make the ring's
@@ -18,12 +20,15 @@ import {
 } from "../../api/index.js";
 import { rfc3339 } from "../../api/time.js";
 import { compareVersions } from "../../release-decision/version-order.js";
+import { nodeBootFault, type NodeBoots } from "../view/node-boot.js";
 
 export interface EvidenceInput {
   /** status.evidence as recorded. */
   before: readonly ReleaseEvidence[] | undefined;
   machines: readonly Machine[];
   lost: ReadonlySet<string>;
+  /** The Nodes of the machines that run a release Ready, by Node name, as last read. */
+  nodes: NodeBoots;
   /** The fleet's target now: it gets an entry before any machine runs it. */
   target: ReleaseRef | undefined;
   revoked: readonly RevokedRelease[];
@@ -31,15 +36,45 @@ export interface EvidenceInput {
   now: Date;
 }
 
-/** A machine runs `r` Ready and is not Lost (the digest, when the agent reports it, matches). */
-function proves(m: Machine, r: ReleaseRef, lost: ReadonlySet<string>): boolean {
+/**
+ * A machine runs `r` (version and digest: a status without a digest says nothing of which build
+ * it runs) Ready, is not Lost, and its Node shows a kubelet running in a boot now.
+ */
+function proves(m: Machine, r: ReleaseRef, i: EvidenceInput): boolean {
   const s = m.status ?? {};
   return (
     s.version === r.version &&
-    (s.digest === undefined || s.digest === r.digest) &&
+    s.digest === r.digest &&
     s.step === "Ready" &&
-    !lost.has(m.metadata.name)
+    !i.lost.has(m.metadata.name) &&
+    nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime()) === undefined
   );
+}
+
+/**
+ * The Nodes whose boot the evidence needs this pass: those of machines Ready on a release whose
+ * entry could still grow (more such machines than it counts). Counts only grow, so a fleet at
+ * rest, every entry at its most, reads no Node at all.
+ */
+export function provingNodes(
+  machines: readonly Machine[],
+  before: readonly ReleaseEvidence[] | undefined,
+): Set<string> {
+  const ready = new Map<string, Machine[]>();
+  for (const m of machines) {
+    const s = m.status ?? {};
+    if (s.step !== "Ready" || s.version === undefined || s.digest === undefined) continue;
+    const key = `${s.version} ${s.digest}`;
+    const list = ready.get(key);
+    if (list === undefined) ready.set(key, [m]);
+    else list.push(m);
+  }
+  const out = new Set<string>();
+  for (const [key, ms] of ready) {
+    const e = before?.find((x) => `${x.version} ${x.digest}` === key);
+    if (ms.length > (e?.provenMachines ?? 0)) for (const m of ms) out.add(m.spec.nodeName);
+  }
+  return out;
 }
 
 /** The machine's trial of `r` fell back (it refuses to retry it, or its last trial says so). */
@@ -70,7 +105,7 @@ function releasesOf(i: EvidenceInput): ReleaseRef[] {
 
 function entryOf(i: EvidenceInput, r: ReleaseRef, at: string): ReleaseEvidence {
   const old = i.before?.find((e) => sameRelease(e, r));
-  const proven = i.machines.filter((m) => proves(m, r, i.lost)).length;
+  const proven = i.machines.filter((m) => proves(m, r, i)).length;
   const failures = i.machines.filter((m) => failed(m, r)).length;
   const was = { provenMachines: 0, failedTrials: 0, ...old };
   return {
