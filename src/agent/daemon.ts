@@ -116,6 +116,7 @@ export class AgentDaemon {
       actions: () => this.actions,
       problem: (p) => this.problems.download(p),
       wake: () => this.wake?.(),
+      retryMs: cfg.timeouts.downloadRetryMs,
     });
     meter.trialFrom(() => this.memory.now.lastTrial);
     const downloads = this.downloads.supervisor;

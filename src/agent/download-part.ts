@@ -2,7 +2,10 @@
 // it. A download starts with the peers the Cluster assigns this machine (peer-serving.ts); its
 // end reaches the status (a failure as the last problem, a staged release clearing it) and wakes
 // the loop; each peer the child dropped is a PeerDropped Event on the Machine and a metric; the
-// bytes so far go into every status; the child is stopped when the agent stops.
+// bytes so far go into every status; the child is stopped when the agent stops. A failure of
+// any kind (a refused release.yaml, a child that failed or made no progress) says why in the
+// status and in a Warning Event, in the same words (download-notice.ts); a channel that
+// ignores Range is a RangeIgnored Event, once per download.
 import type { Logger } from "pino";
 import type { ReleaseRef } from "../api/types.js";
 import { errorText } from "../errors.js";
@@ -10,6 +13,13 @@ import type { PeerDrop } from "../slots/peer-sources.js";
 import type { Actions } from "./act.js";
 import type { AgentApi } from "./api.js";
 import { DownloadSupervisor, type DownloadEnd } from "./download.js";
+import {
+  failedNotice,
+  humanDelay,
+  parseRangeIgnored,
+  rangeIgnoredMessage,
+  stalledNotice,
+} from "./download-notice.js";
 import type { AgentMeter } from "./meter.js";
 import type { Observation } from "./observe.js";
 import { peerDroppedMessage } from "./peer-dropped.js";
@@ -34,6 +44,8 @@ export interface DownloadWiring {
   problem: (p: Problem | undefined) => void;
   /** Wakes the loop: the end of a download is looked at at once. */
   wake: () => void;
+  /** The agent's downloadRetryMs: the first step of the retry's backoff (download.ts). */
+  retryMs?: number;
 }
 
 export class DownloadPart implements SidePart {
@@ -48,6 +60,12 @@ export class DownloadPart implements SidePart {
         w.meter.peerDropped(d);
         void this.peerDropped(release, d);
       },
+      (release, line) => {
+        const why = parseRangeIgnored(line);
+        if (why !== undefined)
+          void this.event("Warning", "RangeIgnored", rangeIgnoredMessage(release.version, why));
+      },
+      w.retryMs,
     );
   }
 
@@ -63,7 +81,17 @@ export class DownloadPart implements SidePart {
         `peer ${url} assigned for ${a.release.version} is refused (${why}): a downloader fetches only from http://<a Node's IP address>:<port>/, as cluster-operator hands out; the release comes from the other peers and the channel (docs/peers.md, "Which address is handed out")`,
       ),
     );
-    return this.w.actions().startDownload(source, a.slot, a.release, seen.o.running.slot, peers);
+    return this.w
+      .actions()
+      .startDownload(source, a.slot, a.release, seen.o.running.slot, peers)
+      .catch(async (e: unknown) => {
+        // Refused before a child started (release.yaml missing or not the catalog's): the
+        // action's failure is the status's last problem (daemon.ts); the Event says it too.
+        const s = this.supervisor;
+        const next = `next attempt in ${humanDelay(s.retryInMs)}`;
+        await this.event("Warning", "DownloadFailed", `${errorText(e)}; ${next}`);
+        throw e;
+      });
   }
 
   status(seen: Observation): Promise<Partial<StatusExtras>> {
@@ -77,29 +105,37 @@ export class DownloadPart implements SidePart {
   private ended(end: DownloadEnd): void {
     const { release, slot } = end;
     const { log } = this.w;
+    const retry = { inMs: this.supervisor.retryInMs, failures: this.supervisor.failures };
+    const at = { version: release.version, slot, tail: "" };
     if (end.kind === "staged") {
       this.w.problem(undefined);
       log.info({ version: release.version, slot }, "download staged and verified");
-    } else if (end.kind === "failed") {
-      const message = `${release.version} into slot ${slot}: ${end.said}`;
-      this.w.problem({ reason: "DownloadFailed", message });
-      log.warn(
-        { version: release.version, code: end.exitCode, stderr: end.said },
-        "download failed",
-      );
+    } else if (end.kind === "failed" || end.kind === "stalled") {
+      const n =
+        end.kind === "failed"
+          ? failedNotice({ ...at, tail: end.said, exitCode: end.exitCode }, retry)
+          : stalledNotice({ ...at, tail: end.said, idleMs: end.idleMs }, retry);
+      this.w.problem({ reason: n.reason, message: n.message });
+      log.warn({ version: release.version, reason: n.reason, stderr: end.said }, n.message);
+      void this.event("Warning", n.reason, n.message);
     }
     this.w.wake();
   }
 
-  /** A peer the download dropped: a Warning Event on the Machine (best effort, logged). */
-  private async peerDropped(release: ReleaseRef, d: PeerDrop): Promise<void> {
+  /** An Event on the Machine (best effort: a failure to write it is logged). */
+  private async event(type: "Normal" | "Warning", reason: string, message: string): Promise<void> {
     const { log, api, view } = this.w;
-    const message = peerDroppedMessage(release.version, d);
-    log.warn({ peer: d.peer, fault: d.fault, detail: d.detail }, "peer dropped");
     const m = view.machine;
     if (m === undefined) return;
     await api
-      .machineEvent(m, "Warning", "PeerDropped", message)
-      .catch((e: unknown) => log.warn({ err: errorText(e) }, "PeerDropped Event not written"));
+      .machineEvent(m, type, reason, message)
+      .catch((e: unknown) => log.warn({ err: errorText(e) }, `${reason} Event not written`));
+  }
+
+  /** A peer the download dropped: a Warning Event on the Machine (best effort, logged). */
+  private async peerDropped(release: ReleaseRef, d: PeerDrop): Promise<void> {
+    const message = peerDroppedMessage(release.version, d);
+    this.w.log.warn({ peer: d.peer, fault: d.fault, detail: d.detail }, "peer dropped");
+    await this.event("Warning", "PeerDropped", message);
   }
 }

@@ -11,6 +11,7 @@ import { setPriority } from "node:os";
 import type { ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootClockMs } from "./clock.js";
+import { DEFAULT_TIMEOUTS } from "./phases.js";
 import { NO_METER, type AgentMeter } from "./meter.js";
 
 /** What `liken agent download` needs (src/cli/commands/agent-slots.ts defines its options). */
@@ -76,9 +77,24 @@ export function downloadArgv(r: DownloadRequest): string[] {
   ];
 }
 
+/**
+ * The n-th failed download in a row waits downloadRetryMs × 2^(n-1), at most this many times
+ * it: at the defaults 1, 2, 4, 8, then every 16 min. A channel down for a night then costs a
+ * fleet of 1,000 machines about one attempt a second, not 17 (one a minute each), and a
+ * server that comes back is tried again within 16 min.
+ */
+export const RETRY_BACKOFF_MAX = 16;
+
+/** How long the agent waits after `failures` failed downloads in a row. */
+export function retryDelayMs(baseMs: number, failures: number): number {
+  return baseMs * Math.min(RETRY_BACKOFF_MAX, 2 ** Math.max(0, failures - 1));
+}
+
 export type DownloadEnd =
   | { kind: "staged"; release: ReleaseRef; slot: Slot }
   | { kind: "failed"; release: ReleaseRef; slot: Slot; exitCode: number | null; said: string }
+  /** Killed after `idleMs` without a new durable byte (failed() then stop()): a failure. */
+  | { kind: "stalled"; release: ReleaseRef; slot: Slot; idleMs: number; said: string }
   /** Killed by stop(): neither a success nor a failure. */
   | { kind: "stopped"; release: ReleaseRef; slot: Slot };
 
@@ -94,6 +110,8 @@ interface Running {
   /** Bytes reused and fetched at the last look (counted into the metrics as they grow). */
   reused: number;
   fetched: number;
+  /** failed() was called while it ran: its kill is a stall, not a stop. */
+  stalledAt?: number;
 }
 
 /** Bytes of a download, as the status reports them. */
@@ -117,6 +135,8 @@ export class DownloadSupervisor {
   private running: Running | undefined;
   /** When the last attempt failed (ms since boot); cleared by a staged download. */
   private lastFailedAt: number | undefined;
+  /** Attempts failed in a row (the retry backs off on it, towards.ts); 0 once one stages. */
+  private failedInARow = 0;
 
   /**
    * @param entry the script that starts liken with process.execPath
@@ -128,6 +148,10 @@ export class DownloadSupervisor {
     private readonly meter: AgentMeter = NO_METER,
     /** Hears of each peer the child dropped (peer-dropped.ts). */
     private readonly onPeerDropped: (release: ReleaseRef, d: PeerDrop) => void = () => {},
+    /** Hears each other line the child logs (download-notice.ts reads the channel's faults). */
+    private readonly onLine: (release: ReleaseRef, line: string) => void = () => {},
+    /** The agent's downloadRetryMs (its config's timeouts), the backoff's first step. */
+    private readonly retryBaseMs: number = DEFAULT_TIMEOUTS.downloadRetryMs,
   ) {}
 
   /** The download in progress, if any. */
@@ -137,13 +161,31 @@ export class DownloadSupervisor {
   get idleSince(): number | undefined {
     return this.running?.idleSince;
   }
+  /**
+   * When the retry delay counts from: the last failure, moved later by the backoff beyond
+   * downloadRetryMs (towards.ts waits downloadRetryMs from it), so that the pure decision and
+   * its golden steps stay as they are while the n-th retry waits retryDelayMs.
+   */
   get failedAt(): number | undefined {
-    return this.lastFailedAt;
+    if (this.lastFailedAt === undefined) return undefined;
+    return this.lastFailedAt + this.retryInMs - this.retryBaseMs;
+  }
+  /** How long after the last failure the next attempt starts. */
+  get retryInMs(): number {
+    return retryDelayMs(this.retryBaseMs, this.failedInARow);
+  }
+  get failures(): number {
+    return this.failedInARow;
   }
 
-  /** Counts an attempt as failed without a child (a refused release, a download without progress). */
+  /**
+   * Counts an attempt as failed: without a child (a refused release), or the running one's,
+   * which made no progress and is about to be stopped (its end then says "stalled").
+   */
   failed(at = bootClockMs()): void {
     this.lastFailedAt = at;
+    if (this.running !== undefined) this.running.stalledAt ??= at;
+    else this.failedInARow++;
   }
 
   /** Starts the child for `r`; `total` is the release's size in bytes, for the progress. */
@@ -166,6 +208,7 @@ export class DownloadSupervisor {
       for (const l of lines) {
         const drop = parsePeerDropped(l);
         if (drop !== undefined) this.onPeerDropped(r.release, drop);
+        else this.onLine(r.release, l);
       }
     });
     const exited = new Promise<number | null>((resolve) =>
@@ -191,13 +234,18 @@ export class DownloadSupervisor {
       if (code === 0) {
         this.meter.downloaded(d.done, d.total);
         this.lastFailedAt = undefined;
+        this.failedInARow = 0;
         this.onEnd({ kind: "staged", ...base });
+      } else if (child.killed && d.stalledAt !== undefined) {
+        this.failedInARow++;
+        this.onEnd({ kind: "stalled", ...base, idleMs: d.stalledAt - d.idleSince, said });
       } else if (child.killed) {
         this.onEnd({ kind: "stopped", ...base });
       } else {
         this.lastFailedAt = bootClockMs();
-        const last = said.trim().split("\n").pop() ?? "";
-        this.onEnd({ kind: "failed", ...base, exitCode: code, said: last });
+        this.failedInARow++;
+        // The whole tail: the failure is its coded line, which a last log line may follow.
+        this.onEnd({ kind: "failed", ...base, exitCode: code, said: said.trim() });
       }
     });
     return child.pid;

@@ -29,7 +29,7 @@ function statusError(url: URL, status: number): VerifyError {
     status === 404
       ? "check the source URL and the version (is the release published?)"
       : status >= 500
-        ? "the server failed; liken retries, then gives up"
+        ? "the server failed; check its log (liken tries again, with backoff)"
         : "the server refused the request";
   return new VerifyError("LIKEN_VERIFY_HTTP_STATUS", `GET ${url.href}: HTTP ${status}; ${hint}`, {
     retryable: status >= 500 || status === 429,
