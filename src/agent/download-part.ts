@@ -61,6 +61,9 @@ export class DownloadPart implements SidePart {
         void this.peerDropped(release, d);
       },
       (release, line) => {
+        // The child's own steps into the agent's log (journald, the console): its stderr goes
+        // nowhere else, and a download that never ends must be readable on the machine.
+        w.log.info({ download: release.version }, line.replace(/^liken: /, ""));
         const why = parseRangeIgnored(line);
         if (why !== undefined)
           void this.event("Warning", "RangeIgnored", rangeIgnoredMessage(release.version, why));

@@ -163,12 +163,25 @@ export function installOptions(
     ...(f.rebootPolicy === undefined ? {} : { rebootPolicy: f.rebootPolicy }),
     credential: credential(f),
     ...(f.stateFile.length === 0 ? {} : { stateFiles: stateFiles(f.stateFile) }),
-    kernelArgs: f.kernelArgs,
+    kernelArgs: serialArgs(f.kernelArgs, f.serialConsole),
     trialArgs: f.trialArgs,
     serial: f.serialConsole,
     wipe: f.wipe,
     log: (line) => process.stderr.write(`liken machine: ${line}\n`),
   };
+}
+
+/**
+ * With --serial-console the kernel's console is the serial port too (the last console= is
+ * /dev/console): the kernel, systemd and liken-agent, whose unit writes its log to the journal
+ * and the console (config/systemd/liken-agent.service), show there. A machine that never joins
+ * still says why over the serial line (issue 50: the agent's log could not be read). Arguments
+ * that name a console already are left as they are.
+ */
+export function serialArgs(args: string, serial: boolean): string {
+  return serial && !/(^|\s)console=/.test(args)
+    ? `${args} console=tty0 console=ttyS0,115200`
+    : args;
 }
 
 function common(c: Command): Command {
@@ -238,7 +251,11 @@ function common(c: Command): Command {
       "kernel arguments of a trial boot (systemd-boot: of every boot)",
       DEFAULT_TRIAL_ARGS,
     )
-    .option("--serial-console", "GRUB also on the serial console", false)
+    .option(
+      "--serial-console",
+      "GRUB, the kernel and the agent's log also on the serial console (ttyS0, 115200 baud)",
+      false,
+    )
     .option(
       "--state-file <path=file>",
       "put FILE on the state partition at PATH, mode 0600 (repeatable; e.g. the kubelet's bootstrap kubeconfig)",
