@@ -217,6 +217,8 @@ describe("a server that fails: the reason on the Machine, a bounded number of re
     expect(problem?.message).toMatch(
       /nothing is staged until every artifact verifies, the running slot is untouched; next attempt in 60 s$/,
     );
+    // Whole in the Event too: the API takes an Event's message up to 1 KiB (agent/api.ts).
+    expect(problem!.message.length).toBeLessThan(1024);
     expect(part.supervisor.failures).toBe(1);
     expect(to2()).toHaveLength(requests);
     expect((await m.store.marker("b")).state).not.toBe("staged");
