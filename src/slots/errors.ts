@@ -9,7 +9,8 @@ export type SlotCode =
   | "LIKEN_SLOT_VERIFY_FAILED"
   | "LIKEN_SLOT_WRITE_FAILED"
   | "LIKEN_SLOT_BUSY"
-  | "LIKEN_SLOT_PEER_RATE_TOO_LOW";
+  | "LIKEN_SLOT_PEER_RATE_TOO_LOW"
+  | "LIKEN_SLOT_INDEX_FAILED";
 
 export class SlotError extends LikenError {
   declare readonly code: SlotCode;

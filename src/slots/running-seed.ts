@@ -1,13 +1,12 @@
 // What the running slot holds, for the adaptive download (./adaptive.ts): the indexes its
-// release kept when it was staged (read once per release), else its bytes hashed into a map
-// (./seed-map.ts); and how many of a sample of the new artifact's chunks it holds, counted
+// release kept when it was staged or installed (read once per release), else its bytes indexed
+// once by a resumable pass and kept (./running-index.ts), into a map (./seed-map.ts); and how many of a sample of the new artifact's chunks it holds, counted
 // against the kept indexes when they are all there, so that a new image is judged without the
 // map ever being built. MIN_REUSE is the share below which reuse is not worth a plan.
 import { deviceInfo } from "../native/index.js";
 import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER, IndexWriter } from "../verify/chunk-index.js";
-import { digestOf } from "../verify/digest.js";
-import { parseRelease, type Artifact, type Release } from "../verify/release.js";
-import type { SlotName } from "./config.js";
+import { parseRelease, type Release } from "../verify/release.js";
+import { indexRunning, keptOf } from "./running-index.js";
 import type { Kept, SeedContext } from "./seed-context.js";
 import { countHeld, hashRegion, SeedMap } from "./seed-map.js";
 
@@ -17,21 +16,6 @@ import { countHeld, hashRegion, SeedMap } from "./seed-map.js";
  * to reuse is never slower than before (bench:delta's "large change" row).
  */
 export const MIN_REUSE = 0.02;
-
-async function keptIndex(
-  ctx: SeedContext,
-  slot: SlotName,
-  a: Artifact,
-): Promise<ChunkIndex | undefined> {
-  if (a.index === undefined) return undefined;
-  const bytes = await ctx.store.keptIndex(slot, a.name);
-  if (bytes === undefined || digestOf(bytes) !== a.index.digest) return undefined;
-  try {
-    return ChunkIndex.parse(bytes, a.size, `kept index of ${a.name}`);
-  } catch {
-    return undefined;
-  }
-}
 
 /** The kept index of a running slot whose release is not recorded (installed by other means). */
 const DEVICE_INDEX = "device";
@@ -84,9 +68,9 @@ async function readKept(ctx: SeedContext): Promise<Kept[] | undefined> {
   }
   const out: Kept[] = [];
   for (const a of running.artifacts) {
-    const index = await keptIndex(ctx, ctx.running, a);
-    if (index === undefined) return undefined;
-    out.push({ index, offset: a.offset });
+    const k = await keptOf(ctx, ctx.running, a);
+    if (!("index" in k)) return undefined;
+    out.push({ index: k.index, offset: a.offset });
   }
   return out;
 }
@@ -121,14 +105,14 @@ export async function heldOf(
 }
 
 /**
- * What the running slot holds: the indexes kept when its release was staged, else its bytes
- * hashed (its release's artifacts, or as much of the device as the new release spans when the
- * slot was installed by other means, that index then kept for the next download).
+ * What the running slot holds: the indexes kept when its release was staged or installed, else
+ * its bytes indexed (its release's artifacts, once, resumably: ./running-index.ts; or as much of
+ * the device as the new release spans when the slot was installed by other means), the index
+ * then kept for the next download.
  */
 export async function seedOf(ctx: SeedContext): Promise<SeedMap> {
   if (ctx.seed) return ctx.seed;
   const map = new SeedMap();
-  const device = ctx.store.device(ctx.running);
   const doc = await ctx.store.release(ctx.running);
   let running: Release | undefined;
   try {
@@ -143,12 +127,7 @@ export async function seedOf(ctx: SeedContext): Promise<SeedMap> {
     for (const k of kept) map.addIndex(k.index, k.offset);
     how = `release ${running!.version}, its kept indexes`;
   } else if (running) {
-    for (const a of running.artifacts) {
-      const index = await keptIndex(ctx, ctx.running, a);
-      if (index) map.addIndex(index, a.offset);
-      else await hashRegion(device, a.offset, a.offset + a.size, map);
-    }
-    how = `release ${running.version}`;
+    how = await indexRunning(ctx, running, doc!, map);
   } else {
     how = await deviceSeed(
       ctx,

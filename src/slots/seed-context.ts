@@ -39,4 +39,23 @@ export interface SeedContext {
    * range would bring the whole file again (./index-fetch.ts).
    */
   rangeIgnored?: string;
+  /** Hears how an index pass over the running slot goes (./running-index.ts), to show it. */
+  onIndexing?: (i: IndexingProgress) => Promise<void>;
+  /** Bytes between an index pass's checkpoints (default INDEX_PASS_EVERY, ./index-pass.ts). */
+  indexEvery?: number;
+}
+
+/**
+ * An index pass over the running slot, as the download's progress file shows it (the agent
+ * puts it in the Machine's status as the stage Indexing, and the note in an Event).
+ */
+export interface IndexingProgress {
+  slot: SlotName;
+  /** The artifact being indexed. */
+  artifact: string;
+  /** Bytes of the running slot indexed, of all that this download must index. */
+  done: number;
+  total: number;
+  /** Why the slot is indexed, or what the pass found: its bytes differ from its release. */
+  note?: string;
 }

@@ -26,6 +26,8 @@ import { otherSlot, runningSlot, type AgentSlotsConfig, type SlotName } from "./
 import { SlotError } from "./errors.js";
 import { planStage } from "./marker.js";
 import { PeerSet, type PeerDrop } from "./peer-sources.js";
+import { forgetKept } from "./running-index.js";
+import type { IndexingProgress } from "./seed-context.js";
 import { SlotStore, type Progress } from "./store.js";
 
 export interface DownloadRequest {
@@ -49,6 +51,8 @@ export interface DownloadRequest {
    */
   peers?: readonly string[];
   onPeerDropped?: (d: PeerDrop) => void;
+  /** Hears each checkpoint of an index pass over the running slot (after it is saved). */
+  onIndexing?: (i: IndexingProgress) => void | Promise<void>;
 }
 
 export interface DownloadResult {
@@ -181,14 +185,22 @@ function seedContext(
   slots: { running: SlotName; target: SlotName },
   release: Release,
   base: URL,
-  releaseDigest: string,
+  progress: Progress,
 ): SeedContext {
+  const releaseDigest = progress.releaseDigest;
   return {
     store,
     ...slots,
     release,
     base,
     ...(req.log ? { log: req.log } : {}),
+    // The pass's checkpoints follow the download's (tests make both small).
+    ...(req.checkpointEvery ? { indexEvery: req.checkpointEvery } : {}),
+    onIndexing: async (i) => {
+      progress.indexing = i;
+      await store.saveProgress(slots.target, progress);
+      await req.onIndexing?.(i);
+    },
     ...(req.peers?.length
       ? { peers: new PeerSet(req.peers, releaseDigest, req.onPeerDropped) }
       : {}),
@@ -205,7 +217,7 @@ async function writeAll(
   const slot = slots.target;
   const base = releaseBase(req.source, release.version);
   const progress: Progress = await store.progress(slot, releaseDigest);
-  const ctx = seedContext(req, store, slots, release, base, releaseDigest);
+  const ctx = seedContext(req, store, slots, release, base, progress);
   const total: DownloadBytes = { reused: 0, fetched: 0, requests: 0 };
   for (const a of release.artifacts) {
     const p = progress.artifacts[a.name];
@@ -217,6 +229,7 @@ async function writeAll(
     };
     if (!p?.done)
       await writeOne(req, ctx, artifactJob(req, store, slot, base, a, progress, stats), stats);
+    if (stats.corrupt > 0) await forgetKept(ctx, a.name, stats.corrupt);
     total.reused += stats.reused;
     total.fetched += stats.fetched;
     total.requests += stats.requests;

@@ -2,12 +2,15 @@
 //   slot-<x>/marker.json    the marker (written last, atomically, synced)
 //   slot-<x>/release.yaml   the staged release document, byte for byte as the catalog names it
 //   slot-<x>/progress.json  resume points of a download in progress
-//   slot-<x>/index/<artifact>.lkidx  the chunk indexes of the release written there
+//   slot-<x>/index/<artifact>.lkidx  the chunk indexes of the release written there (or, for
+//                                    the installed slot, that the installer kept)
+//   slot-<x>/index/<artifact>.pass*  an index pass over the running slot (./index-pass.ts)
 import { readFileSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { removeDurably, writeFileAtomic } from "./atomic.js";
 import type { AgentSlotsConfig, SlotName } from "./config.js";
+import type { IndexingProgress } from "./seed-context.js";
 import { decodeMarker, encodeMarker, nextMarker, type Marker, type MarkerEvent } from "./marker.js";
 
 export interface ArtifactProgress {
@@ -24,6 +27,8 @@ export interface ArtifactProgress {
 export interface Progress {
   releaseDigest: string;
   artifacts: Record<string, ArtifactProgress>;
+  /** An index pass over the running slot this download needs (./running-index.ts). */
+  indexing?: IndexingProgress;
 }
 
 /**
@@ -38,6 +43,11 @@ async function readOptional(file: string): Promise<Buffer | undefined> {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw e;
   }
+}
+
+/** Where a slot's kept index of `artifact` lives, under its slot-<x>/ (the installer writes it too). */
+export function keptIndexPath(artifact: string): string {
+  return path.join("index", `${artifact}.lkidx`);
 }
 
 export class SlotStore {
@@ -79,12 +89,17 @@ export class SlotStore {
 
   /** Where that index is kept (the peer server streams it from there: ./peer-serve.ts). */
   keptIndexFile(slot: SlotName, artifact: string): string {
-    return path.join(this.dir(slot), "index", `${artifact}.lkidx`);
+    return path.join(this.dir(slot), keptIndexPath(artifact));
+  }
+
+  /** The folder of the slot's indexes (and of an index pass in progress: ./index-pass.ts). */
+  async ensureIndexDir(slot: SlotName): Promise<void> {
+    await mkdir(path.join(this.dir(slot), "index"), { recursive: true });
   }
 
   async keepIndex(slot: SlotName, artifact: string, bytes: Uint8Array): Promise<void> {
-    await mkdir(path.join(this.dir(slot), "index"), { recursive: true });
-    await writeFileAtomic(path.join(this.dir(slot), "index", `${artifact}.lkidx`), bytes);
+    await this.ensureIndexDir(slot);
+    await writeFileAtomic(this.keptIndexFile(slot, artifact), bytes);
   }
 
   /** Drops the slot's kept indexes: what they describe is about to be overwritten. */
