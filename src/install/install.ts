@@ -1,7 +1,8 @@
 // `liken machine install|image`: a whole disk (or a raw disk image) made into a liken machine,
 // as a list of named phases. Everything that can refuse runs before the first write, so a
 // refused install leaves the disk as it was:
-//   release     release.yaml checked against its digest; the rootfs carries the agent; it fits a slot
+//   release     release.yaml checked against its digest; the rootfs carries the agent; it fits a
+//               slot; the chunk indexes read and checked against their digests
 //   disk        the target's model and size named; not mounted, not in use, big enough, empty or --wipe
 //   esp         the bootloader's files in a FAT image (a temporary file)
 //   -- the first write --
@@ -9,7 +10,8 @@
 //   slot-a      the release's artifacts through the native writer, read back and verified
 //   slot-b      its first MiB zeroed: an old filesystem there must not look like a slot
 //   esp-write   the FAT image into the ESP
-//   state       ext4 with agent.yaml, the credential (0600) and slot a's record, in place
+//   state       ext4 with agent.yaml, the credential (0600) and slot a's record (its release
+//               and the release's chunk indexes, so the first update need not read slot a), in place
 //   check       the partition table read back (sgdisk -i), and the kernel told (block devices)
 import { existsSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,6 +38,7 @@ import {
   sgdiskArgs,
   type PartitionTable,
 } from "./layout.js";
+import { indexesFit, releaseIndexes } from "./indexes.js";
 import { phase, type Log } from "./phases.js";
 import {
   artifactBytes,
@@ -107,6 +110,7 @@ export async function installMachine(o: InstallOptions): Promise<InstallResult> 
 }
 
 async function install(o: InstallOptions, log: Log, work: string): Promise<InstallResult> {
+  let indexes = new Map<string, Buffer>();
   const r = await phase(log, "release", async () => {
     const r = await loadRelease(o.release);
     const v = r.release.version;
@@ -134,6 +138,7 @@ async function install(o: InstallOptions, log: Log, work: string): Promise<Insta
     log(
       `release ${v} (${r.digest}): ${r.release.artifacts.length} artifact(s), ${releaseBytes(r.release)} bytes in the slot`,
     );
+    indexes = await releaseIndexes(r, log);
     return r;
   });
 
@@ -243,6 +248,13 @@ async function install(o: InstallOptions, log: Log, work: string): Promise<Insta
   );
   await phase(log, "state", () => {
     const dir = join(work, "state");
+    const s = layout["liken-state"];
+    if (!indexesFit(indexes, s.size)) {
+      log(
+        `warning: the chunk indexes of release ${r.release.version} take more than a quarter of the ${describeSize(s.size)} state partition; not kept: the machine's first update reads slot a once to index it (give --state-size more room to avoid it)`,
+      );
+      indexes = new Map();
+    }
     writeStateTree(dir, {
       agentYaml: yaml,
       credential: {
@@ -254,10 +266,10 @@ async function install(o: InstallOptions, log: Log, work: string): Promise<Insta
         digest: r.digest,
         document: r.document,
         verifiedAt: new Date(),
+        indexes,
       },
       ...(o.stateFiles === undefined ? {} : { files: o.stateFiles }),
     });
-    const s = layout["liken-state"];
     stateFilesystem(o.target, dir, s.size, s.offset);
     if (facts.kind === "file") run("sync", ["-f", o.target]);
   });

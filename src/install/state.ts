@@ -5,6 +5,8 @@
 //   etc/bootstrap-kubeconfig     the fleet's bootstrap credential, mode 0600
 //   slot-a/release.yaml          the installed release's document, byte for byte
 //   slot-a/marker.json           slot a staged with that release (written as the agent would)
+//   slot-a/index/<artifact>.lkidx  its chunk indexes, checked against release.yaml (./indexes.ts):
+//                                the first update learns what slot a holds without reading it
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { stringify } from "yaml";
@@ -13,6 +15,7 @@ import { kubeconfigYaml } from "../api/kubeconfig-doc.js";
 import type { MachineFrom } from "../agent/machine-name.js";
 import type { Role, RebootPolicy } from "../api/types.js";
 import { encodeMarker } from "../slots/marker.js";
+import { keptIndexPath } from "../slots/store.js";
 import { GRUB_DIR, type InstallBootloader } from "./esp.js";
 import { run } from "./tools.js";
 
@@ -91,6 +94,8 @@ export interface InstalledRelease {
   digest: string;
   document: Buffer | string;
   verifiedAt: Date;
+  /** The release's chunk index of each artifact (artifact name -> bytes), to keep for slot a. */
+  indexes?: ReadonlyMap<string, Buffer>;
 }
 
 /** Lays out the state directory `dir`: agent.yaml, the credential (0600), slot a's record. */
@@ -127,6 +132,11 @@ export function writeStateTree(
   if (o.installed !== undefined) {
     mkdirSync(join(dir, "slot-a"));
     writeFileSync(join(dir, "slot-a/release.yaml"), o.installed.document);
+    for (const [name, bytes] of o.installed.indexes ?? []) {
+      const f = join(dir, "slot-a", keptIndexPath(name));
+      mkdirSync(dirname(f), { recursive: true });
+      writeFileSync(f, bytes);
+    }
     writeFileSync(
       join(dir, "slot-a/marker.json"),
       encodeMarker({
