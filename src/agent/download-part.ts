@@ -98,7 +98,33 @@ export class DownloadPart implements SidePart {
   }
 
   status(seen: Observation): Promise<Partial<StatusExtras>> {
-    return Promise.resolve(seen.progress ? { progress: seen.progress } : {});
+    if (seen.progress === undefined) return Promise.resolve({});
+    const { indexNote, ...progress } = seen.progress;
+    if (indexNote !== undefined && indexNote !== this.indexNote) {
+      this.indexNote = indexNote;
+      void this.runningSlotMismatch(indexNote);
+    }
+    return Promise.resolve({ progress });
+  }
+
+  /** The last note of an index pass made an Event: each is said once. */
+  private indexNote: string | undefined;
+
+  /**
+   * The running slot is not what it records (an index pass found it, or its kept index did
+   * not match its bytes): a Warning Event on the Machine (best effort, logged). The download
+   * goes on; what the slot does not hold is fetched.
+   */
+  private async runningSlotMismatch(note: string): Promise<void> {
+    const { log, api, view } = this.w;
+    log.warn({ note }, "the running slot does not match its record");
+    const m = view.machine;
+    if (m === undefined) return;
+    await api
+      .machineEvent(m, "Warning", "RunningSlotMismatch", note)
+      .catch((e: unknown) =>
+        log.warn({ err: errorText(e) }, "RunningSlotMismatch Event not written"),
+      );
   }
 
   stop(): Promise<void> {

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import type { PeerDrop } from "../slots/peer-sources.js";
 import { parsePeerDropped } from "./peer-dropped.js";
 import { setPriority } from "node:os";
-import type { ReleaseRef } from "../api/types.js";
+import type { DownloadStage, ReleaseRef } from "../api/types.js";
 import type { Slot } from "../bootloader/types.js";
 import { bootClockMs } from "./clock.js";
 import { DEFAULT_TIMEOUTS } from "./phases.js";
@@ -110,6 +110,8 @@ interface Running {
   /** Bytes reused and fetched at the last look (counted into the metrics as they grow). */
   reused: number;
   fetched: number;
+  /** Bytes of the running slot indexed at the last look (src/slots/running-index.ts). */
+  indexed?: number;
   /** failed() was called while it ran: its kill is a stall, not a stop. */
   stalledAt?: number;
 }
@@ -122,6 +124,11 @@ export interface DownloadBytes {
   /** Adaptive downloads (docs/releases.md): copied from local slots, and received. */
   bytesReused?: number;
   bytesFetched?: number;
+  /** While the running slot is indexed (src/slots/running-index.ts): the stage and its percent. */
+  stage?: DownloadStage;
+  stagePercent?: number;
+  /** What an index pass found wrong with the running slot (an Event, not a status field). */
+  indexNote?: string;
 }
 
 /** What the slot's progress file says: durable bytes, and how many were reused and fetched. */
@@ -129,6 +136,8 @@ export interface Durable {
   done: number;
   reused: number;
   fetched: number;
+  /** An index pass over the running slot: its bytes so far, and what it found. */
+  indexing?: { done: number; total: number; note?: string };
 }
 
 export class DownloadSupervisor {
@@ -270,7 +279,13 @@ export class DownloadSupervisor {
   ): Promise<DownloadBytes | undefined> {
     const d = this.running;
     if (d === undefined) return Promise.resolve(undefined);
-    return durable(d.slot, d.release.digest).then(({ done, reused, fetched }) => {
+    return durable(d.slot, d.release.digest).then(({ done, reused, fetched, indexing }) => {
+      // Indexing the running slot is progress too: on a slow disk it takes longer than the
+      // download timeout, and a child killed for it would start the pass again (issue 50).
+      if (indexing !== undefined && indexing.done !== (d.indexed ?? 0)) {
+        d.indexed = indexing.done;
+        d.idleSince = bootClockMs();
+      }
       if (done !== d.done) {
         this.meter.downloaded(d.done, done);
         d.done = done;
@@ -283,7 +298,13 @@ export class DownloadSupervisor {
       const percent = d.total > 0 ? Math.floor((100 * done) / d.total) : 0;
       const adaptive =
         reused > 0 || fetched > 0 ? { bytesReused: reused, bytesFetched: fetched } : {};
-      return { bytesDone: done, bytesTotal: d.total, percent, ...adaptive };
+      return {
+        bytesDone: done,
+        bytesTotal: d.total,
+        percent,
+        ...adaptive,
+        ...indexingOf(indexing),
+      };
     });
   }
 }
@@ -295,4 +316,14 @@ function lowerPriority(pid: number): void {
   } catch {
     // A child already gone, or a system without priorities: nothing to lower.
   }
+}
+
+/** The stage Indexing and its percent while the running slot is indexed; the pass's note. */
+function indexingOf(
+  i: Durable["indexing"],
+): Pick<DownloadBytes, "stage" | "stagePercent" | "indexNote"> {
+  if (i === undefined) return {};
+  const note = i.note === undefined ? {} : { indexNote: i.note };
+  if (i.done >= i.total) return note;
+  return { stage: "Indexing", stagePercent: Math.floor((100 * i.done) / i.total), ...note };
 }

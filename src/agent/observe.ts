@@ -28,7 +28,7 @@ import { bootClockMs } from "./clock.js";
 import { AgentError } from "./errors.js";
 import { isSkippedTurn } from "./drain-timeout.js";
 import type { AgentConfig } from "./config.js";
-import type { DownloadBytes, DownloadSupervisor } from "./download.js";
+import type { DownloadBytes, DownloadSupervisor, Durable } from "./download.js";
 import type { HealthGates } from "./health-run.js";
 import { nodeBootSeen, retried, trialSeen, type Memory, type MemoryKeeper } from "./memory.js";
 import type { NodeSeen } from "./rejoin.js";
@@ -61,6 +61,20 @@ export interface ObserverParts {
   health?: HealthGates;
 }
 
+/** What the slot's progress file says of the download in progress (download.ts, Durable). */
+async function durableOf(store: SlotStore, slot: Slot, digest: string): Promise<Durable> {
+  const saved = await store.progress(slot, digest);
+  const p = Object.values(saved.artifacts);
+  const sum = (f: (a: (typeof p)[number]) => number): number => p.reduce((n, a) => n + f(a), 0);
+  return {
+    done: sum((a) => a.offset),
+    reused: sum((a) => a.reused ?? 0),
+    fetched: sum((a) => a.fetched ?? 0),
+    // An index pass over the running slot before anything is written (src/slots/running-index.ts).
+    ...(saved.indexing === undefined ? {} : { indexing: saved.indexing }),
+  };
+}
+
 export class Observer {
   /** What the last look said about the API server, to log only its changes. */
   private reachable = false;
@@ -80,15 +94,9 @@ export class Observer {
     const { runningSlot, bootId } = await this.thisBoot();
     const boot = judgeBoot(await this.p.bootloader.read(), runningSlot);
     if (boot.kind === "on-trial") await memory.update((m) => trialSeen(m, bootClockMs()));
-    const progress = await downloads.progress(async (slot, digest) => {
-      const p = Object.values((await this.p.store.progress(slot, digest)).artifacts);
-      const sum = (f: (a: (typeof p)[number]) => number): number => p.reduce((n, a) => n + f(a), 0);
-      return {
-        done: sum((a) => a.offset),
-        reused: sum((a) => a.reused ?? 0),
-        fetched: sum((a) => a.fetched ?? 0),
-      };
-    });
+    const progress = await downloads.progress((slot, digest) =>
+      durableOf(this.p.store, slot, digest),
+    );
     const api = await this.readApi();
     const machine = api?.machine;
     await this.retryIfAsked(machine);

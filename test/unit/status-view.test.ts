@@ -104,6 +104,21 @@ describe("liken status view", () => {
     expect(machineDetail(adaptive, cluster, { now })).toContain(
       "50% 512.0 KiB/1.0 MiB (fetched 40.0 KiB, reused 480.0 KiB)",
     );
+    const indexing = machine("node-4", {
+      step: "Downloading",
+      bootedSlot: "a",
+      target: { version: "2026.10.12-001", digest: `sha256:${"0".repeat(64)}` },
+      progress: {
+        bytesDone: 0,
+        bytesTotal: 1024 * 1024,
+        percent: 0,
+        stage: "Indexing",
+        stagePercent: 37,
+      },
+    });
+    expect(machineDetail(indexing, cluster, { now })).toContain(
+      "37% indexing slot a before downloading 2026.10.12-001",
+    );
   });
 
   it("lists the machines of the cluster, the turns, and a stall", () => {

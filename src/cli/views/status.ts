@@ -46,6 +46,9 @@ function downloading(m: Machine, _c: Cluster, opts: StatusViewOptions): string {
   const s = m.status ?? {};
   const p = s.progress;
   if (!p) return `downloading ${s.target?.version ?? ""}`.trim();
+  // The running slot read once before anything is written (its release kept no chunk index).
+  if (p.stage === "Indexing")
+    return `${progressBar(p.stagePercent ?? 0, 100, opts.barWidth)} indexing slot ${s.bootedSlot ?? "running"} before downloading ${s.target?.version ?? ""}`.trimEnd();
   const what = p.artifact ? ` ${p.artifact}` : "";
   // Adaptive downloads: what came over the network and what the machine already had.
   const adaptive =
