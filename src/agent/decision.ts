@@ -63,6 +63,11 @@ export interface Observed {
    */
   turnPaused?: string;
   /**
+   * A person holds this machine at its release (Machine spec.hold, `liken machine hold`): the
+   * text the status shows (who, since when, why). Absent: not held.
+   */
+  held?: string;
+  /**
    * The staged release's boot files are still to be installed (systemd-boot: its kernel and
    * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.
    */

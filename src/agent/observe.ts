@@ -113,6 +113,7 @@ export class Observer {
       other,
       target: targetOf(api?.cluster),
       policy: machine?.spec.rebootPolicy ?? "Manual",
+      ...heldOf(machine),
       approval: machine?.spec.approval,
       // A turn given back on a drain timeout is not held, though its record may linger.
       turn: heldTurn(findTurn(api?.cluster, cfg.machine, staged)?.grantedAt, mem.drainTimedOut),
@@ -357,4 +358,12 @@ function trialFacts(mem: Memory): Pick<Observed, "armedTrial" | "noVerdict"> {
     armedTrial: t && { slot: t.slot, bootId: t.bootId, shown: t.shownAt !== undefined },
     ...(mem.noVerdict ? { noVerdict: mem.noVerdict } : {}),
   };
+}
+
+/** The hold a person set on this Machine (spec.hold), as the text its status shows. */
+export function heldOf(machine: Machine | undefined): { held?: string } {
+  const h = machine?.spec.hold;
+  if (h === undefined) return {};
+  const why = h.reason === undefined || h.reason === "" ? "" : `: ${h.reason}`;
+  return { held: `held by ${h.by} since ${h.at}${why}; liken machine unhold releases it` };
 }

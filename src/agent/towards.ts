@@ -71,6 +71,10 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
 
 /** Running a different release than the target: get the target into the other slot. */
 export function decideTowards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
+  return o.held === undefined ? towards(o, target, t) : decideHeld(o, o.held);
+}
+
+function towards(o: Observed, target: ReleaseRef, t: Timeouts): Decision {
   if (o.failedDigests.includes(target.digest)) {
     const why = `${target.version} failed here before; not retried`;
     // Back from a fallback or a skipped trial: give the turn back and uncordon first.
@@ -141,4 +145,18 @@ export function runsTargetWhy(running: ReleaseRef | undefined, target: ReleaseRe
     `${target.digest} for that version, which is not rolled out: publish a rebuild under a new ` +
     `version and point spec.version at it`
   );
+}
+
+/**
+ * Held by a person at the release it runs: no download, no turn asked for. What the machine
+ * began is undone first: a download cancelled (the slot withdrawn), a drain given back (uncordon
+ * once its node is back), a turn not begun given back by no longer asking. A trial boot already
+ * under way was decided above: it finishes, since stopping it is one more disruption.
+ */
+function decideHeld(o: Observed, held: string): Decision {
+  if (o.download !== undefined) {
+    return d("Idle", "Ready", { kind: "cancel-download", failed: false }, held);
+  }
+  if (disrupted(o)) return giveBack(o, "Idle", "Ready", held);
+  return d("Idle", "Ready", WAIT, held);
 }

@@ -884,6 +884,20 @@ export interface Resume {
   reason: string;
 }
 
+/**
+ * A person holds the machine at the release it runs (`liken machine hold`): it downloads and
+ * asks for nothing, is skipped by the rollout and counted apart in the Cluster's MACHINES, until
+ * `liken machine unhold` removes this. A download or a drain it began is undone; a trial boot
+ * under way finishes.
+ */
+export interface MachineHold {
+  /** The release it runs when held, for the record (the hold is of the machine, not a version). */
+  version?: string;
+  by: string;
+  at: Time;
+  reason?: string;
+}
+
 export interface MachineSpec {
   /** The Cluster this machine belongs to. Immutable. */
   cluster: string;
@@ -893,6 +907,7 @@ export interface MachineSpec {
   rebootPolicy?: RebootPolicy;
   approval?: Approval;
   resume?: Resume;
+  hold?: MachineHold;
 }
 
 export const MACHINE_STEPS = [

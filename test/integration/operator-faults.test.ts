@@ -12,6 +12,7 @@ import { kubectl, mintClientCert, uniqueName, waitFor } from "../support/kube.js
 import {
   Fleet,
   Heartbeats,
+  D2,
   V1,
   V2,
   api,
@@ -260,6 +261,65 @@ describe("approve-reboot", () => {
     await waitFor(`a turn for ${m}`, async () =>
       (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === m),
     );
+  });
+});
+
+describe("machine hold", () => {
+  it("a held machine gets no turn and is counted apart; unhold lets it take its turn", async () => {
+    const cluster = uniqueName("hold");
+    const plans: MachinePlan[] = [{ name: uniqueName("h") }, { name: uniqueName("f") }];
+    const [h, f] = plans.map((p) => p.name) as [string, string];
+    await fleetOf(cluster, plans, 2);
+    const missing = await liken(["machine", "hold", uniqueName("nobody")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("does not exist: nothing held");
+    const held = await liken(["machine", "hold", h, "--reason", "disk under investigation"]);
+    expect(held.code).toBe(0);
+    expect(held.stdout).toContain(`held Machine ${h}`);
+    expect((await api.machines.get(h)).spec.hold).toMatchObject({
+      by: "alice",
+      reason: "disk under investigation",
+    });
+    // Both staged and asking (an agent older than the hold would ask): only f gets a turn.
+    await writeStatus(h, stagedStatus());
+    await writeStatus(f, stagedStatus());
+    await waitFor(`a turn for ${f}`, async () =>
+      (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === f),
+    );
+    expect((await api.clusters.get(cluster)).status?.rebootTurns?.map((t) => t.machine)).toEqual([
+      f,
+    ]);
+    // f comes back on V2: the rollout is complete without h, which MACHINES counts apart.
+    const back = {
+      version: V2,
+      digest: D2,
+      step: "Ready" as const,
+      target: { version: V2, digest: D2 },
+    };
+    await writeStatus(f, back);
+    const done = await waitFor("RolloutComplete without the held machine", async () => {
+      const c = await api.clusters.get(cluster);
+      const p = c.status?.conditions?.find((x) => x.type === "Progressing");
+      return p?.reason === "RolloutComplete" ? c : undefined;
+    });
+    expect(done.status?.machines).toBe("1/1, 1 held");
+    expect(done.status?.rebootTurns).toEqual([]);
+    expect(done.status?.conditions?.find((x) => x.type === "Progressing")?.message).toContain(
+      `but those held at their release by a person (liken machine unhold releases them): ${h}`,
+    );
+    const wide = await kubectl(["get", "machine", h, "-o", "wide"]);
+    expect(wide.stdout).toContain("HELD-BY");
+    expect(wide.stdout).toContain("alice");
+
+    const released = await liken(["machine", "unhold", h]);
+    expect(released.code).toBe(0);
+    expect(released.stdout).toContain(`released Machine ${h} (held by alice`);
+    expect((await api.machines.get(h)).spec.hold).toBeUndefined();
+    await waitFor(`a turn for ${h} once released`, async () =>
+      (await api.clusters.get(cluster)).status?.rebootTurns?.some((t) => t.machine === h),
+    );
+    const again = await liken(["machine", "unhold", h]);
+    expect(again.stdout).toContain("is not held: nothing to release");
   });
 });
 

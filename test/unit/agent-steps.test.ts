@@ -14,6 +14,8 @@ import { BOOT_STARTED_AT, observed as base, V1, V2, V3 } from "./agent-fixtures.
 /** The Node as the last boot's kubelet left it: this boot's id not yet, and not Ready. */
 const NOT_READY = { bootId: "boot-1", ready: { status: "False" } };
 
+const HELD =
+  "held by alice since 2026-12-07T00:00:00Z: disk under investigation; liken machine unhold releases it";
 const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
 /** A later boot than the one the trial of V2 in slot b was armed in, the turn still held. */
 const laterBoot = {
@@ -233,6 +235,40 @@ const rows: Row[] = [
     phase: "AwaitingTurn",
     step: "UpdatePending",
     action: "release-turn",
+  },
+  {
+    name: "held by a person, downloading: the download is cancelled, the machine serves on",
+    o: base({ held: HELD, download: V2, other: { slot: "b", state: "writing", release: V2 } }),
+    phase: "Idle",
+    step: "Ready",
+    action: "cancel-download",
+  },
+  {
+    name: "held by a person, staged and holding a turn not begun: no drain, no longer asks",
+    o: base({ held: HELD, other: stagedV2, turn: true }),
+    phase: "Idle",
+    step: "Ready",
+    action: "wait",
+  },
+  {
+    name: "held by a person after its drain began: the drain is given back",
+    o: base({
+      held: HELD,
+      other: stagedV2,
+      turn: true,
+      drainBegunDigest: V2.digest,
+      ...rejoined("boot-1"),
+    }),
+    phase: "Idle",
+    step: "Ready",
+    action: "release-turn",
+  },
+  {
+    name: "held by a person and on the target already: nothing changes",
+    o: base({ held: HELD, running: { slot: "a", state: "staged", release: V2 } }),
+    phase: "Idle",
+    step: "Ready",
+    action: "wait",
   },
   {
     name: "turn paused before its drain, none begun: no drain, UpdatePending says it waits",

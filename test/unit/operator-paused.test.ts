@@ -30,7 +30,11 @@ const rows: Row[] = [
   {
     name: "budget 2, both announced, a machine Lost: both paused, neither taken back",
     budget: 2,
-    machines: [asking("m1", { status: announced }), asking("m2", { status: announced }), machine("m3")],
+    machines: [
+      asking("m1", { status: announced }),
+      asking("m2", { status: announced }),
+      machine("m3"),
+    ],
     turns: [turn("m1"), turn("m2")],
     silent: ["m3"],
     paused: [
@@ -41,7 +45,11 @@ const rows: Row[] = [
   {
     name: "one announced, one past its drain, a machine Lost: only the announced one pauses",
     budget: 2,
-    machines: [asking("m1", { status: announced }), asking("m2", { status: pastDrain }), machine("m3")],
+    machines: [
+      asking("m1", { status: announced }),
+      asking("m2", { status: pastDrain }),
+      machine("m3"),
+    ],
     turns: [turn("m1"), turn("m2")],
     silent: ["m3"],
     paused: ["m1: 2 machines are down or hold a turn (m2, m3), the budget allows 2"],
@@ -65,7 +73,11 @@ const rows: Row[] = [
   {
     name: "a paused turn whose Lost machine came back: the pause is lifted",
     budget: 2,
-    machines: [asking("m1", { status: announced }), asking("m2", { status: pastDrain }), machine("m3")],
+    machines: [
+      asking("m1", { status: announced }),
+      asking("m2", { status: pastDrain }),
+      machine("m3"),
+    ],
     turns: [turn("m1", { drainPause: PAUSE }), turn("m2")],
     silent: [],
     paused: [],
@@ -101,7 +113,9 @@ describe("a started turn that may be before its drain pauses while the budget is
     const turns = d.status.rebootTurns ?? [];
     const paused = turns
       .filter((t) => t.drainPause !== undefined)
-      .map((t) => `${t.machine}: ${t.drainPause!.message.replace(/^paused before its drain: /, "")}`);
+      .map(
+        (t) => `${t.machine}: ${t.drainPause!.message.replace(/^paused before its drain: /, "")}`,
+      );
     expect(paused).toEqual(row.paused);
     const taken = d.releases.filter((r) => r.reason === "Overtaken").map((r) => r.turn.machine);
     expect(taken).toEqual(row.taken ?? []);

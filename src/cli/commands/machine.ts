@@ -1,6 +1,7 @@
 // `liken machine install <disk>` and `liken machine image <file>`: a disk (or a raw disk image
 // to dd or PXE-boot) made into a liken machine from a release (src/install/). Options only; the
 // installer does the work and logs each phase on stderr.
+import { registerHold } from "./hold.js";
 import { readFileSync } from "node:fs";
 import { Command, Option } from "commander";
 import { MACHINE_FROM, type MachineFrom } from "../../agent/machine-name.js";
@@ -279,7 +280,8 @@ async function run(target: string, mode: "disk" | "image", f: MachineFlags): Pro
 export function registerMachine(program: Command): void {
   const machine = program
     .command("machine")
-    .description("Install liken machines: a disk, or a disk image");
+    .description("Install liken machines (a disk, or a disk image), and hold one at its release");
+  registerHold(machine);
   common(
     machine
       .command("install <disk>")

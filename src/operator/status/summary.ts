@@ -8,7 +8,7 @@ import {
   type RebootTurn,
 } from "../../api/index.js";
 import { newest, oldest } from "../../release-decision/version-order.js";
-import { targetOf } from "../view/machine-view.js";
+import { isHeld, targetOf } from "../view/machine-view.js";
 
 export type Summary = Required<Pick<ClusterStatus, "phase" | "machines" | "counts" | "leaders">> &
   Pick<ClusterStatus, "version" | "newest" | "endpoint">;
@@ -25,7 +25,7 @@ export function summarize(
   // how far the fleet got.
   const target =
     targetOf(cluster)?.version ?? cluster.spec.version ?? cluster.status?.trust?.newest?.version;
-  const { running, unavailable, ready, everyoneThere, leaderNames } = tally(
+  const { running, unavailable, ready, held, everyoneThere, leaderNames } = tally(
     machines,
     turns,
     lost,
@@ -40,7 +40,11 @@ export function summarize(
   const leaders = leaderNames.sort().slice(0, LEADERS_MAX_ITEMS);
   const summary: Summary = {
     phase,
-    machines: `${ready}/${machines.length}`,
+    // Held machines counted apart: "9/11, 1 held" (the rollout is done without them).
+    machines:
+      held === 0
+        ? `${ready}/${machines.length}`
+        : `${ready}/${machines.length - held}, ${held} held`,
     counts: { total: machines.length, ready, unavailable, lost: lost.size },
     leaders,
   };
@@ -57,6 +61,8 @@ interface Tally {
   running: Set<string>;
   unavailable: number;
   ready: number;
+  /** Machines a person holds at their release (spec.hold), not on the target. */
+  held: number;
   everyoneThere: boolean;
   leaderNames: string[];
 }
@@ -72,7 +78,7 @@ function tally(
   const down = new Set<string>(turns.map((t) => t.machine));
   for (const name of lost) down.add(name);
   let ready = 0;
-  let everyoneThere = true;
+  const standings = { there: 0, behind: 0, held: 0 };
   const leaderNames: string[] = [];
   for (const m of machines) {
     const s = m.status;
@@ -82,8 +88,18 @@ function tally(
       ready++;
     }
     if (s?.step === "Updating") down.add(name);
-    if (s?.version !== target) everyoneThere = false;
+    standings[standing(m, target)]++;
     if (m.spec.role === "Leader") leaderNames.push(name);
   }
-  return { running, unavailable: down.size, ready, everyoneThere, leaderNames };
+  const { held, behind } = standings;
+  return { running, unavailable: down.size, ready, held, everyoneThere: behind === 0, leaderNames };
+}
+
+/**
+ * Where a machine stands against the target: on it, behind it, or held at its release by a
+ * person (spec.hold), which does not keep the rollout open: MACHINES counts it apart.
+ */
+function standing(m: Machine, target: string | undefined): "there" | "behind" | "held" {
+  if (m.status?.version === target) return "there";
+  return isHeld(m) ? "held" : "behind";
 }

@@ -13,7 +13,7 @@ import type { BudgetParse } from "./budget.js";
 import type { CanaryGate } from "./canary.js";
 import { findCondition } from "../view/conditions.js";
 import { targetView, type TargetView } from "../../release-decision/view.js";
-import { turnAsk } from "../view/machine-view.js";
+import { isHeld, turnAsk } from "../view/machine-view.js";
 import { rfc3339 } from "../../api/time.js";
 import { duration } from "../view/text.js";
 import { wallClock, type WindowState } from "./windows.js";
@@ -101,7 +101,7 @@ export function progressingCondition(p: ProgressInput): Progressing | undefined 
     return cond("True", "RolloutPaused", pausedMessage(p));
   }
   if (p.phase === "Ready") {
-    return cond("True", "RolloutComplete", `every machine runs ${p.target.version}`);
+    return cond("True", "RolloutComplete", completeMessage(p, p.target.version));
   }
   const graceEnds = new Date(p.startedAt.getTime() + p.graceSeconds * 1000);
   if (p.now < graceEnds) {
@@ -199,9 +199,17 @@ function noTargetMessage(c: Cluster): string {
   return `spec.version is not set; set it to a release of spec.releases.catalog to roll it out (kubectl edit cluster ${c.metadata.name})`;
 }
 
+/** RolloutComplete's message: the machines a person holds are named apart (spec.hold). */
+function completeMessage(p: ProgressInput, target: string): string {
+  const held = p.machines.filter((m) => isHeld(m) && m.status?.version !== target);
+  if (held.length === 0) return `every machine runs ${target}`;
+  const names = list(held.map((m) => m.metadata.name));
+  return `every machine runs ${target} but those held at their release by a person (liken machine unhold releases them): ${names}`;
+}
+
 function progressingMessage(p: ProgressInput): string {
   const target = p.target?.version ?? "";
-  const behind = p.machines.filter((m) => m.status?.version !== target).length;
+  const behind = p.machines.filter((m) => m.status?.version !== target && !isHeld(m)).length;
   const turns = p.turns.map((t) => t.machine);
   let msg = `${behind} of ${p.machines.length} machine(s) still to move to ${target}; budget ${p.budget.text}`;
   msg += turns.length > 0 ? `; turns held by ${list(turns)}` : "; no turn held";

@@ -75,6 +75,8 @@ export type TurnAsk =
  * approval for an older target never carries over to a newer one.
  */
 export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
+  // Held by a person (liken machine hold): skipped by the rollout, whatever an agent asks.
+  if (isHeld(m)) return { kind: "none" };
   const s = m.status;
   const staged = s?.staged;
   if (target === undefined || s === undefined || staged === undefined) return { kind: "none" };
@@ -88,6 +90,11 @@ export function turnAsk(m: Machine, target: ReleaseRef | undefined): TurnAsk {
   const req = s.turnRequest;
   if (req === undefined || !sameRelease(req, target)) return { kind: "none" };
   return { kind: "eligible", at: req.at };
+}
+
+/** A person holds the machine at its release (spec.hold): the rollout goes on without it. */
+export function isHeld(m: Machine): boolean {
+  return m.spec.hold !== undefined;
 }
 
 export function isLeader(m: Machine): boolean {
