@@ -4,11 +4,12 @@
 // against the kept indexes when they are all there, so that a new image is judged without the
 // map ever being built. MIN_REUSE is the share below which reuse is not worth a plan.
 import { deviceInfo } from "../native/index.js";
-import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER, IndexWriter } from "../verify/chunk-index.js";
+import { ChunkIndex, INDEX_CHUNK, INDEX_HEADER } from "../verify/chunk-index.js";
 import { parseRelease, type Release } from "../verify/release.js";
 import { indexRunning, keptOf } from "./running-index.js";
 import type { Kept, SeedContext } from "./seed-context.js";
-import { countHeld, hashRegion, SeedMap } from "./seed-map.js";
+import { dropPass, runIndexPass } from "./index-pass.js";
+import { countHeld, SeedMap } from "./seed-map.js";
 
 /**
  * Below 2 % of the artifact found locally, the plain download is used: it writes through the
@@ -23,7 +24,7 @@ const DEVICE_INDEX = "device";
 /**
  * The running slot without a recorded release: the index of its first `span` bytes, kept from
  * an earlier download (the slot runs, so nothing of liken writes it; withdrawing a slot drops
- * its indexes), else hashed now and kept.
+ * its indexes), else indexed now by a pass that resumes, and kept.
  */
 async function deviceSeed(ctx: SeedContext, map: SeedMap, span: number): Promise<string> {
   const device = ctx.store.device(ctx.running);
@@ -40,10 +41,23 @@ async function deviceSeed(ctx: SeedContext, map: SeedMap, span: number): Promise
       // A torn or foreign file: hashed again below.
     }
   }
-  const index = new IndexWriter();
-  await hashRegion(device, 0, end, map, index);
-  await ctx.store.keepIndex(ctx.running, DEVICE_INDEX, index.finish());
-  return "no release recorded: hashed from the device, index kept";
+  // Whole chunks only: a short tail of the device is no chunk of a release.
+  const size = end - (end % INDEX_CHUNK);
+  const slot = ctx.running;
+  const job = { store: ctx.store, slot, name: DEVICE_INDEX };
+  // One pass, resumed where an earlier attempt stopped (./index-pass.ts), as for a release.
+  const r = await runIndexPass({
+    ...job,
+    key: { release: DEVICE_INDEX, offset: 0, size },
+    map,
+    ...(ctx.indexEvery === undefined ? {} : { every: ctx.indexEvery }),
+    onProgress: (done, total) =>
+      ctx.onIndexing?.({ slot, artifact: DEVICE_INDEX, done, total }) ?? Promise.resolve(),
+  });
+  await ctx.store.keepIndex(slot, DEVICE_INDEX, r.bytes);
+  await dropPass(job);
+  const resumed = r.resumedAt > 0 ? `, resumed at byte ${r.resumedAt}` : "";
+  return `no release recorded: hashed from the device${resumed}, index kept`;
 }
 
 /**

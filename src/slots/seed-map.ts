@@ -3,15 +3,7 @@
 // a 1 GiB slot in 4 KiB chunks takes 6 MiB) because it lives in the download child, whose
 // budget is 100 MiB. Only a claim: every byte read through it is hashed against the new
 // index before it is written, so a stale or corrupt slot costs a fetch, never a bad write.
-import { createHash } from "node:crypto";
-import { open } from "node:fs/promises";
-import {
-  INDEX_CHUNK,
-  INDEX_ENTRY,
-  INDEX_HEADER,
-  type ChunkIndex,
-  type IndexWriter,
-} from "../verify/chunk-index.js";
+import { INDEX_ENTRY, INDEX_HEADER, type ChunkIndex } from "../verify/chunk-index.js";
 
 function prefixOf(hash: Uint8Array): number {
   return Buffer.from(hash.buffer, hash.byteOffset, 6).readUIntBE(0, 6);
@@ -160,40 +152,4 @@ export function countHeld(
     }
   }
   return n;
-}
-
-/** 1 MiB reads: large enough that a slot is hashed at the disk's speed, small for the budget. */
-const READ = 1024 * 1024;
-
-/**
- * Hashes a device region in INDEX_CHUNK blocks (the chunking `liken release build` uses), for
- * a running slot whose release left no index: computed once per download.
- */
-export async function hashRegion(
-  device: string,
-  from: number,
-  to: number,
-  into: SeedMap,
-  index?: IndexWriter,
-): Promise<void> {
-  const fh = await open(device, "r");
-  try {
-    const buf = Buffer.alloc(READ);
-    for (let at = from; at < to;) {
-      const { bytesRead } = await fh.read(buf, 0, Math.min(READ, to - at), at);
-      const whole = bytesRead - (bytesRead % INDEX_CHUNK);
-      for (let o = 0; o < whole; o += INDEX_CHUNK) {
-        const h = createHash("sha256")
-          .update(buf.subarray(o, o + INDEX_CHUNK))
-          .digest();
-        into.add(h, INDEX_CHUNK, at + o);
-        index?.addChunk(h, INDEX_CHUNK);
-      }
-      // The device ends (or a read came back short of a whole block): what is hashed is kept.
-      if (whole === 0 || whole < Math.min(READ, to - at)) break;
-      at += whole;
-    }
-  } finally {
-    await fh.close();
-  }
 }

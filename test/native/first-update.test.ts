@@ -228,6 +228,28 @@ describe("the first update of an installed machine", () => {
     expect(readFileSync(keptFile(m)).equals(indexOf("1.0"))).toBe(true);
   });
 
+  it("resumes the pass over a slot installed by other means (no release recorded)", async () => {
+    const m = newMachine({ a: installed.slotA, b: SLOT_MIB * MiB });
+    const every = 2 * MiB;
+    const abort = (i: IndexingProgress): void => {
+      if (i.done < every) return;
+      const killed = new Error("killed");
+      killed.name = "AbortError";
+      throw killed;
+    };
+    await expect(
+      downloadRelease(m.req({ checkpointEvery: every, onIndexing: abort })),
+    ).rejects.toThrow(/killed/);
+    m.messages.length = 0;
+    await downloadRelease(m.req({ checkpointEvery: every }));
+    await expectStaged(m, "2.0", v2);
+    // 2.0 spans 4 MiB of the slot: the pass went on from 2 MiB.
+    expect(m.messages.join("\n")).toMatch(
+      /no release recorded: hashed from the device, resumed at byte 2097152, index kept/,
+    );
+    expect(passFiles(m)).toEqual([]);
+  });
+
   it("indexes slot a again when its kept index is not the release's, and says so", async () => {
     const m = installedMachine();
     writeFileSync(keptFile(m), Buffer.concat([indexOf("1.0"), Buffer.from("x")]));
