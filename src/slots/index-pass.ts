@@ -122,19 +122,20 @@ function addEntries(map: SeedMap, entries: Buffer, base: number): void {
   }
 }
 
-/** Hashes `n` bytes of `buf` read at region offset `at`: their entries, added to the map. */
-function hashPiece(j: IndexPassJob, buf: Buffer, n: number, at: number): Buffer[] {
-  const out: Buffer[] = [];
-  for (let o = 0; o < n; o += INDEX_CHUNK) {
+/**
+ * Hashes `n` bytes of `buf` read at region offset `at`: their entries in one Buffer (not one
+ * per chunk: a 4 GiB slot has a million), each chunk also added to the map.
+ */
+function hashPiece(j: IndexPassJob, buf: Buffer, n: number, at: number): Buffer {
+  const out = Buffer.alloc(Math.ceil(n / INDEX_CHUNK) * INDEX_ENTRY);
+  for (let o = 0, e = 0; o < n; o += INDEX_CHUNK, e += INDEX_ENTRY) {
     const len = Math.min(INDEX_CHUNK, n - o);
     const h = createHash("sha256")
       .update(buf.subarray(o, o + len))
       .digest();
-    const e = Buffer.alloc(INDEX_ENTRY);
-    e.writeBigUInt64BE(BigInt(at + o), 0);
-    e.writeUInt32BE(len, 8);
-    h.copy(e, 12);
-    out.push(e);
+    out.writeBigUInt64BE(BigInt(at + o), e);
+    out.writeUInt32BE(len, e + 8);
+    h.copy(out, e + 12);
     j.map.add(h, len, j.key.offset + at + o);
   }
   return out;
@@ -187,7 +188,7 @@ export async function runIndexPass(j: IndexPassJob): Promise<PassResult> {
     let last = start;
     for (let at = start; at < key.size;) {
       const n = await readPiece(j, device, buf, at);
-      pending.push(...hashPiece(j, buf, n, at));
+      pending.push(hashPiece(j, buf, n, at));
       at += n;
       if (at - last < every && at < key.size) continue;
       const add = Buffer.concat(pending);
@@ -196,7 +197,7 @@ export async function runIndexPass(j: IndexPassJob): Promise<PassResult> {
       await out.write(add);
       await out.sync();
       parts.push(add);
-      chunks += pending.length;
+      chunks += add.length / INDEX_ENTRY;
       pending = [];
       last = at;
       const rec: PassRecord = { ...key, chunks, done: at >= key.size };
