@@ -47,6 +47,7 @@ export class DrainStep {
     const { drainNode } = await import("../drain/index.js");
     const kc = await this.p.kc();
     const limits = drainLimits(cluster, cfg.timeouts.drainMs);
+    const lbSeconds = cluster?.spec.disruption?.excludeFromLoadBalancersSeconds ?? 0;
     const turn = findTurn(cluster, cfg.machine, release);
     // Written before the first cordon: a turn taken back mid-drain, or an agent killed in it,
     // still finds the node owned up to (give-back.ts disrupted) and given back before it asks
@@ -56,6 +57,7 @@ export class DrainStep {
       drainNode(kc, cfg.nodeName, {
         ...drainOptions(cfg),
         timeoutMs: limits.timeoutMs,
+        loadBalancerDelayMs: lbSeconds * 1000,
         signal,
         ...(watch.stop ? { stop: watch.stop } : {}),
         onProgress: (p) => {

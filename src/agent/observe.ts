@@ -112,9 +112,7 @@ export class Observer {
       running,
       other,
       target: targetOf(api?.cluster),
-      policy: machine?.spec.rebootPolicy ?? "Manual",
-      ...heldOf(machine),
-      approval: machine?.spec.approval,
+      ...peopleOf(machine),
       // A turn given back on a drain timeout is not held, though its record may linger.
       turn: heldTurn(findTurn(api?.cluster, cfg.machine, staged)?.grantedAt, mem.drainTimedOut),
       download: downloads.release,
@@ -357,6 +355,15 @@ function trialFacts(mem: Memory): Pick<Observed, "armedTrial" | "noVerdict"> {
   return {
     armedTrial: t && { slot: t.slot, bootId: t.bootId, shown: t.shownAt !== undefined },
     ...(mem.noVerdict ? { noVerdict: mem.noVerdict } : {}),
+  };
+}
+
+/** What people set on this Machine's spec: its reboot policy, an approval, a hold. */
+function peopleOf(machine: Machine | undefined): Pick<Observed, "policy" | "approval" | "held"> {
+  return {
+    policy: machine?.spec.rebootPolicy ?? "Manual",
+    approval: machine?.spec.approval,
+    ...heldOf(machine),
   };
 }
 

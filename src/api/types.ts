@@ -200,6 +200,12 @@ export interface ClusterSpec {
     drainTimeoutSeconds?: number;
     /** Stall (default): keep the turn, the rollout stalls. Skip: give it back, go last. */
     onDrainTimeout?: DrainTimeoutPolicy;
+    /**
+     * Seconds between taking a machine's Node out of the external load balancers (the label
+     * node.kubernetes.io/exclude-from-external-load-balancers, with the cordon) and its first
+     * eviction, so that connections drain before pods move. Absent or 0: no label, no wait.
+     */
+    excludeFromLoadBalancersSeconds?: number;
   };
   rollout?: RolloutSpec;
   /** What must be true on a machine's trial boot before the agent promotes it. */

@@ -2,6 +2,7 @@
 // that it undoes only those (kured#63, brupop#630: nodes left cordoned; and the reverse: a
 // person's cordon must survive liken's uncordon).
 import type { V1Node } from "@kubernetes/client-node";
+import { withoutExclusion } from "./lb-exclusion.js";
 
 /** On a Node that liken cordoned. Removed when liken uncordons it. */
 export const CORDONED_BY_ANNOTATION = "liken.sh/cordoned-by";
@@ -9,7 +10,11 @@ export const CORDONED_BY_VALUE = "liken";
 
 /** A JSON merge patch for a Node. */
 export type NodePatch = {
-  metadata: { resourceVersion?: string; annotations: Record<string, string | null> };
+  metadata: {
+    resourceVersion?: string;
+    annotations: Record<string, string | null>;
+    labels?: Record<string, string | null>;
+  };
   spec?: { unschedulable: boolean };
 };
 
@@ -51,14 +56,13 @@ export type UncordonAction =
 export function uncordonAction(node: V1Node): UncordonAction {
   const cordoned = node.spec?.unschedulable === true;
   const rv = node.metadata?.resourceVersion ?? "";
-  const annotations = { [CORDONED_BY_ANNOTATION]: null };
+  // liken's load balancer exclusion goes with liken's cordon (lb-exclusion.ts).
+  const metadata = { resourceVersion: rv, ...withoutExclusion(node) };
+  metadata.annotations[CORDONED_BY_ANNOTATION] = null;
   if (isCordonedByLiken(node)) {
     return cordoned
-      ? {
-          kind: "uncordon",
-          patch: { metadata: { resourceVersion: rv, annotations }, spec: { unschedulable: false } },
-        }
-      : { kind: "forget", patch: { metadata: { resourceVersion: rv, annotations } } };
+      ? { kind: "uncordon", patch: { metadata, spec: { unschedulable: false } } }
+      : { kind: "forget", patch: { metadata } };
   }
   return cordoned ? { kind: "not-ours" } : { kind: "not-cordoned" };
 }

@@ -9,6 +9,7 @@
 import type { KubeConfig, V1Node, V1Pod } from "@kubernetes/client-node";
 import { setTimeout as sleep } from "node:timers/promises";
 import { cordonAction, type CordonAction } from "./cordon.js";
+import { exclusion } from "./lb-exclusion.js";
 import type { DriverPodSelectors } from "./drivers.js";
 import { errorText } from "../errors.js";
 import { DrainError } from "./errors.js";
@@ -44,6 +45,11 @@ export interface DrainOptions {
    * with the abort reason's text. Unlike `signal`, which leaves the node cordoned.
    */
   stop?: AbortSignal;
+  /**
+   * Take the node out of the external load balancers with the cordon and wait this long before
+   * the first eviction (lb-exclusion.ts). Absent or 0: no label, no wait.
+   */
+  loadBalancerDelayMs?: number;
   /** Between two looks at the node (tests shorten it). */
   pollIntervalMs?: number;
   /** Record Events on the Node (default true). */
@@ -64,6 +70,8 @@ export interface Blocker {
 
 export type DrainProgress =
   | { kind: "cordoned"; node: string; how: CordonAction["kind"] }
+  /** Labelled out of the external load balancers; the first eviction waits `waitMs`. */
+  | { kind: "excluded"; node: string; waitMs: number }
   | { kind: "planned"; plan: DrainPlan }
   | { kind: "driver-unidentified"; driver: string; claims: string[]; keptUntilLast: string[] }
   | { kind: "evicting"; pod: string; wave: WaveName }
@@ -127,6 +135,7 @@ class DrainRun {
 
   async run(): Promise<DrainResult> {
     const cordon = await this.cordon();
+    if (cordon !== "someone-elses") await this.excludeFromLoadBalancers();
     let plan = planDrain(this.node, await this.observe(), this.opts.driverPods ?? {});
     this.report({ kind: "planned", plan });
     const unidentified = plan.drivers.filter((d) => d.by === "unidentified");
@@ -199,6 +208,41 @@ class DrainRun {
     throw new DrainError(
       "LIKEN_DRAIN_API",
       `node ${this.node}: the Node changed under every one of ${CORDON_ATTEMPTS} cordon attempts; try again`,
+      { retryable: true, context: { node: this.node } },
+    );
+  }
+
+  /**
+   * With liken's cordon: the exclusion label, then the wait that lets connections drain. A run
+   * that finds the label already there (set by an earlier run, or by a person) does not wait
+   * again. The wait ends early on an abort, as every wait of the drain does.
+   */
+  private async excludeFromLoadBalancers(): Promise<void> {
+    const waitMs = this.opts.loadBalancerDelayMs ?? 0;
+    if (waitMs <= 0) return;
+    for (let attempt = 1; attempt <= CORDON_ATTEMPTS; attempt++) {
+      const node = this.nodeObj ?? (await this.api.getNode(this.node));
+      const add = node === undefined ? undefined : exclusion(node);
+      if (add === undefined) return;
+      const rv = node?.metadata?.resourceVersion ?? "";
+      const patched = await this.api.patchNode(this.node, {
+        metadata: { resourceVersion: rv, ...add },
+      });
+      if (patched !== "conflict") {
+        this.nodeObj = patched;
+        this.report({ kind: "excluded", node: this.node, waitMs });
+        const until = Date.now() + waitMs;
+        while (Date.now() < until) {
+          await this.checkAbort();
+          await sleep(Math.min(until - Date.now(), this.opts.pollIntervalMs ?? POLL_INTERVAL_MS));
+        }
+        return;
+      }
+      this.nodeObj = undefined; // changed under us: read it again
+    }
+    throw new DrainError(
+      "LIKEN_DRAIN_API",
+      `node ${this.node}: the Node changed under every one of ${CORDON_ATTEMPTS} attempts to take it out of the load balancers; try again`,
       { retryable: true, context: { node: this.node } },
     );
   }

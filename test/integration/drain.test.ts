@@ -4,6 +4,7 @@
 // started before the drain) is the judge, through test/support/drain-invariants.ts.
 import { afterAll, describe, expect, it } from "vitest";
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from "@kubernetes/client-node";
+import { EXCLUDE_LB_LABEL, LB_EXCLUDED_BY_ANNOTATION } from "../../src/drain/lb-exclusion.js";
 import {
   CORDONED_BY_ANNOTATION,
   DrainError,
@@ -380,6 +381,46 @@ describe("drain on a real control plane", () => {
         ),
       ),
     ]);
+  });
+
+  it("takes the node out of the load balancers, waits, then evicts; the label goes with liken's uncordon only", async () => {
+    const s = await scene("drain-lb");
+    await apply(deploymentYaml(s.ns, 1, { app: "web", nodeSelector: s.pool }));
+    await waitReady(s.ns, "web", 1, s.node);
+    const seen: { p: DrainProgress; at: number }[] = [];
+    await drainNode(kc, s.node, {
+      timeoutMs: 30_000,
+      pollIntervalMs: POLL_MS,
+      loadBalancerDelayMs: 2_000,
+      onProgress: (p) => seen.push({ p, at: Date.now() }),
+    });
+    const excluded = seen.find((x) => x.p.kind === "excluded");
+    const evicting = seen.find((x) => x.p.kind === "evicting");
+    expect(excluded?.p).toEqual({ kind: "excluded", node: s.node, waitMs: 2_000 });
+    expect(evicting!.at - excluded!.at).toBeGreaterThanOrEqual(2_000);
+    const drained = await core.readNode({ name: s.node });
+    expect(drained.metadata?.labels?.[EXCLUDE_LB_LABEL]).toBe("true");
+    expect(await uncordonNode(kc, s.node)).toBe("uncordoned");
+    const back = await core.readNode({ name: s.node });
+    expect(back.metadata?.labels?.[EXCLUDE_LB_LABEL]).toBeUndefined();
+    expect(back.metadata?.annotations?.[LB_EXCLUDED_BY_ANNOTATION]).toBeUndefined();
+
+    // A label a person set before the drain: no wait, and it stays after liken's uncordon.
+    await core.patchNode(
+      { name: s.node, body: { metadata: { labels: { [EXCLUDE_LB_LABEL]: "true" } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    const again: DrainProgress[] = [];
+    await drainNode(kc, s.node, {
+      timeoutMs: 30_000,
+      pollIntervalMs: POLL_MS,
+      loadBalancerDelayMs: 2_000,
+      onProgress: (p) => again.push(p),
+    });
+    expect(again.some((p) => p.kind === "excluded")).toBe(false);
+    expect(await uncordonNode(kc, s.node)).toBe("uncordoned");
+    const kept = await core.readNode({ name: s.node });
+    expect(kept.metadata?.labels?.[EXCLUDE_LB_LABEL]).toBe("true");
   });
 
   it("leaves a person's cordon in place, and refuses a node that does not exist", async () => {

@@ -9,6 +9,11 @@ import {
 } from "../../src/drain/retry.js";
 import { budgetsFor, statusMessage } from "../../src/drain/pdb.js";
 import { pod } from "./drain-fixtures.js";
+import {
+  EXCLUDE_LB_LABEL,
+  LB_EXCLUDED_BY_ANNOTATION,
+  exclusion,
+} from "../../src/drain/lb-exclusion.js";
 
 const node = (unschedulable: boolean, ours: boolean): V1Node => ({
   metadata: {
@@ -28,6 +33,33 @@ describe("cordon and uncordon decisions", () => {
   ])("unschedulable=$unschedulable ours=$ours", ({ unschedulable, ours, cordon, uncordon }) => {
     expect(cordonAction(node(unschedulable, ours)).kind).toBe(cordon);
     expect(uncordonAction(node(unschedulable, ours)).kind).toBe(uncordon);
+  });
+
+  it("undoes its load balancer exclusion with its uncordon, and only its own", () => {
+    const excluded = (byLiken: boolean): V1Node => {
+      const n = node(true, true);
+      n.metadata!.labels = { [EXCLUDE_LB_LABEL]: "true" };
+      if (byLiken) n.metadata!.annotations![LB_EXCLUDED_BY_ANNOTATION] = "liken";
+      return n;
+    };
+    expect(uncordonAction(excluded(true))).toEqual({
+      kind: "uncordon",
+      patch: {
+        metadata: {
+          resourceVersion: "42",
+          annotations: { [LB_EXCLUDED_BY_ANNOTATION]: null, [CORDONED_BY_ANNOTATION]: null },
+          labels: { [EXCLUDE_LB_LABEL]: null },
+        },
+        spec: { unschedulable: false },
+      },
+    });
+    const personal = uncordonAction(excluded(false));
+    expect(personal.kind === "uncordon" && personal.patch.metadata.labels).toBeUndefined();
+    expect(exclusion(excluded(false))).toBeUndefined();
+    expect(exclusion(node(false, false))).toEqual({
+      labels: { [EXCLUDE_LB_LABEL]: "true" },
+      annotations: { [LB_EXCLUDED_BY_ANNOTATION]: "liken" },
+    });
   });
 
   it("marks its cordon and makes the write conditional on what it read", () => {

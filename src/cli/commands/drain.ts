@@ -107,6 +107,8 @@ function progressLine(
         "already-ours": `node ${p.node} already cordoned by liken`,
         "someone-elses": `node ${p.node} already cordoned by someone else (liken will not uncordon it)`,
       }[p.how];
+    case "excluded":
+      return `node ${p.node} out of the external load balancers; evicting in ${Math.round(p.waitMs / 1000)} s, when open connections have drained`;
     case "planned":
       return [
         ...p.plan.waves.map((w) => `plan: ${w.name}: ${w.pods.map((x) => x.pod).join(", ")}`),
