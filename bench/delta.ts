@@ -38,18 +38,7 @@
 // count.
 import { execFile, execFileSync } from "node:child_process";
 import { promisify } from "node:util";
-import { createHash, randomBytes } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  closeSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -62,7 +51,8 @@ import { fileSlots } from "../test/support/file-slots.js";
 import { SlotStore } from "../src/slots/store.js";
 import { keptPages, keptTop } from "../src/slots/paged-index.js";
 import { INDEX_CHUNK } from "../src/verify/chunk-index.js";
-import { parseRelease } from "../src/verify/release.js";
+import { copySparse } from "../src/release/sparse.js";
+import { digestOfFile, largeChange, missingOf, randomFile, sizeOf, slotOf } from "./delta-files.js";
 
 const MiB = 1024 * 1024;
 const { values: args } = parseArgs({
@@ -81,39 +71,6 @@ const log = (s: string): void => void process.stderr.write(`${s}\n`);
 const isRelease = (p: string | undefined): boolean =>
   p !== undefined && existsSync(path.join(p, "release.yaml"));
 
-/** The slot a release makes: each artifact's bytes at its offset (a file in the work dir). */
-function slotOf(releaseDir: string, name: string): string {
-  const r = parseRelease(readFileSync(path.join(releaseDir, "release.yaml")));
-  const out = path.join(work, `${name}-slot.img`);
-  const fd = openSync(out, "w");
-  try {
-    for (const a of r.artifacts) {
-      writeSync(fd, readFileSync(path.join(releaseDir, a.path)), 0, a.size, a.offset);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return out;
-}
-
-/** Which 4 KiB chunks of `next` `prev` holds nowhere (the limit is their bytes). */
-function missingOf(prev: Buffer, next: Buffer): boolean[] {
-  const have = new Set<string>();
-  for (let o = 0; o < prev.length; o += INDEX_CHUNK) {
-    have.add(
-      createHash("sha256")
-        .update(prev.subarray(o, o + INDEX_CHUNK))
-        .digest("base64"),
-    );
-  }
-  const missing: boolean[] = [];
-  for (let o = 0; o < next.length; o += INDEX_CHUNK) {
-    const c = next.subarray(o, o + INDEX_CHUNK);
-    missing.push(!have.has(createHash("sha256").update(c).digest("base64")));
-  }
-  return missing;
-}
-
 /** The bytes to fetch in at most `requests` ranges: the limit plus the smallest gaps merged. */
 function bytesForRequests(missing: boolean[], requests: number): number {
   const runs: [number, number][] = [];
@@ -127,19 +84,6 @@ function bytesForRequests(missing: boolean[], requests: number): number {
   gaps.sort((a, b) => a - b);
   const merged = gaps.slice(0, Math.max(0, runs.length - requests)).reduce((n, g) => n + g, 0);
   return (missing.filter(Boolean).length + merged) * INDEX_CHUNK;
-}
-
-/** v2 with a quarter of its blocks replaced in runs (a deterministic pattern). */
-function largeChange(v2: Buffer): Buffer {
-  const out = Buffer.from(v2);
-  const blocks = out.length / INDEX_CHUNK;
-  for (let b = 0, n = 0; b < blocks; n++) {
-    const run = 1 + ((n * 37) % 64);
-    if (n % 4 === 0)
-      randomBytes(Math.min(run, blocks - b) * INDEX_CHUNK).copy(out, b * INDEX_CHUNK);
-    b += run;
-  }
-  return out;
 }
 
 /** One timed download. */
@@ -282,23 +226,24 @@ function compared(
 
 async function main(): Promise<void> {
   const releases = isRelease(args.old) && isRelease(args.new);
+  // The images are files, never Buffers: a slot may be larger than 2 GiB (docs/day-1.md's 4G).
   const images = releases
-    ? [slotOf(args.old!, "old"), slotOf(args.new!, "new")]
+    ? [
+        await slotOf(args.old!, path.join(work, "old-slot.img")),
+        await slotOf(args.new!, path.join(work, "new-slot.img")),
+      ]
     : args.old !== undefined && args.new !== undefined
       ? [args.old, args.new]
       : await buildSlots(log).then((s) => [s.releases[0].slotImage, s.releases[1].slotImage]);
-  const v1 = readFileSync(images[0]!);
-  const v2 = readFileSync(images[1]!);
+  const v2 = images[1]!;
   const wanted = (args.cases ?? (releases ? "small" : "small,large,nothing")).split(",");
   const cases = (
     [
-      ["small", () => v2],
-      ["large", () => largeChange(v2)],
-      ["nothing", () => randomBytes(v2.length)],
-    ] as [string, () => Buffer][]
-  )
-    .filter(([n]) => wanted.includes(n))
-    .map(([n, make]): [string, Buffer] => [n, make()]);
+      ["small", (out: string) => copySparse(v2, out)],
+      ["large", (out: string) => largeChange(v2, out)],
+      ["nothing", async (out: string) => randomFile(await sizeOf(v2), out)],
+    ] as [string, (out: string) => Promise<unknown>][]
+  ).filter(([n]) => wanted.includes(n));
   const channel = path.join(work, "channel");
   // The channel server refuses a directory that does not exist yet.
   mkdirSync(channel, { recursive: true });
@@ -313,7 +258,7 @@ async function main(): Promise<void> {
   });
   const desync = await ensureTool("desync", log);
   const oldImg = path.join(work, "v1.img");
-  writeFileSync(oldImg, v1);
+  await copySparse(images[0]!, oldImg);
   execFileSync(desync, ["make", path.join(work, "v1.caibx"), oldImg]);
   await buildRelease({
     version: "v1",
@@ -323,20 +268,21 @@ async function main(): Promise<void> {
   const lines: string[] = [];
   const goals: string[] = [];
   try {
-    for (const [name, next] of cases) {
+    for (const [name, make] of cases) {
       const file = path.join(work, `${name}.img`);
-      writeFileSync(file, next);
+      await make(file);
+      const nextSize = await sizeOf(file);
       const built = await buildRelease({
         version: name,
         out: channel,
         artifacts: [{ name: "rootfs", file }],
       });
-      const missing = missingOf(v1, next);
+      const missing = await missingOf(oldImg, file);
       const limit = missing.filter(Boolean).length * INDEX_CHUNK;
       const run = async (mode: "full" | "liken", i: number): Promise<Run> => {
         const m = path.join(work, `${name}-${mode}-${i}`);
         mkdirSync(m);
-        const config = fileSlots(m, { a: { copyOf: oldImg }, b: next.length + MiB });
+        const config = fileSlots(m, { a: { copyOf: oldImg }, b: nextSize + MiB });
         // Slot a runs v1 as liken staged it: its release and chunk index are kept.
         const store = new SlotStore(config);
         mkdirSync(store.dir("a"), { recursive: true });
@@ -420,7 +366,7 @@ async function main(): Promise<void> {
       const desyncS = (performance.now() - t) / 1000;
       const d = served[counting] ?? { bytes: 0, requests: 0, index: 0 };
       d.bytes += readFileSync(caibx).length; // its index travels too
-      if (!readFileSync(out).equals(next))
+      if ((await digestOfFile(out)) !== (await digestOfFile(file)))
         throw new Error(`desync extracted other bytes for ${name}`);
       rmSync(out);
       rmSync(store, { recursive: true, force: true });
@@ -446,7 +392,7 @@ async function main(): Promise<void> {
       // The last line carries each miss's measured reason, not only its verdict.
       goals.push(`${name}=${misses.length === 0 ? "met" : `not met (${misses.join("; ")})`}`);
       lines.push(
-        `delta: case=${name} size=${mb(next.length)} new-content=${mb(limit)} liken=${mb(liken.served.bytes)} ` +
+        `delta: case=${name} size=${mb(nextSize)} new-content=${mb(limit)} liken=${mb(liken.served.bytes)} ` +
           `(${ofLimit} of limit, index ${mb(indexBytes)}) desync=${mb(d.bytes)} full=${mb(full.served.bytes)} ` +
           `requests=${liken.served.requests}/${d.requests} time-vs-full=${timeRatio.toFixed(2)} cpu-vs-full=${cpuRatio.toFixed(2)} ` +
           `time: liken=${liken.s.toFixed(2)}s desync=${desyncS.toFixed(2)}s full=${full.s.toFixed(2)}s` +

@@ -14,14 +14,13 @@
 // filesystem, the build time, the slot image's used size and the bytes of next's 4 KiB chunks
 // found nowhere in base (what a machine must fetch at least).
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ensureTool } from "../src/controlplane/tools.js";
 import { buildReleaseFromImage } from "../src/release/from-image/from-image.js";
 import type { SlotFs } from "../src/release/from-image/fs.js";
-import { INDEX_CHUNK } from "../src/verify/chunk-index.js";
+import { newContent, usedBytes } from "./delta-files.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -135,34 +134,6 @@ LABEL org.opencontainers.image.version=next
   return archive;
 }
 
-/** Bytes of `next`'s 4 KiB chunks found nowhere in `prev`. */
-function newContent(prev: Buffer, next: Buffer): number {
-  const h = (b: Buffer): string => createHash("sha256").update(b).digest("base64");
-  const have = new Set<string>();
-  for (let o = 0; o < prev.length; o += INDEX_CHUNK) have.add(h(prev.subarray(o, o + INDEX_CHUNK)));
-  let n = 0;
-  for (let o = 0; o < next.length; o += INDEX_CHUNK) {
-    const c = next.subarray(o, o + INDEX_CHUNK);
-    if (!have.has(h(c))) n += c.length;
-  }
-  return n;
-}
-
-/** Blocks of the image that are not all zero (what the filesystem uses). */
-function usedBytes(img: Buffer): number {
-  let n = 0;
-  const zero = Buffer.alloc(INDEX_CHUNK);
-  for (let o = 0; o < img.length; o += INDEX_CHUNK) {
-    if (
-      !img
-        .subarray(o, o + INDEX_CHUNK)
-        .equals(zero.subarray(0, Math.min(INDEX_CHUNK, img.length - o)))
-    )
-      n += INDEX_CHUNK;
-  }
-  return n;
-}
-
 async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const base = await baseImage();
@@ -184,11 +155,13 @@ async function main(): Promise<void> {
       });
       times.push((performance.now() - t) / 1000);
     }
-    const a = readFileSync(path.join(out, "base", "rootfs.img"));
-    const b = readFileSync(path.join(out, "next", "rootfs.img"));
+    // Streamed: a slot image may be larger than a Buffer holds (over 2 GiB).
+    const a = path.join(out, "base", "rootfs.img");
+    const b = path.join(out, "next", "rootfs.img");
     process.stdout.write(
-      `image-pair: fs=${fs} rootfs=${mb(b.length)} used=${mb(usedBytes(b))} ` +
-        `build=${times.map((s) => s.toFixed(1)).join("/")}s new-content=${mb(newContent(a, b))} ` +
+      `image-pair: fs=${fs} rootfs=${mb(statSync(b).size)} used=${mb(await usedBytes(b))} ` +
+        `on-disk=${mb(statSync(b).blocks * 512)} ` +
+        `build=${times.map((s) => s.toFixed(1)).join("/")}s new-content=${mb(await newContent(a, b))} ` +
         `releases=${path.join(out, "base")} ${path.join(out, "next")}\n`,
     );
   }

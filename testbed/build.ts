@@ -12,7 +12,10 @@ import { createHash } from "node:crypto";
 import {
   existsSync,
   mkdirSync,
+  openSync,
+  closeSync,
   readFileSync,
+  readSync,
   readdirSync,
   renameSync,
   statSync,
@@ -278,7 +281,14 @@ function espImage(work: string): string {
 
 /** Byte offset inside the FAT image of a file that fills exactly one cluster. */
 function fatFileOffset(img: string, path: string): number {
-  const bs = readFileSync(img).subarray(0, 64);
+  // The boot sector alone (the image may be large: never the whole file in a Buffer).
+  const bs = Buffer.alloc(64);
+  const fd = openSync(img, "r");
+  try {
+    readSync(fd, bs, 0, 64, 0);
+  } finally {
+    closeSync(fd);
+  }
   const bps = bs.readUInt16LE(11);
   const spc = bs.readUInt8(13);
   const reserved = bs.readUInt16LE(14);

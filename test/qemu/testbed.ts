@@ -10,7 +10,8 @@ import {
   mkdtempSync,
   openSync,
   closeSync,
-  readFileSync,
+  readSync,
+  statSync,
   writeSync,
   rmSync,
   writeFileSync,
@@ -58,13 +59,17 @@ const QEMU_LIFETIME_S = 1200;
 
 /** Writes slot B's filesystem into its partition: the agent's job, done here by the harness. */
 function installSlot(disk: string, part: { offset: number; size: number }, image: string): void {
-  const bytes = readFileSync(image);
-  if (bytes.length > part.size) throw new Error(`${image} is larger than its partition`);
+  // Piece by piece: a slot image may be larger than a Buffer holds (a 4 GiB slot is).
+  if (statSync(image).size > part.size) throw new Error(`${image} is larger than its partition`);
+  const piece = Buffer.alloc(1024 * 1024);
+  const src = openSync(image, "r");
   const fd = openSync(disk, "r+");
   try {
-    writeSync(fd, bytes, 0, bytes.length, part.offset);
+    for (let at = 0, n; (n = readSync(src, piece, 0, piece.length, at)) > 0; at += n)
+      writeSync(fd, piece, 0, n, part.offset + at);
   } finally {
     closeSync(fd);
+    closeSync(src);
   }
 }
 
