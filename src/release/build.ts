@@ -4,8 +4,8 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import {
   access,
+  chmod,
   constants,
-  copyFile,
   mkdir,
   mkdtemp,
   readdir,
@@ -21,8 +21,10 @@ import { LikenError } from "../errors.js";
 import { parseChannel, type Channel } from "../verify/channel.js";
 import { ChunkIndex, IndexWriter } from "../verify/chunk-index.js";
 import { digestOf } from "../verify/digest.js";
-import { EntropySampler } from "./entropy.js";
+import { compressedAdvice, EntropySampler, KERNEL_HEAD } from "./entropy.js";
 import { writePack } from "./pack.js";
+import { releaseSizes, type ReleaseSizes } from "./sizes.js";
+import { SparseWriter } from "./sparse.js";
 import {
   API_VERSION,
   DEFAULT_CHUNK,
@@ -94,10 +96,35 @@ export interface FileFacts {
   index: Buffer;
   /** True when the file looks compressed as a whole (./entropy.ts). */
   looksCompressed: boolean;
+  /** The file's first bytes (up to KERNEL_HEAD): what a kernel image is told by. */
+  head: Buffer;
 }
 
-/** Whole digest, per-chunk digests, chunk index and entropy sample of a file in one pass. */
-export async function hashFile(file: string, chunkSize: number): Promise<FileFacts> {
+/**
+ * Whole digest, per-chunk digests, chunk index and entropy sample of a file in one pass; given
+ * `copyTo`, the file is copied there sparse (./sparse.ts) in the same pass.
+ */
+export async function hashFile(
+  file: string,
+  chunkSize: number,
+  copyTo?: string,
+): Promise<FileFacts> {
+  const copy = copyTo === undefined ? undefined : await SparseWriter.create(copyTo);
+  try {
+    const facts = await hashPieces(file, chunkSize, copy);
+    await copy?.finish();
+    return facts;
+  } catch (e) {
+    await copy?.abort();
+    throw e;
+  }
+}
+
+async function hashPieces(
+  file: string,
+  chunkSize: number,
+  copy: SparseWriter | undefined,
+): Promise<FileFacts> {
   const index = new IndexWriter();
   const entropy = new EntropySampler();
   const whole = createHash("sha256");
@@ -105,8 +132,12 @@ export async function hashFile(file: string, chunkSize: number): Promise<FileFac
   let chunk = createHash("sha256");
   let inChunk = 0;
   let size = 0;
+  let head = Buffer.alloc(0);
   for await (const piece of createReadStream(file, { highWaterMark: 1024 * 1024 })) {
     const b = piece as Buffer;
+    await copy?.write(b);
+    if (head.length < KERNEL_HEAD)
+      head = Buffer.concat([head, b.subarray(0, KERNEL_HEAD - head.length)]);
     whole.update(b);
     index.update(b);
     entropy.update(b);
@@ -130,6 +161,7 @@ export async function hashFile(file: string, chunkSize: number): Promise<FileFac
     chunks,
     index: index.finish(),
     looksCompressed: entropy.looksCompressed,
+    head,
   };
 }
 
@@ -164,10 +196,9 @@ async function writeReleaseDir(
   const artifacts: Artifact[] = [];
   let next = 0;
   for (const a of o.artifacts) {
-    const h = await hashFile(a.file, chunkSize);
-    const offset = a.offset ?? next;
     const file = path.basename(a.file);
-    await copyFile(a.file, path.join(stage, file));
+    const h = await hashFile(a.file, chunkSize, path.join(stage, file));
+    const offset = a.offset ?? next;
     const art: Artifact = { name: a.name, path: file, size: h.size, digest: h.digest, offset };
     if (h.size > chunkSize) art.chunks = { size: chunkSize, digests: h.chunks };
     if (o.index !== false) {
@@ -186,14 +217,8 @@ async function writeReleaseDir(
         art.indexPages = { path: names.pages, size: p.pages.length, digest: digestOf(p.pages) };
       }
     }
-    if (h.looksCompressed) {
-      o.warn?.(
-        `artifact ${a.name} (${a.file}) looks compressed as a whole (high entropy): no chunk of it ` +
-          `can be reused by the next release, every machine will fetch all ${h.size} bytes. ` +
-          `Publish the filesystem uncompressed (the channel's HTTP may compress in transit), ` +
-          `see "Images that reuse well" in docs/releases.md`,
-      );
-    }
+    const advice = h.looksCompressed ? compressedAdvice(a.name, a.file, h.size, h.head) : undefined;
+    if (advice !== undefined) o.warn?.(advice);
     artifacts.push(art);
     next = Math.ceil((offset + h.size) / SLOT_ALIGN) * SLOT_ALIGN;
   }
@@ -209,6 +234,16 @@ async function writeReleaseDir(
   await writeFile(path.join(stage, "release.yaml"), bytes);
   if (o.notes !== undefined) await writeFile(path.join(stage, "notes.txt"), o.notes);
   return { bytes, release };
+}
+
+/**
+ * A release is public (what a channel's web server hands every machine; no secret is in it),
+ * and the server often runs as another user: the directory 0755 and its files 0644, whatever
+ * the builder's umask, and not mkdtemp's 0700 (a version directory nobody else could read).
+ */
+async function makeReadable(stage: string): Promise<void> {
+  await chmod(stage, 0o755);
+  for (const n of await readdir(stage)) await chmod(path.join(stage, n), 0o644);
 }
 
 /**
@@ -230,7 +265,7 @@ async function moveInto(stage: string, dir: string): Promise<void> {
 
 export async function buildRelease(
   o: BuildOptions,
-): Promise<{ digest: string; dir: string; release: Release }> {
+): Promise<{ digest: string; dir: string; release: Release; sizes: ReleaseSizes }> {
   if (!isSafeVersion(o.version)) {
     throw new ReleaseError(
       "LIKEN_RELEASE_BAD_VERSION",
@@ -256,6 +291,7 @@ export async function buildRelease(
   let made: { bytes: Buffer; release: Release };
   try {
     made = await writeReleaseDir(o, stage, chunkSize);
+    await makeReadable(stage);
     await moveInto(stage, dir);
   } catch (e) {
     await rm(stage, { recursive: true, force: true });
@@ -268,7 +304,7 @@ export async function buildRelease(
   channel.versions = channel.versions.filter((v) => v.version !== o.version);
   channel.versions.push({ version: o.version, digest });
   await writeAtomic(channelFile, stringify(channel, { lineWidth: 0 }));
-  return { digest, dir, release };
+  return { digest, dir, release, sizes: await releaseSizes(dir, release, bytes.length) };
 }
 
 /** Every artifact is a readable regular file, checked before anything is written. */

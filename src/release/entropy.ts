@@ -64,3 +64,43 @@ export class EntropySampler {
     return this.sampled >= 16 && this.share >= WARN_SHARE;
   }
 }
+
+/**
+ * A Linux kernel image by its own header: x86's boot protocol ("HdrS" at 0x202, every bzImage,
+ * EFI stub or not), an EFI zboot image ("zimg" at 4: arm64, riscv, loongarch compressed), the
+ * arm64 and riscv Image headers (magic at 0x38). A bzImage or zboot image is compressed by how
+ * the kernel is built and booted: nobody publishing a release can change that, so it draws no
+ * warning (it is small, and fetched whole when it changes).
+ */
+export function isKernelImage(head: Buffer): boolean {
+  const at = (off: number, magic: string): boolean =>
+    head.length >= off + magic.length &&
+    head.subarray(off, off + magic.length).toString("latin1") === magic;
+  return at(0x202, "HdrS") || at(4, "zimg") || at(0x38, "ARM\x64") || at(0x38, "RSC\x05");
+}
+
+/** The bytes isKernelImage needs from the start of a file. */
+export const KERNEL_HEAD = 0x240;
+
+/**
+ * What a person publishing `name` can do about it looking compressed, or undefined when nothing
+ * (a kernel). The initrd is compressed by the tool that makes it, which can leave it plain.
+ */
+export function compressedAdvice(
+  name: string,
+  file: string,
+  size: number,
+  head: Buffer,
+): string | undefined {
+  if (name === "kernel" || isKernelImage(head)) return undefined;
+  const what =
+    name === "initrd"
+      ? `Build the initrd uncompressed (initramfs-tools: COMPRESS=none in /etc/initramfs-tools/initramfs.conf, then update-initramfs -u; dracut: --no-compress)`
+      : `Publish the filesystem uncompressed`;
+  return (
+    `artifact ${name} (${file}) looks compressed as a whole (high entropy): no chunk of it ` +
+    `can be reused by the next release, every machine will fetch all ${size} bytes. ` +
+    `${what} (the channel's HTTP may compress in transit), ` +
+    `see "Images that reuse well" in docs/releases.md`
+  );
+}

@@ -131,6 +131,17 @@ describe("liken release build --from-image", () => {
     );
     expect(stdout).toContain(`digest: ${r1.digest}`);
     if (asNobody) expect((await stat(path.join(out2, r1.version))).uid).toBe(65534);
+    // Built with umask 077, the release is still readable by a web server running as another
+    // user; its slot image is sparse (the filesystem's unused blocks are holes).
+    const dir2 = path.join(out2, r1.version);
+    expect((await stat(dir2)).mode & 0o777).toBe(0o755);
+    for (const n of await readdir(dir2))
+      expect((await stat(path.join(dir2, n))).mode & 0o777).toBe(0o644);
+    const rootfs = await stat(path.join(dir2, "rootfs.img"));
+    expect(rootfs.blocks * 512).toBeLessThan(rootfs.size / 4);
+    expect(stdout).toMatch(
+      /^# 2026\.12\.05-001: [\d.]+ MiB of artifacts, [\d.]+ MiB on disk, on the wire /m,
+    );
     const a = await readFile(path.join(r1.dir, "rootfs.img"));
     const b = await readFile(path.join(out2, r1.version, "rootfs.img"));
     expect(b.equals(a)).toBe(true);

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { buildRelease } from "../../src/release/build.js";
-import { blockEntropy, EntropySampler } from "../../src/release/entropy.js";
+import { blockEntropy, EntropySampler, isKernelImage } from "../../src/release/entropy.js";
 
 function sample(b: Buffer, piece = 65536): EntropySampler {
   const s = new EntropySampler();
@@ -65,6 +65,54 @@ describe("liken release build", () => {
         "packed.img.lkidx",
         "plain.img.lkidx",
       ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Random (compressed-looking) bytes with a header written at `off`. */
+function withMagic(off: number, magic: string, size = 1 << 20): Buffer {
+  const b = randomBytes(size);
+  b.write(magic, off, "latin1");
+  return b;
+}
+
+describe("the compressed-kernel warning names only what can be changed", () => {
+  it.each([
+    ["an x86 bzImage (HdrS at 0x202)", withMagic(0x202, "HdrS"), true],
+    ["an EFI zboot image (zimg at 4)", withMagic(4, "zimg"), true],
+    ["an arm64 Image", withMagic(0x38, "ARM\x64"), true],
+    ["random bytes", randomBytes(4096), false],
+    ["too short to tell", Buffer.from("MZ"), false],
+  ])("%s", (_n, head, want) => {
+    expect(isKernelImage(head)).toBe(want);
+  });
+
+  it("warns about the initrd with how to build it plain, never about a kernel", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "liken-entropy-"));
+    try {
+      const file = (name: string, b: Buffer): string => {
+        writeFileSync(path.join(dir, name), b);
+        return path.join(dir, name);
+      };
+      const warnings: string[] = [];
+      await buildRelease({
+        version: "1",
+        out: path.join(dir, "channel"),
+        artifacts: [
+          { name: "rootfs", file: file("plain.img", text) },
+          // A compressed kernel named as liken names it, and one told by its header alone.
+          { name: "kernel", file: file("vmlinuz", randomBytes(1 << 20)) },
+          { name: "boot-kernel", file: file("bzImage", withMagic(0x202, "HdrS")) },
+          { name: "initrd", file: file("initrd.img", randomBytes(1 << 20)) },
+        ],
+        warn: (m) => warnings.push(m),
+      });
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/^artifact initrd \(.*initrd\.img\) looks compressed/);
+      expect(warnings[0]).toContain("Build the initrd uncompressed");
+      expect(warnings[0]).not.toContain("Publish the filesystem");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

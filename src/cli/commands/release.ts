@@ -8,6 +8,7 @@ import {
   type ArtifactInput,
 } from "../../release/build.js";
 import { buildReleaseFromImage } from "../../release/from-image/from-image.js";
+import { sizesLine } from "../../release/sizes.js";
 import { digestOf } from "../../verify/digest.js";
 import { fetchDocument } from "../../verify/fetch.js";
 import { MAX_RELEASE_BYTES, parseRelease, releaseBase } from "../../verify/release.js";
@@ -142,7 +143,9 @@ export function registerRelease(program: Command): void {
             ...(o.notes === undefined ? {} : { notes: o.notes }),
             ...(o.revertFloor === undefined ? {} : { revertFloor: o.revertFloor }),
           });
-          process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(r.version, r.digest)}`);
+          process.stdout.write(
+            `${r.dir}/release.yaml\n${catalogEntry(r.version, r.digest)}${sizesLine(r.version, r.sizes)}`,
+          );
           return;
         }
         if (o.version === undefined) {
@@ -158,7 +161,9 @@ export function registerRelease(program: Command): void {
           pack: o.pack,
           warn,
         });
-        process.stdout.write(`${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}`);
+        process.stdout.write(
+          `${r.dir}/release.yaml\n${catalogEntry(o.version, r.digest)}${sizesLine(o.version, r.sizes)}`,
+        );
       },
     );
 

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import { buildRelease, ReleaseError, type ArtifactInput } from "../build.js";
+import type { ReleaseSizes } from "../sizes.js";
 import type { Release } from "../../verify/release.js";
 import { SLOT_ALIGN } from "../../verify/release.js";
 import { findBootArtifacts, linkGrubBootFiles, type BootArtifacts } from "./boot.js";
@@ -61,6 +62,7 @@ export interface FromImageResult {
   digest: string;
   dir: string;
   release: Release;
+  sizes: ReleaseSizes;
   version: string;
   boot: BootArtifacts;
   manifestDigest: string;
