@@ -15,6 +15,7 @@ import {
   evidenceText,
   provingNodes,
   soakSecondsOf,
+  uncountedNote,
 } from "../../src/operator/status/evidence.js";
 import { NODE_BOOT_FRESH_MS, type NodeBoot } from "../../src/operator/view/node-boot.js";
 import { evidenceHoldMessage, shortfalls } from "../../src/release-decision/evidence.js";
@@ -175,6 +176,21 @@ describe("status.evidence (operator/evidence.ts)", () => {
     const got = evidenceOf({ ...base, ...over });
     expect(got).toHaveLength(want.length);
     want.forEach((w, i) => expect(got[i]).toMatchObject(w));
+  });
+
+  it("the EVIDENCE column says how many Ready machines are not counted, and why", () => {
+    const i = {
+      ...base,
+      target: V2,
+      machines: [ready("a", V2), ready("c", V2), ready("d", V2)],
+      nodes: nodesOf({ d: { ...booted, bootID: "" } }),
+    };
+    const note = uncountedNote(i, V2);
+    expect(note).toBe("2 Ready not counted (c: its Node was not read (it may not exist))");
+    expect(evidenceText(evidenceOf(i), note)).toBe(
+      `${V2.version}: 1 proven, 0 failed since 2026-11-10T12:00:00Z; ${note}`,
+    );
+    expect(uncountedNote({ ...i, machines: [ready("a", V2)] }, V2)).toBeUndefined();
   });
 
   it("reads the Nodes of Ready machines only while their release's count can grow", () => {

@@ -3,7 +3,13 @@
 import type { ChannelView } from "../channel/view.js";
 import { type ClusterCondition, type ClusterStatus, type Machine } from "../../api/index.js";
 import { availableText } from "../status/available.js";
-import { evidenceOf, evidenceText, type EvidenceInput } from "../status/evidence.js";
+import {
+  evidenceOf,
+  evidenceText,
+  newestEvidence,
+  uncountedNote,
+  type EvidenceInput,
+} from "../status/evidence.js";
 import type { NodeBoots } from "../view/node-boot.js";
 
 import { type HeldNotice, isNoticed } from "./decision.js";
@@ -11,17 +17,19 @@ export function withEvidence(
   made: ClusterStatus,
   i: Pick<EvidenceInput, "machines" | "lost" | "target" | "now"> & { nodes?: NodeBoots },
 ): void {
-  const evidence = evidenceOf({
+  const input: EvidenceInput = {
     ...i,
     // No Node read (a decision made without the Node reads): no machine proves anything.
     nodes: i.nodes ?? new Map(),
     before: made.evidence,
     revoked: made.revokedReleases ?? [],
     recalls: made.trust?.recalls ?? [],
-  });
+  };
+  const evidence = evidenceOf(input);
   if (evidence.length === 0) return;
   made.evidence = evidence;
-  const text = evidenceText(evidence);
+  const newest = newestEvidence(evidence);
+  const text = evidenceText(evidence, newest && uncountedNote(input, newest));
   if (text !== undefined) made.evidenceText = text;
 }
 

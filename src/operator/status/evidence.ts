@@ -77,6 +77,27 @@ export function provingNodes(
   return out;
 }
 
+/**
+ * Why machines that say they run `r` Ready (not Lost) do not count, for the EVIDENCE column: how
+ * many, and the first one's Node fault ("1 Ready not counted (m-1: its Node carries no bootID
+ * ...)"); undefined when every such machine counts. A person who sees "0 proven" beside machines
+ * that are Ready learns there what is missing, not from the code.
+ */
+export function uncountedNote(i: EvidenceInput, r: ReleaseRef): string | undefined {
+  const faults: [string, string][] = [];
+  for (const m of i.machines) {
+    const s = m.status ?? {};
+    if (s.version !== r.version || s.digest !== r.digest || s.step !== "Ready") continue;
+    if (i.lost.has(m.metadata.name)) continue;
+    const why = nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime());
+    if (why !== undefined) faults.push([m.metadata.name, why]);
+  }
+  const first = faults[0];
+  return first === undefined
+    ? undefined
+    : `${faults.length} Ready not counted (${first[0]}: ${first[1]})`;
+}
+
 /** The machine's trial of `r` fell back (it refuses to retry it, or its last trial says so). */
 function failed(m: Machine, r: ReleaseRef): boolean {
   const s = m.status ?? {};
@@ -162,8 +183,11 @@ export function newestEvidence(es: readonly ReleaseEvidence[]): ReleaseEvidence 
   return [...es].sort((a, b) => compareVersions(a.version, b.version)).at(-1);
 }
 
-/** The EVIDENCE column: "V: 3 proven, 0 failed since T", marked reverted or recalled. */
-export function evidenceText(es: readonly ReleaseEvidence[]): string | undefined {
+/**
+ * The EVIDENCE column: "V: 3 proven, 0 failed since T", marked reverted or recalled, and `note`
+ * (uncountedNote) after it.
+ */
+export function evidenceText(es: readonly ReleaseEvidence[], note?: string): string | undefined {
   const e = newestEvidence(es);
   if (e === undefined) return undefined;
   const since = e.firstProvenAt === undefined ? "" : ` since ${e.firstProvenAt}`;
@@ -172,5 +196,6 @@ export function evidenceText(es: readonly ReleaseEvidence[]): string | undefined
     ...(e.recalledAt === undefined ? [] : ["recalled"]),
   ];
   const mark = marks.length === 0 ? "" : ` (${marks.join(", ")})`;
-  return `${e.version}: ${e.provenMachines} proven, ${e.failedTrials} failed${since}${mark}`;
+  const more = note === undefined ? "" : `; ${note}`;
+  return `${e.version}: ${e.provenMachines} proven, ${e.failedTrials} failed${since}${mark}${more}`;
 }
