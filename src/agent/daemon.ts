@@ -23,6 +23,7 @@ import { bootClockMs } from "./clock.js";
 import type { AgentConfig } from "./config.js";
 import { DownloadPart } from "./download-part.js";
 import { healthGates } from "./health-run.js";
+import { BlockingPods } from "./blocking-pods.js";
 import { HeartbeatPart } from "./heartbeat-part.js";
 import { IdentityPart } from "./identity-part.js";
 import { PostPromotionGates } from "./post-promotion-run.js";
@@ -122,7 +123,13 @@ export class AgentDaemon {
     const downloads = this.downloads.supervisor;
     const parts = { cfg, log, bootloader, store, memory: this.memory, downloads };
     const health = healthGates(cfg, api.rest, log);
-    this.observer = new Observer({ ...parts, api, view, health });
+    const blocking = new BlockingPods({
+      rest: api.rest,
+      nodeName: cfg.nodeName,
+      log,
+      now: bootClockMs,
+    });
+    this.observer = new Observer({ ...parts, api, view, health, blocking });
     this.heartbeat = new HeartbeatPart(cfg, api, view, log);
     this.actions = new Actions({
       ...parts,

@@ -2,6 +2,7 @@
 // gathered by the daemon at one moment), the Action it picks and the Decision it returns, and
 // the one constructor of a Decision. Apart from the rules (steps.ts and the modules it
 // dispatches to) so each of those imports the shapes without importing decide().
+import type { Blocking } from "./blocking-pods.js";
 import type { BootVerdict, Slot } from "../bootloader/types.js";
 import type { NoVerdictSeen } from "./arming.js";
 import type { GiveUpReason } from "./give-up.js";
@@ -67,6 +68,8 @@ export interface Observed {
    * text the status shows (who, since when, why). Absent: not held.
    */
   held?: string;
+  /** Pods of the Cluster's spec.disruption.blockingPods on this node (blocking-pods.ts). */
+  blocking?: Blocking;
   /**
    * The staged release's boot files are still to be installed (systemd-boot: its kernel and
    * initrd on the ESP; memory's bootFiles names another release or slot). Absent: none due.

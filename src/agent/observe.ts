@@ -13,6 +13,7 @@ import {
   ANNOTATION_RETRY,
   type Cluster,
   type Machine,
+  sameRelease,
   type RebootTurn,
   type Registration,
   type ReleaseRef,
@@ -22,6 +23,7 @@ import { effectiveTarget } from "../release-decision/view.js";
 import type { Bootloader } from "../bootloader/types.js";
 import { judgeBoot, otherSlot, runningSlotFromCmdline, type Slot } from "../bootloader/types.js";
 import { findTurn, takenBackOf, turnPausedOf } from "../coordinator/turn.js";
+import type { Blocking, BlockingPods } from "./blocking-pods.js";
 import type { SlotStore } from "../slots/store.js";
 import { errorText } from "../errors.js";
 import { bootClockMs } from "./clock.js";
@@ -59,6 +61,8 @@ export interface ObserverParts {
   downloads: DownloadSupervisor;
   /** The health gates, looked at on a trial boot only. */
   health?: HealthGates;
+  /** The Cluster's blocking pods on this node, looked at while the machine waits to ask. */
+  blocking?: BlockingPods;
 }
 
 /** What the slot's progress file says of the download in progress (download.ts, Durable). */
@@ -123,6 +127,7 @@ export class Observer {
       ...(mem.drainBegunDigest !== undefined ? { drainBegunDigest: mem.drainBegunDigest } : {}),
       ...takenBackOf(api?.cluster, cfg.machine),
       ...turnPausedOf(api?.cluster, cfg.machine, staged),
+      ...(await this.blockingOf(api?.cluster, other, mem)),
       bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
       ...nodeObserved(cfg.nodeName, node, mem),
       trialSeenAt: mem.trialSeenAt,
@@ -173,6 +178,25 @@ export class Observer {
     if (retry === undefined || retry === memory.now.retryHandled) return;
     log.info({ retry, forgotten: memory.now.failed.map((f) => f.version) }, "retry asked");
     await memory.update((m) => retried(m, retry));
+  }
+
+  /**
+   * The blocking pods on this node, looked at only while the machine is staged for the target
+   * and has begun no drain (blocking-pods.ts): what it has begun it finishes or gives back.
+   */
+  private async blockingOf(
+    cluster: Cluster | undefined,
+    other: SlotView,
+    mem: Memory,
+  ): Promise<{ blocking?: Blocking }> {
+    const target = targetOf(cluster);
+    const waiting =
+      other.state === "staged" &&
+      sameRelease(other.release, target) &&
+      mem.drainBegunDigest === undefined &&
+      mem.drainedDigest === undefined;
+    const blocking = await this.p.blocking?.look(cluster, waiting);
+    return blocking === undefined ? {} : { blocking };
   }
 
   /** The turn record for `release`, read fresh (right before anything that leads to a reboot). */

@@ -240,6 +240,7 @@ export function machineStatus(
     ...optional("postPromotionHealth", x.postPromotionHealth ?? prev?.postPromotionHealth),
     ...optional("drainBlocker", x.drainBlocker),
     ...optional("drainTimedOut", mem.drainTimedOut),
+    ...optional("blockingPods", blockingPodsOf(o, dec)),
     ...optional("peers", x.peers),
     ...identityFields(x.identity),
     ...optional("registration", registrationOf(x, prev)),
@@ -289,4 +290,9 @@ function canonical(v: unknown): string {
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(",")}}`;
   }
   return JSON.stringify(v);
+}
+
+/** The blocking pods the status names: while they hold the turn of a machine waiting to ask. */
+function blockingPodsOf(o: Observed, dec: Decision): string[] | undefined {
+  return dec.step === "UpdatePending" ? o.blocking?.pods : undefined;
 }

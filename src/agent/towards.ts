@@ -29,6 +29,10 @@ function decideStaged(o: Observed, release: ReleaseRef): Decision {
     const why = `waiting for liken approve-reboot of ${release.version}`;
     return d("AwaitingApproval", "RebootPending", WAIT, why);
   }
+  if (o.blocking !== undefined && !disrupted(o) && o.drainedDigest !== release.digest) {
+    // A pod that must not be cut runs here: no turn asked, one not begun given back.
+    return d("AwaitingTurn", "UpdatePending", WAIT, o.blocking.why);
+  }
   if (!o.turn) {
     if (disrupted(o)) {
       // The turn was taken back (or lost) after the drain began, perhaps before the status

@@ -206,6 +206,11 @@ export interface ClusterSpec {
      * eviction, so that connections drain before pods move. Absent or 0: no label, no wait.
      */
     excludeFromLoadBalancersSeconds?: number;
+    /**
+     * Pods whose presence on a machine's node holds that machine's turn (kured's blocking-pod
+     * selector): the agent asks for no turn while one runs there, and its status names it.
+     */
+    blockingPods?: BlockingPods[];
   };
   rollout?: RolloutSpec;
   /** What must be true on a machine's trial boot before the agent promotes it. */
@@ -285,6 +290,14 @@ export interface HealthPods {
   namespace: string;
   selector: LabelSelector;
 }
+
+/** One set of pods that holds a turn while it runs on the machine's node. */
+export interface BlockingPods {
+  /** Absent: every namespace. */
+  namespace?: string;
+  selector: LabelSelector;
+}
+export const BLOCKING_PODS_MAX_ITEMS = 16;
 
 export const SELECTOR_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] as const;
 
@@ -1145,6 +1158,8 @@ export interface MachineStatus {
   postPromotionHealth?: PostPromotionHealth;
   drainBlocker?: DrainBlocker;
   drainTimedOut?: DrainTimedOut;
+  /** Pods of the Cluster's spec.disruption.blockingPods on its node, while they hold its turn. */
+  blockingPods?: string[];
   /** Where this machine serves verified chunks to its peers, and what (docs/peers.md). */
   peers?: PeerServing;
   /** The notAfter of the client certificate the agent authenticates with (Cert-Expires). */

@@ -260,8 +260,32 @@ describe("Cluster rules on the real API server", () => {
       "spec.health.pods[0].selector.matchExpressions[0].operator",
     ],
     [{ namespace: "Kube System" }, "spec.health.pods[0].namespace"],
+    [
+      { selector: { matchExpressions: [{ key: "not a key!", operator: "Exists" }] } },
+      "spec.health.pods[0].selector.matchExpressions[0].key",
+    ],
   ])("health gate %j is refused, naming %s", async (g, want) => {
     expect(await refusal(cluster(uniqueName("c"), gate(g)))).toContain(want);
+  });
+
+  const blocking = (b: Record<string, unknown>) => ({
+    disruption: { blockingPods: [{ selector: { matchLabels: { app: "backup" } }, ...b }] },
+  });
+  it.each([[{}], [{ namespace: "backup" }]])("blocking pods %j are accepted", async (b) => {
+    expect(await refusal(cluster(uniqueName("c"), blocking(b)))).toBeUndefined();
+  });
+  it.each([
+    [{ selector: {} }, "selector must name matchLabels or matchExpressions"],
+    [
+      { selector: { matchExpressions: [{ key: "app", operator: "NotIn" }] } },
+      "In and NotIn need values",
+    ],
+    [
+      { selector: { matchExpressions: [{ key: "not a key!", operator: "Exists" }] } },
+      "spec.disruption.blockingPods[0].selector.matchExpressions[0].key",
+    ],
+  ])("blocking pods %j are refused, naming %s", async (b, want) => {
+    expect(await refusal(cluster(uniqueName("c"), blocking(b)))).toContain(want);
   });
 
   it("windows default their time zone to UTC; the brake defaults to one failed trial", async () => {

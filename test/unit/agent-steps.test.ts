@@ -16,6 +16,10 @@ const NOT_READY = { bootId: "boot-1", ready: { status: "False" } };
 
 const HELD =
   "held by alice since 2026-12-07T00:00:00Z: disk under investigation; liken machine unhold releases it";
+const BLOCKING = {
+  pods: ["backup/nightly-1"],
+  why: "no turn asked while backup/nightly-1 runs on this node (spec.disruption.blockingPods)",
+};
 const stagedV2 = { slot: "b" as const, state: "staged" as const, release: V2 };
 /** A later boot than the one the trial of V2 in slot b was armed in, the turn still held. */
 const laterBoot = {
@@ -269,6 +273,27 @@ const rows: Row[] = [
     phase: "Idle",
     step: "Ready",
     action: "wait",
+  },
+  {
+    name: "a blocking pod runs on the node: no turn asked, the pod named",
+    o: base({ other: stagedV2, blocking: BLOCKING }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "wait",
+  },
+  {
+    name: "a blocking pod appears after the grant, no drain begun: the turn is given back",
+    o: base({ other: stagedV2, turn: true, blocking: BLOCKING }),
+    phase: "AwaitingTurn",
+    step: "UpdatePending",
+    action: "wait",
+  },
+  {
+    name: "a blocking pod after the drain began: the drain goes on (the pod was evicted or stays)",
+    o: base({ other: stagedV2, turn: true, blocking: BLOCKING, drainBegunDigest: V2.digest }),
+    phase: "Draining",
+    step: "Updating",
+    action: "drain",
   },
   {
     name: "turn paused before its drain, none begun: no drain, UpdatePending says it waits",

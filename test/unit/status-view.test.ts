@@ -73,6 +73,14 @@ describe("liken status view", () => {
     expect(machineDetail(pending, cluster, { now })).toBe(
       "2026.10.12-001 staged; waiting for: liken approve-reboot lab node-5",
     );
+    const held = machine("node-6", {
+      step: "UpdatePending",
+      staged: { version: "2026.10.12-001", digest: "sha256:x", slot: "b", at: "" },
+      blockingPods: ["backup/nightly-1"],
+    });
+    expect(machineDetail(held, cluster, { now })).toBe(
+      "2026.10.12-001 staged; no turn asked while backup/nightly-1 runs on its node (spec.disruption.blockingPods)",
+    );
     const blocked = machine("node-2", {
       step: "Updating",
       updateStage: "Draining",

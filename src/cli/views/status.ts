@@ -87,10 +87,13 @@ const DETAILS: Record<MachineStep, Detail> = {
         ? `; its drain timed out at ${t.at}${t.pod ? ` (pod ${t.pod}${t.podDisruptionBudget ? `, PodDisruptionBudget ${t.podDisruptionBudget}` : ""})` : ""}: back of the queue`
         : "";
     const held = heldAgainstApproval(c);
+    const blocking = m.status?.blockingPods ?? [];
     const wait =
-      held === undefined
-        ? "waiting for a reboot turn"
-        : `no turn while the rollout is held (${held})`;
+      blocking.length > 0
+        ? `no turn asked while ${blocking.join(", ")} run${blocking.length === 1 ? "s" : ""} on its node (spec.disruption.blockingPods)`
+        : held === undefined
+          ? "waiting for a reboot turn"
+          : `no turn while the rollout is held (${held})`;
     return `${staged?.version ?? "release"} staged; ${wait}${skipped}`;
   },
   RebootPending: (m, c) => {
