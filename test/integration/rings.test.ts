@@ -66,17 +66,27 @@ const nodes: { plane: Plane; name: string }[] = [];
 
 /**
  * A Node as a kubelet leaves it once it ran in a boot: kwok keeps it Ready, and the boot's
- * status carries a bootID (src/lab/kubelet.ts). Without one a machine proves nothing.
+ * status carries a bootID (src/lab/kubelet.ts). Without one a machine proves nothing. The boot's
+ * status is posted once kwok has initialized the Node (phase Running): kwok writes the whole
+ * status from the object it read, so a bootID posted in between would be written over with "".
  */
 async function bootedNode(p: Plane, name: string): Promise<void> {
+  const core = p.kc.makeApiClient(CoreV1Api);
   await createNode(p.kc, name);
   nodes.push({ plane: p, name });
-  await p.kc
-    .makeApiClient(CoreV1Api)
-    .patchNodeStatus(
-      { name, body: bootStatusPatch(randomUUID(), new Date()) },
-      setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
-    );
+  await waitFor(`Node ${name} initialized by kwok`, async () => {
+    const n = await core.readNode({ name });
+    return n.status?.phase === "Running";
+  });
+  const bootID = randomUUID();
+  await core.patchNodeStatus(
+    { name, body: bootStatusPatch(bootID, new Date()) },
+    setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+  );
+  await waitFor(`Node ${name} shows bootID ${bootID}`, async () => {
+    const n = await core.readNode({ name });
+    return n.status?.nodeInfo?.bootID === bootID;
+  });
 }
 
 function operatorOn(kc: KubeConfig): Operator {
