@@ -9,7 +9,7 @@ import type { Release } from "../verify/release.js";
 import type { SlotName } from "./config.js";
 import type { PeerSet } from "./peer-sources.js";
 import type { SeedMap } from "./seed-map.js";
-import type { SlotStore } from "./store.js";
+import type { IndexingProgress, SlotStore } from "./store.js";
 
 /** A kept index of the running slot and where its artifact starts on the device. */
 export interface Kept {
@@ -45,17 +45,4 @@ export interface SeedContext {
   indexEvery?: number;
 }
 
-/**
- * An index pass over the running slot, as the download's progress file shows it (the agent
- * puts it in the Machine's status as the stage Indexing, and the note in an Event).
- */
-export interface IndexingProgress {
-  slot: SlotName;
-  /** The artifact being indexed. */
-  artifact: string;
-  /** Bytes of the running slot indexed, of all that this download must index. */
-  done: number;
-  total: number;
-  /** Why the slot is indexed, or what the pass found: its bytes differ from its release. */
-  note?: string;
-}
+export type { IndexingProgress };

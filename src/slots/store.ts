@@ -10,8 +10,22 @@ import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { removeDurably, writeFileAtomic } from "./atomic.js";
 import type { AgentSlotsConfig, SlotName } from "./config.js";
-import type { IndexingProgress } from "./seed-context.js";
 import { decodeMarker, encodeMarker, nextMarker, type Marker, type MarkerEvent } from "./marker.js";
+
+/**
+ * An index pass over the running slot, as the download's progress file shows it (the agent
+ * puts it in the Machine's status as the stage Indexing, and the note in an Event).
+ */
+export interface IndexingProgress {
+  slot: SlotName;
+  /** The artifact being indexed. */
+  artifact: string;
+  /** Bytes of the running slot indexed, of all that this download must index. */
+  done: number;
+  total: number;
+  /** Why the slot is indexed, or what the pass found: its bytes differ from its release. */
+  note?: string;
+}
 
 export interface ArtifactProgress {
   /** Bytes of the artifact durable on the medium. */

@@ -19,6 +19,7 @@ import {
   type RevokedRelease,
 } from "../../api/index.js";
 import { rfc3339 } from "../../api/time.js";
+import { CLUSTER_STATUS_BOUNDS, maxLengthOf, truncate } from "../../api/bounds.js";
 import { compareVersions } from "../../release-decision/version-order.js";
 import { nodeBootFault, type NodeBoots } from "../view/node-boot.js";
 
@@ -196,6 +197,9 @@ export function evidenceText(es: readonly ReleaseEvidence[], note?: string): str
     ...(e.recalledAt === undefined ? [] : ["recalled"]),
   ];
   const mark = marks.length === 0 ? "" : ` (${marks.join(", ")})`;
-  const more = note === undefined ? "" : `; ${note}`;
-  return `${e.version}: ${e.provenMachines} proven, ${e.failedTrials} failed${since}${mark}${more}`;
+  const text = `${e.version}: ${e.provenMachines} proven, ${e.failedTrials} failed${since}${mark}`;
+  // The note is the part that grows with a machine's name and its Node's fault: it is cut to
+  // what the column holds, the counts never are.
+  const room = maxLengthOf(CLUSTER_STATUS_BOUNDS, "evidenceText") - text.length - 2;
+  return note === undefined || room < 16 ? text : `${text}; ${truncate(note, room)}`;
 }
