@@ -238,10 +238,13 @@ export class Actions {
     const { memory, store, bootloader, log } = this.p;
     const marker = o.other.slot === slot ? o.other.release : undefined;
     const at = rfc3339(new Date());
+    // A flag this agent did not arm is stale (memory.ts staleTrialFlag): the staged slot is
+    // not what fell back, so it is kept; only the flag goes.
+    const ours = memory.now.trial?.slot === slot;
     await memory.update((m) => fellBack(m, slot, o.running.slot, marker, at));
     const t = memory.now.lastTrial;
     log.error({ version: t?.version, slot }, t?.message ?? "the trial fell back");
-    await store.transition(slot, { type: "withdraw" });
+    if (ours) await store.transition(slot, { type: "withdraw" });
     await bootloader.disarm();
   }
 

@@ -397,18 +397,19 @@ export function fellBack(
 ): Memory {
   if (reportedBefore(m, slot, marker)) return m;
   const t = m.trial?.slot === slot ? m.trial : undefined;
-  const release = t ?? marker ?? { version: "unknown", digest: "" };
+  if (t === undefined) return staleTrialFlag(m, slot, running, marker, at);
+  const release = t;
   const ref = { version: release.version, digest: release.digest };
   const how =
-    t?.gaveUp ??
+    t.gaveUp ??
     "the trial boot panicked, hung until the watchdog reset it, or did not rejoin in time";
   const message =
     `the bootloader started the trial of ${ref.version} in slot ${slot}` +
-    `${t ? ` (armed ${t.armedAt})` : ""} and the machine came back on slot ${running}: ${how}`;
-  const reason = t?.gaveUpReason ?? "TrialFellBack";
+    ` (armed ${t.armedAt}) and the machine came back on slot ${running}: ${how}`;
+  const reason = t.gaveUpReason ?? "TrialFellBack";
   // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again; the
   // second such trial of the release in a row is.
-  const verdict = trialVerdict(t?.gaveUpReason, ref.digest, m.lastTrial);
+  const verdict = trialVerdict(t.gaveUpReason, ref.digest, m.lastTrial);
   return {
     ...without(m, "trial", "trialSeenAt"),
     failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
@@ -419,6 +420,39 @@ export function fellBack(
       at,
       reason,
       message: trialMessage(message + unobservedAgain(verdict, reason)),
+    },
+  };
+}
+
+/**
+ * The bootloader shows a trial of `slot` started, and this agent recorded no trial armed there
+ * (it records one before every arm): a flag left by an earlier boot, a restored state partition
+ * or a hand edit, not a trial of what the slot holds now. No verdict on that release: blaming
+ * it would fail an update that never ran (kairos #4303: a stale trial flag made the next update
+ * fall back). Said once, as an Inconclusive trial; the action clears the flag.
+ */
+function staleTrialFlag(
+  m: Memory,
+  slot: SlotName,
+  running: SlotName,
+  marker: ReleaseRef | undefined,
+  at: string,
+): Memory {
+  const ref = marker ?? { version: "unknown", digest: "" };
+  const message =
+    `the bootloader shows a trial of slot ${slot} started, but this agent armed none there ` +
+    `(a flag from an earlier boot, or set by hand); running slot ${running}. No verdict on ` +
+    `${ref.version}: the flag is cleared and the release is tried in its turn`;
+  return {
+    ...without(m, "trialSeenAt"),
+    lastTrial: {
+      version: ref.version,
+      digest: ref.digest,
+      slot,
+      result: "Inconclusive",
+      at,
+      reason: "TrialFlagStale",
+      message: trialMessage(message),
     },
   };
 }

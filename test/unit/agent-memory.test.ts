@@ -54,8 +54,20 @@ describe("memory transitions", () => {
     expect(fellBack(a, "b", "a", undefined, AT).lastTrial?.message).toMatch(/panicked, hung/);
   });
 
-  it("a fallback without an armed trial names the release the slot's marker holds", () => {
-    expect(fellBack(EMPTY_MEMORY, "b", "a", V1, AT).lastTrial).toMatchObject({ ...V1, slot: "b" });
+  it("a trial flag this agent never armed is stale: no verdict on the slot's release, said once", () => {
+    const m = fellBack(EMPTY_MEMORY, "b", "a", V1, AT);
+    expect(m.lastTrial).toMatchObject({
+      ...V1,
+      slot: "b",
+      result: "Inconclusive",
+      reason: "TrialFlagStale",
+    });
+    expect(m.lastTrial?.message).toMatch(
+      /^the bootloader shows a trial of slot b started, but this agent armed none there/,
+    );
+    expect(m.failed).toEqual([]);
+    // A trial armed in the other slot does not make a flag in this one ours.
+    expect(fellBack(armed(EMPTY_MEMORY, V2, "a", AT), "b", "a", V1, AT).failed).toEqual([]);
   });
 
   it("skipped remembers the release as failed once; retried forgets, once per value", () => {
