@@ -18,16 +18,14 @@ import { LAB_TIMELINE } from "./paths.js";
 
 const run = promisify(execFile);
 
-/** What a person types: `liken approve-reboot lab <machine>` (the real command). */
+/** What a person types: `liken <args>` (the real command), against the lab's API. */
+async function liken(lab: Lab, args: string[]): Promise<void> {
+  await run(process.execPath, [likenEntry(), ...args, "--kubeconfig", lab.controlPlane.kubeconfig]);
+}
+
+/** What a person types: `liken approve-reboot lab <machine>`. */
 async function approveReboot(lab: Lab, machine: string): Promise<void> {
-  await run(process.execPath, [
-    likenEntry(),
-    "approve-reboot",
-    LAB_CLUSTER,
-    machine,
-    "--kubeconfig",
-    lab.controlPlane.kubeconfig,
-  ]);
+  await liken(lab, ["approve-reboot", LAB_CLUSTER, machine]);
 }
 
 /** A 5-machine rollout finishes in well under this on 2 cores; past it the demo reports a stall. */
@@ -94,7 +92,17 @@ export async function runDemo(lab: Lab, log: (l: string) => void): Promise<strin
         releases: { catalog: [...(c.spec.releases.catalog ?? []), { version: target, digest }] },
       },
     });
-    // 3. Watch, approving Manual machines as they ask.
+    // 3. Hold one machine at its release (a disk under investigation, say): the rollout goes
+    //    on without it, and MACHINES counts it apart.
+    const held = lab.fleet[lab.fleet.length - 1]!.name;
+    log(`demo: liken machine hold ${held} --reason "the demo holds one machine"`);
+    await liken(lab, ["machine", "hold", held, "--reason", "the demo holds one machine"]);
+    // 4. Watch, approving Manual machines as they ask, until all but the held one moved.
+    await watchRollout(lab, observer, target, deadline, log, new Set([held]));
+    log(`demo: MACHINES ${observer.current().cluster?.status?.machines ?? "?"}`);
+    // 5. Release it: it catches up within the budget like any machine.
+    log(`demo: liken machine unhold ${held}`);
+    await liken(lab, ["machine", "unhold", held]);
     await watchRollout(lab, observer, target, deadline, log);
     const n = lab.fleet.length;
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
@@ -126,6 +134,8 @@ export async function watchRollout(
   target: string,
   deadline: number,
   log: (l: string) => void,
+  /** Machines a person holds: the rollout is complete without them. */
+  held: ReadonlySet<string> = new Set(),
 ): Promise<void> {
   const approved = new Set<string>();
   await until("every machine on the new release and the Cluster Ready", deadline, async () => {
@@ -150,7 +160,8 @@ export async function watchRollout(
     const done = machines.filter(
       (m) => m.status?.version === target && m.status.step === "Ready",
     ).length;
-    return cluster?.status?.phase === "Ready" && done === lab.fleet.length ? done : undefined;
+    const want = lab.fleet.length - held.size;
+    return cluster?.status?.phase === "Ready" && done === want ? done : undefined;
   }).catch((e: unknown) => {
     throw new LikenError(
       "LIKEN_LAB_DEMO_STALLED",

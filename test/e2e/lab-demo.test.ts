@@ -41,6 +41,13 @@ describe("npm run lab -- --demo", () => {
       ),
     );
     expect(code).toBe(0);
+    // A person holds node-5 at its release: the rollout completes without it, MACHINES counts
+    // it apart, and once released it takes its turn like any machine.
+    expect(stderr).toContain(
+      'demo: liken machine hold node-5 --reason "the demo holds one machine"',
+    );
+    expect(stderr).toContain("demo: MACHINES 4/4, 1 held");
+    expect(stderr).toContain("demo: liken machine unhold node-5");
 
     // What kubectl saw: never two machines Updating at once (budget 1), and every machine's
     // LIKEN moved from the first release to the target exactly once.
