@@ -150,12 +150,12 @@ describe("kubectl get machines", () => {
 
     const wide = table((await kubectl(["get", "machines", name, "-o", "wide"])).stdout);
     expect(wide[0]).toEqual(
-      "NAME CLUSTER ROLE ROLE-FROM POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT APPROVED TRIAL CERT-EXPIRES".split(
+      "NAME CLUSTER ROLE ROLE-FROM POLICY NODE LIKEN STATUS PROGRESS AGE TARGET STAGED SLOT HELD-BY APPROVED TRIAL CERT-EXPIRES".split(
         " ",
       ),
     );
-    // Nothing staged, nothing approved, no certificate of its own yet: those cells stay empty.
-    expect(wide[1]?.slice(10)).toEqual(["2026.10.12-001", "", "a", "", "Succeeded", ""]);
+    // Nothing staged, not held, nothing approved, no certificate of its own yet: empty cells.
+    expect(wide[1]?.slice(10)).toEqual(["2026.10.12-001", "", "a", "", "", "Succeeded", ""]);
 
     // A certificate that still holds reads as its expiry, not as kubectl's <invalid> for a
     // date column in the future (issue 42, item 3).
@@ -165,7 +165,7 @@ describe("kubectl get machines", () => {
       status: { ...m.status, certificateExpiry: expiry },
     });
     const withCert = table((await kubectl(["get", "machines", name, "-o", "wide"])).stdout);
-    expect(withCert[1]?.[15]).toBe(expiry);
+    expect(withCert[1]?.[16]).toBe(expiry);
   });
 });
 
