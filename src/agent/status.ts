@@ -226,6 +226,7 @@ export function machineStatus(
     ...optional("updateStage", dec.stage),
     ...optional("target", o.target),
     bootedSlot: o.running.slot,
+    bootId: o.bootId,
     slots: [o.running, o.other]
       .map((v) => slotStatus(v, o, v === o.running))
       // By code point, not localeCompare: the names are "a" and "b", and a collator would

@@ -138,6 +138,7 @@ export const MACHINE_STATUS_BOUNDS: Bounds = {
   "postPromotionHealth.bootID": text(64),
   "postPromotionHealth.gate": text(128),
   "postPromotionHealth.message": text(4096),
+  bootId: text(64),
   blockingPods: list(8),
   "blockingPods[]": text(317),
   "drainBlocker.pod": text(317),

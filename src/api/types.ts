@@ -1146,6 +1146,8 @@ export interface MachineStatus {
   /** The Cluster target the agent works towards, as it last read it. */
   target?: ReleaseRef;
   bootedSlot?: SlotName;
+  /** The boot the agent reports from; evidence needs the Node to name the same one. */
+  bootId?: string;
   slots?: SlotStatus[];
   staged?: StagedRelease;
   progress?: DownloadProgress;

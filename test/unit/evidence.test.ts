@@ -116,6 +116,17 @@ describe("status.evidence (operator/evidence.ts)", () => {
       [{ ...V2, provenMachines: 0 }],
     ],
     [
+      "a Node whose bootID is not the boot the machine reports from proves nothing",
+      {
+        target: V2,
+        machines: [
+          machine("a", { ...V2, step: "Ready", bootId: "boot-2" }),
+          machine("b", { ...V2, step: "Ready", bootId: "boot-1" }),
+        ],
+      },
+      [{ ...V2, provenMachines: 1 }],
+    ],
+    [
       "a machine that reports no digest proves no build of its version",
       { target: V2, machines: [machine("a", { version: V2.version, step: "Ready" })] },
       [{ ...V2, provenMachines: 0 }],

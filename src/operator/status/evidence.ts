@@ -48,7 +48,7 @@ function proves(m: Machine, r: ReleaseRef, i: EvidenceInput): boolean {
     s.digest === r.digest &&
     s.step === "Ready" &&
     !i.lost.has(m.metadata.name) &&
-    nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime()) === undefined
+    nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime(), m.status?.bootId) === undefined
   );
 }
 
@@ -90,7 +90,7 @@ export function uncountedNote(i: EvidenceInput, r: ReleaseRef): string | undefin
     const s = m.status ?? {};
     if (s.version !== r.version || s.digest !== r.digest || s.step !== "Ready") continue;
     if (i.lost.has(m.metadata.name)) continue;
-    const why = nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime());
+    const why = nodeBootFault(i.nodes.get(m.spec.nodeName), i.now.getTime(), m.status?.bootId);
     if (why !== undefined) faults.push([m.metadata.name, why]);
   }
   const first = faults[0];

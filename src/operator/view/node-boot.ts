@@ -41,10 +41,22 @@ export function nodeBootOf(n: V1Node, readAt: number): NodeBoot {
   };
 }
 
-/** Why the Node proves nothing now, or undefined when a kubelet runs on it in a boot. */
-export function nodeBootFault(b: NodeBoot | undefined, now: number): string | undefined {
+/**
+ * Why the Node proves nothing now, or undefined when a kubelet runs on it in the machine's boot.
+ * `machineBoot` is the boot the agent reports from (status.bootId; absent from an agent older
+ * than the field): the Node must name that very boot, so a kubelet's status from before the
+ * machine's last reboot proves nothing of the release it runs now.
+ */
+export function nodeBootFault(
+  b: NodeBoot | undefined,
+  now: number,
+  machineBoot?: string,
+): string | undefined {
   if (b === undefined) return "its Node was not read (it may not exist)";
   if (b.bootID === "") return "its Node carries no bootID (no kubelet posted its status)";
+  if (machineBoot !== undefined && machineBoot !== b.bootID) {
+    return `its Node shows boot ${b.bootID}, the machine runs boot ${machineBoot} (no kubelet posted this boot)`;
+  }
   if (b.ready !== "True") return `its Node is not Ready (${b.ready ?? "no Ready condition"})`;
   if (now - b.readAt > NODE_BOOT_FRESH_MS) return "its Node was not read recently";
   return undefined;
