@@ -11,6 +11,11 @@ export type OperatorCode =
   | "LIKEN_OPERATOR_ALREADY_REVERTING"
   /** `liken rollout revert` with no known good release other than the one to leave. */
   | "LIKEN_OPERATOR_NO_KNOWN_GOOD"
+  /**
+   * `liken rollout revert` of a release held by a rule a revert does not lift (its trust, its
+   * evidence, a follower's floor, a revocation): the hold names what does.
+   */
+  | "LIKEN_OPERATOR_REVERT_NOT_APPLICABLE"
   /** `liken rollout unrevoke` of a release that is not revoked. */
   | "LIKEN_OPERATOR_NOT_REVOKED";
 

@@ -251,9 +251,13 @@ function choiceHold(
       hold: {
         rule: "BelowTaken",
         releases: [chosen, i.taken],
+        // Not `liken rollout revert`: a revert leaves the chosen release, and here that is the
+        // older one the fleet does not run (issue 48, defect 6). A person goes down by a pin.
         message:
           `following would move the fleet from ${i.taken.version} down to ${chosen.version}: a follower never goes ` +
-          `below the release it took; only a person's revert goes down (\`liken rollout revert CLUSTER\`).`,
+          `below the release it took. To move on, publish a release newer than ${i.taken.version} ` +
+          `(\`liken release channel add\`); to go down to ${chosen.version}, a person pins it: remove ` +
+          `spec.releases.trust.follow and set spec.version to ${chosen.version} (kubectl edit cluster CLUSTER).`,
       },
     };
   }

@@ -4,7 +4,7 @@
 // revert in force. The agent reads the same (target/view.ts), without a clock: expiry is the
 // operator's to judge, and it takes status.trust.target away when it does.
 import { sameRelease, type Cluster, type ReleaseRef } from "../api/types.js";
-import type { Recall, ReleaseInput, TrustInput } from "./decide.js";
+import { recallOf, type Recall, type ReleaseInput, type TrustInput } from "./decide.js";
 
 /** ChannelTrusted reasons of a verified channel that withholds the choice (not a refusal). */
 const VERDICTS: ReadonlySet<string> = new Set([
@@ -29,10 +29,22 @@ export function channelChoice(c: Cluster): ReleaseRef | undefined {
   const spec = c.spec.releases.trust;
   const st = c.status?.trust;
   if (spec === undefined || st === undefined || st.rootDigest !== spec.rootDigest) return undefined;
-  const r = st.target ?? st.taken;
+  const r = st.target ?? st.taken ?? revertedRecall(c);
   if (r === undefined) return undefined;
   if (spec.follow === undefined && r.version !== c.spec.version) return undefined;
   return { version: r.version, digest: r.digest };
+}
+
+/**
+ * A Cluster whose trust status began after the channel recalled the release its machines run
+ * took nothing; the operator then starts a revert from what the Machines run
+ * (src/operator/revert/running.ts). That recalled release is what the revert leaves, so it is
+ * the choice while nothing else is: without it the revert would never be in force (issue 48,
+ * defect 7). Only a release the channel recalled: no other record stands in for a choice.
+ */
+function revertedRecall(c: Cluster): ReleaseRef | undefined {
+  const from = c.status?.revert?.from;
+  return recallOf(recallsOf(c), from) === undefined ? undefined : from;
 }
 
 /** The choice of spec.version or follow, in the Cluster's trust mode, before any rule. */

@@ -317,7 +317,7 @@ describe("decideRelease: one table", () => {
       "the choice is below the release taken (follow)",
       input({ chosen: V1, taken: V2 }),
       "hold BelowTaken",
-      [V1.version, V2.version, "revert"],
+      [V1.version, V2.version, "spec.version", "liken release channel add"],
     ],
     [
       "below taken, by spec.version (a person)",

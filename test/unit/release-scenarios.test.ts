@@ -3,22 +3,12 @@
 // 2.6 (a clock that ran ahead) is in test/unit/release-decide.test.ts (clockVerdict) and
 // test/integration/operator-trust.test.ts; 2.3's condition on the real channel too.
 import { describe, expect, it } from "vitest";
-import type {
-  Cluster,
-  ClusterCondition,
-  ClusterStatus,
-  Machine,
-  RevertRecord,
-  TrustStatus,
-} from "../../src/api/types.js";
-import { decide, type Decision } from "../../src/operator/decide/decide.js";
-import type { FloorRead } from "../../src/release-decision/decide.js";
+import type { Cluster, ClusterStatus, Machine, RevertRecord } from "../../src/api/types.js";
+import { decide } from "../../src/operator/decide/decide.js";
 import { decideFollow } from "../../src/operator/channel/follow.js";
 import type { ChannelRelease } from "../../src/verify/tuf-target.js";
 import {
-  D1,
   D2,
-  D3,
   NOW,
   SETTINGS,
   V1,
@@ -32,46 +22,18 @@ import {
   withSpec,
   cluster as pinnedCluster,
 } from "./operator-fixtures.js";
-
-const ROOT = `sha256:${"f".repeat(64)}`;
-const R1 = { version: V1, digest: D1 };
-const R2 = { version: V2, digest: D2 };
-const R3 = { version: V3, digest: D3 };
-const NO_FLOORS = new Map<string, FloorRead>([
-  [D2, { kind: "read" }],
-  [D3, { kind: "read" }],
-]);
-
-const condition = (
-  type: ClusterCondition["type"],
-  status: "True" | "False",
-  reason: string,
-  message = "m",
-): ClusterCondition =>
-  ({ type, status, reason, message, lastTransitionTime: iso(NOW, -600) }) as ClusterCondition;
-
-/** A Cluster following a signed channel, with this trust status and the rest of `status`. */
-function following(
-  trust: Omit<TrustStatus, "mode" | "rootDigest">,
-  status: ClusterStatus = {},
-): Cluster {
-  const c = pinnedCluster({ version: null, status });
-  c.spec.releases = {
-    source: "http://127.0.0.1:1/",
-    trust: { mode: "channel", channel: "stable", rootDigest: ROOT, follow: {} },
-  };
-  c.status = {
-    ...c.status,
-    trust: {
-      mode: "channel",
-      rootDigest: ROOT,
-      verifiedAt: iso(NOW, -60),
-      expiresAt: iso(NOW, 86_400),
-      ...trust,
-    },
-  };
-  return c;
-}
+import {
+  NO_FLOORS,
+  R1,
+  R2,
+  R3,
+  asksFor,
+  condition,
+  following,
+  granted,
+  reverted,
+  run,
+} from "./release-fixtures.js";
 
 const revertRecord = (from = R2, to = R1): RevertRecord => ({
   from,
@@ -83,27 +45,6 @@ const revertRecord = (from = R2, to = R1): RevertRecord => ({
   at: iso(NOW, -300),
 });
 const revokedEntry = (r = R2) => ({ ...r, reason: "RevertedOnFailedTrials", at: iso(NOW, -300) });
-
-/** A machine on `on` whose other slot holds `to`, asking for a turn to it. */
-const asksFor = (
-  name: string,
-  on: { version: string; digest: string },
-  to: { version: string; digest: string },
-): Machine =>
-  machine(name, {
-    spec: { rebootPolicy: "Auto" },
-    status: {
-      ...on,
-      step: "UpdatePending",
-      staged: { ...to, slot: "a", at: iso(NOW, -120) },
-      turnRequest: { ...to, at: iso(NOW, -120) },
-    },
-  });
-
-const run = (c: Cluster, ms: Machine[], floors = NO_FLOORS): Decision =>
-  decide({ ...observed(c, ms), floors }, SETTINGS);
-const reverted = (d: Decision) => d.status.conditions?.find((c) => c.type === "Reverted");
-const granted = (d: Decision) => d.grants.map((g) => `${g.machine}->${g.version}`);
 
 describe("2.1 a recall of the release reverted FROM", () => {
   // The fleet reverts V2 to V1; one machine is back on V1, one still on V2 asks for V1. Then

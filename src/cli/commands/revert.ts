@@ -4,9 +4,8 @@
 // decides the rest (src/operator/revert/revert.ts).
 import type { Command } from "commander";
 import { isConflict, type Cluster, type LikenApi } from "../../api/index.js";
-import { specTarget, targetView } from "../../release-decision/view.js";
 import { OperatorError, type OperatorCode } from "../../operator/errors.js";
-import { revertTargetOf } from "../../operator/revert/revert.js";
+import { revertRequestOf, unrevokeRequestOf } from "./revert-request.js";
 import { rfc3339 } from "../../api/time.js";
 import {
   isFleetSwitch,
@@ -127,43 +126,18 @@ async function revert(cluster: string, o: { kubeconfig?: string; reason?: string
   const { api, by } = await asPerson(o.kubeconfig);
   checkReason(o.reason, "revertRequest");
   const done = await guarded(api, cluster, async (c) => {
-    const from = specTarget(c);
-    if (from === undefined) {
-      throw usage(
-        "LIKEN_OPERATOR_USAGE",
-        `Cluster ${cluster} has no spec.version in its catalog: nothing to revert`,
-      );
-    }
-    const view = targetView(c);
-    // A revert in force, also one that waits on a hold (RevertHeld): it is recorded already.
-    const inForce =
-      view.kind === "revert" ? view.revert : view.kind === "held" ? view.revert : undefined;
-    if (inForce !== undefined) {
-      throw usage(
-        "LIKEN_OPERATOR_ALREADY_REVERTING",
-        `Cluster ${cluster} already reverts ${from.version} to ${inForce.to.version} (since ${inForce.at}, by ${inForce.by}); watch with liken status ${cluster}`,
-      );
-    }
-    const to = revertTargetOf(c, from);
-    if (to === undefined) {
-      throw usage(
-        "LIKEN_OPERATOR_NO_KNOWN_GOOD",
-        `Cluster ${cluster} knows no good release other than ${from.version} (status.lastKnownGood ${c.status?.lastKnownGood?.version ?? "unset"}): nothing to go back to. Set spec.version to a release you trust instead. Nothing was written`,
-      );
-    }
-    const revertRequest = {
-      version: from.version,
-      digest: from.digest,
-      ...(o.reason === undefined ? {} : { reason: o.reason }),
+    const machines = (await api.machines.list({ fieldSelector: `spec.cluster=${cluster}` })).items;
+    const ask = revertRequestOf(c, machines, {
       by,
       at: rfc3339(new Date()),
-    };
+      ...(o.reason === undefined ? {} : { reason: o.reason }),
+    });
     await api.clusters.patch(
       cluster,
-      { spec: { rollout: { revertRequest } } },
+      { spec: { rollout: { revertRequest: ask.request } } },
       { resourceVersion: c.metadata.resourceVersion! },
     );
-    return { from, to };
+    return ask;
   });
   process.stdout.write(
     `asked cluster-operator to revert ${done.from.version} to ${done.to.version} in Cluster ${cluster} as ${by}\n` +
@@ -207,35 +181,20 @@ async function unrevoke(
   const { api, by } = await asPerson(o.kubeconfig);
   checkReason(o.reason, "unrevoke");
   const entry = await guarded(api, cluster, async (c) => {
-    const e = revokedEntry(c, version);
-    const unrevoke = {
-      version: e.version,
-      digest: e.digest,
-      ...(o.reason === undefined ? {} : { reason: o.reason }),
+    const unrevoke = unrevokeRequestOf(c, version, {
       by,
       at: rfc3339(new Date()),
-    };
+      ...(o.reason === undefined ? {} : { reason: o.reason }),
+    });
     await api.clusters.patch(
       cluster,
       { spec: { rollout: { unrevoke } } },
       { resourceVersion: c.metadata.resourceVersion! },
     );
-    return e;
+    return unrevoke;
   });
   process.stdout.write(
     `cleared the revocation of ${entry.version} in Cluster ${cluster} as ${by} (spec.rollout.unrevoke): ` +
       `cluster-operator removes it from status.revokedReleases and spec.version may name it again\n`,
   );
-}
-
-function revokedEntry(c: Cluster, version: string): { version: string; digest: string } {
-  const entry = c.status?.revokedReleases?.find((x) => x.version === version);
-  if (entry === undefined) {
-    const list = (c.status?.revokedReleases ?? []).map((x) => x.version).join(", ") || "none";
-    throw usage(
-      "LIKEN_OPERATOR_NOT_REVOKED",
-      `${version} is not revoked in Cluster ${c.metadata.name} (revoked: ${list}); nothing was written`,
-    );
-  }
-  return entry;
 }

@@ -23,6 +23,7 @@ import { type RevertInput, type RevertOutcome, type Trigger } from "./input.js";
 import { isRevoked, knownGoodOf, revertTargetOf, withdrawnProven } from "./known-good.js";
 import { automatic, queryWantedOf, requested } from "./triggers.js";
 import { cond, endedCondition, inForceCondition, recordReasonOf } from "./condition.js";
+import { recalledRunning } from "./running.js";
 
 // The revert's parts, as the operator, the CLI and the tests name them.
 export type { Retarget, RevertCondition, RevertInput, RevertOutcome } from "./input.js";
@@ -51,7 +52,7 @@ export function revertOf(input: RevertInput): RevertOutcome {
   };
   switch (view.kind) {
     case "none":
-      return { ...base, condition: endedCondition(i, status.revert) };
+      return noneChosen(i, base);
     case "revert":
       return { ...base, condition: inForceCondition(view.revert) };
     case "revoked":
@@ -65,6 +66,18 @@ export function revertOf(input: RevertInput): RevertOutcome {
       throw new Error(`unknown target view ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * Nothing chosen. On a channel-mode Cluster that never took the release its machines run
+ * because the channel recalled it first, that release is still what a revert leaves: the
+ * revert is decided from what the Machines run (running.ts), as for a recall of a release
+ * taken. Otherwise a revert recorded has ended.
+ */
+function noneChosen(i: RevertInput, base: RevertOutcome): RevertOutcome {
+  const running = recalledRunning(i.cluster, i.machines);
+  if (running !== undefined) return wantRevert(i, running, base);
+  return { ...base, condition: endedCondition(i, i.cluster.status?.revert) };
 }
 
 /**
@@ -83,7 +96,10 @@ export function heldRevert(
   const r = view.revert;
   if (r === undefined) {
     if (REVERTIBLE.has(view.hold.rule)) return wantRevert(i, view.from, base);
-    return { ...base, condition: endedCondition(i, i.cluster.status?.revert) };
+    return {
+      ...base,
+      condition: unliftedRequest(i, view) ?? endedCondition(i, i.cluster.status?.revert),
+    };
   }
   if (view.hold.rule !== "RevertTargetWithdrawn") {
     return { ...base, condition: cond("False", "RevertHeld", `${view.hold.message}.`) };
@@ -119,6 +135,23 @@ export function heldRevert(
     condition: inForceCondition(retargeted),
     retargeted: { revert: retargeted, was: r.to, why },
   };
+}
+
+/**
+ * A request (GitOps writes the field too; the CLI refuses it) to revert a release held by a rule
+ * a revert does not lift: said on the Cluster, with what the hold names, never dropped silently.
+ */
+function unliftedRequest(
+  i: RevertInput,
+  view: Extract<TargetView, { kind: "held" }>,
+): RevertOutcome["condition"] {
+  const req = i.cluster.spec.rollout?.revertRequest;
+  if (req === undefined || !sameRelease(req, view.from)) return undefined;
+  const hold = view.hold.message.replaceAll("CLUSTER", i.cluster.metadata.name);
+  const msg =
+    `spec.rollout.revertRequest names ${req.version}, held by ${view.hold.rule}, and a revert does not lift that hold: ` +
+    `nothing is reverted. ${hold}`;
+  return cond("False", "RevertHeld", msg);
 }
 
 /**
