@@ -28,13 +28,12 @@ import {
   bootFilesStarted,
   disarmed,
   disarming,
-  fellBack,
   gaveUp,
   notArmed,
-  notTaken,
   promoted,
   turnGivenBack,
 } from "./memory.js";
+import { fellBack, notTaken } from "./memory-verdicts.js";
 import type { Observed } from "./decision.js";
 import { phaseTimeoutMs } from "./phases.js";
 import type { CheckVerdict } from "./step-verdicts.js";
@@ -238,7 +237,7 @@ export class Actions {
     const { memory, store, bootloader, log } = this.p;
     const marker = o.other.slot === slot ? o.other.release : undefined;
     const at = rfc3339(new Date());
-    // A flag this agent did not arm is stale (memory.ts staleTrialFlag): the staged slot is
+    // A flag this agent did not arm is stale (memory-verdicts.ts staleTrialFlag): the staged slot is
     // not what fell back, so it is kept; only the flag goes.
     const ours = memory.now.trial?.slot === slot;
     await memory.update((m) => fellBack(m, slot, o.running.slot, marker, at));

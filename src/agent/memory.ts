@@ -17,7 +17,7 @@ import { FAILED_RELEASES_MAX_ITEMS } from "../api/types.js";
 import { MACHINE_STATUS_BOUNDS, maxLengthOf, truncate } from "../api/bounds.js";
 import { writeFileAtomic } from "../slots/atomic.js";
 import { TRIAL_NOT_ARMED } from "./arming.js";
-import { trialVerdict, type GiveUpReason } from "./give-up.js";
+import type { GiveUpReason } from "./give-up.js";
 import { withSeen } from "./rejoin.js";
 
 export interface Memory {
@@ -148,7 +148,7 @@ export function rememberFailed(list: FailedRelease[], f: FailedRelease): FailedR
 }
 
 /** Memory without the given keys (a copy; the old object is left as it was). */
-function without(m: Memory, ...keys: (keyof Memory)[]): Memory {
+export function without(m: Memory, ...keys: (keyof Memory)[]): Memory {
   const copy = { ...m };
   for (const k of keys) delete copy[k];
   return copy;
@@ -226,7 +226,7 @@ export function bootFilesRefused(
  * went wrong (every mismatched artifact, a health check's output) and persisted: one character
  * too many would have the API server refuse every later status write of this machine.
  */
-function trialMessage(message: string): string {
+export function trialMessage(message: string): string {
   return truncate(message, maxLengthOf(MACHINE_STATUS_BOUNDS, "lastTrial.message"));
 }
 
@@ -380,153 +380,6 @@ export function promoted(
       at,
       reason: "Promoted",
       message: `booted slot ${slot} once, rejoined the cluster; it is the default now`,
-    },
-  };
-}
-
-/**
- * The bootloader started the trial of `slot` and the machine came back on `running`. The
- * release is the one armed for that slot, else what the slot's marker says it holds.
- */
-export function fellBack(
-  m: Memory,
-  slot: SlotName,
-  running: SlotName,
-  marker: ReleaseRef | undefined,
-  at: string,
-): Memory {
-  if (reportedBefore(m, slot, marker)) return m;
-  const t = m.trial?.slot === slot ? m.trial : undefined;
-  if (t === undefined) return staleTrialFlag(m, slot, running, marker, at);
-  const release = t;
-  const ref = { version: release.version, digest: release.digest };
-  const how =
-    t.gaveUp ??
-    "the trial boot panicked, hung until the watchdog reset it, or did not rejoin in time";
-  const message =
-    `the bootloader started the trial of ${ref.version} in slot ${slot}` +
-    ` (armed ${t.armedAt}) and the machine came back on slot ${running}: ${how}`;
-  const reason = t.gaveUpReason ?? "TrialFellBack";
-  // A failure to look (give-up.ts) is not a verdict: not remembered, so tried again; the
-  // second such trial of the release in a row is.
-  const verdict = trialVerdict(t.gaveUpReason, ref.digest, m.lastTrial);
-  return {
-    ...without(m, "trial", "trialSeenAt"),
-    failed: verdict ? rememberFailed(m.failed, { ...ref, at, reason }) : m.failed,
-    lastTrial: {
-      ...ref,
-      slot,
-      result: verdict ? "Failed" : "Inconclusive",
-      at,
-      reason,
-      message: trialMessage(message + unobservedAgain(verdict, reason)),
-    },
-  };
-}
-
-/**
- * The bootloader shows a trial of `slot` started, and this agent recorded no trial armed there
- * (it records one before every arm): a flag left by an earlier boot, a restored state partition
- * or a hand edit, not a trial of what the slot holds now. No verdict on that release: blaming
- * it would fail an update that never ran (kairos #4303: a stale trial flag made the next update
- * fall back). Said once, as an Inconclusive trial; the action clears the flag.
- */
-function staleTrialFlag(
-  m: Memory,
-  slot: SlotName,
-  running: SlotName,
-  marker: ReleaseRef | undefined,
-  at: string,
-): Memory {
-  const ref = marker ?? { version: "unknown", digest: "" };
-  const message =
-    `the bootloader shows a trial of slot ${slot} started, but this agent armed none there ` +
-    `(a flag from an earlier boot, or set by hand); running slot ${running}. No verdict on ` +
-    `${ref.version}: the flag is cleared and the release is tried in its turn`;
-  return {
-    ...without(m, "trialSeenAt"),
-    lastTrial: {
-      version: ref.version,
-      digest: ref.digest,
-      slot,
-      result: "Inconclusive",
-      at,
-      reason: "TrialFlagStale",
-      message: trialMessage(message),
-    },
-  };
-}
-
-/** Said of the second TrialUnobserved trial of a release in a row (give-up.ts trialVerdict). */
-function unobservedAgain(verdict: boolean, reason: string): string {
-  if (!verdict || reason !== "TrialUnobserved") return "";
-  return (
-    "; the second trial of this release in a row that could not read its Node, while the " +
-    "old release can: remembered as failed until liken.sh/retry"
-  );
-}
-
-/**
- * The fallback of `slot` is already reported: redone after a crash before the disarm, with the
- * trial record gone. The report keeps the reason the trial boot gave (an Inconclusive one must
- * not turn into a TrialFellBack verdict now). The slot is withdrawn by then (no marker) or
- * still names the reported release.
- */
-function reportedBefore(m: Memory, slot: SlotName, marker: ReleaseRef | undefined): boolean {
-  const last = m.lastTrial;
-  if (m.trial?.slot === slot || last?.slot !== slot || last.result === "Succeeded") return false;
-  return marker === undefined || marker.digest === last.digest;
-}
-
-/** What the agent saw when the bootloader did not take a trial: for the report. */
-export interface NotTakenSeen {
-  /** The bootloader backend (grub, systemd-boot). */
-  backend: string;
-  /** The slot that booted instead. */
-  running: SlotName;
-  /** The boot-once state as the bootloader shows it (BootRecord.shows). */
-  shows: string | undefined;
-}
-
-/** What to check, per backend, when a trial was not taken (docs/machine.md says more). */
-const NOT_TAKEN_CHECK: Readonly<Record<string, string>> = {
-  grub:
-    "check that GRUB boots liken's grub.cfg (not one regenerated by the distribution) and can " +
-    "write the environment (save_env: the ESP must be FAT, not on RAID or LVM; a locked-down " +
-    "Secure Boot GRUB may refuse it)",
-  "systemd-boot":
-    "check that systemd-boot is the boot manager the firmware starts (bootctl status, " +
-    "efibootmgr), its version, and that LoaderEntryOneShot names an entry it lists (bootctl list)",
-};
-
-/**
- * A later boot found the trial armed and not started: the bootloader did not take it. Remembered
- * as failed (so the agent does not arm and reboot again) and reported; the armed trial is kept
- * until the bootloader is disarmed (disarmed()), so a crash in between repeats this step, once.
- */
-export function notTaken(m: Memory, seen: NotTakenSeen, at: string): Memory {
-  const t = m.trial;
-  if (t === undefined) return m;
-  const reason = "TrialNotTaken";
-  const ref = { version: t.version, digest: t.digest };
-  const last = m.lastTrial;
-  if (last?.reason === reason && last.digest === t.digest && last.at >= t.armedAt) return m;
-  const check = NOT_TAKEN_CHECK[seen.backend] ?? "check the bootloader's configuration";
-  const message =
-    `${seen.backend} did not take the trial of ${ref.version} in slot ${t.slot} (armed ` +
-    `${t.armedAt}): the machine rebooted and booted slot ${seen.running} again` +
-    `${seen.shows ? ` (${seen.shows})` : ""}; the trial is disarmed and not tried again ` +
-    `until liken.sh/retry; ${check}`;
-  return {
-    ...m,
-    failed: rememberFailed(m.failed, { ...ref, at, reason }),
-    lastTrial: {
-      ...ref,
-      slot: t.slot,
-      result: "Failed",
-      at,
-      reason,
-      message: trialMessage(message),
     },
   };
 }

@@ -141,7 +141,7 @@ function trialFailed(w: World, s: Sim, slot: Slot): void {
     } as never;
     s.status = { ...s.status, lastTrial }; // a new object: the old one may be stored
   }
-  // As memory.ts (fellBack, notTaken): the drain is remembered until the turn is given
+  // As memory-verdicts.ts (fellBack, notTaken): the drain is remembered until the turn is given
   // back, which the agent does once this boot rejoined (steps.ts giveBack).
   s.boot.started = null;
   s.memory.armed = undefined;

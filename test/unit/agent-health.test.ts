@@ -18,7 +18,8 @@ import {
   type PodView,
 } from "../../src/agent/health.js";
 import { COMMAND_OUTPUT_CAP_BYTES, runHealthCommand } from "../../src/agent/health-run.js";
-import { EMPTY_MEMORY, armed, fellBack, gaveUp } from "../../src/agent/memory.js";
+import { EMPTY_MEMORY, armed, gaveUp } from "../../src/agent/memory.js";
+import { fellBack } from "../../src/agent/memory-verdicts.js";
 import { DEFAULT_TIMEOUTS, decide, type Observed } from "../../src/agent/steps.js";
 import type { AgentSlotsConfig } from "../../src/slots/config.js";
 import { V1, V2, observed } from "./agent-fixtures.js";

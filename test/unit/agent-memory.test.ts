@@ -6,10 +6,8 @@ import {
   disarming,
   drained,
   EMPTY_MEMORY,
-  fellBack,
   gaveUp,
   notArmed,
-  notTaken,
   promoted,
   retried,
   skipped,
@@ -17,6 +15,7 @@ import {
   turnGivenBack,
   type Memory,
 } from "../../src/agent/memory.js";
+import { fellBack, notTaken } from "../../src/agent/memory-verdicts.js";
 import { V1, V2 } from "./agent-fixtures.js";
 
 const AT = "2026-12-02T12:00:00Z";

@@ -1,10 +1,11 @@
 // "Rejoined means this boot" (src/agent/rejoin.ts) and what a trial boot does with it
 // (steps.ts decideOnTrial), the trial boot whose release is no longer the target, and the
-// report of a trial given up without a verdict (memory.ts fellBack, operator/brake.ts).
+// report of a trial given up without a verdict (memory-verdicts.ts fellBack, operator/brake.ts).
 import { describe, expect, it } from "vitest";
 import type { Machine } from "../../src/api/types.js";
 import { isVerdict, GIVE_UP_REASONS } from "../../src/agent/give-up.js";
-import { armed, EMPTY_MEMORY, fellBack, gaveUp, nodeBootSeen } from "../../src/agent/memory.js";
+import { armed, EMPTY_MEMORY, gaveUp, nodeBootSeen } from "../../src/agent/memory.js";
+import { fellBack } from "../../src/agent/memory-verdicts.js";
 import {
   HEARTBEAT_SLACK_MS,
   SEEN_BOOT_IDS_MAX,
