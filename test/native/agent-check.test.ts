@@ -109,7 +109,8 @@ async function machine(
   const actions = armingActions(cfg, bootloader, memory, {
     store,
     // The record's fields do not matter here, only whether there is one (and no drain pause).
-    turnHeld: () => Promise.resolve(turn.ok ? { ok: true, value: turn.value ? TURN : undefined } : turn),
+    turnHeld: () =>
+      Promise.resolve(turn.ok ? { ok: true, value: turn.value ? TURN : undefined } : turn),
     pause: (ms) => {
       paused.push(ms);
       return Promise.resolve();

@@ -127,7 +127,13 @@ export function armingActions(
     turnHeld: () =>
       Promise.resolve({
         ok: true,
-        value: { machine: "m", grantedAt: "2026-12-07T00:00:00Z", grantedBy: "t", leader: false, version: "v" },
+        value: {
+          machine: "m",
+          grantedAt: "2026-12-07T00:00:00Z",
+          grantedBy: "t",
+          leader: false,
+          version: "v",
+        },
       }),
     reportRebooting: () => Promise.resolve(),
     signal: new AbortController().signal,

@@ -162,7 +162,10 @@ describe("beforeDrain: the turn read again right before the drain", () => {
     {
       turn: paused,
       stopping: false,
-      want: { kind: "stand-down", why: "the turn is paused before its drain: budget full: no drain" },
+      want: {
+        kind: "stand-down",
+        why: "the turn is paused before its drain: budget full: no drain",
+      },
     },
   ])("$turn.kind, stopping $stopping: $want.kind", ({ turn, stopping, want }) => {
     expect(beforeDrain(turn, stopping, false)).toEqual(want);
