@@ -109,13 +109,14 @@ export class Observer {
     const other = await this.slotView(otherSlot(runningSlot));
     const mem = memory.now; // after nodeBootSeen, so this tick's bootID is among those seen
     const staged = turnRelease({ boot, running, other });
+    const target = targetOf(api?.cluster);
     const o: Observed = {
       now: bootClockMs(),
       apiReachable: api !== undefined,
       boot,
       running,
       other,
-      target: targetOf(api?.cluster),
+      target,
       ...peopleOf(machine),
       // A turn given back on a drain timeout is not held, though its record may linger.
       turn: heldTurn(findTurn(api?.cluster, cfg.machine, staged)?.grantedAt, mem.drainTimedOut),
@@ -127,7 +128,7 @@ export class Observer {
       ...(mem.drainBegunDigest !== undefined ? { drainBegunDigest: mem.drainBegunDigest } : {}),
       ...takenBackOf(api?.cluster, cfg.machine),
       ...turnPausedOf(api?.cluster, cfg.machine, staged),
-      ...(await this.blockingOf(api?.cluster, other, mem)),
+      ...(await this.blockingOf(api?.cluster, target, other, mem)),
       bootFilesDue: bootFilesDue(this.p.bootloader, other, mem),
       ...nodeObserved(cfg.nodeName, node, mem),
       trialSeenAt: mem.trialSeenAt,
@@ -186,10 +187,10 @@ export class Observer {
    */
   private async blockingOf(
     cluster: Cluster | undefined,
+    target: ReleaseRef | undefined,
     other: SlotView,
     mem: Memory,
   ): Promise<{ blocking?: Blocking }> {
-    const target = targetOf(cluster);
     const waiting =
       other.state === "staged" &&
       sameRelease(other.release, target) &&

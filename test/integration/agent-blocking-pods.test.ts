@@ -7,24 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Rest, loadRestConfig } from "../../src/api/rest.js";
 import type { BlockingPods as Spec, Cluster } from "../../src/api/types.js";
 import { BlockingPods } from "../../src/agent/blocking-pods.js";
-import { createKwokNode, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { dropKwokPods, kwokPods } from "../support/kwok-pods.js";
 
 const NODE = uniqueName("bp-node");
 const OTHER = uniqueName("bp-other");
 const NS = uniqueName("bp");
-
-function pod(name: string, node: string, labels: Record<string, string>): string {
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: NS, labels },
-    spec: {
-      nodeName: node,
-      tolerations: [{ operator: "Exists" }],
-      containers: [{ name: "main", image: "registry.example/x:1" }],
-    },
-  });
-}
 
 const clusterWith = (blockingPods: Spec[]): Cluster => ({
   apiVersion: "liken.sh/v1alpha1",
@@ -44,36 +32,18 @@ describe("blocking pods on the real API server", () => {
     });
 
   beforeAll(async () => {
-    await createKwokNode(NODE);
-    await createKwokNode(OTHER);
-    expect((await kubectl(["create", "namespace", NS])).code).toBe(0);
-    for (const p of [
-      pod("backup-1", NODE, { app: "backup" }),
-      pod("backup-2", OTHER, { app: "backup" }),
-      pod("web-1", NODE, { app: "web" }),
-    ]) {
-      const r = await kubectl(["apply", "-f", "-"], { input: p });
-      expect(r.code, r.stderr).toBe(0);
-    }
-    await waitFor(
-      "kwok runs the pods",
-      async () => {
-        const r = await kubectl([
-          "get",
-          "pods",
-          "-n",
-          NS,
-          "-o",
-          "jsonpath={.items[*].status.phase}",
-        ]);
-        return r.stdout.split(" ").filter((p) => p === "Running").length === 3;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
+    await kwokPods(
+      NS,
+      [NODE, OTHER],
+      [
+        { name: "backup-1", node: NODE, labels: { app: "backup" } },
+        { name: "backup-2", node: OTHER, labels: { app: "backup" } },
+        { name: "web-1", node: NODE, labels: { app: "web" } },
+      ],
     );
   }, 120_000);
   afterAll(async () => {
-    await kubectl(["delete", "namespace", NS, "--wait=false"]);
-    await kubectl(["delete", "node", NODE, OTHER, "--wait=false"]);
+    await dropKwokPods(NS, [NODE, OTHER]);
   });
 
   it("names a matching pod on this node; one on another node does not count", async () => {

@@ -7,24 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Rest, loadRestConfig } from "../../src/api/rest.js";
 import type { Cluster, HealthPods } from "../../src/api/types.js";
 import { HealthGates } from "../../src/agent/health-run.js";
-import { createKwokNode, kubeconfigPath, kubectl, uniqueName, waitFor } from "../support/kube.js";
+import { kubeconfigPath, uniqueName } from "../support/kube.js";
+import { dropKwokPods, kwokPods } from "../support/kwok-pods.js";
 
 const NODE = uniqueName("hp-node");
 const OTHER = uniqueName("hp-other");
 const NS = uniqueName("hp");
-
-function pod(name: string, node: string, labels: Record<string, string>): string {
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: NS, labels },
-    spec: {
-      nodeName: node,
-      tolerations: [{ operator: "Exists" }],
-      containers: [{ name: "main", image: "registry.example/x:1" }],
-    },
-  });
-}
 
 const clusterWith = (pods: HealthPods[]): Cluster => ({
   apiVersion: "liken.sh/v1alpha1",
@@ -52,37 +40,19 @@ describe("the pods gate on the real API server", () => {
   };
 
   beforeAll(async () => {
-    await createKwokNode(NODE);
-    await createKwokNode(OTHER);
-    expect((await kubectl(["create", "namespace", NS])).code).toBe(0);
-    for (const p of [
-      pod("cni-1", NODE, { app: "cni" }),
-      pod("cni-2", OTHER, { app: "cni" }),
-      pod("csi-1", OTHER, { app: "csi" }),
-      pod("agent-1", NODE, { app: "agent", tier: "node" }),
-    ]) {
-      const r = await kubectl(["apply", "-f", "-"], { input: p });
-      expect(r.code, r.stderr).toBe(0);
-    }
-    await waitFor(
-      "kwok runs the pods",
-      async () => {
-        const r = await kubectl([
-          "get",
-          "pods",
-          "-n",
-          NS,
-          "-o",
-          "jsonpath={.items[*].status.phase}",
-        ]);
-        return r.stdout.split(" ").filter((p) => p === "Running").length === 4;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
+    await kwokPods(
+      NS,
+      [NODE, OTHER],
+      [
+        { name: "cni-1", node: NODE, labels: { app: "cni" } },
+        { name: "cni-2", node: OTHER, labels: { app: "cni" } },
+        { name: "csi-1", node: OTHER, labels: { app: "csi" } },
+        { name: "agent-1", node: NODE, labels: { app: "agent", tier: "node" } },
+      ],
     );
   }, 120_000);
   afterAll(async () => {
-    await kubectl(["delete", "namespace", NS, "--wait=false"]);
-    await kubectl(["delete", "node", NODE, OTHER, "--wait=false"]);
+    await dropKwokPods(NS, [NODE, OTHER]);
   });
 
   it("passes when the selected pods on this node are Ready", async () => {
